@@ -1,0 +1,18 @@
+"""Errors a user can cause. The CLI prints them as one line, without a traceback."""
+
+from __future__ import annotations
+
+__all__ = ["UserError", "InputError"]
+
+
+class UserError(Exception):
+    """A mistake the user can fix: bad arguments, a missing file, a locked store."""
+
+
+class InputError(UserError):
+    """A refused input file. The message names the file and the 1-based line."""
+
+    def __init__(self, path: str, line: int | None, problem: str) -> None:
+        where = f"{path}:{line}" if line is not None else str(path)
+        super().__init__(f"{where}: {problem}")
+        self.path, self.line, self.problem = path, line, problem

@@ -1,0 +1,241 @@
+"""The DuckDB store: schema, numbered migrations, append-only writes and the views.
+
+Nothing is ever UPDATEd or DELETEd: a correction is a newer row (higher ``seq``) and the
+``latest_*`` views pick it. One process writes; inside it :class:`BatchWriter` (see
+``harness.writer``) is the single task that calls :meth:`Store.append`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pandas as pd
+
+from harness.errors import UserError
+from harness.text import ABSTENTION_PATTERN
+
+__all__ = ["Store", "DEFAULT_STORE", "utc_now", "TABLE_COLUMNS"]
+
+DEFAULT_STORE = "runs/contam.duckdb"
+
+_TABLES = """
+CREATE SEQUENCE row_seq;
+CREATE TABLE items (
+    seq BIGINT DEFAULT nextval('row_seq'), item_id VARCHAR NOT NULL, title VARCHAR,
+    subset VARCHAR, question VARCHAR, reference VARCHAR, extra JSON, source_file VARCHAR,
+    added_at TIMESTAMP);
+CREATE TABLE runs (
+    seq BIGINT DEFAULT nextval('row_seq'), run_id VARCHAR NOT NULL, kind VARCHAR,
+    started_at TIMESTAMP, finished_at TIMESTAMP, config JSON, prompt_sha256 VARCHAR,
+    harness_version VARCHAR);
+CREATE TABLE attempts (
+    seq BIGINT DEFAULT nextval('row_seq'), run_id VARCHAR, item_id VARCHAR, model VARCHAR,
+    attempt INTEGER, started_at TIMESTAMP, latency_s DOUBLE, outcome VARCHAR,
+    http_status INTEGER, retry_after_s DOUBLE, error VARCHAR);
+CREATE TABLE answers (
+    seq BIGINT DEFAULT nextval('row_seq'), run_id VARCHAR, item_id VARCHAR NOT NULL,
+    model VARCHAR NOT NULL, provider VARCHAR, provider_model VARCHAR, served_model VARCHAR,
+    answer_raw VARCHAR, answer VARCHAR, finish_reason VARCHAR, input_tokens INTEGER,
+    output_tokens INTEGER, latency_s DOUBLE, created_at TIMESTAMP);
+CREATE TABLE labels (
+    seq BIGINT DEFAULT nextval('row_seq'), item_id VARCHAR NOT NULL, model VARCHAR NOT NULL,
+    rater VARCHAR NOT NULL, label VARCHAR NOT NULL, rubric_sha256 VARCHAR, run_id VARCHAR,
+    source_file VARCHAR, created_at TIMESTAMP);
+CREATE TABLE scores (
+    seq BIGINT DEFAULT nextval('row_seq'), item_id VARCHAR NOT NULL, model VARCHAR NOT NULL,
+    metric VARCHAR NOT NULL, value DOUBLE, params JSON, created_at TIMESTAMP);
+"""
+
+# Labels are kept as raters wrote them (after case-normalisation); the views expose one column per
+# regime. `human_label` prefers the plain `human` rater, then the first `human:<name>`;
+# `judge_label` takes the first `judge:<model>` rater (the report's --judge picks another).
+_VIEWS = f"""
+CREATE OR REPLACE VIEW latest_items AS
+    SELECT * EXCLUDE (rn) FROM (SELECT *, row_number() OVER (PARTITION BY item_id ORDER BY seq DESC) AS rn
+                               FROM items) WHERE rn = 1;
+CREATE OR REPLACE VIEW latest_answers AS
+    SELECT * EXCLUDE (rn) FROM (SELECT *, row_number() OVER (PARTITION BY item_id, model ORDER BY seq DESC) AS rn
+                               FROM answers) WHERE rn = 1;
+CREATE OR REPLACE VIEW latest_labels AS
+    SELECT * EXCLUDE (rn) FROM (SELECT *, row_number() OVER (PARTITION BY item_id, model, rater ORDER BY seq DESC) AS rn
+                               FROM labels) WHERE rn = 1;
+CREATE OR REPLACE VIEW latest_scores AS
+    SELECT * EXCLUDE (rn) FROM (SELECT *, row_number() OVER (PARTITION BY item_id, model, metric ORDER BY seq DESC) AS rn
+                               FROM scores) WHERE rn = 1;
+CREATE OR REPLACE VIEW cells AS
+WITH pairs AS (
+    SELECT item_id, model FROM latest_answers UNION SELECT item_id, model FROM latest_labels),
+human AS (
+    SELECT item_id, model, arg_min(label, CASE WHEN rater = 'human' THEN '' ELSE rater END) AS label
+    FROM latest_labels WHERE rater = 'human' OR rater LIKE 'human:%' GROUP BY ALL),
+judge AS (
+    SELECT item_id, model, arg_min(label, rater) AS label
+    FROM latest_labels WHERE rater LIKE 'judge:%' GROUP BY ALL),
+surface AS (
+    SELECT item_id, model,
+           max(value) FILTER (WHERE metric = 'bleu2') AS bleu2,
+           max(value) FILTER (WHERE metric = 'bertscore_f1') AS bertscore_f1
+    FROM latest_scores GROUP BY ALL)
+SELECT p.item_id, i.title, i.subset, i.question, i.reference, p.model,
+       a.answer, a.answer_raw, h.label AS human_label, j.label AS judge_label,
+       s.bleu2, s.bertscore_f1,
+       CASE WHEN a.answer IS NULL THEN NULL ELSE len(string_split_regex(trim(a.answer), '\\s+'))
+            * (trim(a.answer) <> '')::INT END AS answer_words,
+       coalesce(regexp_matches(a.answer, '{ABSTENTION_PATTERN.replace("'", "''")}'), false) AS abstained,
+       coalesce(trim(i.reference), '') = '' AS reference_empty
+FROM pairs p
+LEFT JOIN latest_items i USING (item_id)
+LEFT JOIN latest_answers a USING (item_id, model)
+LEFT JOIN human h USING (item_id, model)
+LEFT JOIN judge j USING (item_id, model)
+LEFT JOIN surface s USING (item_id, model);
+"""
+
+# Numbered and append-only themselves: a schema change is a new entry, never an edit of an old one.
+MIGRATIONS: list[tuple[int, str, str]] = [
+    (1, "initial tables", _TABLES),
+    (2, "latest views and cells", _VIEWS),
+]
+
+TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
+    "items": ("item_id", "title", "subset", "question", "reference", "extra", "source_file", "added_at"),
+    "runs": ("run_id", "kind", "started_at", "finished_at", "config", "prompt_sha256", "harness_version"),
+    "attempts": ("run_id", "item_id", "model", "attempt", "started_at", "latency_s", "outcome",
+                 "http_status", "retry_after_s", "error"),
+    "answers": ("run_id", "item_id", "model", "provider", "provider_model", "served_model",
+                "answer_raw", "answer", "finish_reason", "input_tokens", "output_tokens",
+                "latency_s", "created_at"),
+    "labels": ("item_id", "model", "rater", "label", "rubric_sha256", "run_id", "source_file",
+               "created_at"),
+    "scores": ("item_id", "model", "metric", "value", "params", "created_at"),
+}
+
+
+def utc_now() -> dt.datetime:
+    """Naive UTC, as DuckDB's TIMESTAMP stores it."""
+    return dt.datetime.now(dt.UTC).replace(tzinfo=None)
+
+
+class Store:
+    """A connection to one store file. ``read_only`` stores never migrate and never write."""
+
+    def __init__(self, path: str | Path = DEFAULT_STORE, *, read_only: bool = False) -> None:
+        self.path = Path(path)
+        self.read_only = read_only
+        self.con = self._connect()
+        if not read_only:
+            self.migrate()
+
+    def _connect(self) -> duckdb.DuckDBPyConnection:
+        if self.read_only and not self.path.exists():
+            raise UserError(f"{self.path}: no such store")
+        if not self.read_only:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            return duckdb.connect(str(self.path), read_only=self.read_only)
+        except duckdb.IOException as exc:
+            first_line = str(exc).splitlines()[0]
+            raise UserError(f"{self.path}: cannot open store ({first_line})") from exc
+
+    # -- schema -------------------------------------------------------------------------------
+
+    def migrate(self) -> list[int]:
+        self.con.execute("CREATE TABLE IF NOT EXISTS _migrations "
+                         "(version INTEGER PRIMARY KEY, name VARCHAR, applied_at TIMESTAMP)")
+        done = {row[0] for row in self.con.execute("SELECT version FROM _migrations").fetchall()}
+        applied = [v for v, name, sql in MIGRATIONS if v not in done and self._apply(v, name, sql)]
+        return applied
+
+    def _apply(self, version: int, name: str, sql: str) -> bool:
+        with self.transaction():
+            self.con.execute(sql)
+            self.con.execute("INSERT INTO _migrations VALUES (?, ?, ?)", [version, name, utc_now()])
+        return True
+
+    def schema_version(self) -> int:
+        return self.con.execute("SELECT coalesce(max(version), 0) FROM _migrations").fetchone()[0]
+
+    # -- writing ------------------------------------------------------------------------------
+
+    def transaction(self) -> "_Transaction":
+        return _Transaction(self.con)
+
+    def append(self, table: str, rows: Sequence[Mapping[str, Any]]) -> int:
+        """Insert rows (dicts keyed by column name) in one statement. Missing columns are NULL."""
+        if not rows:
+            return 0
+        frame = _frame(table, rows)
+        self.con.register("_incoming", frame)
+        try:
+            self.con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM _incoming")
+        finally:
+            self.con.unregister("_incoming")
+        return len(frame)
+
+    def append_frame(self, table: str, frame: pd.DataFrame) -> int:
+        """Bulk path for importers: a DataFrame already shaped like the table."""
+        return self.append_query(table, "SELECT * FROM _frame", _frame=frame)
+
+    def append_query(self, table: str, select_sql: str, **frames: pd.DataFrame) -> int:
+        """``INSERT INTO table BY NAME <select_sql>`` with the given DataFrames registered by name."""
+        for name, frame in frames.items():
+            self.con.register(name, frame)
+        try:
+            before = self.count(table)
+            self.con.execute(f"INSERT INTO {table} BY NAME {select_sql}")
+            return self.count(table) - before
+        finally:
+            for name in frames:
+                self.con.unregister(name)
+
+    # -- reading ------------------------------------------------------------------------------
+
+    def count(self, table: str) -> int:
+        return self.con.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+
+    def query(self, sql: str, params: Iterable[Any] | None = None) -> list[tuple]:
+        return self.con.execute(sql, list(params) if params is not None else None).fetchall()
+
+    def query_dicts(self, sql: str, params: Iterable[Any] | None = None) -> list[dict[str, Any]]:
+        cursor = self.con.execute(sql, list(params) if params is not None else None)
+        names = [d[0] for d in cursor.description]
+        return [dict(zip(names, row)) for row in cursor.fetchall()]
+
+    def item_ids(self) -> set[str]:
+        return {row[0] for row in self.query("SELECT DISTINCT item_id FROM items")}
+
+    def close(self) -> None:
+        self.con.close()
+
+    def __enter__(self) -> "Store":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _frame(table: str, rows: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
+    columns = TABLE_COLUMNS[table]
+    unknown = set().union(*(row.keys() for row in rows)) - set(columns)
+    if unknown:
+        raise ValueError(f"{table}: unknown columns {sorted(unknown)}")
+    data = {c: [row.get(c) for row in rows] for c in columns}
+    return pd.DataFrame(data, columns=list(columns)).astype(object)
+
+
+class _Transaction:
+    """BEGIN ... COMMIT, or ROLLBACK on any exception: a refused file writes nothing."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
+        self.con = con
+
+    def __enter__(self) -> duckdb.DuckDBPyConnection:
+        self.con.execute("BEGIN TRANSACTION")
+        return self.con
+
+    def __exit__(self, exc_type: object, *rest: object) -> None:
+        self.con.execute("ROLLBACK" if exc_type else "COMMIT")

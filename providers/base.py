@@ -1,0 +1,186 @@
+"""The one interface every wire protocol speaks to the harness.
+
+A provider module holds one class with one ``async generate(request) -> Reply``. It receives its
+``httpx.AsyncClient`` from the engine (so connection pools and limits are the engine's business),
+builds the payload from a :class:`Request` alone (R1: nothing else can reach it), and classifies its
+own failures into one of the :class:`ProviderError` subclasses below. The engine decides what to do
+with each class; providers never retry or sleep themselves.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+__all__ = [
+    "ModelSpec",
+    "Request",
+    "Reply",
+    "Provider",
+    "ProviderError",
+    "RateLimited",
+    "Transient",
+    "Timeout",
+    "QuotaExhausted",
+    "Fatal",
+    "ServedModelMismatch",
+    "MissingKey",
+    "DEFAULT_KEY_ENV",
+    "resolve_api_key",
+    "served_model_matches",
+    "check_served_model",
+    "redact",
+]
+
+# Each provider's conventional environment variable for its key; ``api_key_env`` overrides it.
+DEFAULT_KEY_ENV: dict[str, str | None] = {
+    "openai": "OPENAI_API_KEY",
+    "gemini": "GEMINI_API_KEY",
+    "anthropic": "ANTHROPIC_API_KEY",
+    "ollama": None,  # a local server needs no key; OLLAMA_API_KEY is used when set
+    "local": None,
+}
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelSpec:
+    """One configured model: the ``[[models]]`` (or ``[judge]``) table of a run config."""
+
+    name: str  # the user's label, stored in `model`
+    provider: str  # openai | gemini | anthropic | ollama | local
+    model: str  # the provider's model id
+    base_url: str | None = None
+    api_key_env: str | None = None
+    rpm: float | None = None
+    tpm: float | None = None
+    concurrency: int = 8
+    max_attempts: int = 5
+    timeout_s: float = 60.0
+    params: dict[str, Any] = field(default_factory=dict)
+
+    def public_dict(self) -> dict[str, Any]:
+        """What may be stored in `runs.config`: everything but secrets (there are none here:
+        only the *name* of the key's environment variable is kept, never its value)."""
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Request:
+    """Everything a provider may send. R1 holds by construction: there is no field for history,
+    references, other rows or tools (R2)."""
+
+    system: str
+    user: str
+    max_output_tokens: int | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Reply:
+    text: str  # verbatim, becomes `answer_raw`
+    served_model: str | None
+    finish_reason: str | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    http_status: int | None = 200
+
+
+class ProviderError(Exception):
+    """A failed attempt, already classified. ``outcome`` is the `attempts.outcome` value."""
+
+    outcome = "fatal"
+    retryable = False
+
+    def __init__(self, message: str, *, http_status: int | None = None,
+                 retry_after_s: float | None = None) -> None:
+        super().__init__(redact(message))
+        self.http_status = http_status
+        self.retry_after_s = retry_after_s
+
+
+class RateLimited(ProviderError):
+    """429 (or equivalent). ``retry_after_s`` is the server's hint, the minimum wait, if any."""
+
+    outcome = "rate_limited"
+    retryable = True
+
+
+class Transient(ProviderError):
+    """5xx, 529, 408/409, connection resets, malformed bodies, timeouts: worth another try."""
+
+    outcome = "transient"
+    retryable = True
+
+
+class Timeout(Transient):
+    outcome = "timeout"
+
+
+class QuotaExhausted(ProviderError):
+    """Quota for the day is gone: stop this model cleanly; the run resumes later."""
+
+    outcome = "quota"
+
+
+class Fatal(ProviderError):
+    """Auth failures and 4xx other than 408/409/429: retrying cannot help; stop this model."""
+
+    outcome = "fatal"
+
+
+class ServedModelMismatch(Fatal):
+    """The server answered with a different model than the one asked for."""
+
+
+class MissingKey(Fatal):
+    """The key's environment variable is unset or empty."""
+
+
+
+class Provider(Protocol):
+    """One class per module; constructed once per configured model by the engine."""
+
+    spec: ModelSpec
+
+    async def generate(self, request: Request) -> Reply: ...
+
+
+def resolve_api_key(spec: ModelSpec, *, required: bool = True) -> str | None:
+    """The key from the environment. Raised errors name the variable, never a value."""
+    env_name = spec.api_key_env or DEFAULT_KEY_ENV.get(spec.provider)
+    key = os.environ.get(env_name, "").strip() if env_name else ""
+    if key:
+        _REGISTERED_SECRETS.add(key)
+        return key
+    if required:
+        raise MissingKey(f"model {spec.name!r}: environment variable {env_name} is not set")
+    return None
+
+
+_DATED_SUFFIX = re.compile(r"-\d{4}-?\d{2}-?\d{2}$|-\d{8}$")
+
+
+def served_model_matches(requested: str, served: str) -> bool:
+    """Equal, or the requested id extended by a dated suffix (``-2026-01-01`` / ``-20260101``)."""
+    if served == requested:
+        return True
+    return served.startswith(requested) and bool(_DATED_SUFFIX.fullmatch(served[len(requested):]))
+
+
+def check_served_model(spec: ModelSpec, served: str | None) -> None:
+    if served is None or not served_model_matches(spec.model, served):
+        raise ServedModelMismatch(
+            f"model {spec.name!r}: asked for {spec.model!r} but the server answered as {served!r}"
+        )
+
+
+# Every key resolve_api_key hands out; redact() scrubs them from any text that leaves the process.
+_REGISTERED_SECRETS: set[str] = set()
+
+
+def redact(text: str) -> str:
+    for secret in _REGISTERED_SECRETS:
+        if secret:
+            text = text.replace(secret, "[REDACTED]")
+    return text
