@@ -157,7 +157,7 @@ class Store:
         return True
 
     def schema_version(self) -> int:
-        return self.con.execute("SELECT coalesce(max(version), 0) FROM _migrations").fetchone()[0]
+        return self.con.execute("SELECT coalesce(max(version), 0) FROM _migrations").fetchall()[0][0]
 
     # -- writing ------------------------------------------------------------------------------
 
@@ -195,7 +195,7 @@ class Store:
     # -- reading ------------------------------------------------------------------------------
 
     def count(self, table: str) -> int:
-        return self.con.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+        return self.con.execute(f"SELECT count(*) FROM {table}").fetchall()[0][0]
 
     def query(self, sql: str, params: Iterable[Any] | None = None) -> list[tuple]:
         return self.con.execute(sql, list(params) if params is not None else None).fetchall()

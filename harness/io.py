@@ -1,0 +1,171 @@
+"""Reading and validating the files users bring: items, answers, labels (CSV or JSONL).
+
+Strict by design. The seed paper lost a row to an unquoted comma that shifted every column
+(question_id 35): here a row whose field count differs from the header, a duplicate key, a missing
+required column, invalid UTF-8 or an unknown label is refused with the file and its 1-based line,
+before anything is written.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import orjson
+
+from harness.errors import InputError
+
+__all__ = ["FileKind", "KINDS", "Record", "read_records", "normalise_label"]
+
+
+@dataclass(frozen=True)
+class FileKind:
+    name: str
+    required: tuple[str, ...]
+    key: tuple[str, ...]
+    nonempty: tuple[str, ...]  # required columns that may not be blank
+
+
+KINDS = {
+    "items": FileKind("items", ("item_id", "title", "subset", "question", "reference"),
+                      ("item_id",), ("item_id", "title", "subset", "question")),
+    "answers": FileKind("answers", ("item_id", "model", "answer"), ("item_id", "model"),
+                        ("item_id", "model")),
+    "labels": FileKind("labels", ("item_id", "model", "rater", "label"),
+                       ("item_id", "model", "rater"), ("item_id", "model", "rater", "label")),
+}
+
+_LABELS = {"right": "right", "correct": "right", "partially right": "partial",
+           "partial": "partial", "partially correct": "partial", "wrong": "wrong",
+           "incorrect": "wrong"}
+
+
+@dataclass(frozen=True)
+class Record:
+    line: int  # 1-based line where the record starts
+    fields: dict[str, str]
+
+
+def normalise_label(raw: str) -> str | None:
+    """`Right`, `Partially Right`, `partially_right`, ` WRONG ` -> right / partial / wrong."""
+    words = raw.replace("_", " ").replace("-", " ").lower().split()
+    return _LABELS.get(" ".join(words))
+
+
+def read_records(path: str | Path, kind: FileKind) -> list[Record]:
+    """Every record of the file, validated; raises InputError naming file and line."""
+    path = Path(path)
+    text = _decode(path)
+    records = list(_parse(path, text, kind))
+    _check_records(path, kind, records)
+    return records
+
+
+def _decode(path: Path) -> str:
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise InputError(str(path), None, "no such file") from None
+    except OSError as exc:
+        raise InputError(str(path), None, exc.strerror or "cannot read") from None
+    try:
+        return data.decode("utf-8-sig")  # a leading BOM is accepted and dropped
+    except UnicodeDecodeError as exc:
+        line = data[:exc.start].count(b"\n") + 1
+        raise InputError(str(path), line, f"invalid UTF-8 (byte 0x{data[exc.start]:02x})") from None
+
+
+def _parse(path: Path, text: str, kind: FileKind) -> Iterator[Record]:
+    suffix = path.suffix.lower()
+    if suffix == ".csv":
+        return _parse_csv(path, text, kind)
+    if suffix in (".jsonl", ".ndjson"):
+        return _parse_jsonl(path, text, kind)
+    raise InputError(str(path), None, "unknown file type: use .csv or .jsonl")
+
+
+def _parse_csv(path: Path, text: str, kind: FileKind) -> Iterator[Record]:
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    header = _csv_header(path, reader, kind)
+    start = reader.line_num + 1
+    try:
+        for row in reader:
+            if row:  # a truly empty line is no record
+                yield _csv_record(path, header, row, start)
+            start = reader.line_num + 1
+    except csv.Error as exc:
+        raise InputError(str(path), start, f"malformed CSV ({exc})") from None
+
+
+def _csv_header(path: Path, reader: "csv._reader", kind: FileKind) -> list[str]:
+    try:
+        header = [name.strip() for name in next(reader)]
+    except (StopIteration, csv.Error):
+        raise InputError(str(path), 1, "no header row") from None
+    duplicated = sorted({name for name in header if header.count(name) > 1})
+    if duplicated:
+        raise InputError(str(path), 1, f"column {duplicated[0]!r} appears twice in the header")
+    _require_columns(path, 1, header, kind)
+    return header
+
+
+def _csv_record(path: Path, header: list[str], row: list[str], line: int) -> Record:
+    if len(row) != len(header):
+        raise InputError(str(path), line, f"{len(row)} fields but the header has {len(header)} "
+                         "(an unquoted comma or quote?)")
+    return Record(line, dict(zip(header, row)))
+
+
+def _parse_jsonl(path: Path, text: str, kind: FileKind) -> Iterator[Record]:
+    for line, raw in enumerate(text.splitlines(), start=1):
+        if raw.strip():
+            yield Record(line, _jsonl_fields(path, line, raw, kind))
+
+
+def _jsonl_fields(path: Path, line: int, raw: str, kind: FileKind) -> dict[str, str]:
+    try:
+        obj = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise InputError(str(path), line, f"invalid JSON ({exc})") from None
+    if not isinstance(obj, dict):
+        raise InputError(str(path), line, "each line must be a JSON object")
+    _require_columns(path, line, list(obj), kind)
+    return {key: _as_text(value) for key, value in obj.items()}
+
+
+def _as_text(value: object) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    return orjson.dumps(value).decode() if isinstance(value, (list, dict)) else str(value)
+
+
+def _require_columns(path: Path, line: int, names: list[str], kind: FileKind) -> None:
+    missing = [name for name in kind.required if name not in names]
+    if missing:
+        raise InputError(str(path), line, f"missing required column {missing[0]!r} "
+                         f"({kind.name} need {', '.join(kind.required)})")
+
+
+def _check_records(path: Path, kind: FileKind, records: list[Record]) -> None:
+    first_seen: dict[tuple[str, ...], int] = {}
+    for record in records:
+        _check_values(path, kind, record)
+        key = tuple(record.fields[name].strip() for name in kind.key)
+        if key in first_seen:
+            raise InputError(str(path), record.line, f"duplicate {'/'.join(kind.key)} {key!r} "
+                             f"(first on line {first_seen[key]})")
+        first_seen[key] = record.line
+
+
+def _check_values(path: Path, kind: FileKind, record: Record) -> None:
+    for name in kind.nonempty:
+        if not record.fields[name].strip():
+            raise InputError(str(path), record.line, f"empty {name}")
+    if kind.name == "labels" and normalise_label(record.fields["label"]) is None:
+        raise InputError(str(path), record.line, f"unknown label {record.fields['label']!r} "
+                         "(use Right, Partially Right or Wrong)")

@@ -1,0 +1,208 @@
+"""Importers: round trips, strict refusals with line numbers, idempotence, newer rows win."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+
+from harness.errors import InputError
+from harness.importer import import_file
+from harness.store import Store
+
+ITEMS = [
+    {"item_id": "red-01", "title": "Pokémon Red", "subset": "official",
+     "question": "Which badge does Brock award?", "reference": "Boulder Badge", "source": "guide"},
+    {"item_id": "brown-01", "title": "Pokémon Brown", "subset": "fan",
+     "question": "Which named tunnel, from eastern Mt. Boulder?", "reference": "Rijon Tunnel",
+     "source": "playthrough, notes"},
+]
+ANSWERS = [
+    {"item_id": "red-01", "model": "m1", "answer": "Answer: the Boulder Badge"},
+    {"item_id": "brown-01", "model": "m1", "answer": ""},
+]
+LABELS = [
+    {"item_id": "red-01", "model": "m1", "rater": "human", "label": "Right"},
+    {"item_id": "brown-01", "model": "m1", "rater": "human", "label": "Partially right"},
+    {"item_id": "brown-01", "model": "m1", "rater": "judge:sonnet", "label": "WRONG"},
+]
+TABLES = ("items", "answers", "labels", "scores", "runs", "attempts")
+
+
+def write_csv(path, rows, bom=False):
+    with open(path, "w", newline="", encoding="utf-8-sig" if bom else "utf-8") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    return path
+
+
+def write_jsonl(path, rows):
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), "utf-8")
+    return path
+
+
+def counts(store):
+    return {t: store.count(t) for t in TABLES}
+
+
+@pytest.fixture
+def store(store_path):
+    with Store(store_path) as s:
+        yield s
+
+
+@pytest.fixture
+def loaded(store, tmp_path):
+    import_file(store, "items", write_csv(tmp_path / "items.csv", ITEMS))
+    return store
+
+
+@pytest.mark.parametrize("fmt", ["csv", "jsonl"])
+def test_round_trip_of_every_kind(store, tmp_path, fmt):
+    write = write_csv if fmt == "csv" else write_jsonl
+    for kind, rows in (("items", ITEMS), ("answers", ANSWERS), ("labels", LABELS)):
+        result = import_file(store, kind, write(tmp_path / f"{kind}.{fmt}", rows))
+        assert (result.read, result.added) == (len(rows), len(rows))
+    cells = store.query_dicts("SELECT * FROM cells ORDER BY item_id")
+    assert [c["item_id"] for c in cells] == ["brown-01", "red-01"]
+    red = cells[1]
+    assert red["title"] == "Pokémon Red" and red["reference"] == "Boulder Badge"
+    assert red["answer_raw"] == "Answer: the Boulder Badge" and red["answer"] == "the Boulder Badge"
+    assert red["human_label"] == "right" and cells[0]["human_label"] == "partial"
+    assert cells[0]["judge_label"] == "wrong"
+    assert cells[0]["answer"] == "" and cells[0]["answer_words"] == 0  # blank is data, not error
+
+
+def test_bom_is_accepted(store, tmp_path):
+    import_file(store, "items", write_csv(tmp_path / "items.csv", ITEMS, bom=True))
+    assert store.item_ids() == {"red-01", "brown-01"}
+
+
+def test_extra_columns_are_kept_by_name_never_shifted(loaded):
+    extra = loaded.query("SELECT extra FROM items WHERE item_id = 'brown-01'")[0][0]
+    assert json.loads(extra) == {"source": "playthrough, notes"}
+    row = loaded.query_dicts("SELECT * FROM latest_items WHERE item_id = 'brown-01'")[0]
+    assert row["reference"] == "Rijon Tunnel" and row["subset"] == "fan"
+
+
+def refused(store, kind, path):
+    before = counts(store)
+    with pytest.raises(InputError) as info:
+        import_file(store, kind, path)
+    assert counts(store) == before, "a refused file must write nothing"
+    return info.value
+
+
+def test_unquoted_comma_shifts_are_refused_with_the_line(loaded, tmp_path):
+    # Line 2 is a valid multi-line quoted record (lines 2-3), so the bad record starts on line 4.
+    path = tmp_path / "answers.csv"
+    path.write_text('item_id,model,answer\nred-01,m1,"two\nlines"\nbrown-01,m1,Silk, Tunnel\n')
+    error = refused(loaded, "answers", path)
+    assert (error.line, str(error)) == (4, f"{path}:4: 4 fields but the header has 3 "
+                                           "(an unquoted comma or quote?)")
+
+
+def test_duplicate_key_is_refused(loaded, tmp_path):
+    rows = [*LABELS, {"item_id": "red-01", "model": "m1", "rater": "human", "label": "Wrong"}]
+    error = refused(loaded, "labels", write_csv(tmp_path / "labels.csv", rows))
+    assert error.line == 5 and "duplicate" in str(error) and "first on line 2" in str(error)
+
+
+def test_missing_required_column_is_refused(loaded, tmp_path):
+    rows = [{"item_id": "red-01", "model": "m1"}]
+    error = refused(loaded, "answers", write_csv(tmp_path / "answers.csv", rows))
+    assert error.line == 1 and "'answer'" in str(error)
+
+
+def test_missing_key_in_a_jsonl_line_is_refused(loaded, tmp_path):
+    rows = [ANSWERS[0], {"item_id": "brown-01", "answer": "x"}]
+    error = refused(loaded, "answers", write_jsonl(tmp_path / "answers.jsonl", rows))
+    assert error.line == 2 and "'model'" in str(error)
+
+
+def test_invalid_utf8_is_refused_with_its_line(loaded, tmp_path):
+    path = tmp_path / "answers.csv"
+    path.write_bytes(b"item_id,model,answer\nred-01,m1,ok\nbrown-01,m1,caf\xe9\n")
+    error = refused(loaded, "answers", path)
+    assert error.line == 3 and "UTF-8" in str(error)
+
+
+def test_answer_for_unknown_item_is_refused(loaded, tmp_path):
+    rows = [*ANSWERS, {"item_id": "prism-09", "model": "m1", "answer": "x"}]
+    error = refused(loaded, "answers", write_csv(tmp_path / "answers.csv", rows))
+    assert error.line == 4 and "prism-09" in str(error)
+
+
+def test_unknown_label_is_refused(loaded, tmp_path):
+    rows = [{"item_id": "red-01", "model": "m1", "rater": "human", "label": "maybe"}]
+    error = refused(loaded, "labels", write_csv(tmp_path / "labels.csv", rows))
+    assert error.line == 2 and "maybe" in str(error)
+
+
+def test_invalid_json_line_is_refused(loaded, tmp_path):
+    path = tmp_path / "labels.jsonl"
+    path.write_text(json.dumps(LABELS[0]) + "\n{not json\n")
+    assert refused(loaded, "labels", path).line == 2
+
+
+@pytest.mark.parametrize("spelling,label", [("Right", "right"), ("Partially Right", "partial"),
+                                            ("Partially right", "partial"), ("Wrong", "wrong"),
+                                            (" wrong ", "wrong"), ("partially_right", "partial")])
+def test_labels_are_case_normalised(loaded, tmp_path, spelling, label):
+    rows = [{"item_id": "red-01", "model": "m1", "rater": "human", "label": spelling}]
+    import_file(loaded, "labels", write_csv(tmp_path / "labels.csv", rows))
+    assert loaded.query("SELECT label FROM labels")[0][0] == label
+
+
+def test_reimport_adds_nothing(loaded, tmp_path):
+    for kind, rows in (("items", ITEMS), ("answers", ANSWERS), ("labels", LABELS)):
+        path = write_csv(tmp_path / f"{kind}.csv", rows)
+        import_file(loaded, kind, path)
+        before = counts(loaded)
+        assert import_file(loaded, kind, path).added == 0
+        assert counts(loaded) == before
+
+
+def test_a_changed_label_is_a_newer_row_the_views_prefer(loaded, tmp_path):
+    import_file(loaded, "answers", write_csv(tmp_path / "answers.csv", ANSWERS))
+    import_file(loaded, "labels", write_csv(tmp_path / "labels.csv", LABELS))
+    changed = [{**LABELS[0], "label": "Wrong"}]
+    assert import_file(loaded, "labels", write_csv(tmp_path / "fix.csv", changed)).added == 1
+    assert loaded.count("labels") == 4  # the old row stays: append-only
+    latest = loaded.query("SELECT label FROM latest_labels WHERE item_id = 'red-01' "
+                          "AND rater = 'human'")
+    assert latest == [("wrong",)]
+    cell = loaded.query("SELECT human_label FROM cells WHERE item_id = 'red-01'")
+    assert cell == [("wrong",)]
+
+
+def test_an_empty_reference_is_kept_and_flagged(store, tmp_path):
+    rows = [{**ITEMS[0], "reference": ""}]
+    import_file(store, "items", write_csv(tmp_path / "items.csv", rows))
+    import_file(store, "answers", write_csv(tmp_path / "answers.csv", ANSWERS[:1]))
+    assert store.query("SELECT reference_empty FROM cells") == [(True,)]
+
+
+def test_cli_import_reports_and_refuses(contam, tmp_path, store_path):
+    items = write_csv(tmp_path / "items.csv", ITEMS)
+    status, out, _ = contam("import", "items", items, "--store", store_path)
+    assert status == 0 and "2 items read, 2 added" in out
+    bad = tmp_path / "bad.csv"
+    bad.write_text("item_id,model,answer\nred-01,m1,a,b\n")
+    status, out, err = contam("import", "answers", bad, "--store", store_path)
+    assert status == 2 and err.strip() == f"contam import: {bad}:2: 4 fields but the header " \
+                                           "has 3 (an unquoted comma or quote?)"
+    assert "Traceback" not in err
+
+
+def test_a_400_by_4_file_set_gives_1600_cells(contam, tmp_path, store_path):
+    from tests.filesets import write_fileset
+
+    paths = write_fileset(tmp_path, 400, ["gpt", "claude", "gemini", "gemma"])
+    for kind in ("items", "answers", "labels"):
+        assert contam("import", kind, paths[kind], "--store", store_path)[0] == 0
+    status, out, _ = contam("sql", "--store", store_path, "--format", "csv",
+                            "select count(*) from cells")
+    assert (status, out) == (0, "count_star()\n1600\n")

@@ -1,0 +1,85 @@
+"""The store: numbered migrations, append-only writes, views that prefer the newest row."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from harness.store import MIGRATIONS, Store, utc_now
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_migrations_are_recorded_once(store_path):
+    with Store(store_path) as store:
+        versions = [row[0] for row in store.query("SELECT version FROM _migrations ORDER BY 1")]
+        assert versions == [v for v, _, _ in MIGRATIONS]
+    with Store(store_path) as store:
+        assert store.migrate() == []
+        assert store.count("_migrations") == len(MIGRATIONS)
+
+
+def test_read_only_store_refuses_writes_and_missing_files(store_path):
+    Store(store_path).close()
+    with Store(store_path, read_only=True) as store:
+        with pytest.raises(Exception):
+            store.append("items", [{"item_id": "x"}])
+    from harness.errors import UserError
+    with pytest.raises(UserError, match="no such store"):
+        Store(store_path.parent / "missing.duckdb", read_only=True)
+
+
+def test_append_refuses_unknown_columns(store_path):
+    with Store(store_path) as store, pytest.raises(ValueError, match="unknown columns"):
+        store.append("answers", [{"item_id": "a", "model": "m", "api_key": "x"}])
+
+
+def test_latest_views_pick_the_newest_row(store_path):
+    with Store(store_path) as store:
+        store.append("items", [{"item_id": "i", "title": "T", "subset": "fan", "question": "q",
+                                "reference": "old"}])
+        store.append("items", [{"item_id": "i", "title": "T", "subset": "fan", "question": "q",
+                                "reference": "new"}])
+        for text in ("first", "second"):
+            store.append("answers", [{"item_id": "i", "model": "m", "answer_raw": text,
+                                      "answer": text, "created_at": utc_now()}])
+        for value in (0.1, 0.7):
+            store.append("scores", [{"item_id": "i", "model": "m", "metric": "bleu2",
+                                     "value": value, "params": "{}"}])
+        cell = store.query_dicts("SELECT * FROM cells")
+        assert len(cell) == 1
+        assert (cell[0]["reference"], cell[0]["answer"], cell[0]["bleu2"]) == ("new", "second", 0.7)
+        assert store.count("answers") == 2 and store.count("latest_answers") == 1
+
+
+def test_cells_prefers_the_plain_human_rater(store_path):
+    with Store(store_path) as store:
+        labels = [("human:bob", "wrong"), ("human", "right"), ("judge:b", "partial"),
+                  ("judge:a", "wrong")]
+        store.append("labels", [{"item_id": "i", "model": "m", "rater": r, "label": l}
+                                for r, l in labels])
+        row = store.query_dicts("SELECT human_label, judge_label FROM cells")[0]
+        assert row == {"human_label": "right", "judge_label": "wrong"}
+
+
+def test_abstentions_are_flagged(store_path):
+    answers = {"a": "I don't know which tunnel that is.", "b": "I'm not familiar with Pokémon Prism.",
+               "c": "Silk Tunnel.", "d": "The rival challenges you; I know that well."}
+    with Store(store_path) as store:
+        store.append("answers", [{"item_id": k, "model": "m", "answer": v} for k, v in answers.items()])
+        flags = dict(store.query("SELECT item_id, abstained FROM cells"))
+    assert flags == {"a": True, "b": True, "c": False, "d": False}
+
+
+_MUTATION = re.compile(r"\b(UPDATE\s+\w+\s+SET|DELETE\s+FROM|TRUNCATE|DROP\s+TABLE|"
+                       r"INSERT\s+OR\s+REPLACE|ON\s+CONFLICT)\b", re.IGNORECASE)
+
+
+def test_no_statement_updates_or_deletes_rows():
+    sources = [p for d in ("harness", "providers", "metrics") for p in (ROOT / d).rglob("*.py")]
+    assert len(sources) > 5
+    offenders = [f"{p.relative_to(ROOT)}: {m.group(0)}" for p in sources
+                 for m in _MUTATION.finditer(p.read_text(encoding="utf-8"))]
+    assert offenders == []
