@@ -1,0 +1,339 @@
+"""The report dict as Markdown and as self-contained HTML: the seed paper's Tables 2-6 and more.
+
+Both formats are rendered from the same list of :class:`Section` objects, so they never disagree.
+Percentages carry one decimal with the 95% Wilson interval in brackets; p-values are written
+``7.5 × 10⁻⁷²``; an infinite odds ratio is ``∞``; a statistic that is undefined is ``—``.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import math
+from dataclasses import dataclass, field
+from importlib import resources
+from string import Template
+from typing import Any
+
+__all__ = ["Table", "Section", "sections", "render_markdown", "render_html",
+           "fmt_pct", "fmt_ci", "fmt_p", "fmt_or", "fmt_num"]
+
+DASH = "—"
+_SUPERSCRIPT = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
+FIGURE_CAPTIONS = {
+    "fig1_leaderboard": "Figure 1. Strict human-labelled accuracy over all items; bars are 95% Wilson intervals.",
+    "fig2_contamination_gap": "Figure 2. Accuracy on the documented vs the undocumented subset, ordered by "
+                              "gap; bars are 95% Wilson intervals.",
+    "fig3_metric_disagreement": "Figure 3. The same answers under four scoring regimes, models held in "
+                                "human-accuracy order; the two right panels are score means on their own scale.",
+}
+
+
+# -- number formats -----------------------------------------------------------------------------
+
+def _missing(x: Any) -> bool:
+    return x is None or (isinstance(x, float) and math.isnan(x))
+
+
+def fmt_pct(x: float | None) -> str:
+    return DASH if _missing(x) else f"{100 * x:.1f}%"
+
+
+def fmt_ci(low: float | None, high: float | None) -> str:
+    return DASH if _missing(low) or _missing(high) else f"[{100 * low:.1f}, {100 * high:.1f}]"
+
+
+def fmt_p(p: float | None) -> str:
+    """0.042, or 7.5 × 10⁻⁷² below 0.001."""
+    if _missing(p):
+        return DASH
+    if p == 0:
+        return "< 10⁻³⁰⁰"
+    if p >= 0.001:
+        return f"{p:.3f}"
+    mantissa, exponent = f"{p:.1e}".split("e")
+    return f"{mantissa} × 10{str(int(exponent)).translate(_SUPERSCRIPT)}"
+
+
+def fmt_or(x: float | str | None) -> str:
+    if x == "inf":
+        return "∞"
+    return DASH if _missing(x) else f"{x:.1f}"
+
+
+def fmt_num(x: float | None, digits: int = 3) -> str:
+    return DASH if _missing(x) else f"{x:.{digits}f}"
+
+
+# -- structure ----------------------------------------------------------------------------------
+
+@dataclass
+class Table:
+    headers: list[str]
+    rows: list[list[str]]
+    caption: str = ""
+
+
+@dataclass
+class Section:
+    heading: str
+    paragraphs: list[str] = field(default_factory=list)
+    tables: list[Table] = field(default_factory=list)
+    figure: str | None = None
+
+
+def sections(report: dict) -> list[Section]:
+    """Every section that has data, in the paper's order; the notes say what was left out."""
+    builders = [_overview, _overall, _per_title, _gap, _mcnemar, _regimes, _judge, _agreement,
+                _inter_annotator, _metric_validity, _abstention, _missing_data, _notes]
+    return [s for build in builders if (s := build(report)) is not None]
+
+
+def _overview(report: dict) -> Section:
+    meta, contrast = report.get("meta") or {}, report["contrast"]
+    return Section("contam report", [
+        f"Store `{meta.get('store', '?')}`: {meta.get('items', '?')} items, {meta.get('models', '?')} models; "
+        f"generated {meta.get('generated_at', '?')} (contam {meta.get('harness_version') or '?'}).",
+        f"Human rater: `{report['human_rater'] or 'none'}`. Judge rater: `{report['judge_rater'] or 'none'}`. "
+        f"Contrast: `{contrast['documented']}` (documented) vs `{contrast['undocumented']}` (undocumented).",
+        "All intervals are 95%. Empty answers and unanswered items count as wrong (a lower bound); "
+        "see Missing data."])
+
+
+def _overall(report: dict) -> Section | None:
+    if not report["overall"]:
+        return None
+    rows = [[r["model"], str(r["n"]), str(r["right"]), str(r["partial"]), str(r["wrong"]),
+             fmt_pct(r["accuracy"]), fmt_ci(r["ci_low"], r["ci_high"]), fmt_pct(r["partial_credit"])]
+            for r in report["overall"]]
+    return Section("Overall accuracy", [], [Table(
+        ["Model", "n", "Right", "Partial", "Wrong", "Strict accuracy", "95% CI", "Partial credit"], rows,
+        "Human annotation; partial credit counts a partially right answer as one half.")],
+        figure="fig1_leaderboard")
+
+
+def _per_title(report: dict) -> Section | None:
+    if not report["per_title"]:
+        return None
+    titles = list(dict.fromkeys((r["title"], r["subset"]) for r in report["per_title"]))
+    cell = {(r["model"], r["title"]): r for r in report["per_title"]}
+    models = list(dict.fromkeys(r["model"] for r in report["per_title"]))
+    rows = [[m] + [_title_cell(cell.get((m, t))) for t, _ in titles] for m in models]
+    return Section("Per-title accuracy", [], [Table(
+        ["Model"] + [f"{t} ({s})" for t, s in titles], rows, "Strict accuracy [95% Wilson interval].")])
+
+
+def _title_cell(r: dict | None) -> str:
+    return DASH if r is None else f"{fmt_pct(r['accuracy'])} {fmt_ci(r['ci_low'], r['ci_high'])}"
+
+
+def _gap(report: dict) -> Section | None:
+    if not report["gap"]:
+        return None
+    doc, undoc = report["contrast"]["documented"], report["contrast"]["undocumented"]
+    rows = [[r["model"], f"{fmt_pct(r['documented_accuracy'])} ({r['documented_right']}/{r['documented_n']})",
+             f"{fmt_pct(r['undocumented_accuracy'])} ({r['undocumented_right']}/{r['undocumented_n']})",
+             _pp(r["gap"]), _pp_ci(r["gap_ci_low"], r["gap_ci_high"]), fmt_or(r["odds_ratio"]),
+             fmt_p(r["fisher_p"])] for r in report["gap"]]
+    return Section("The contamination gap", [], [Table(
+        ["Model", doc, undoc, "Gap", "95% CI (Newcombe)", "Odds ratio", "Fisher p"], rows,
+        "Ordered by gap. Odds ratio ad/bc and two-sided Fisher exact p on the 2×2 right / not-right table.")],
+        figure="fig2_contamination_gap")
+
+
+def _pp(x: float | None) -> str:
+    return DASH if _missing(x) else f"{100 * x:.1f} pp"
+
+
+def _pp_ci(low: float | None, high: float | None) -> str:
+    return DASH if _missing(low) or _missing(high) else f"[{100 * low:.1f}, {100 * high:.1f}]"
+
+
+def _mcnemar(report: dict) -> Section | None:
+    if not report.get("mcnemar"):
+        return None
+    rows = [[r["model_a"], r["model_b"], r["scope"], str(r["n"]), str(r["a_right"]), str(r["b_right"]),
+             str(r["a_only"]), str(r["b_only"]), str(r["identical_labels"]), fmt_p(r["p"])]
+            for r in report["mcnemar"]]
+    return Section("Pairwise model comparisons", [
+        "Exact McNemar test on the same items (binomial on the discordant pairs): a small p means the two "
+        "models' right / not-right records differ beyond chance."], [Table(
+            ["Model A", "Model B", "Items", "n", "A right", "B right", "A only", "B only",
+             "Identical labels", "p"], rows)])
+
+
+def _regimes(report: dict) -> Section | None:
+    if not report.get("regimes"):
+        return None
+    rows = [[r["model"], fmt_pct(r["human_accuracy"]), fmt_pct(r["judge_accuracy"]),
+             fmt_pct(r["judge_partial_credit"]), fmt_num(r["bleu2"]), fmt_num(r["bertscore_f1"]),
+             fmt_num(r["mean_words"], 1)] for r in report["regimes"]]
+    rho = report["rank_correlation"] or {}
+    if rho:
+        rows.append(["Spearman ρ with human", DASH, fmt_num(rho.get("judge")),
+                     fmt_num(rho.get("judge_partial_credit")), fmt_num(rho.get("bleu2")),
+                     fmt_num(rho.get("bertscore_f1")), DASH])
+    return Section("Scoring regimes", [], [Table(
+        ["Model", "Human", "LLM judge", "Judge (partial credit)", "BLEU-2", "BERTScore-F1",
+         "Mean answer length (words)"], rows,
+        "Each regime's aggregate per model; ρ across models, ties at average ranks.")],
+        figure="fig3_metric_disagreement")
+
+
+def _judge(report: dict) -> Section | None:
+    if not report["judge"]:
+        return None
+    rows = [[r["model"], str(r["n"]), str(r["right"]), str(r["partial"]), str(r["wrong"]),
+             fmt_pct(r["accuracy"]), fmt_ci(r.get("ci_low"), r.get("ci_high")), fmt_pct(r["partial_credit"])]
+            for r in report["judge"]]
+    return Section("LLM judge", [f"Rater `{report['judge_rater']}`."], [Table(
+        ["Model", "n", "Right", "Partial", "Wrong", "Strict accuracy", "95% CI", "Partial credit"], rows)])
+
+
+def _agreement(report: dict) -> Section | None:
+    agreement = report["agreement"]
+    if not agreement:
+        return None
+    pooled = agreement["pooled"]
+    names = ["Right", "Partially right", "Wrong"]
+    confusion = Table(["Human ↓ / Judge →", *names],
+                      [[name, *map(str, row)] for name, row in zip(names, pooled["confusion"])],
+                      f"Pooled human × judge confusion (n = {pooled['n']}).")
+    rows = [[r["model"], str(r["n"]), fmt_pct(r["exact"]), fmt_num(r["kappa"]), fmt_num(r["kappa_linear"]),
+             fmt_num(r["kappa_binary"])] for r in [*agreement["per_model"], {"model": "pooled", **pooled}]]
+    return Section("Human × judge agreement", [
+        f"Pooled exact agreement {fmt_pct(pooled['exact'])} (Cohen's κ = {fmt_num(pooled['kappa'])}; "
+        f"linearly weighted κ = {fmt_num(pooled['kappa_linear'])}; κ = {fmt_num(pooled['kappa_binary'])} "
+        "on the collapsed right / not-right decision)."],
+        [confusion, Table(["Model", "n", "Exact", "κ", "κ linear", "κ right/not"], rows)])
+
+
+def _inter_annotator(report: dict) -> Section | None:
+    inter = report.get("inter_annotator")
+    if not inter:
+        return None
+    rows = [[r["rater_a"], r["rater_b"], str(r["n"]), fmt_pct(r["exact"]), fmt_num(r["kappa"]),
+             fmt_num(r["kappa_linear"])] for r in inter["pairwise"]]
+    return Section("Inter-annotator agreement", [
+        f"Raters: {', '.join(inter['raters'])}. Fleiss' κ = {fmt_num(inter['fleiss_kappa'])} on the "
+        f"{inter['n_all_raters']} cells every rater labelled."],
+        [Table(["Rater A", "Rater B", "n", "Exact", "κ", "κ linear"], rows)])
+
+
+_VALIDITY_COLUMNS = (
+    ("n", "n", lambda v: str(v)), ("ROC-AUC", "roc_auc", fmt_num), ("r_pb", "point_biserial_r", fmt_num),
+    ("Mean (right)", "mean_right", fmt_num), ("Mean (not right)", "mean_not_right", fmt_num),
+    ("Right scoring 0", "zero_share_right", fmt_pct), ("Right below 0.5", "below_half_share_right", fmt_pct),
+    ("r(length, score)", "length_r_all", fmt_num), ("r(length, score | right)", "length_r_right", fmt_num),
+    ("Documented / undocumented mean", "documented_ratio", lambda v: f"{fmt_num(v, 2)}×"),
+)
+
+
+def _metric_validity(report: dict) -> Section | None:
+    validity = report["metric_validity"]
+    if not validity:
+        return None
+    tables = []
+    for metric, name in (("bleu2", "BLEU-2"), ("bertscore_f1", "BERTScore-F1")):
+        if validity.get(metric):
+            rows = [_validity_row(r["model"], r) for r in validity[metric]["per_model"]]
+            rows.append(_validity_row("pooled", validity[metric]["pooled"]))
+            tables.append(Table(["Model", *(c[0] for c in _VALIDITY_COLUMNS)], rows,
+                                f"{name} as a classifier of the human 'right' label."))
+    return Section("Metric validity", [
+        "ROC-AUC and point-biserial r against the human right indicator; length is the answer's word "
+        "count (Pearson r)."], tables)
+
+
+def _validity_row(model: str, r: dict) -> list[str]:
+    return [model, *(fmt(r[key]) for _, key, fmt in _VALIDITY_COLUMNS)]
+
+
+def _abstention(report: dict) -> Section | None:
+    if not report.get("abstention"):
+        return None
+    rows = [[r["model"], str(r["subset"]), str(r["n"]), str(r["abstained"]), fmt_pct(r["abstention_rate"]),
+             str(r["confabulated"]), fmt_pct(r["confabulation_rate"])] for r in report["abstention"]]
+    return Section("Abstention and confabulation", [
+        "Abstained: the answer declines (\"I don't know\", \"I'm not familiar with ...\"). Confabulated: a "
+        "non-empty answer the human labelled wrong that does not decline."],
+        [Table(["Model", "Subset", "n", "Abstained", "Abstention rate", "Confabulated", "Confabulation rate"], rows)])
+
+
+def _missing_data(report: dict) -> Section | None:
+    if not report.get("missing"):
+        return None
+    rows = [[r["model"], str(r["items"]), str(r["answered"]), str(r["empty"]), str(r["no_answer"]),
+             str(r["unlabelled_human"]), str(r["unlabelled_judge"]), str(r["reference_empty"])]
+            for r in report["missing"]]
+    return Section("Missing data", [
+        "Empty answers and items without an answer count as wrong for every rater (lower bound); "
+        "non-empty answers a rater did not label are left out of that rater's statistics."],
+        [Table(["Model", "Items", "Answered", "Empty", "No answer", "No human label", "No judge label",
+                "Empty reference"], rows)])
+
+
+def _notes(report: dict) -> Section | None:
+    if not report.get("notes"):
+        return None
+    return Section("Notes", [f"**{n['section']}**: {n['reason']}" for n in report["notes"]])
+
+
+# -- Markdown -----------------------------------------------------------------------------------
+
+def _md_table(table: Table) -> str:
+    def line(cells: list[str]) -> str:
+        return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
+    lines = [line(table.headers), "|" + "|".join("---" for _ in table.headers) + "|"]
+    lines += [line(row) for row in table.rows]
+    return "\n".join(lines) + (f"\n\n*{table.caption}*" if table.caption else "")
+
+
+def render_markdown(report: dict, figure_files: bool = True) -> str:
+    """``figure_files``: link fig*.png beside report.md (False when printing to stdout)."""
+    parts = []
+    for i, section in enumerate(sections(report)):
+        parts.append(("# " if i == 0 else "## ") + section.heading)
+        parts += section.paragraphs
+        parts += [_md_table(t) for t in section.tables]
+        if section.figure and figure_files:
+            parts.append(f"![{FIGURE_CAPTIONS[section.figure]}]({section.figure}.png)")
+    return "\n\n".join(parts) + "\n"
+
+
+# -- HTML ---------------------------------------------------------------------------------------
+
+def _wrap(text: str, marker: str, tag: str) -> str:
+    chunks = text.split(marker)
+    return "".join(f"<{tag}>{c}</{tag}>" if i % 2 else c for i, c in enumerate(chunks))
+
+
+def _inline(text: str) -> str:
+    """The two bits of Markdown the paragraphs use: `code` and **bold**."""
+    return _wrap(_wrap(html.escape(text), "`", "code"), "**", "strong")
+
+
+def _html_table(table: Table) -> str:
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in table.headers)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in table.rows)
+    caption = f"<caption>{html.escape(table.caption)}</caption>" if table.caption else ""
+    return f"<table>{caption}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _html_figure(name: str, png: bytes) -> str:
+    data = base64.b64encode(png).decode("ascii")
+    return (f'<figure><img alt="{name}" src="data:image/png;base64,{data}">'
+            f"<figcaption>{html.escape(FIGURE_CAPTIONS[name])}</figcaption></figure>")
+
+
+def render_html(report: dict, figures_png: dict[str, bytes]) -> str:
+    """One self-contained page: the figures are embedded as base64 PNG."""
+    body = []
+    for i, section in enumerate(sections(report)):
+        body.append(f"<h{1 if i == 0 else 2}>{html.escape(section.heading)}</h{1 if i == 0 else 2}>")
+        body += [f"<p>{_inline(p)}</p>" for p in section.paragraphs]
+        body += [_html_table(t) for t in section.tables]
+        if section.figure and section.figure in figures_png:
+            body.append(_html_figure(section.figure, figures_png[section.figure]))
+    template = Template(resources.files("harness").joinpath("report_template.html").read_text("utf-8"))
+    return template.substitute(title="contam report", body="\n".join(body))

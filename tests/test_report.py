@@ -1,0 +1,190 @@
+"""`contam report`: files, formats, figures, and the paper's numbers as printed."""
+
+from __future__ import annotations
+
+import base64
+import math
+import re
+
+import orjson
+import pytest
+
+from harness import figures
+from harness.analysis import build_report
+from harness.report import report_json
+from harness.store import Store
+from tests.paper_data import build_paper_store
+from tests.test_analysis import small_store
+
+DOCUMENTED_KEYS = {"contrast", "human_rater", "judge_rater", "overall", "per_title", "gap", "judge",
+                   "agreement", "rank_correlation", "metric_validity"}
+EXTRA_KEYS = {"regimes", "mcnemar", "inter_annotator", "abstention", "missing", "answer_length", "notes", "meta"}
+PNG, PDF = b"\x89PNG\r\n\x1a\n", b"%PDF-"
+FIGURES = ("fig1_leaderboard", "fig2_contamination_gap", "fig3_metric_disagreement")
+
+
+@pytest.fixture(scope="module")
+def paper_path(tmp_path_factory):
+    return build_paper_store(tmp_path_factory.mktemp("paper") / "paper.duckdb")
+
+
+@pytest.fixture(scope="module")
+def paper_out(paper_path, tmp_path_factory):
+    from harness.cli import main
+
+    out = tmp_path_factory.mktemp("report")
+    assert main(["report", "--store", str(paper_path), "--out", str(out)]) == 0
+    return out
+
+
+def test_writes_every_file_with_valid_magic_bytes(paper_out):
+    for name in FIGURES:
+        assert (paper_out / f"{name}.png").read_bytes().startswith(PNG)
+        pdf = (paper_out / f"{name}.pdf").read_bytes()
+        assert pdf.startswith(PDF) and pdf.rstrip().endswith(b"%%EOF")
+    report = orjson.loads((paper_out / "report.json").read_bytes())
+    assert set(report) == DOCUMENTED_KEYS | EXTRA_KEYS
+
+
+def test_markdown_prints_the_papers_numbers(paper_out):
+    md = (paper_out / "report.md").read_text("utf-8")
+    assert re.search(r"\| claude-opus-5 \| 95\.0% \(190/200\) \| 12\.0% \(24/200\) \| 83\.0 pp \| \[[\d., ]+\] "
+                     r"\| 139\.3 \| 7\.5 × 10⁻⁷² \|", md)
+    assert re.search(r"\| gemini-3\.5-flash-lite \| 93\.0% .*\| 79\.0 pp \|.*\| 81\.6 \| 7\.5 × 10⁻⁶⁴ \|", md)
+    assert re.search(r"\| gpt-5\.6-sol \| 100\.0% .*\| 71\.0 pp \|.*\| ∞ \| 6\.0 × 10⁻⁶¹ \|", md)
+    assert re.search(r"\| gemma-4-31b \| 60\.5% .*\| 48\.5 pp \|.*\| 11\.2 \| 6\.5 × 10⁻²⁵ \|", md)
+    assert "| gpt-5.6-sol | 400 | 258 | 9 | 133 | 64.5% | [59.7, 69.0] | 65.6% |" in md
+    assert "| gemma-4-31b | 400 | 145 | 11 | 244 | 36.2% | [31.7, 41.1] | 37.6% |" in md
+    assert "| claude-opus-5 | 97.0% [91.5, 99.0] | 93.0% [86.3, 96.6] | 8.0% [4.1, 15.0] | 16.0% [10.1, 24.4] |" in md
+    assert "Cohen's κ = 0.750; linearly weighted κ = 0.820; κ = 0.775" in md
+    assert "| Spearman ρ with human | — | 0.949 | 0.949 | 0.949 | 0.632 | — |" in md
+    assert "| Right | 655 | 112 | 64 |" in md
+    for name in FIGURES:
+        assert f"]({name}.png)" in md
+
+
+def test_json_has_inf_odds_ratio_and_fractions(paper_out):
+    report = orjson.loads((paper_out / "report.json").read_bytes())
+    gpt = next(r for r in report["gap"] if r["model"] == "gpt-5.6-sol")
+    assert gpt["odds_ratio"] == "inf"
+    assert all(0 <= r["accuracy"] <= 1 and 0 <= r["ci_low"] <= r["ci_high"] <= 1 for r in report["overall"])
+
+
+def test_html_is_self_contained_and_embeds_the_figures(paper_out):
+    page = (paper_out / "report.html").read_text("utf-8")
+    images = re.findall(r'src="data:image/png;base64,([A-Za-z0-9+/=]+)"', page)
+    assert len(images) == 3 and all(base64.b64decode(i).startswith(PNG) for i in images)
+    assert not re.search(r'(src|href)="(https?:|//)', page)
+    assert "7.5 × 10⁻⁷²" in page and "<table>" in page and "$body" not in page
+
+
+def test_format_json_to_stdout(contam, paper_path, tmp_path):
+    status, out, err = contam("report", "--store", paper_path, "--format", "json")
+    assert status == 0 and err == ""
+    report = orjson.loads(out)
+    assert set(report) == DOCUMENTED_KEYS | EXTRA_KEYS
+    assert round(report["agreement"]["pooled"]["kappa"], 3) == 0.750
+    assert not (paper_path.parent / "paper_report").exists()  # printing writes nothing
+
+
+def test_format_md_and_html_to_stdout(contam, paper_path):
+    status, md, _ = contam("report", "--store", paper_path, "--format", "md", "--contrast", "official,fan")
+    assert status == 0 and "| claude-opus-5 | 95.0% (190/200)" in md and ".png)" not in md
+    status, page, _ = contam("report", "--store", paper_path, "--format", "html")
+    assert status == 0 and page.count("data:image/png;base64,") == 3
+
+
+def test_default_folder_is_beside_the_store(contam, tmp_path):
+    path = tmp_path / "study.duckdb"
+    small_store(path).close()
+    status, out, _ = contam("report", "--store", path, "--contrast", "canon,hack")
+    assert status == 0 and "study_report" in out
+    assert (tmp_path / "study_report" / "report.json").exists()
+    assert (tmp_path / "study_report" / "fig3_metric_disagreement.pdf").read_bytes().startswith(PDF)
+
+
+def test_no_judge_store_reports_and_draws_with_notes(contam, tmp_path):
+    path = tmp_path / "s.duckdb"
+    small_store(path).close()
+    status, out, _ = contam("report", "--store", path, "--contrast", "canon,hack", "--format", "json")
+    report = orjson.loads(out)
+    assert status == 0 and set(report) == DOCUMENTED_KEYS | EXTRA_KEYS
+    assert report["judge"] is None and report["agreement"] is None
+    status, md, _ = contam("report", "--store", path, "--contrast", "canon,hack", "--format", "md")
+    assert "## LLM judge" not in md and "no judge labels in the store" in md
+    with Store(path, read_only=True) as store:
+        fig = figures.metric_disagreement(build_report(store, contrast=("canon", "hack")))
+    texts = [t.get_text() for ax in fig.axes for t in ax.texts]
+    assert "no judge labels in the store" in texts and "no BERTScore-F1 scores in the store" in texts
+    assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == ["m1", "m2", "m3"]  # human order
+    figures.close(fig)
+
+
+def test_figure_order_follows_the_paper(paper_path):
+    with Store(paper_path, read_only=True) as store:
+        report = build_report(store)
+    fig = figures.contamination_gap(report)
+    labels = [t.get_text() for t in fig.axes[0].get_xticklabels()]
+    assert labels == ["claude-opus-5", "gemini-3.5-flash-lite", "gpt-5.6-sol", "gemma-4-31b"]  # by gap
+    figures.close(fig)
+    fig = figures.leaderboard(report)
+    assert fig.axes[0].get_yticklabels()[0].get_text().startswith("gpt-5.6-sol")  # best first
+    assert fig.axes[0].patches[0].get_width() == pytest.approx(64.5)
+    figures.close(fig)
+
+
+def test_report_json_writes_nan_as_null_and_keeps_inf_string():
+    data = orjson.loads(report_json({"a": math.nan, "b": "inf", "c": 0.5}))
+    assert data == {"a": None, "b": "inf", "c": 0.5}
+
+
+@pytest.mark.parametrize("setup,args,message", [
+    ("missing", [], "no such store"),
+    ("empty", [], "no items"),
+    ("small", ["--contrast", "official,fan"], "subset 'official' has no items"),
+    ("small", ["--contrast", "canon"], "expected two different subsets"),
+    ("small", ["--contrast", "canon,hack", "--judge", "judge:x"], "no such rater"),
+])
+def test_user_errors_are_one_line(contam, tmp_path, setup, args, message):
+    path = tmp_path / "s.duckdb"
+    if setup == "empty":
+        Store(path).close()
+    elif setup == "small":
+        small_store(path).close()
+    status, out, err = contam("report", "--store", path, *args)
+    assert status == 2 and out == ""
+    assert message in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_report_from_imported_csv_files(contam, tmp_path):
+    """The same paper data through `contam import` (labels spelled as the paper's sheet had them)."""
+    import csv
+
+    from tests.paper_data import build_paper_rows
+
+    rows = build_paper_rows()
+    spelled = {"right": "Right", "partial": "Partially right", "wrong": "Wrong"}
+    files = {
+        "items": [{k: r[k] for k in ("item_id", "title", "subset", "question", "reference")} for r in rows["items"]],
+        "answers": [{k: r[k] for k in ("item_id", "model", "answer")} for r in rows["answers"]],
+        "labels": [{**{k: r[k] for k in ("item_id", "model", "rater")}, "label": spelled[r["label"]]}
+                   for r in rows["labels"]],
+    }
+    store = tmp_path / "imported.duckdb"
+    for kind, records in files.items():
+        path = tmp_path / f"{kind}.csv"
+        with open(path, "w", newline="", encoding="utf-8") as handle:
+            writer = csv.DictWriter(handle, fieldnames=list(records[0]))
+            writer.writeheader()
+            writer.writerows(records)
+        assert contam("import", kind, path, "--store", store)[0] == 0
+    status, out, _ = contam("report", "--store", store, "--format", "json")
+    report = orjson.loads(out)
+    assert status == 0
+    assert [(r["model"], r["right"], r["partial"], r["n"]) for r in report["overall"]] == [
+        ("gpt-5.6-sol", 258, 9, 400), ("claude-opus-5", 214, 6, 400),
+        ("gemini-3.5-flash-lite", 214, 6, 400), ("gemma-4-31b", 145, 11, 400)]
+    assert report["agreement"]["pooled"]["confusion"] == [[655, 112, 64], [2, 12, 18], [3, 23, 711]]
+    assert next(r for r in report["missing"] if r["model"] == "gemma-4-31b")["empty"] == 2
+    assert report["metric_validity"] is None  # no scores were imported: omitted, with notes
+    assert {"metric_validity.bleu2", "metric_validity.bertscore_f1"} <= {n["section"] for n in report["notes"]}
