@@ -75,19 +75,23 @@ def _add_score(sub: argparse._SubParsersAction) -> None:
     _store(p)
     p.add_argument("--metric", action="append", choices=["bleu2", "bleu2_nltk", "bertscore"],
                    help="repeatable; default bleu2 and bertscore")
-    p.add_argument("--bertscore-model", help="model name or local directory (default roberta-large)")
+    p.add_argument("--bertscore-model",
+                   help="model name or local directory (default roberta-large; "
+                        "sentence-transformers/all-MiniLM-L6-v2 is the offline encoder)")
     p.add_argument("--bertscore-layers", type=int, help="layer to take embeddings from")
     p.add_argument("--baseline", help="a baseline file for rescaling (bert-score's CSV format)")
     p.add_argument("--no-rescale", action="store_true", help="raw F1, no baseline rescaling")
     p.add_argument("--device", help="cpu, cuda, cuda:1 ... (default cuda when available)")
-    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--batch-size", type=int,
+                   help="BERTScore batch size (default 64 on CPU, 256 on CUDA)")
     _progress(p)
 
 
 def _add_report(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("report", help="tables, statistics and figures from a store")
     _store(p)
-    p.add_argument("--out", help="folder for report.json/md/html and figures")
+    p.add_argument("--out", help="folder for report.json/md/html and figures (default: <store>_report/ "
+                                 "beside the store; with --format alone nothing is written)")
     p.add_argument("--format", choices=["json", "md", "html"],
                    help="print this one format to stdout instead of writing a folder")
     p.add_argument("--contrast", default="official,fan",
@@ -111,7 +115,10 @@ def _add_emulator(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--rpm", type=float, help="enforced requests-per-minute limit")
     p.add_argument("--faults", default="", help="e.g. 500=0.05,529=0.02,reset=0.01,malformed=0.01,hang=0.01")
     p.add_argument("--served-model", help="answer as this model instead of the requested one")
-    p.add_argument("--quota-per-day", type=int, help="requests before Gemini per-day quota runs out")
+    p.add_argument("--quota-per-day", type=int,
+                   help="requests per (API, model) before the day's quota runs out")
+    p.add_argument("--jitter-ms", type=float, default=0.0, help="latency varies by +/- this much")
+    p.add_argument("--seed", type=int, help="seed for fault draws and jitter (reproducible runs)")
 
 
 def _add_bench(sub: argparse._SubParsersAction) -> None:

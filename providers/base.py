@@ -179,8 +179,12 @@ def check_served_model(spec: ModelSpec, served: str | None) -> None:
 _REGISTERED_SECRETS: set[str] = set()
 
 
+# Shorter strings are no real key and would garble ordinary words if replaced.
+_MIN_SECRET_LENGTH = 8
+
+
 def redact(text: str) -> str:
     for secret in _REGISTERED_SECRETS:
-        if secret:
+        if len(secret) >= _MIN_SECRET_LENGTH:
             text = text.replace(secret, "[REDACTED]")
     return text

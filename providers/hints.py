@@ -1,0 +1,108 @@
+"""Server hints about how long to wait, parsed once for every provider.
+
+Providers say "come back later" in several dialects: ``Retry-After`` as seconds or as an HTTP date
+(RFC 9110), OpenAI's ``retry-after-ms`` and ``x-ratelimit-reset-*`` as Go durations (``1s``,
+``6m0s``, ``20ms``), Anthropic's ``anthropic-ratelimit-*-reset`` as RFC 3339 timestamps, and
+Gemini's ``RetryInfo.retryDelay`` as a protobuf duration (``"1.5s"``). Each parser returns seconds
+to wait (never negative) or ``None`` when the value is absent or unreadable: a garbled hint must not
+turn a retryable error into a crash.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Iterable, Mapping
+from datetime import datetime, timezone
+from email.utils import parsedate_to_datetime
+
+__all__ = [
+    "seconds_from_retry_after",
+    "seconds_from_duration",
+    "seconds_until_timestamp",
+    "longest",
+    "first_header_hint",
+]
+
+_DURATION_UNITS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6,
+                   "μs": 1e-6, "ns": 1e-9}
+_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
+_DURATION_WHOLE = re.compile(rf"(?:{_DURATION_PART.pattern})+")
+
+
+def _non_negative(seconds: float) -> float | None:
+    return max(0.0, seconds) if math.isfinite(seconds) else None
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def seconds_from_retry_after(value: str | None, *, now: datetime | None = None) -> float | None:
+    """``Retry-After``: delay-seconds (integer by the RFC; fractions accepted) or an HTTP date."""
+    if value is None or not value.strip():
+        return None
+    value = value.strip()
+    try:
+        return _non_negative(float(value))
+    except ValueError:
+        pass
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:  # the RFC's dates are GMT; a zone-less one is read as such
+        when = when.replace(tzinfo=timezone.utc)
+    return _non_negative((when - (now or _now())).total_seconds())
+
+
+def seconds_from_duration(value: str | None) -> float | None:
+    """Go / protobuf durations: ``1s``, ``6m0s``, ``1h2m3.5s``, ``20ms``, ``1.5s``; a bare number
+    is seconds."""
+    if value is None or not value.strip():
+        return None
+    value = value.strip()
+    try:
+        return _non_negative(float(value))
+    except ValueError:
+        pass
+    if not _DURATION_WHOLE.fullmatch(value):
+        return None
+    total = sum(float(number) * _DURATION_UNITS[unit]
+                for number, unit in _DURATION_PART.findall(value))
+    return _non_negative(total)
+
+
+def seconds_until_timestamp(value: str | None, *, now: datetime | None = None) -> float | None:
+    """RFC 3339 timestamps such as Anthropic's ``2026-01-01T00:00:30Z``."""
+    if value is None or not value.strip():
+        return None
+    try:
+        when = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    return _non_negative((when - (now or _now())).total_seconds())
+
+
+def longest(hints: Iterable[float | None]) -> float | None:
+    """The largest of the hints that are present: every one of them is a minimum wait."""
+    present = [hint for hint in hints if hint is not None]
+    return max(present) if present else None
+
+
+HintParser = Callable[[str | None], float | None]
+
+
+def first_header_hint(headers: Mapping[str, str], parsers: Iterable[tuple[str, HintParser]]
+                      ) -> float | None:
+    """The first header, in order of preference, that carries a readable hint.
+
+    ``parsers`` pairs a header name with a function turning its value into seconds.
+    """
+    for name, parse in parsers:
+        hint = parse(headers.get(name))
+        if hint is not None:
+            return hint
+    return None

@@ -1,0 +1,135 @@
+"""Ollama's native ``POST {host}/api/generate`` with ``stream: false``.
+
+The system prompt is the ``system`` field (it overrides the Modelfile's), the question the
+``prompt``; no ``context`` is ever sent, so nothing of an earlier call leaks in (R1). Sampling
+``params`` go into ``options`` (``temperature``, ``seed``, ``num_predict``, ``num_ctx`` ...), except
+the request-level ``keep_alive``, ``think`` and ``format``. A key is optional: ``OLLAMA_API_KEY`` (or
+the config's ``api_key_env``) is sent as a Bearer token for ollama.com and authenticated proxies.
+
+Ollama echoes the requested tag, and cloud-proxied tags carry a ``-cloud`` suffix, so served and
+requested ids are both compared after :func:`normalise_model_id` (see ``served_model_id``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import httpx
+
+from providers.base import Fatal, ProviderError, Reply, Request, Transient, resolve_api_key
+from providers.hints import seconds_from_retry_after
+from providers.transport import HTTPProvider, decode_json, error_for_status, send
+
+__all__ = ["OllamaProvider", "normalise_model_id", "DEFAULT_KEY_ENV"]
+
+DEFAULT_KEY_ENV = "OLLAMA_API_KEY"
+_TOP_LEVEL_PARAMS = {"keep_alive", "think", "format"}
+_PREFLIGHT_TIMEOUT_S = 10.0
+# Ollama Cloud answers 429 "you (...) have reached your session/hourly/weekly usage limit,
+# upgrade for higher limits": a budget, not a burst; retrying within minutes cannot help.
+_QUOTA_PHRASE = "usage limit"
+
+
+def normalise_model_id(model: str | None) -> str | None:
+    """``llama3.2:latest`` -> ``llama3.2``; ``gpt-oss:120b-cloud`` -> ``gpt-oss:120b``."""
+    if model is None:
+        return None
+    return model.removesuffix(":latest").removesuffix("-cloud")
+
+
+def _is_cloud_tag(model: str) -> bool:
+    return model.endswith("-cloud") or model.endswith(":cloud")
+
+
+class OllamaProvider(HTTPProvider):
+    """One ``generate`` = one non-streaming /api/generate call."""
+
+    default_base_url = "http://localhost:11434"
+    key_required = False
+    reserved_params = frozenset({"model", "prompt", "system", "stream", "context", "images",
+                                 "suffix", "options"})
+
+    def _resolve_key(self) -> str | None:
+        if self.spec.api_key_env:  # named in the config: the user expects it to be set
+            return resolve_api_key(self.spec)
+        return resolve_api_key(dataclasses.replace(self.spec, api_key_env=DEFAULT_KEY_ENV),
+                               required=False)
+
+    def served_model_id(self) -> str:
+        return normalise_model_id(self.spec.model) or self.spec.model
+
+    def endpoint(self) -> str:
+        return f"{self.base_url}/api/generate"
+
+    def headers(self) -> dict[str, str]:
+        return {"authorization": f"Bearer {self._api_key}"} if self._api_key else {}
+
+    def payload(self, request: Request) -> dict[str, Any]:
+        params = self.spec.params
+        options = {k: v for k, v in params.items() if k not in _TOP_LEVEL_PARAMS}
+        if request.max_output_tokens and "num_predict" not in options:
+            options["num_predict"] = request.max_output_tokens
+        body: dict[str, Any] = {"model": self.spec.model, "prompt": request.user,
+                                "system": request.system, "stream": False}
+        if options:
+            body["options"] = options
+        body.update({k: v for k, v in params.items() if k in _TOP_LEVEL_PARAMS})
+        return body
+
+    def reply_from(self, body: Any) -> Reply:
+        return Reply(text=str(body["response"]), served_model=normalise_model_id(body.get("model")),
+                     finish_reason=body.get("done_reason"),
+                     input_tokens=body.get("prompt_eval_count"),
+                     output_tokens=body.get("eval_count"))
+
+    def error_from(self, response: httpx.Response) -> ProviderError:
+        body = self.error_body(response)
+        detail = str(body.get("error") if isinstance(body, dict) else body or "")
+        quota = response.status_code == 429 and _QUOTA_PHRASE in detail.lower()
+        return error_for_status(response.status_code, detail, label=self.label,
+                                retry_after_s=seconds_from_retry_after(response.headers.get("retry-after")),
+                                quota=quota)
+
+    async def preflight(self) -> str:
+        """Is the server up, does it know the tag, and does the tag run here or in the cloud?"""
+        version = (await self._ask("GET", "/api/version")).get("version", "unknown version")
+        where = await self._where_model_runs()
+        return f"Ollama {version} at {self.base_url}: {self.spec.model} {where}"
+
+    async def _where_model_runs(self) -> str:
+        response = await self._send("POST", "/api/show", {"model": self.spec.model})
+        if response.status_code == 404:
+            raise Fatal(f"{self.label}: the Ollama server at {self.base_url} has no model "
+                        f"{self.spec.model!r}; pull it first (ollama pull {self.spec.model})",
+                        http_status=404)
+        if response.status_code in (401, 403):
+            raise self.error_from(response)
+        if not response.is_success:
+            return f"(could not inspect it: HTTP {response.status_code})"
+        info = decode_json(response, self.label)
+        remote = info.get("remote_host") if isinstance(info, dict) else None
+        if remote or _is_cloud_tag(self.spec.model):
+            return f"is proxied to {remote or 'Ollama Cloud'} (runs remotely, not on this machine)"
+        return "resolves locally (runs on the Ollama server's own hardware)"
+
+    async def _ask(self, method: str, path: str) -> dict[str, Any]:
+        response = await self._send(method, path)
+        if not response.is_success:
+            raise Fatal(f"{self.label}: {self.base_url}{path} answered HTTP "
+                        f"{response.status_code}; is this an Ollama server?",
+                        http_status=response.status_code)
+        body = decode_json(response, self.label)
+        return body if isinstance(body, dict) else {}
+
+    async def _send(self, method: str, path: str, payload: Any = None) -> httpx.Response:
+        """A preflight request; an unreachable server is fatal here, not worth retries."""
+        try:
+            return await send(self.client, method, f"{self.base_url}{path}", label=self.label,
+                              timeout=min(self.spec.timeout_s, _PREFLIGHT_TIMEOUT_S),
+                              headers=self.headers(), payload=payload)
+        except Transient as exc:
+            cause = exc.__cause__ or exc
+            raise Fatal(f"{self.label}: the Ollama server at {self.base_url} is not reachable "
+                        f"({type(cause).__name__}: {cause}); start it with `ollama serve` or "
+                        "fix base_url") from exc

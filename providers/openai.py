@@ -1,0 +1,91 @@
+"""OpenAI Chat Completions (``POST {base_url}/chat/completions``), and any server that speaks it.
+
+vLLM, llama.cpp's server and most gateways accept the same request, so ``base_url`` (which
+includes ``/v1``) is all it takes to point this provider elsewhere. Sampling ``params`` become
+top-level fields (``temperature``, ``seed``, ``top_p``, ``max_completion_tokens`` ...).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import httpx
+
+from providers.base import ProviderError, Reply, Request
+from providers.hints import (
+    first_header_hint,
+    longest,
+    seconds_from_duration,
+    seconds_from_retry_after,
+)
+from providers.transport import HTTPProvider, error_for_status
+
+__all__ = ["OpenAIProvider"]
+
+# Error codes that mean the account's quota or budget is gone, not that it is going too fast.
+_QUOTA_CODES = {"insufficient_quota", "billing_hard_limit_reached"}
+_OUTPUT_LIMIT_KEYS = ("max_completion_tokens", "max_tokens")
+
+
+def _millis(value: str | None) -> float | None:
+    seconds = seconds_from_retry_after(value)
+    return None if seconds is None else seconds / 1000
+
+
+class OpenAIProvider(HTTPProvider):
+    """One ``generate`` = one Chat Completions call with a system and a single user message."""
+
+    default_base_url = "https://api.openai.com/v1"
+    reserved_params = frozenset({"model", "messages", "stream", "stream_options", "n"})
+
+    def endpoint(self) -> str:
+        return f"{self.base_url}/chat/completions"
+
+    def headers(self) -> dict[str, str]:
+        return {"authorization": f"Bearer {self._api_key}"}
+
+    def payload(self, request: Request) -> dict[str, Any]:
+        messages = [{"role": "user", "content": request.user}]
+        if request.system:
+            messages.insert(0, {"role": "system", "content": request.system})
+        body: dict[str, Any] = {"model": self.spec.model, "messages": messages}
+        if request.max_output_tokens and not any(k in self.spec.params for k in _OUTPUT_LIMIT_KEYS):
+            body["max_completion_tokens"] = request.max_output_tokens
+        return {**body, **self.spec.params}
+
+    def reply_from(self, body: Any) -> Reply:
+        choice = body["choices"][0]
+        message = choice["message"]
+        text = message.get("content")
+        if text is None:  # a refusal arrives in its own field with content null
+            text = message.get("refusal") or ""
+        usage = body.get("usage") or {}
+        return Reply(text=str(text), served_model=body.get("model"),
+                     finish_reason=choice.get("finish_reason"),
+                     input_tokens=usage.get("prompt_tokens"),
+                     output_tokens=usage.get("completion_tokens"))
+
+    def error_from(self, response: httpx.Response) -> ProviderError:
+        body = self.error_body(response)
+        error = body.get("error") if isinstance(body, dict) else None
+        error = error if isinstance(error, dict) else {}
+        detail = str(error.get("message") or body or "")
+        quota = response.status_code == 429 and (
+            error.get("code") in _QUOTA_CODES or error.get("type") in _QUOTA_CODES)
+        return error_for_status(response.status_code, detail, label=self.label,
+                                retry_after_s=_hint(response.headers), quota=quota)
+
+
+def _hint(headers: Mapping[str, str]) -> float | None:
+    """``retry-after-ms``, then ``Retry-After``, then the reset time of whichever limit ran out."""
+    hint = first_header_hint(headers, [("retry-after-ms", _millis),
+                                       ("retry-after", seconds_from_retry_after)])
+    if hint is not None:
+        return hint
+    resets = []
+    for limit in ("requests", "tokens"):
+        remaining = headers.get(f"x-ratelimit-remaining-{limit}")
+        if remaining is None or remaining.strip() == "0":
+            resets.append(seconds_from_duration(headers.get(f"x-ratelimit-reset-{limit}")))
+    return longest(resets)

@@ -1,0 +1,60 @@
+"""From a configured model to the provider object that speaks its wire protocol.
+
+Provider modules are imported only when a model uses them, so a run of local models never
+imports the HTTP providers' dependencies and vice versa (``local`` pulls in torch).
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import httpx
+
+from providers.base import Fatal, ModelSpec, Provider, Reply, ServedModelMismatch, served_model_matches
+
+__all__ = ["create_provider", "served_model_id", "check_first_reply", "PROVIDER_CLASSES"]
+
+# provider name -> (module, class); each module holds exactly that one provider class.
+PROVIDER_CLASSES: dict[str, tuple[str, str]] = {
+    "openai": ("providers.openai", "OpenAIProvider"),
+    "gemini": ("providers.gemini", "GeminiProvider"),
+    "anthropic": ("providers.anthropic", "AnthropicProvider"),
+    "ollama": ("providers.ollama", "OllamaProvider"),
+    "local": ("providers.local", "LocalProvider"),
+}
+
+
+def create_provider(spec: ModelSpec, client: httpx.AsyncClient | None) -> Provider:
+    """The provider for ``spec``, built around the engine's client (``local`` ignores it).
+
+    Construction already checks what can be checked offline: the key's environment variable
+    (MissingKey) and params that would enable tools or rewrite the request (Fatal).
+    """
+    try:
+        module_name, class_name = PROVIDER_CLASSES[spec.provider]
+    except KeyError:
+        raise Fatal(f"model {spec.name!r}: unknown provider {spec.provider!r} (one of "
+                    f"{', '.join(PROVIDER_CLASSES)})") from None
+    provider_class = getattr(importlib.import_module(module_name), class_name)
+    return provider_class(spec, client=client)
+
+
+def served_model_id(provider: Provider) -> str:
+    """The id a reply's ``served_model`` must match: the provider's normalised form of the
+    requested id where it offers one (Ollama strips ``-cloud`` and ``:latest``), else ``spec.model``."""
+    normalise = getattr(provider, "served_model_id", None)
+    return normalise() if callable(normalise) else provider.spec.model
+
+
+def check_first_reply(provider: Provider, reply: Reply) -> None:
+    """The served-model check of DESIGN.md: raise ServedModelMismatch naming both ids.
+
+    Equivalent to ``base.check_served_model(spec, reply.served_model)`` except that the requested
+    id is first normalised the way the provider normalises the served one.
+    """
+    expected = served_model_id(provider)
+    served = reply.served_model
+    if served is None or not served_model_matches(expected, served):
+        raise ServedModelMismatch(
+            f"model {provider.spec.name!r}: asked for {provider.spec.model!r} but the server "
+            f"answered as {served!r}")

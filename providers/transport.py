@@ -1,0 +1,202 @@
+"""HTTP plumbing shared by the four wire-protocol providers.
+
+Everything that is the same for every provider lives here, once: sending a request and translating
+httpx's exceptions into the error hierarchy of :mod:`providers.base` (the only place in the package
+that catches them; an ``httpx2.AsyncClient`` works too and is translated the same way), decoding a JSON body, mapping an HTTP status onto a retry decision, and refusing
+sampling parameters that would break R1 or R2. :class:`HTTPProvider` strings them together; each
+provider module subclasses it and supplies only its own dialect: URL, headers, payload, reply
+parsing and how its error bodies spell their message, hint and quota.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any, ClassVar
+
+import httpx
+import orjson
+
+try:  # httpx's successor, whose connection pool scales to hundreds of connections; optional
+    import httpx2
+except ImportError:  # pragma: no cover - depends on the environment
+    httpx2 = None
+
+from providers.base import (
+    Fatal,
+    ModelSpec,
+    ProviderError,
+    QuotaExhausted,
+    RateLimited,
+    Reply,
+    Request,
+    Timeout,
+    Transient,
+    resolve_api_key,
+)
+
+__all__ = [
+    "HTTPProvider",
+    "send",
+    "decode_json",
+    "reply_shape",
+    "error_for_status",
+    "refuse_unsafe_params",
+    "QUOTA_ADVICE",
+]
+
+QUOTA_ADVICE = ("the day's quota (or the account's usage limit) is used up: this model is "
+                "stopped, and running `contam run` again later resumes it without asking "
+                "answered items again")
+
+# Substrings of parameter names that switch on tools, function calling, search or grounding (R2),
+# compared after lower-casing and dropping '_' and '-' so snake_case and camelCase both match.
+_TOOL_WORDS = ("tool", "function", "grounding", "retrieval", "search", "plugin", "mcp",
+               "codeexecution", "urlcontext")
+_MESSAGE_LIMIT = 500
+# The engine may hand providers an httpx or an httpx2 client; both raise their own exceptions.
+_HTTP_MODULES = tuple(module for module in (httpx, httpx2) if module is not None)
+_TIMEOUTS = tuple(module.TimeoutException for module in _HTTP_MODULES)
+_BAD_URLS = tuple(cls for module in _HTTP_MODULES
+                  for cls in (module.UnsupportedProtocol, module.InvalidURL))
+_TRANSPORT_FAILURES = tuple(module.TransportError for module in _HTTP_MODULES)
+
+
+def _squash(key: str) -> str:
+    return key.lower().replace("_", "").replace("-", "")
+
+
+def _all_keys(value: Any) -> Iterator[str]:
+    """Every mapping key in a nested params structure, so a tool switch cannot hide one level down."""
+    if isinstance(value, Mapping):
+        for key, inner in value.items():
+            yield str(key)
+            yield from _all_keys(inner)
+    elif isinstance(value, list | tuple):
+        for inner in value:
+            yield from _all_keys(inner)
+
+
+def refuse_unsafe_params(spec: ModelSpec, reserved: Iterable[str]) -> None:
+    """Fatal if ``params`` could enable tools/retrieval (R2) or overwrite the request itself (R1)."""
+    for key in _all_keys(spec.params):
+        if any(word in _squash(key) for word in _TOOL_WORDS):
+            raise Fatal(f"model {spec.name!r}: params key {key!r} would let the model use tools, "
+                        "search or retrieval (rule R2); remove it from the config")
+    reserved_squashed = {_squash(name) for name in reserved}
+    for key in spec.params:
+        if _squash(key) in reserved_squashed:
+            raise Fatal(f"model {spec.name!r}: params key {key!r} is part of the request the "
+                        "harness builds itself (rule R1: one stateless question); remove it")
+
+
+async def send(client: httpx.AsyncClient, method: str, url: str, *, label: str, timeout: float,
+               headers: Mapping[str, str], payload: Any = None) -> httpx.Response:
+    """One HTTP exchange; every transport failure leaves here as a classified ProviderError."""
+    content = orjson.dumps(payload) if payload is not None else None
+    if content is not None:
+        headers = {**headers, "content-type": "application/json"}
+    try:
+        return await client.request(method, url, content=content, headers=headers, timeout=timeout)
+    except _TIMEOUTS as exc:
+        raise Timeout(f"{label}: no reply within {timeout:g} s ({type(exc).__name__})") from exc
+    except _BAD_URLS as exc:
+        raise Fatal(f"{label}: cannot send to {url!r}: {exc}") from exc
+    except _TRANSPORT_FAILURES as exc:  # connect/read/write errors, resets, protocol breakage
+        raise Transient(f"{label}: connection failed ({type(exc).__name__}: {exc})") from exc
+
+
+def decode_json(response: httpx.Response, label: str) -> Any:
+    """The body as JSON; a body that is not JSON is a server hiccup worth another try."""
+    try:
+        return orjson.loads(response.content)
+    except orjson.JSONDecodeError as exc:
+        raise Transient(f"{label}: HTTP {response.status_code} with a body that is not JSON "
+                        f"({len(response.content)} bytes)", http_status=response.status_code) from exc
+
+
+@contextlib.contextmanager
+def reply_shape(label: str, status: int) -> Iterator[None]:
+    """Turn a well-formed JSON reply of the wrong shape (missing keys, wrong types) into Transient."""
+    try:
+        yield
+    except (KeyError, IndexError, TypeError, AttributeError, ValueError) as exc:
+        raise Transient(f"{label}: HTTP {status} reply has an unexpected shape "
+                        f"({type(exc).__name__}: {exc})", http_status=status) from exc
+
+
+def error_for_status(status: int, detail: str, *, label: str, retry_after_s: float | None = None,
+                     quota: bool = False) -> ProviderError:
+    """The retry decision for a non-2xx reply, shared by every provider."""
+    text = f"{label}: HTTP {status}: {detail[:_MESSAGE_LIMIT] or 'no error message'}"
+    if quota:
+        return QuotaExhausted(f"{text} ({QUOTA_ADVICE})", http_status=status)
+    if status == 429:
+        return RateLimited(text, http_status=status, retry_after_s=retry_after_s)
+    if status in (408, 409) or status >= 500:  # 529 = Anthropic overloaded
+        return Transient(text, http_status=status, retry_after_s=retry_after_s)
+    return Fatal(text, http_status=status)
+
+
+class HTTPProvider:
+    """The shape every wire protocol shares; subclasses fill in their dialect.
+
+    Subclasses set ``default_base_url`` and implement ``endpoint``, ``headers``, ``payload``,
+    ``reply_from`` and ``error_from``. ``payload`` sees only the :class:`Request` (R1).
+    """
+
+    default_base_url: ClassVar[str]
+    key_required: ClassVar[bool] = True
+    reserved_params: ClassVar[frozenset[str]] = frozenset()
+
+    def __init__(self, spec: ModelSpec, client: httpx.AsyncClient) -> None:
+        refuse_unsafe_params(spec, self.reserved_params)
+        self.spec = spec
+        self.client = client
+        self.base_url = (spec.base_url or self.default_base_url).rstrip("/")
+        self.label = f"{spec.provider} model {spec.name!r}"
+        self._api_key = self._resolve_key()
+
+    def _resolve_key(self) -> str | None:
+        return resolve_api_key(self.spec, required=self.key_required)
+
+    def served_model_id(self) -> str:
+        """The id a reply's ``served_model`` is compared with (see registry.check_first_reply)."""
+        return self.spec.model
+
+    async def preflight(self) -> str | None:
+        """A one-line description of the endpoint, or None when there is nothing to check."""
+        return None
+
+    async def generate(self, request: Request) -> Reply:
+        response = await send(self.client, "POST", self.endpoint(), label=self.label,
+                              timeout=self.spec.timeout_s, headers=self.headers(),
+                              payload=self.payload(request))
+        if not response.is_success:
+            raise self.error_from(response)
+        body = decode_json(response, self.label)
+        with reply_shape(self.label, response.status_code):
+            return self.reply_from(body)
+
+    def error_body(self, response: httpx.Response) -> Any:
+        """An error reply's JSON body, or its text when it has none (proxies send HTML)."""
+        try:
+            return orjson.loads(response.content)
+        except orjson.JSONDecodeError:
+            return response.text[:_MESSAGE_LIMIT]
+
+    # The dialect: each provider module implements these.
+    def endpoint(self) -> str:
+        raise NotImplementedError
+
+    def headers(self) -> dict[str, str]:
+        raise NotImplementedError
+
+    def payload(self, request: Request) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def reply_from(self, body: Any) -> Reply:
+        raise NotImplementedError
+
+    def error_from(self, response: httpx.Response) -> ProviderError:
+        raise NotImplementedError
