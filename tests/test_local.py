@@ -1,0 +1,174 @@
+"""The in-process local provider: finding models on disk without the network, and (slow) real
+generation with the packaged SmolLM2 model."""
+
+from __future__ import annotations
+
+import csv
+import socket
+from importlib import resources
+
+import anyio
+import pytest
+
+from harness.prompts import DEFAULT_SYSTEM_PROMPT, question_request
+from providers.base import Fatal, ModelSpec, Timeout, check_served_model
+from providers.local import DEFAULT_LOCAL_MODEL, LocalProvider, resolve_local_model
+
+
+def _spec(model: str = DEFAULT_LOCAL_MODEL, **extra) -> ModelSpec:
+    return ModelSpec(name="smol", provider="local", model=model, **extra)
+
+
+@pytest.fixture
+def no_network(monkeypatch):
+    """Any attempt to open a connection fails the test."""
+    def refuse(*args, **kwargs):
+        raise AssertionError(f"network access attempted: {args!r}")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+    monkeypatch.setattr(socket, "getaddrinfo", refuse)
+
+
+# -- finding the model: fast --------------------------------------------------------------------
+
+@pytest.mark.parametrize("model", [
+    "/nowhere/missing-model.gguf",
+    "/nowhere/some-model-dir",
+    "HuggingFaceTB/SmolLM2-1.7B-Instruct-never-cached",
+    "not a valid repo id!",
+])
+def test_a_model_not_on_disk_is_one_fatal_line_without_network(model, no_network):
+    with pytest.raises(Fatal) as caught:
+        LocalProvider(_spec(model))
+    message = str(caught.value)
+    assert "\n" not in message
+    assert "not on disk" in message and model in message
+    assert "nothing is downloaded" in message
+
+
+def test_the_default_resolves_by_file_name_and_by_alias():
+    by_name, by_alias = resolve_local_model(DEFAULT_LOCAL_MODEL), resolve_local_model("SmolLM2")
+    assert by_name == by_alias
+    assert (by_name.directory / by_name.gguf_file).is_file()
+    assert by_name.name == DEFAULT_LOCAL_MODEL
+
+
+def test_paths_to_a_gguf_file_and_a_model_directory_resolve(tmp_path):
+    gguf = tmp_path / "weights" / "tiny.Q8_0.gguf"
+    gguf.parent.mkdir()
+    gguf.write_bytes(b"GGUF")
+    model_dir = tmp_path / "my-model"
+    model_dir.mkdir()
+    (model_dir / "config.json").write_text("{}")
+    file_artifact, dir_artifact = resolve_local_model(str(gguf)), resolve_local_model(str(model_dir))
+    assert (file_artifact.directory, file_artifact.gguf_file) == (gguf.parent, "tiny.Q8_0.gguf")
+    assert LocalProvider(_spec(str(gguf))).served_model_id() == "tiny.Q8_0.gguf"
+    assert (dir_artifact.directory, dir_artifact.gguf_file, dir_artifact.name) == (model_dir, None, "my-model")
+
+
+@pytest.mark.parametrize("params, word", [
+    ({"tools": []}, "'tools'"),
+    ({"top_p": 0.9}, "'top_p'"),
+    ({"temperature": 0.7}, "temperature must be 0"),
+])
+def test_params_that_greedy_decoding_cannot_honour_are_refused(params, word):
+    with pytest.raises(Fatal, match=word):
+        LocalProvider(_spec(params=params))
+
+
+def test_zero_temperature_and_a_seed_are_accepted():
+    provider = LocalProvider(_spec(params={"temperature": 0.0, "seed": 0, "max_new_tokens": 8}))
+    assert provider.served_model_id() == DEFAULT_LOCAL_MODEL
+
+
+# -- generating with the real packaged model: slow ------------------------------------------------
+
+def _demo_items(n_per_subset: int = 1) -> list[dict[str, str]]:
+    path = resources.files("harness").joinpath("data/demo_items.csv")
+    with path.open(encoding="utf-8", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    picked = [r for r in rows if r["subset"] == "official"][:n_per_subset]
+    return picked + [r for r in rows if r["subset"] == "fan"][:n_per_subset]
+
+
+@pytest.fixture(scope="module")
+def provider():
+    provider = LocalProvider(_spec(params={"max_new_tokens": 48}))
+    description = anyio.run(provider.preflight)
+    assert description.startswith(f"local: {DEFAULT_LOCAL_MODEL} (transformers ")
+    return provider
+
+
+async def _generate_while_ticking(provider, request):
+    """Generate while another task counts how often it gets to run meanwhile."""
+    ticks, done = 0, anyio.Event()
+
+    async def tick():
+        nonlocal ticks
+        while not done.is_set():
+            ticks += 1
+            await anyio.sleep(0.005)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(tick)
+        await anyio.sleep(0)  # let the ticker start
+        ticks_before = ticks
+        reply = await provider.generate(request)
+        ticks_during = ticks - ticks_before
+        done.set()
+    return reply, ticks_during
+
+
+@pytest.mark.slow
+def test_two_demo_items_get_real_answers_without_blocking_the_loop(provider):
+    for item in _demo_items():
+        request = question_request(DEFAULT_SYSTEM_PROMPT, item["title"], item["question"])
+        reply, ticks_during = anyio.run(_generate_while_ticking, provider, request)
+        assert reply.text.strip() and any(c.isalpha() for c in reply.text)
+        assert reply.served_model == DEFAULT_LOCAL_MODEL
+        check_served_model(provider.spec, reply.served_model)  # what the engine checks
+        assert reply.finish_reason in ("stop", "length")
+        assert reply.input_tokens > len(item["question"].split())  # template + system + question
+        assert 0 < reply.output_tokens <= 48
+        assert ticks_during >= 2, "the event loop was blocked while the model generated"
+
+
+@pytest.mark.slow
+def test_greedy_decoding_is_repeatable_and_the_limit_gives_length(provider):
+    item = _demo_items()[0]
+    request = question_request(DEFAULT_SYSTEM_PROMPT, item["title"], item["question"],
+                               max_output_tokens=3)
+    short = LocalProvider(_spec())  # no params: the request's own limit applies
+    first, second = anyio.run(short.generate, request), anyio.run(short.generate, request)
+    assert first == second
+    assert (first.finish_reason, first.output_tokens) == ("length", 3)
+
+
+@pytest.mark.slow
+def test_a_generation_past_the_timeout_is_cut_short(provider):
+    slow = LocalProvider(_spec(timeout_s=0.05, params={"max_new_tokens": 2000}))
+    request = question_request(DEFAULT_SYSTEM_PROMPT, "Pokémon Red", "Describe every Gym in detail.")
+    with pytest.raises(Timeout, match="no answer within 0.05 s"):
+        anyio.run(slow.generate, request)
+
+
+@pytest.mark.slow
+def test_a_transformers_model_directory_loads_and_answers_offline(tmp_path, provider, no_network):
+    """A tiny, randomly initialised Llama with SmolLM2's tokenizer, saved as an ordinary model
+    folder: the directory branch loads it, uses its chat template and names it by its folder."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    from providers.local import _LOADED
+
+    tokenizer = next(v.tokenizer for (a, _), v in _LOADED.items() if a.gguf_file)
+    folder = tmp_path / "tiny-llama"
+    config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64,
+                         num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=2,
+                         eos_token_id=tokenizer.eos_token_id)
+    LlamaForCausalLM(config).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    tiny = LocalProvider(_spec(str(folder), params={"max_new_tokens": 5}))
+    reply = anyio.run(tiny.generate, question_request("Be brief.", "Pokémon Red", "Who is Brock?"))
+    assert reply.served_model == "tiny-llama" == tiny.served_model_id()
+    assert 0 < reply.output_tokens <= 5 and reply.input_tokens > 5
