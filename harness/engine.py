@@ -1,0 +1,375 @@
+"""The async engine: one lane per configured model, generic over what is asked and what is kept.
+
+A caller (``contam run``, ``contam judge``, a benchmark) describes its work as lanes of
+:class:`Task` objects and says what to keep from a reply with an ``accept`` hook::
+
+    engine = Engine(lanes, run_id=run_id, accept=accept)
+    with open_progress(engine.stats) as progress:
+        async with BatchWriter(store) as writer:
+            await engine.run(writer, notify=progress.note)
+
+Per lane (see :mod:`harness.limits`): an RPM bucket, an optional TPM bucket, exactly
+``spec.concurrency`` workers pulling from the lane's lazy task iterator, and a cool-down gate that
+a 429 with a hint closes for the whole lane. Retries are stamina's, on retryable errors only
+(:class:`RateLimited`, :class:`Transient`, :class:`Timeout`), at most ``spec.max_attempts``
+attempts: the server's hint is the wait when there is one, exponential backoff with jitter
+otherwise. :class:`QuotaExhausted` and :class:`Fatal` stop their lane (in-flight requests finish,
+nothing new is sent); the other lanes go on.
+
+Every attempt becomes an ``attempts`` row; a successful one also brings whatever ``accept``
+returned, in the same transaction. Every reply's served model is checked before ``accept`` sees
+it, so a substituted model stops its lane before anything is written for it.
+
+``accept(task, reply, latency_s) -> {table: [row, ...]}`` may raise a :class:`ProviderError`; a
+retryable one (the judge's malformed label) is recorded like a failed attempt and asked again.
+
+On SIGINT/SIGTERM (``handle_signals=True``) no new request is sent, in-flight ones finish (bounded
+by their timeout) and are committed; a second signal abandons them. ``engine.interrupted`` then
+holds the signal number. The engine needs anyio's asyncio backend (aiolimiter is asyncio-only).
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import anyio.lowlevel
+import httpx
+import stamina
+from stamina.instrumentation import set_on_retry_hooks
+
+from harness.limits import LaneLimits
+from harness.pool import lane_client, set_worker_slot
+from harness.progress import LaneStats
+from harness.store import utc_now
+from harness.writer import BatchWriter, Rows
+from providers.base import (
+    Fatal,
+    MissingKey,
+    ModelSpec,
+    Provider,
+    ProviderError,
+    QuotaExhausted,
+    RateLimited,
+    Reply,
+    Request,
+    ServedModelMismatch,
+    Timeout,
+    Transient,
+    redact,
+)
+from providers.registry import check_first_reply, create_provider
+
+__all__ = ["Task", "Lane", "Accept", "RetryPolicy", "Engine", "ProviderFactory", "InternalError",
+           "run_command", "stop_reason"]
+
+# Seconds the engine waits beyond ``spec.timeout_s`` before abandoning a request the provider's
+# own timeout did not end (httpx times each phase, not the whole exchange).
+DEADLINE_MARGIN_S = 5.0
+
+
+@dataclass(frozen=True, slots=True)
+class Task:
+    """One question for one lane. ``context`` is opaque to the engine and handed to ``accept``."""
+
+    item_id: str
+    model: str  # the lane's label
+    request: Request
+    context: Any = None
+
+
+Accept = Callable[[Task, Reply, float], Rows]
+ProviderFactory = Callable[[ModelSpec, httpx.AsyncClient], Provider]
+
+
+@dataclass(frozen=True, kw_only=True)
+class RetryPolicy:
+    """Backoff for retryable errors that carry no hint (stamina's exponential backoff)."""
+
+    wait_initial: float = 1.0
+    wait_max: float = 60.0
+    wait_jitter: float = 1.0
+
+
+@dataclass(kw_only=True, eq=False)
+class Lane:
+    """A configured model and its work. ``tasks`` is consumed lazily, exactly once;
+    ``total`` is its length (for the display). ``provider`` is built from ``spec`` when None."""
+
+    spec: ModelSpec
+    tasks: Iterable[Task]
+    total: int
+    provider: Provider | None = None
+
+
+class InternalError(Fatal):
+    """A provider or ``accept`` raised something unclassified: a bug, which stops its lane."""
+
+
+def stop_reason(exc: BaseException) -> str:
+    """The short reason a lane stopped, as the display and the summary show it."""
+    if isinstance(exc, QuotaExhausted):
+        return "quota"
+    if isinstance(exc, ServedModelMismatch):
+        return "substitution"
+    if isinstance(exc, MissingKey):
+        return "missing key"
+    if isinstance(exc, Fatal) and exc.http_status in (401, 403):
+        return "auth"
+    if isinstance(exc, Transient):  # only a preflight stops a lane on a retryable error
+        return "unreachable"
+    if isinstance(exc, InternalError) or not isinstance(exc, ProviderError):
+        return "internal error"
+    return "fatal"
+
+
+def _retry_wait(exc: Exception) -> bool | float:
+    """stamina's backoff hook: retry only what is named retryable; a hint is the wait."""
+    if not isinstance(exc, ProviderError) or not exc.retryable:
+        return False
+    return exc.retry_after_s if exc.retry_after_s is not None else True
+
+
+class Engine:
+    """Runs lanes concurrently; see the module docstring for the contract."""
+
+    def __init__(self, lanes: Sequence[Lane], *, run_id: str, accept: Accept,
+                 retry: RetryPolicy = RetryPolicy(),
+                 provider_factory: ProviderFactory | None = None) -> None:
+        self.run_id = run_id
+        self.accept = accept
+        self.retry = retry
+        self.provider_factory = provider_factory or create_provider
+        self.interrupted: int | None = None
+        self._lanes = [_LaneRun(self, lane) for lane in lanes]
+        self.stats: list[LaneStats] = [run.stats for run in self._lanes]
+
+    async def run(self, writer: BatchWriter, *, notify: Callable[[str], None] = print,
+                  handle_signals: bool = False) -> list[LaneStats]:
+        """Run every lane to its end (or its stop); returns the lanes' final counters."""
+        # The attempts table and the display already record every retry; stamina's default hook
+        # would add a warning per retry on stderr, underneath the live display.
+        set_on_retry_hooks([])
+        self.writer, self.notify = writer, notify
+        async with anyio.create_task_group() as outer:
+            if handle_signals and threading.current_thread() is threading.main_thread():
+                outer.start_soon(self._watch_signals)
+            async with anyio.create_task_group() as lanes:
+                for lane in self._lanes:
+                    lanes.start_soon(lane.run)
+            outer.cancel_scope.cancel()  # ends the signal watcher
+        return self.stats
+
+    def drain(self) -> None:
+        """Send nothing new; let in-flight requests finish and be written."""
+        for lane in self._lanes:
+            lane.drain()
+
+    def abandon(self) -> None:
+        """Give up on in-flight requests too (a second Ctrl-C)."""
+        for lane in self._lanes:
+            lane.abandon()
+
+    async def _watch_signals(self) -> None:
+        with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            async for signum in signals:
+                if self.interrupted is None:
+                    self.interrupted = signum
+                    self.notify(f"{signal.Signals(signum).name}: sending nothing new, waiting for "
+                                "the requests in flight (again to abandon them)")
+                    self.drain()
+                else:
+                    self.abandon()
+
+
+class _LaneRun:
+    """One lane at work: its limits, its counters and its workers."""
+
+    def __init__(self, engine: Engine, lane: Lane) -> None:
+        self.engine, self.lane, self.spec = engine, lane, lane.spec
+        self.limits = LaneLimits(lane.spec)
+        self.stats = LaneStats(label=lane.spec.name, total=lane.total, cap=lane.spec.concurrency,
+                               rpm_limit=lane.spec.rpm, cooling_for=self.limits.cooling_for)
+        self.provider: Provider | None = lane.provider
+        self._tasks: Iterator[Task] = iter(())
+        self._workers: anyio.CancelScope | None = None
+        self._in_flight: set[anyio.CancelScope] = set()
+        self._draining = False
+
+    # -- life cycle ---------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        self.stats.started = time.monotonic()
+        try:
+            if self.lane.total > 0 and not self._draining:
+                await self._run_with_client()
+        finally:
+            self.stats.finished = time.monotonic()
+
+    async def _run_with_client(self) -> None:
+        workers = min(self.spec.concurrency, self.lane.total)
+        async with lane_client(workers, self.spec.timeout_s) as client:
+            if not await self._prepare(client) or self._draining:
+                return
+            self._tasks = iter(self.lane.tasks)
+            async with anyio.create_task_group() as group:
+                self._workers = group.cancel_scope
+                for slot in range(workers):
+                    group.start_soon(self._worker, slot)
+
+    async def _prepare(self, client: httpx.AsyncClient) -> bool:
+        """Build the provider and report its preflight (Ollama: is the server up, is the tag local
+        or proxied; local: load the weights). False: the lane stopped."""
+        try:
+            if self.provider is None:
+                self.provider = self.engine.provider_factory(self.spec, client)
+            preflight = getattr(self.provider, "preflight", None)
+            if preflight is not None:
+                report = await preflight()
+                if report:
+                    self.engine.notify(f"{self.spec.name}: {report}")
+        except ProviderError as exc:
+            self._stop(exc)
+            return False
+        return True
+
+    def drain(self) -> None:
+        self._draining = True
+        self.stats.interrupted = True
+        if self._workers is not None:
+            self._workers.cancel()  # in-flight requests are shielded and finish
+
+    def abandon(self) -> None:
+        self.drain()
+        for scope in list(self._in_flight):
+            scope.cancel()
+
+    def _stop(self, exc: BaseException) -> None:
+        if self.stats.stopped is None:
+            self.stats.stopped = stop_reason(exc)
+            self.stats.stop_message = redact(str(exc)) or type(exc).__name__
+            self.engine.notify(f"{self.spec.name}: STOPPED ({self.stats.stopped}): "
+                               f"{self.stats.stop_message}")
+        if self._workers is not None:
+            self._workers.cancel()
+
+    # -- the per-request path -----------------------------------------------------------------
+
+    async def _worker(self, slot: int) -> None:
+        set_worker_slot(slot)  # this worker's own connection (see harness.pool)
+        for task in self._tasks:
+            await self._ask(task)
+
+    async def _ask(self, task: Task) -> None:
+        try:
+            try:
+                return await self._attempt(task, 1)
+            except ProviderError as exc:
+                if not exc.retryable:
+                    raise
+                await self._retry(task, exc)
+        except ProviderError as exc:
+            if exc.retryable:
+                self.stats.failed += 1  # attempts used up: recorded, asked again next run
+            else:
+                self._stop(exc)
+
+    async def _retry(self, task: Task, first: ProviderError) -> None:
+        """Attempts 2..max_attempts under stamina. Most tasks never get here, so the first attempt
+        runs without the retry machinery; stamina is shown that attempt's error first, so its
+        backoff hook decides the wait before attempt 2 like any other."""
+        retry, pending = self.engine.retry, first
+        async for attempt in stamina.retry_context(
+                on=_retry_wait, attempts=self.spec.max_attempts, timeout=None,
+                wait_initial=retry.wait_initial, wait_max=retry.wait_max,
+                wait_jitter=retry.wait_jitter):
+            with attempt:
+                if pending is not None:
+                    error, pending = pending, None
+                    raise error
+                await self._attempt(task, attempt.num)
+
+    async def _attempt(self, task: Task, number: int) -> None:
+        # A stopped or draining lane has cancelled its workers; admit() may not await at all
+        # (no buckets, gate open), so look before sending.
+        await anyio.lowlevel.checkpoint_if_cancelled()
+        await self.limits.admit(task.request)
+        # Shielded: once sent, a request runs to its reply (or timeout) and is written, even
+        # when the lane stops or the run is interrupted meanwhile.
+        with anyio.CancelScope(shield=True) as scope:
+            self._in_flight.add(scope)
+            try:
+                await self._exchange(task, number)
+            finally:
+                self._in_flight.discard(scope)
+        await anyio.lowlevel.checkpoint_if_cancelled()  # abandoned, stopped or draining: no retry
+
+    async def _exchange(self, task: Task, number: int) -> None:
+        stats = self.stats
+        stats.sent += 1
+        stats.retries += number > 1
+        stats.in_flight += 1
+        started_at, clock = utc_now(), time.perf_counter()
+        try:
+            try:
+                reply = await self._generate(task.request)
+                latency = time.perf_counter() - clock
+                rows = self._accept(task, reply, latency)
+            except Exception as exc:
+                await self._failed(task, number, started_at, time.perf_counter() - clock, exc)
+                raise
+        finally:
+            stats.in_flight -= 1
+        ok = self._attempt_row(task, number, started_at, latency, "ok", reply.http_status)
+        await self.engine.writer.write({**rows, "attempts": [*rows.get("attempts", ()), ok]})
+        stats.done += 1
+
+    async def _generate(self, request: Request) -> Reply:
+        assert self.provider is not None
+        deadline = self.spec.timeout_s + DEADLINE_MARGIN_S
+        with anyio.move_on_after(deadline):
+            return await self.provider.generate(request)
+        raise Timeout(f"model {self.spec.name!r}: no reply within {deadline:g} s")
+
+    def _accept(self, task: Task, reply: Reply, latency: float) -> Rows:
+        assert self.provider is not None
+        check_first_reply(self.provider, reply)  # every reply, the first included
+        return self.engine.accept(task, reply, latency)
+
+    async def _failed(self, task: Task, number: int, started_at: Any, latency: float,
+                      exc: Exception) -> None:
+        """Record a failed attempt; close the gate on a hinted 429. The caller re-raises."""
+        error = exc if isinstance(exc, ProviderError) else InternalError(
+            f"model {self.spec.name!r}: {type(exc).__name__}: {exc}")
+        if isinstance(error, RateLimited):
+            self.stats.rate_limited += 1
+        if error.retryable and error.retry_after_s:
+            # The server named a time before which this model's requests are refused (a 429, or
+            # a 503 with Retry-After): nothing of the lane goes out until then.
+            self.limits.cool_down(error.retry_after_s)
+        row = self._attempt_row(task, number, started_at, latency, error.outcome,
+                                error.http_status, error.retry_after_s, str(error))
+        await self.engine.writer.write({"attempts": [row]})
+        if error is not exc:
+            raise error from exc
+
+    def _attempt_row(self, task: Task, number: int, started_at: Any, latency: float,
+                     outcome: str, http_status: int | None, retry_after_s: float | None = None,
+                     error: str | None = None) -> dict[str, Any]:
+        return {"run_id": self.engine.run_id, "item_id": task.item_id, "model": task.model,
+                "attempt": number, "started_at": started_at, "latency_s": latency,
+                "outcome": outcome, "http_status": http_status, "retry_after_s": retry_after_s,
+                "error": redact(error) if error else None}
+
+
+def run_command(args: Any) -> int:
+    """``contam run``: see :mod:`harness.runner`."""
+    from harness.runner import run_command as run
+
+    return run(args)
+

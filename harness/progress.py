@@ -1,0 +1,255 @@
+"""Live progress: one row per model, from counters the lanes bump.
+
+The lanes only increment plain integers on :class:`LaneStats` (no per-request rendering, no
+per-request timestamps); a display samples them a few times a second and derives the rates from
+its own snapshots, so what it costs does not grow with concurrency.
+
+- :class:`LiveProgress`: a rich ``Live`` table refreshed at 4 Hz by rich's own thread.
+- :class:`PlainProgress`: a line per model every few seconds, for ``--no-progress``, pipes and CI.
+
+Only model labels and already-redacted messages are ever shown; keys never reach a display.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TextIO
+
+from rich.console import Console
+from rich.live import Live
+from rich.progress_bar import ProgressBar
+from rich.table import Table
+from rich.text import Text
+
+__all__ = ["LaneStats", "RateMeter", "LiveProgress", "PlainProgress", "open_progress",
+           "QuietProgress", "render_table", "plain_lines"]
+
+NOW_WINDOW_S = 10.0  # "answers/s now" averages over the last ten seconds
+RPM_WINDOW_S = 60.0
+
+
+@dataclass(eq=False, kw_only=True)
+class LaneStats:
+    """Counters of one lane. Written by the lane's workers, read by a display thread."""
+
+    label: str
+    total: int
+    cap: int
+    rpm_limit: float | None = None
+    done: int = 0  # tasks accepted (answers written)
+    failed: int = 0  # tasks that used up their attempts
+    in_flight: int = 0
+    sent: int = 0  # attempts sent, retries included
+    retries: int = 0
+    rate_limited: int = 0  # 429s
+    stopped: str | None = None  # why it stopped: quota, substitution, auth, missing key, fatal ...
+    stop_message: str | None = None
+    interrupted: bool = False  # drained after SIGINT/SIGTERM
+    started: float = field(default_factory=time.monotonic)
+    finished: float | None = None
+    cooling_for: Callable[[], float] = lambda: 0.0  # seconds left in the lane's cool-down
+
+    @property
+    def remaining(self) -> int:
+        return max(0, self.total - self.done - self.failed)
+
+    @property
+    def state(self) -> str:
+        if self.stopped:
+            return f"STOPPED: {self.stopped}"
+        if self.interrupted:
+            return "interrupted"
+        if self.finished is not None:
+            return "done"
+        return "cooling down" if self.cooling_for() > 0 else "running"
+
+    def average_rate(self, now: float) -> float:
+        elapsed = (self.finished or now) - self.started
+        return self.done / elapsed if elapsed > 0 else 0.0
+
+
+class RateMeter:
+    """Recent rates from snapshots of the counters, taken whenever a display renders."""
+
+    def __init__(self) -> None:
+        self._history: dict[int, deque[tuple[float, int, int]]] = {}
+
+    def sample(self, stats: LaneStats, now: float) -> tuple[float, float]:
+        """(answers per second over the last 10 s, requests per minute over the last 60 s)."""
+        history = self._history.setdefault(id(stats), deque([(stats.started, 0, 0)]))
+        history.append((now, stats.done, stats.sent))
+        while len(history) > 2 and now - history[1][0] >= RPM_WINDOW_S:
+            history.popleft()
+        return self._rate(history, now, NOW_WINDOW_S, 1), self._rate(history, now, RPM_WINDOW_S, 2) * 60
+
+    @staticmethod
+    def _rate(history: deque[tuple[float, int, int]], now: float, window: float, column: int) -> float:
+        """Change per second since the oldest snapshot inside the window (or the one just before
+        the latest, when the window holds only the latest)."""
+        index = next((i for i, snap in enumerate(history) if now - snap[0] <= window), len(history) - 1)
+        then = history[min(index, len(history) - 2)]
+        elapsed = now - then[0]
+        return (history[-1][column] - then[column]) / elapsed if elapsed > 0 else 0.0
+
+
+def _duration(seconds: float) -> str:
+    seconds = int(round(seconds))
+    if seconds >= 3600:
+        return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+    return f"{seconds // 60}m{seconds % 60:02d}s" if seconds >= 60 else f"{seconds}s"
+
+
+def _eta(lanes: Sequence[LaneStats], rates: Sequence[float], now: float) -> str:
+    """Lanes run side by side: the run ends when the slowest active lane does."""
+    waits = []
+    for stats, rate in zip(lanes, rates):
+        if stats.stopped or stats.finished is not None or not stats.remaining:
+            continue
+        rate = rate or stats.average_rate(now)
+        if rate <= 0:
+            return "?"
+        waits.append(stats.remaining / rate)
+    return _duration(max(waits)) if waits else "-"
+
+
+def _limit(value: float | None) -> str:
+    return f"{value:g}" if value else "-"
+
+
+def render_table(lanes: Sequence[LaneStats], meter: RateMeter, now: float | None = None) -> Table:
+    """The live table: one row per lane and a totals row."""
+    now = time.monotonic() if now is None else now
+    table = Table(title="contam", title_justify="left", expand=False, show_footer=True)
+    for name in ("model", "progress", "done", "ans/s now", "ans/s avg", "in flight", "RPM",
+                 "retries", "429s", "cool-down", "failed", "status"):
+        table.add_column(name, justify="left" if name in ("model", "status") else "right")
+    samples = [meter.sample(stats, now) for stats in lanes]
+    for stats, (rate_now, rpm_now) in zip(lanes, samples):
+        table.add_row(*_row(stats, now, rate_now, rpm_now))
+    _add_totals(table, lanes, now, [rate for rate, _ in samples])
+    return table
+
+
+def _row(stats: LaneStats, now: float, rate_now: float, rpm_now: float) -> list:
+    cooling = stats.cooling_for()
+    status = Text(stats.state, style="bold red" if stats.stopped else
+                  ("green" if stats.state == "done" else ""))
+    return [stats.label, ProgressBar(total=max(stats.total, 1), completed=stats.done, width=24),
+            f"{stats.done}/{stats.total}", f"{rate_now:.1f}", f"{stats.average_rate(now):.1f}",
+            f"{stats.in_flight}/{stats.cap}", f"{rpm_now:.0f}/{_limit(stats.rpm_limit)}",
+            str(stats.retries), str(stats.rate_limited),
+            f"{cooling:.1f}s" if cooling > 0 else "-", str(stats.failed), status]
+
+
+def _add_totals(table: Table, lanes: Sequence[LaneStats], now: float, rates: list[float]) -> None:
+    done, total = sum(s.done for s in lanes), sum(s.total for s in lanes)
+    average = sum(s.average_rate(now) for s in lanes)
+    footers = ["total", "", f"{done}/{total}", f"{sum(rates):.1f}", f"{average:.1f}",
+               f"{sum(s.in_flight for s in lanes)}/{sum(s.cap for s in lanes)}", "",
+               str(sum(s.retries for s in lanes)), str(sum(s.rate_limited for s in lanes)), "",
+               str(sum(s.failed for s in lanes)), f"ETA {_eta(lanes, rates, now)}"]
+    for column, footer in zip(table.columns, footers):
+        column.footer = footer
+
+
+def plain_lines(lanes: Sequence[LaneStats], meter: RateMeter, now: float | None = None) -> list[str]:
+    """The same figures as the table, one log line per lane plus a totals line."""
+    now = time.monotonic() if now is None else now
+    lines, rates = [], []
+    for s in lanes:
+        rate_now, rpm_now = meter.sample(s, now)
+        rates.append(rate_now)
+        cooling = s.cooling_for()
+        lines.append(
+            f"{s.label}: {s.done}/{s.total} answered, {rate_now:.1f}/s now, "
+            f"{s.average_rate(now):.1f}/s avg, in flight {s.in_flight}/{s.cap}, "
+            f"rpm {rpm_now:.0f}/{_limit(s.rpm_limit)}, retries {s.retries}, 429s {s.rate_limited}, "
+            + (f"cooling down {cooling:.1f}s, " if cooling > 0 else "")
+            + f"failed {s.failed}, {s.state}")
+    done, total = sum(s.done for s in lanes), sum(s.total for s in lanes)
+    lines.append(f"total: {done}/{total} answered, {sum(rates):.1f}/s, ETA {_eta(lanes, rates, now)}")
+    return lines
+
+
+class LiveProgress:
+    """The rich Live table; rich's refresh thread renders it at 4 Hz."""
+
+    def __init__(self, lanes: Sequence[LaneStats], console: Console) -> None:
+        self.lanes, self.console, self.meter = lanes, console, RateMeter()
+        self._live = Live(console=console, refresh_per_second=4,
+                          get_renderable=lambda: render_table(self.lanes, self.meter))
+
+    def note(self, message: str) -> None:
+        self._live.console.print(message, markup=False, highlight=False)
+
+    def __enter__(self) -> "LiveProgress":
+        self._live.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._live.__exit__(None, None, None)  # the final refresh shows the end state
+
+
+class PlainProgress:
+    """Log lines every ``interval_s`` seconds from a background thread, and once at the end."""
+
+    def __init__(self, lanes: Sequence[LaneStats], file: TextIO, interval_s: float = 5.0) -> None:
+        self.lanes, self.file, self.interval_s, self.meter = lanes, file, interval_s, RateMeter()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="contam-progress", daemon=True)
+        self._lock = threading.Lock()
+        self.started = time.monotonic()
+
+    def note(self, message: str) -> None:
+        with self._lock:
+            print(message, file=self.file, flush=True)
+
+    def print_lines(self) -> None:
+        elapsed = time.monotonic() - self.started
+        with self._lock:
+            for line in plain_lines(self.lanes, self.meter):
+                print(f"[{elapsed:7.1f}s] {line}", file=self.file, flush=True)
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            self.print_lines()
+
+    def __enter__(self) -> "PlainProgress":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.print_lines()
+
+
+class QuietProgress:
+    """No display at all (library use and tests); notes still go to ``file`` when given."""
+
+    def __init__(self, file: TextIO | None = None) -> None:
+        self.file = file
+
+    def note(self, message: str) -> None:
+        if self.file is not None:
+            print(message, file=self.file, flush=True)
+
+    def __enter__(self) -> "QuietProgress":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+
+def open_progress(lanes: Sequence[LaneStats], *, no_progress: bool = False,
+                  console: Console | None = None, interval_s: float = 5.0
+                  ) -> LiveProgress | PlainProgress:
+    """The live table on a terminal; plain lines with ``--no-progress`` or when not a terminal."""
+    console = console or Console()
+    if no_progress or not console.is_terminal:
+        return PlainProgress(lanes, console.file, interval_s)
+    return LiveProgress(lanes, console)

@@ -1,0 +1,219 @@
+"""``contam run CONFIG.toml``: ask every selected model every item it has not answered yet.
+
+The run is resumable by construction: the work of each model is the list of (item, model) cells
+without a row in ``answers`` (hence none in ``latest_answers``), read lazily from the store in item
+order, so a killed or interrupted run is finished by running the same command again. A run leaves
+two ``runs`` rows with the same ``run_id``: one when it starts, one with ``finished_at``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.metadata
+import signal
+import sys
+import uuid
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TextIO
+
+import anyio
+import duckdb
+import orjson
+from rich.console import Console
+
+from harness.config import RunConfig, load_config
+from harness.engine import Engine, Lane, ProviderFactory, RetryPolicy, Task
+from harness.errors import UserError
+from harness.progress import LaneStats, open_progress
+from harness.prompts import prompt_sha256, question_request
+from harness.store import DEFAULT_STORE, Store, utc_now
+from harness.text import normalise_answer
+from harness.writer import BatchWriter, Rows
+from providers.base import ModelSpec, Reply
+
+__all__ = ["run_command", "execute_run", "RunOptions", "pending_tasks", "count_pending",
+           "new_run_id", "summary_lines"]
+
+_PAGE = 512  # rows fetched from the store at a time: the task list is never held in memory
+
+
+def run_command(args: argparse.Namespace) -> int:
+    config = load_config(args.config)
+    specs = config.select(_names(args.models))
+    if not specs:
+        raise UserError(f"{config.path}: no [[models]] to run")
+    if args.limit is not None and args.limit <= 0:
+        raise UserError(f"--limit must be a positive number, not {args.limit}")
+    options = RunOptions(limit=args.limit, no_progress=args.no_progress)
+    with Store(args.store or config.store or DEFAULT_STORE) as store:
+        _import_items(store, config)
+        return anyio.run(execute_run, store, config, specs, options)
+
+
+@dataclass(kw_only=True)
+class RunOptions:
+    """What a run is told besides the config. ``contam run`` sets the first two; tests, the demo,
+    the judge and benchmarks set the rest."""
+
+    limit: int | None = None  # the first N items (in file order) per model
+    no_progress: bool = False
+    console: Console | None = None  # where the display and the summary go (stdout)
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    provider_factory: ProviderFactory | None = None  # None: providers.registry.create_provider
+    handle_signals: bool = True  # SIGINT/SIGTERM drain the run (main thread only)
+
+
+async def execute_run(store: Store, config: RunConfig, specs: Sequence[ModelSpec],
+                      options: RunOptions) -> int:
+    """The run itself on an open store; returns the exit status."""
+    console = options.console or Console()
+    run_id = new_run_id()
+    started = _run_row(run_id, config, specs, options)
+    store.append("runs", [started])
+    lanes = [_lane(store, spec, config.system_prompt, options.limit) for spec in specs]
+    engine = Engine(lanes, run_id=run_id, accept=_answer_rows(run_id, specs),
+                    retry=options.retry, provider_factory=options.provider_factory)
+    with open_progress(engine.stats, no_progress=options.no_progress, console=console) as progress:
+        async with BatchWriter(store) as writer:
+            await engine.run(writer, notify=progress.note, handle_signals=options.handle_signals)
+    store.append("runs", [{**started, "finished_at": utc_now()}])
+    return _finish(config, engine, console.file)
+
+
+# -- the work: cells without an answer, in item order ------------------------------------------
+
+_SCOPE_SQL = """
+WITH ordered AS (SELECT item_id, min(seq) AS first_seq FROM items GROUP BY item_id),
+     scope AS (SELECT * FROM ordered ORDER BY first_seq {limit})
+SELECT {columns}
+FROM scope s JOIN latest_items i USING (item_id)
+WHERE NOT EXISTS (SELECT 1 FROM answers a WHERE a.model = $model AND a.item_id = s.item_id)
+{order}
+"""
+
+
+def _scope_sql(columns: str, limit: int | None, order: bool) -> str:
+    return _SCOPE_SQL.format(columns=columns, limit="LIMIT $limit" if limit else "",
+                             order="ORDER BY s.first_seq" if order else "")
+
+
+def _params(model: str, limit: int | None) -> dict[str, Any]:
+    return {"model": model, "limit": limit} if limit else {"model": model}
+
+
+def count_pending(con: duckdb.DuckDBPyConnection, model: str, limit: int | None) -> int:
+    """Cells of ``model`` among the first ``limit`` items (all items when None) with no answer."""
+    sql = _scope_sql("count(*)", limit, order=False)
+    return con.execute(sql, _params(model, limit)).fetchall()[0][0]  # fetchall: leaves no open result
+
+
+def pending_tasks(con: duckdb.DuckDBPyConnection, spec: ModelSpec, system: str,
+                  limit: int | None) -> Iterator[Task]:
+    """The unanswered cells of ``spec`` as tasks, lazily, in item order.
+
+    ``con`` must be a connection of its own (``store.con.cursor()``): the writer thread uses the
+    store's main connection while this generator is being consumed."""
+    con.execute(_scope_sql("i.item_id, i.title, i.question", limit, order=True),
+                _params(spec.name, limit))
+    while rows := con.fetchmany(_PAGE):
+        for item_id, title, question in rows:
+            yield Task(item_id=item_id, model=spec.name,
+                       request=question_request(system, title or "", question or ""))
+
+
+def _lane(store: Store, spec: ModelSpec, system: str, limit: int | None) -> Lane:
+    total = count_pending(store.con, spec.name, limit)
+    return Lane(spec=spec, total=total,
+                tasks=pending_tasks(store.con.cursor(), spec, system, limit))
+
+
+# -- what is kept ------------------------------------------------------------------------------
+
+def _answer_rows(run_id: str, specs: Sequence[ModelSpec]):
+    by_label = {spec.name: spec for spec in specs}
+
+    def accept(task: Task, reply: Reply, latency_s: float) -> Rows:
+        spec = by_label[task.model]
+        return {"answers": [{
+            "run_id": run_id, "item_id": task.item_id, "model": task.model,
+            "provider": spec.provider, "provider_model": spec.model,
+            "served_model": reply.served_model, "answer_raw": reply.text,
+            "answer": normalise_answer(reply.text), "finish_reason": reply.finish_reason,
+            "input_tokens": reply.input_tokens, "output_tokens": reply.output_tokens,
+            "latency_s": latency_s, "created_at": utc_now()}]}
+
+    return accept
+
+
+def new_run_id() -> str:
+    """Sortable by start time (to the microsecond), unique by a random suffix."""
+    return f"{utc_now():%Y%m%dT%H%M%S%f}-{uuid.uuid4().hex[:8]}"
+
+
+def _run_row(run_id: str, config: RunConfig, specs: Sequence[ModelSpec],
+             options: RunOptions) -> dict[str, Any]:
+    public = {"config_file": str(config.path), "items": str(config.items) if config.items else None,
+              "system_prompt": config.system_prompt, "limit": options.limit,
+              "models": [spec.public_dict() for spec in specs]}  # names of key variables only
+    return {"run_id": run_id, "kind": "run", "started_at": utc_now(),
+            "config": orjson.dumps(public).decode(), "prompt_sha256": prompt_sha256(config.system_prompt),
+            "harness_version": _version()}
+
+
+def _version() -> str:
+    try:
+        return importlib.metadata.version("contam")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def _import_items(store: Store, config: RunConfig) -> None:
+    if config.items is not None:
+        from harness.importer import import_file
+
+        print(import_file(store, "items", config.items).summary())
+    if store.count("items") == 0:
+        raise UserError(f"{store.path}: no items; name an `items` file in {config.path} "
+                        "or run `contam import items FILE` first")
+
+
+def _names(models: str | None) -> list[str] | None:
+    return [name.strip() for name in models.split(",") if name.strip()] if models else None
+
+
+# -- the end: summary and exit status ----------------------------------------------------------
+
+def summary_lines(stats: Sequence[LaneStats]) -> list[str]:
+    """One line per model: answered / failed / stopped-why."""
+    return [_summary_line(s) for s in stats]
+
+
+def _summary_line(s: LaneStats) -> str:
+    line = f"{s.label}: {s.done}/{s.total} answered"
+    if s.failed:
+        line += f", {s.failed} failed after all attempts (asked again by the next run)"
+    if s.stopped == "quota":
+        return line + f"; STOPPED: the day's quota is used up, run again later to resume ({s.stop_message})"
+    if s.stopped:
+        return line + f"; STOPPED ({s.stopped}): {s.stop_message}"
+    if s.interrupted and s.remaining:
+        return line + f"; interrupted with {s.remaining} left"
+    return line
+
+
+def _finish(config: RunConfig, engine: Engine, out: TextIO) -> int:
+    for line in summary_lines(engine.stats):
+        print(line, file=out)
+    if engine.interrupted is not None:
+        name = signal.Signals(engine.interrupted).name
+        print(f"contam run: interrupted by {name}; every answer received was committed; run "
+              f"`contam run {config.path}` again to resume", file=sys.stderr)
+        return 128 + engine.interrupted
+    stopped = [s.label for s in engine.stats if s.stopped]
+    if stopped:
+        print(f"contam run: {len(stopped)} model(s) stopped ({', '.join(stopped)}); the others "
+              f"finished; run `contam run {config.path}` again to resume", file=sys.stderr)
+        return 1
+    return 0
+

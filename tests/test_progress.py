@@ -1,0 +1,99 @@
+"""The progress display: the rich table's columns, the plain log lines, rates from snapshots."""
+
+from __future__ import annotations
+
+import io
+import time
+
+from rich.console import Console
+
+from harness.progress import (
+    LaneStats,
+    LiveProgress,
+    PlainProgress,
+    RateMeter,
+    open_progress,
+    plain_lines,
+    render_table,
+)
+
+
+def lanes() -> list[LaneStats]:
+    started = time.monotonic() - 10
+    running = LaneStats(label="gpt-test", total=400, cap=16, rpm_limit=500, done=120, failed=2,
+                        in_flight=16, sent=140, retries=18, rate_limited=3, started=started,
+                        cooling_for=lambda: 2.5)
+    stopped = LaneStats(label="gemini-test", total=400, cap=8, done=40, sent=41, started=started,
+                        stopped="quota", stop_message="the day's quota is used up")
+    return [running, stopped]
+
+
+def rendered(table) -> str:
+    console = Console(record=True, width=240, file=io.StringIO())
+    console.print(table)
+    return console.export_text()
+
+
+def test_the_table_has_every_column_and_a_totals_row():
+    text = rendered(render_table(lanes(), RateMeter()))
+    for header in ("model", "progress", "done", "ans/s now", "ans/s avg", "in flight", "RPM",
+                   "retries", "429s", "cool-down", "failed", "status"):
+        assert header in text
+    gpt = next(line for line in text.splitlines() if "gpt-test" in line)
+    for cell in ("120/400", "16/16", "/500", "18", "3", "2.5s", "cooling down"):
+        assert cell in gpt
+    assert "STOPPED: quota" in next(line for line in text.splitlines() if "gemini-test" in line)
+    total = next(line for line in text.splitlines() if "total" in line)
+    assert "160/800" in total and "16/24" in total
+    assert "ETA 23s" in total  # 278 left in the one running lane, at 12 answers/s
+
+
+def test_plain_lines_give_one_line_per_model_and_a_total():
+    lines = plain_lines(lanes(), RateMeter())
+    assert len(lines) == 3
+    assert lines[0].startswith("gpt-test: 120/400 answered") and "cooling down 2.5s" in lines[0]
+    assert lines[0].endswith("cooling down")
+    assert "in flight 16/16" in lines[0] and "rpm" in lines[0] and "429s 3" in lines[0]
+    assert lines[1].startswith("gemini-test: 40/400") and lines[1].endswith("STOPPED: quota")
+    assert lines[2].startswith("total: 160/800 answered") and "ETA" in lines[2]
+
+
+def test_rates_come_from_snapshots_over_sliding_windows():
+    stats = LaneStats(label="m", total=1000, cap=4, started=100.0)
+    meter = RateMeter()
+    stats.done, stats.sent = 10, 10
+    assert meter.sample(stats, 101.0) == (10.0, 600.0)
+    stats.done, stats.sent = 20, 20
+    rate_now, rpm_now = meter.sample(stats, 111.0)
+    assert rate_now == 1.0  # the last ten seconds only
+    assert rpm_now == 60 * 20 / 11  # since the start: less than a minute of history
+    assert stats.average_rate(111.0) == 20 / 11
+
+
+def test_plain_progress_prints_periodic_lines_and_a_final_one():
+    out = io.StringIO()
+    stats = lanes()
+    with PlainProgress(stats, out, interval_s=0.02) as progress:
+        time.sleep(0.15)
+        progress.note("gpt-test: STOPPED (auth): HTTP 401")
+    text = out.getvalue()
+    assert text.count("gpt-test: 120/400") >= 2 and text.count("total:") >= 2
+    assert "gpt-test: STOPPED (auth): HTTP 401" in text
+
+
+def test_open_progress_picks_live_only_on_a_terminal():
+    terminal = Console(file=io.StringIO(), force_terminal=True, width=200)
+    piped = Console(file=io.StringIO(), force_terminal=False)
+    assert isinstance(open_progress(lanes(), console=terminal), LiveProgress)
+    assert isinstance(open_progress(lanes(), console=terminal, no_progress=True), PlainProgress)
+    assert isinstance(open_progress(lanes(), console=piped), PlainProgress)
+
+
+def test_the_live_display_renders_to_the_terminal():
+    out = io.StringIO()
+    terminal = Console(file=out, force_terminal=True, width=240)
+    with open_progress(lanes(), console=terminal) as progress:
+        progress.note("ollama: Ollama 0.13.0 at http://localhost:11434")
+        time.sleep(0.3)
+    text = out.getvalue()
+    assert "gpt-test" in text and "STOPPED: quota" in text and "Ollama 0.13.0" in text
