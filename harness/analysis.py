@@ -7,24 +7,32 @@ answer without a label from the chosen rater is left out of that rater's statist
 
 Keys follow DESIGN.md's report schema exactly; everything beyond it sits under extra keys
 (``regimes``, ``mcnemar``, ``inter_annotator``, ``abstention``, ``missing``, ``answer_length``,
-``notes``, ``meta``). A section without data is ``None`` and ``notes`` says why.
+``judge_gap``, ``surface_by_subset``, ``notes``, ``meta``). A section without data is ``None`` and
+``notes`` says why.
+
+``surface_by_subset`` needs no labels at all: the mean BLEU-2 and BERTScore-F1 of every scored
+answer on the documented and the undocumented subset per model, with Student-t intervals, Welch's
+test of the difference and the documented/undocumented ratio (the seed paper's §4.3 evidence that
+the contamination signal survives every scoring regime), and the same means per title.
 """
 
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Sequence
 from itertools import combinations
 from typing import Any
 
 import numpy as np
 import pandas as pd
+from scipy import stats as sps
 
 from harness import stats
 from harness.errors import UserError
 from harness.store import Store, utc_now
 
-__all__ = ["build_report", "parse_contrast", "LABELS", "METRICS"]
+__all__ = ["build_report", "parse_contrast", "figure_regime", "LABELS", "METRICS"]
 
 LABELS = ("right", "partial", "wrong")
 METRICS = {"bleu2": "BLEU-2", "bertscore_f1": "BERTScore-F1"}
@@ -106,16 +114,18 @@ def _sections(store, cells, contrast, human, judge, notes) -> dict[str, Any]:
     regimes = _regimes(cells, _order(overall) or sorted(frame["model"].unique()), overall, judge_rows)
     report["rank_correlation"] = _rank_correlation(regimes, notes) if human else None
     report["metric_validity"] = _metric_validity(frame, contrast, _order(overall), notes) if human else None
-    report.update(_extras(store, cells, frame, contrast, human, regimes, overall, notes))
+    report.update(_extras(store, cells, frame, contrast, (human, judge), regimes, overall, notes))
     _note_missing_sections(report, human, judge, notes)
     return report
 
 
-def _extras(store, cells, frame, contrast, human, regimes, overall, notes) -> dict[str, Any]:
-    order = _order(overall) or sorted(frame["model"].unique())
+def _extras(store, cells, frame, contrast, raters, regimes, overall, notes) -> dict[str, Any]:
+    (human, judge), order = raters, _order(overall) or sorted(frame["model"].unique())
     missing = _missing(cells, order)
-    _note_missing_data(missing, notes)
+    _note_missing_data(missing, notes, human)
     return {
+        "judge_gap": _gap(cells, contrast, "judge") if judge else None,
+        "surface_by_subset": _surface_by_subset(frame, order, contrast, notes),
         "regimes": regimes,
         "mcnemar": _mcnemar(frame, contrast, order) if human else None,
         "inter_annotator": _inter_annotator(store, notes),
@@ -215,12 +225,13 @@ def _per_title(cells: _Cells, order: list[str], contrast: tuple[str, str]) -> li
     return [{k: _accuracy_row(r)[k] for k in keys} for r in rows]
 
 
-def _gap(cells: _Cells, contrast: tuple[str, str]) -> list[dict[str, Any]]:
+def _gap(cells: _Cells, contrast: tuple[str, str], rater: str = "human") -> list[dict[str, Any]]:
+    """The 2×2 right / not-right contrast per model under the ``human`` or the ``judge`` labels."""
     rows = cells.query(
-        "SELECT model, count(human) FILTER (WHERE subset = $3) AS dn, "
-        "count(*) FILTER (WHERE subset = $3 AND human = 'right') AS dk, "
-        "count(human) FILTER (WHERE subset = $4) AS un, "
-        "count(*) FILTER (WHERE subset = $4 AND human = 'right') AS uk FROM c GROUP BY model", contrast)
+        f"SELECT model, count({rater}) FILTER (WHERE subset = $3) AS dn, "
+        f"count(*) FILTER (WHERE subset = $3 AND {rater} = 'right') AS dk, "
+        f"count({rater}) FILTER (WHERE subset = $4) AS un, "
+        f"count(*) FILTER (WHERE subset = $4 AND {rater} = 'right') AS uk FROM c GROUP BY model", contrast)
     gaps = [_gap_row(r["model"], r["dk"], r["dn"], r["uk"], r["un"]) for r in rows]
     return sorted(gaps, key=lambda r: (-_num(r["gap"]), r["model"]))
 
@@ -349,6 +360,84 @@ def _validity(cells: pd.DataFrame, metric: str, contrast) -> dict[str, Any]:
     }
 
 
+# -- surface metrics by subset (no labels needed) ------------------------------------------------
+
+def _surface_by_subset(frame: pd.DataFrame, order: list[str], contrast, notes: list) -> dict | None:
+    """§4.3's documented/undocumented score means per model, over every scored answer."""
+    result: dict[str, Any] = {}
+    for metric, name in METRICS.items():
+        scored = frame[frame[metric].notna()]
+        result[metric] = [_subset_means(scored[scored["model"] == m], m, metric, contrast)
+                          for m in order if (scored["model"] == m).any()] or None
+        if result[metric] is None:
+            notes.append({"section": f"surface_by_subset.{metric}", "reason": f"no {name} scores in the store"})
+    if not any(result.values()):
+        return None
+    result["per_title"] = _surface_per_title(frame, order, contrast)
+    return result
+
+
+def _subset_means(cells: pd.DataFrame, model: str, metric: str, contrast) -> dict[str, Any]:
+    documented = cells.loc[cells["subset"] == contrast[0], metric].astype(float).to_numpy()
+    undocumented = cells.loc[cells["subset"] == contrast[1], metric].astype(float).to_numpy()
+    row: dict[str, Any] = {"model": model, "metric": metric}
+    for side, scores in (("documented", documented), ("undocumented", undocumented)):
+        mean, sd = _mean(scores), float(np.std(scores, ddof=1)) if len(scores) > 1 else math.nan
+        low, high = stats.mean_interval(mean, sd, len(scores))
+        row.update({f"{side}_n": len(scores), f"{side}_mean": mean,
+                    f"{side}_ci_low": low, f"{side}_ci_high": high})
+    return {**row, **_welch(documented, undocumented),
+            "ratio": _positive_ratio(row["documented_mean"], row["undocumented_mean"])}
+
+
+def _welch(a: np.ndarray, b: np.ndarray) -> dict[str, float]:
+    """Difference of means with Welch's 95% interval and two-sided p (undefined below n = 2 a side,
+    or when both sides are constant)."""
+    difference = _mean(a) - _mean(b) if len(a) and len(b) else math.nan
+    if len(a) < 2 or len(b) < 2 or (np.ptp(a) == 0 and np.ptp(b) == 0):
+        return {"difference": difference, "difference_ci_low": math.nan,
+                "difference_ci_high": math.nan, "welch_p": math.nan}
+    with warnings.catch_warnings():  # near-constant samples: scipy warns, the result stands
+        warnings.simplefilter("ignore", RuntimeWarning)
+        test = sps.ttest_ind(a, b, equal_var=False)
+        ci = test.confidence_interval(0.95)
+    return {"difference": difference, "difference_ci_low": float(ci.low),
+            "difference_ci_high": float(ci.high), "welch_p": float(test.pvalue)}
+
+
+def _positive_ratio(documented: float, undocumented: float) -> float:
+    """A ratio of means is only meaningful when both are positive (rescaled BERTScore can be < 0)."""
+    return documented / undocumented if documented > 0 and undocumented > 0 else math.nan
+
+
+def _surface_per_title(frame: pd.DataFrame, order: list[str], contrast) -> list[dict[str, Any]]:
+    answered = frame[frame["answered"]]
+    grouped = answered.groupby(["model", "title", "subset"], sort=False).agg(
+        first_seq=("item_seq", "min"), n=("item_id", "size"),
+        bleu2_n=("bleu2", "count"), bleu2=("bleu2", "mean"),
+        bertscore_f1_n=("bertscore_f1", "count"), bertscore_f1=("bertscore_f1", "mean"),
+        mean_words=("answer_words", "mean")).reset_index()
+    stratum = {contrast[0]: 0, contrast[1]: 1}
+    rows = sorted(grouped.to_dict("records"),
+                  key=lambda r: (order.index(r["model"]), stratum.get(r["subset"], 2), r["first_seq"]))
+    return [{k: _plain(v) for k, v in r.items() if k != "first_seq"} for r in rows]
+
+
+def _plain(value: Any) -> Any:
+    """numpy scalars -> Python numbers, so the rows compare and serialise like the SQL ones."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def figure_regime(report: dict) -> str | None:
+    """What figures 1 and 2 show: ``human`` accuracy when human labels exist, else the best
+    regime available — ``judge`` accuracy, else ``surface`` metric means — else None."""
+    if report.get("overall"):
+        return "human"
+    if report.get("judge"):
+        return "judge"
+    return "surface" if report.get("surface_by_subset") else None
+
+
 # -- beyond the paper ---------------------------------------------------------------------------
 
 def _mcnemar(frame: pd.DataFrame, contrast, order: list[str]) -> list[dict[str, Any]]:
@@ -450,14 +539,14 @@ def _note_missing_sections(report: dict, human: str | None, judge: str | None, n
                       "reason": "no judge labels in the store (rater 'judge:<model>')"})
 
 
-def _note_missing_data(missing: list[dict], notes: list) -> None:
+def _note_missing_data(missing: list[dict], notes: list, human: str | None) -> None:
     for r in missing:
         parts = []
         if r["empty"]:
             parts.append(f"{r['empty']} empty answer(s) counted as wrong")
         if r["no_answer"]:
             parts.append(f"{r['no_answer']} item(s) without an answer row (counted as wrong unless labelled)")
-        if r["unlabelled_human"]:
+        if r["unlabelled_human"] and human:  # with no human rater at all, one note says so
             parts.append(f"{r['unlabelled_human']} answer(s) without a human label left out of human statistics")
         if r["empty_labelled_not_wrong"]:
             parts.append(f"{r['empty_labelled_not_wrong']} empty answer(s) labelled right/partial, counted as wrong")

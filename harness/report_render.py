@@ -15,18 +15,41 @@ from importlib import resources
 from string import Template
 from typing import Any
 
-__all__ = ["Table", "Section", "sections", "render_markdown", "render_html",
+from harness.analysis import figure_regime
+
+__all__ = ["Table", "Section", "sections", "render_markdown", "render_html", "figure_caption",
            "fmt_pct", "fmt_ci", "fmt_p", "fmt_or", "fmt_num"]
 
 DASH = "—"
 _SUPERSCRIPT = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
-FIGURE_CAPTIONS = {
-    "fig1_leaderboard": "Figure 1. Strict human-labelled accuracy over all items; bars are 95% Wilson intervals.",
-    "fig2_contamination_gap": "Figure 2. Accuracy on the documented vs the undocumented subset, ordered by "
-                              "gap; bars are 95% Wilson intervals.",
-    "fig3_metric_disagreement": "Figure 3. The same answers under four scoring regimes, models held in "
-                                "human-accuracy order; the two right panels are score means on their own scale.",
+# (figure, regime) -> caption; the regime is what figures 1 and 2 show (analysis.figure_regime).
+_CAPTIONS = {
+    ("fig1_leaderboard", "human"): "Figure 1. Strict human-labelled accuracy over all items; bars are 95% "
+                                   "Wilson intervals.",
+    ("fig1_leaderboard", "judge"): "Figure 1. No human labels: LLM-judge strict accuracy over all items "
+                                   "(not human accuracy); bars are 95% Wilson intervals.",
+    ("fig1_leaderboard", "surface"): "Figure 1. No human or judge labels: mean BLEU-2 and BERTScore-F1 per "
+                                     "model (score means, not accuracy); bars are 95% Student-t intervals.",
+    ("fig2_contamination_gap", "human"): "Figure 2. Accuracy on the documented vs the undocumented subset, "
+                                         "ordered by gap; bars are 95% Wilson intervals.",
+    ("fig2_contamination_gap", "judge"): "Figure 2. No human labels: LLM-judge strict accuracy on the "
+                                         "documented vs the undocumented subset, ordered by gap; bars are "
+                                         "95% Wilson intervals.",
+    ("fig2_contamination_gap", "surface"): "Figure 2. No human or judge labels: mean BERTScore-F1 and BLEU-2 "
+                                           "on the documented vs the undocumented subset, ordered by the "
+                                           "difference; bars are 95% Student-t intervals.",
+    ("fig3_metric_disagreement", "human"): "Figure 3. The same answers under four scoring regimes, models "
+                                           "held in human-accuracy order; the two right panels are score "
+                                           "means on their own scale.",
 }
+
+
+def figure_caption(name: str, report: dict) -> str:
+    regime = figure_regime(report)
+    if name == "fig3_metric_disagreement" and regime != "human":
+        return ("Figure 3. The same answers under four scoring regimes, models in name order (no human "
+                "labels); the two right panels are score means on their own scale.")
+    return _CAPTIONS.get((name, regime), f"{name}: nothing to draw (no labels or scores in the store).")
 
 
 # -- number formats -----------------------------------------------------------------------------
@@ -79,25 +102,50 @@ class Section:
     heading: str
     paragraphs: list[str] = field(default_factory=list)
     tables: list[Table] = field(default_factory=list)
-    figure: str | None = None
+    figures: list[str] = field(default_factory=list)
 
 
 def sections(report: dict) -> list[Section]:
-    """Every section that has data, in the paper's order; the notes say what was left out."""
-    builders = [_overview, _overall, _per_title, _gap, _mcnemar, _regimes, _judge, _agreement,
-                _inter_annotator, _metric_validity, _abstention, _missing_data, _notes]
+    """Every section that has data, in the paper's order; the notes say what was left out.
+
+    Without human labels the sections that stand in for accuracy come first: the judge's (when
+    there is a judge) and the surface metrics by subset, which then carry figures 1 and 2."""
+    regime = figure_regime(report)
+    leading = {"human": [_overall, _per_title, _gap], "judge": [_judge, _judge_gap]}.get(regime, [])
+    builders = [_overview, *leading, _surface, _mcnemar, _regimes, *([_judge] if regime == "human" else []),
+                _agreement, _inter_annotator, _metric_validity, _abstention, _missing_data, _notes]
     return [s for build in builders if (s := build(report)) is not None]
 
 
 def _overview(report: dict) -> Section:
     meta, contrast = report.get("meta") or {}, report["contrast"]
     return Section("contam report", [
+        *_no_human_note(report),
         f"Store `{meta.get('store', '?')}`: {meta.get('items', '?')} items, {meta.get('models', '?')} models; "
         f"generated {meta.get('generated_at', '?')} (contam {meta.get('harness_version') or '?'}).",
         f"Human rater: `{report['human_rater'] or 'none'}`. Judge rater: `{report['judge_rater'] or 'none'}`. "
         f"Contrast: `{contrast['documented']}` (documented) vs `{contrast['undocumented']}` (undocumented).",
         "All intervals are 95%. Empty answers and unanswered items count as wrong (a lower bound); "
         "see Missing data."])
+
+
+_STAND_IN = {
+    "judge": "Figures 1 and 2 show the LLM judge's strict accuracy instead, and say so: a judge's labels "
+             "are not human labels.",
+    "surface": "Figures 1 and 2 show mean BLEU-2 and BERTScore-F1 instead (score means, not accuracy), "
+               "and the surface metrics by subset below carry the documented-vs-undocumented contrast.",
+}
+
+
+def _no_human_note(report: dict) -> list[str]:
+    """The first thing a reader of a label-less report (the demo's) needs to know."""
+    if report["human_rater"]:
+        return []
+    how = "accuracy sections need human labels: `contam import labels FILE`"
+    if not report["judge_rater"]:
+        how += "; the judge: `contam judge CONFIG`"
+    stand_in = _STAND_IN.get(figure_regime(report))
+    return [f"**No human labels in this store**: {how}.", *([stand_in] if stand_in else [])]
 
 
 def _overall(report: dict) -> Section | None:
@@ -109,7 +157,7 @@ def _overall(report: dict) -> Section | None:
     return Section("Overall accuracy", [], [Table(
         ["Model", "n", "Right", "Partial", "Wrong", "Strict accuracy", "95% CI", "Partial credit"], rows,
         "Human annotation; partial credit counts a partially right answer as one half.")],
-        figure="fig1_leaderboard")
+        figures=["fig1_leaderboard"])
 
 
 def _per_title(report: dict) -> Section | None:
@@ -130,15 +178,72 @@ def _title_cell(r: dict | None) -> str:
 def _gap(report: dict) -> Section | None:
     if not report["gap"]:
         return None
+    return Section("The contamination gap", [], [_gap_table(report, report["gap"])],
+                   figures=["fig2_contamination_gap"])
+
+
+def _judge_gap(report: dict) -> Section | None:
+    """Only without human labels: then the judge's gap is the best accuracy contrast there is."""
+    if not report.get("judge_gap"):
+        return None
+    return Section("The contamination gap under the LLM judge", [
+        f"Strict accuracy by subset under the judge's labels (rater `{report['judge_rater']}`), "
+        "standing in for the human-labelled gap this store cannot give."],
+        [_gap_table(report, report["judge_gap"])], figures=["fig2_contamination_gap"])
+
+
+def _gap_table(report: dict, gap: list[dict]) -> Table:
     doc, undoc = report["contrast"]["documented"], report["contrast"]["undocumented"]
     rows = [[r["model"], f"{fmt_pct(r['documented_accuracy'])} ({r['documented_right']}/{r['documented_n']})",
              f"{fmt_pct(r['undocumented_accuracy'])} ({r['undocumented_right']}/{r['undocumented_n']})",
              _pp(r["gap"]), _pp_ci(r["gap_ci_low"], r["gap_ci_high"]), fmt_or(r["odds_ratio"]),
-             fmt_p(r["fisher_p"])] for r in report["gap"]]
-    return Section("The contamination gap", [], [Table(
-        ["Model", doc, undoc, "Gap", "95% CI (Newcombe)", "Odds ratio", "Fisher p"], rows,
-        "Ordered by gap. Odds ratio ad/bc and two-sided Fisher exact p on the 2×2 right / not-right table.")],
-        figure="fig2_contamination_gap")
+             fmt_p(r["fisher_p"])] for r in gap]
+    return Table(["Model", doc, undoc, "Gap", "95% CI (Newcombe)", "Odds ratio", "Fisher p"], rows,
+                 "Ordered by gap. Odds ratio ad/bc and two-sided Fisher exact p on the 2×2 right / "
+                 "not-right table.")
+
+
+# -- surface metrics by subset ------------------------------------------------------------------
+
+def _surface(report: dict) -> Section | None:
+    surface = report.get("surface_by_subset")
+    if not surface:
+        return None
+    contrast = report["contrast"]
+    tables = [_surface_table(surface[metric], contrast, name)
+              for metric, name in (("bleu2", "BLEU-2"), ("bertscore_f1", "BERTScore-F1")) if surface.get(metric)]
+    tables.append(_surface_title_table(surface["per_title"]))
+    return Section("Surface metrics by subset", [
+        "Mean score of every scored answer, labels or not: the seed paper's §4.3 evidence that the "
+        "contamination signal survives every scoring regime. Each mean has a 95% Student-t interval; the "
+        "difference has Welch's 95% interval and two-sided p. The ratio is documented mean / undocumented "
+        "mean, shown only where both are positive (rescaled BERTScore-F1 can be negative)."],
+        tables, figures=["fig1_leaderboard", "fig2_contamination_gap"] if figure_regime(report) == "surface" else [])
+
+
+def _mean_cell(r: dict, side: str) -> str:
+    return (f"{fmt_num(r[f'{side}_mean'])} {_num_ci(r[f'{side}_ci_low'], r[f'{side}_ci_high'])} "
+            f"(n={r[f'{side}_n']})")
+
+
+def _num_ci(low: float | None, high: float | None) -> str:
+    return DASH if _missing(low) or _missing(high) else f"[{low:.3f}, {high:.3f}]"
+
+
+def _surface_table(rows: list[dict], contrast: dict, name: str) -> Table:
+    body = [[r["model"], _mean_cell(r, "documented"), _mean_cell(r, "undocumented"),
+             fmt_num(r["difference"]), _num_ci(r["difference_ci_low"], r["difference_ci_high"]),
+             fmt_p(r["welch_p"]), DASH if _missing(r["ratio"]) else f"{r['ratio']:.2f}×"] for r in rows]
+    return Table(["Model", f"{contrast['documented']} (documented)", f"{contrast['undocumented']} (undocumented)",
+                  "Difference", "95% CI (Welch)", "Welch p", "Ratio"], body,
+                 f"Mean {name} by subset [95% Student-t interval].")
+
+
+def _surface_title_table(rows: list[dict]) -> Table:
+    body = [[r["model"], r["title"], str(r["subset"]), str(r["n"]), fmt_num(r["bleu2"]),
+             fmt_num(r["bertscore_f1"]), fmt_num(r["mean_words"], 1)] for r in rows]
+    return Table(["Model", "Title", "Subset", "Answers", "BLEU-2", "BERTScore-F1", "Mean words"], body,
+                 "Mean score per title over the non-empty answers.")
 
 
 def _pp(x: float | None) -> str:
@@ -177,7 +282,7 @@ def _regimes(report: dict) -> Section | None:
         ["Model", "Human", "LLM judge", "Judge (partial credit)", "BLEU-2", "BERTScore-F1",
          "Mean answer length (words)"], rows,
         "Each regime's aggregate per model; ρ across models, ties at average ranks.")],
-        figure="fig3_metric_disagreement")
+        figures=["fig3_metric_disagreement"])
 
 
 def _judge(report: dict) -> Section | None:
@@ -186,8 +291,10 @@ def _judge(report: dict) -> Section | None:
     rows = [[r["model"], str(r["n"]), str(r["right"]), str(r["partial"]), str(r["wrong"]),
              fmt_pct(r["accuracy"]), fmt_ci(r.get("ci_low"), r.get("ci_high")), fmt_pct(r["partial_credit"])]
             for r in report["judge"]]
+    leads = figure_regime(report) == "judge"
     return Section("LLM judge", [f"Rater `{report['judge_rater']}`."], [Table(
-        ["Model", "n", "Right", "Partial", "Wrong", "Strict accuracy", "95% CI", "Partial credit"], rows)])
+        ["Model", "n", "Right", "Partial", "Wrong", "Strict accuracy", "95% CI", "Partial credit"], rows)],
+        figures=["fig1_leaderboard"] if leads else [])
 
 
 def _agreement(report: dict) -> Section | None:
@@ -296,8 +403,8 @@ def render_markdown(report: dict, figure_files: bool = True) -> str:
         parts.append(("# " if i == 0 else "## ") + section.heading)
         parts += section.paragraphs
         parts += [_md_table(t) for t in section.tables]
-        if section.figure and figure_files:
-            parts.append(f"![{FIGURE_CAPTIONS[section.figure]}]({section.figure}.png)")
+        if figure_files:
+            parts += [f"![{figure_caption(name, report)}]({name}.png)" for name in section.figures]
     return "\n\n".join(parts) + "\n"
 
 
@@ -320,10 +427,10 @@ def _html_table(table: Table) -> str:
     return f"<table>{caption}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def _html_figure(name: str, png: bytes) -> str:
+def _html_figure(name: str, png: bytes, caption: str) -> str:
     data = base64.b64encode(png).decode("ascii")
     return (f'<figure><img alt="{name}" src="data:image/png;base64,{data}">'
-            f"<figcaption>{html.escape(FIGURE_CAPTIONS[name])}</figcaption></figure>")
+            f"<figcaption>{html.escape(caption)}</figcaption></figure>")
 
 
 def render_html(report: dict, figures_png: dict[str, bytes]) -> str:
@@ -333,7 +440,7 @@ def render_html(report: dict, figures_png: dict[str, bytes]) -> str:
         body.append(f"<h{1 if i == 0 else 2}>{html.escape(section.heading)}</h{1 if i == 0 else 2}>")
         body += [f"<p>{_inline(p)}</p>" for p in section.paragraphs]
         body += [_html_table(t) for t in section.tables]
-        if section.figure and section.figure in figures_png:
-            body.append(_html_figure(section.figure, figures_png[section.figure]))
+        body += [_html_figure(name, figures_png[name], figure_caption(name, report))
+                 for name in section.figures if name in figures_png]
     template = Template(resources.files("harness").joinpath("report_template.html").read_text("utf-8"))
     return template.substitute(title="contam report", body="\n".join(body))

@@ -7,7 +7,8 @@ little) answers OpenAI ``/v1/chat/completions`` (and ``/v1/models``), Gemini
 (:mod:`providers.emulator_apis`). :class:`EmulatorSettings` adds what real servers do to clients:
 latency, an enforced requests-per-minute limit per (API, model) with each API's 429 hint, random
 faults, a per-day quota, a served-model substitution, key checks, and a ``script`` of exact
-outcomes for tests.
+outcomes for tests. Without a ``responder`` it answers questions with a reproducible stand-in and
+judge requests (the judge rubric as system prompt) with a bare label (:func:`default_reply`).
 
 In-process use: ``with run_emulator(EmulatorSettings(...)) as emu:`` serves from a background
 thread with its own event loop; ``emu.url`` is the address, ``emu.base_url("openai")`` a provider's
@@ -23,11 +24,13 @@ import hashlib
 import http
 import math
 import random
+import re
 import signal
 import socket
 import struct
 import threading
 import time
+import unicodedata
 import zlib
 from collections import Counter, defaultdict, deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -41,6 +44,7 @@ import h11
 import orjson
 
 from harness.errors import UserError
+from harness.prompts import JUDGE_RUBRIC
 from providers.emulator_apis import DIALECTS, BadCall, Call, Canned, Dialect, Hint, json_reply
 
 __all__ = [
@@ -53,6 +57,8 @@ __all__ = [
     "parse_step",
     "parse_faults",
     "default_answer",
+    "default_reply",
+    "judge_label",
     "emulator_command",
 ]
 
@@ -125,6 +131,40 @@ def default_answer(question: str) -> str:
     return f"Emulated answer {zlib.crc32(question.encode('utf-8')):08x}."
 
 
+# The judge request's user text (harness.prompts.judge_request); the reference comes first.
+_JUDGE_USER = re.compile(r"\AReference answer: (?P<reference>.*?)\nAnswer to grade: (?P<answer>.*)\Z",
+                         re.DOTALL)
+# Words too common to count as "sharing part of the reference" on their own.
+_FUNCTION_WORDS = frozenset(
+    "a an the of in on at to for from by with and or is was are were it its his her their".split())
+
+
+def _words(text: str) -> set[str]:
+    return set(re.findall(r"\w+", unicodedata.normalize("NFKC", text).casefold()))
+
+
+def judge_label(reference: str, answer: str) -> str:
+    """A deterministic stand-in for an LLM judge, in the rubric's reply vocabulary: ``right``
+    when the answer holds every word of the reference, ``partially right`` when it holds some of
+    its content words, else ``wrong``."""
+    wanted, given = _words(reference), _words(answer)
+    if wanted and wanted <= given:
+        return "right"
+    if (wanted - _FUNCTION_WORDS) & given:
+        return "partially right"
+    return "wrong"
+
+
+def default_reply(system: str, user: str) -> str:
+    """What the emulator answers without a ``responder``: a bare label to a judge request (its
+    system prompt is the judge rubric), so ``contam judge`` works against ``contam emulator``;
+    :func:`default_answer` to anything else, including a judge request it cannot parse."""
+    graded = _JUDGE_USER.match(user) if system.strip() == JUDGE_RUBRIC.strip() else None
+    if graded is None:
+        return default_answer(user)
+    return judge_label(graded["reference"], graded["answer"])
+
+
 @dataclass(frozen=True, kw_only=True)
 class EmulatorSettings:
     """How the emulator behaves. Every field is optional; the default is a fast, faultless server."""
@@ -137,7 +177,7 @@ class EmulatorSettings:
     served_model: str | None = None  # answer as this model whatever was asked for
     quota_per_day: int | None = None  # requests per (API, model) before the day's quota is gone
     api_keys: frozenset[str] | None = None  # when set, other keys get each API's auth error
-    responder: Callable[[str], str] | None = None  # question text -> answer text
+    responder: Callable[[str], str] | None = None  # question text -> answer; default_reply if None
     known_models: frozenset[str] | None = None  # when set, other models are 404 (Ollama: not pulled)
     hang_s: float = 600.0  # how long a "hang" holds the connection open without answering
     seed: int | None = None  # for the fault draws and the jitter
@@ -223,7 +263,6 @@ class _App:
         self._windows: defaultdict[tuple[str, str], deque[float]] = defaultdict(deque)
         self._day_counts: Counter[tuple[str, str]] = Counter()
         self._seen_models: dict[str, set[str]] = defaultdict(set)
-        self._responder = settings.responder or default_answer
 
     async def respond(self, incoming: _Incoming) -> Canned | str:
         route = _route(incoming.method, incoming.path)
@@ -333,7 +372,8 @@ class _App:
 
     def _success(self, dialect: Dialect, call: Call) -> Canned:
         try:
-            answer = self._responder(call.question)
+            answer = (self.settings.responder(call.question) if self.settings.responder
+                      else default_reply(call.system, call.question))
         except Exception as exc:  # a test's responder failing is the server's 500, as for real
             return dialect.error(500, f"responder failed: {type(exc).__name__}")
         words = answer.split()
@@ -618,6 +658,8 @@ def _banner(url: str, settings: EmulatorSettings) -> str:
     lines.append(f"latency {settings.latency_ms:g} ms, rpm {settings.rpm or 'unlimited'}, "
                  f"faults {faults}, served model {settings.served_model or 'as asked'}, "
                  f"quota/day {settings.quota_per_day or 'unlimited'}; Ctrl-C stops it")
+    lines.append("judge requests (the judge rubric as system prompt) get a label: right when the "
+                 "answer holds every reference word, partially right when some, else wrong")
     return "\n".join(lines)
 
 

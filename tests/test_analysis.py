@@ -7,6 +7,7 @@ from itertools import product
 
 import numpy as np
 import pytest
+from scipy import stats as sps
 
 from harness.analysis import build_report, parse_contrast
 from harness.errors import UserError
@@ -298,3 +299,94 @@ def test_without_human_labels_the_surface_metrics_remain(store_path):
     assert [(r["model"], r["bleu2"], r["human_accuracy"]) for r in report["regimes"]] == [
         ("m1", pytest.approx(0.3), None), ("m2", pytest.approx(0.1), None)]
     assert any(n["reason"].startswith("no human labels") for n in report["notes"])
+
+
+# -- without human labels: surface metrics by subset, the judge's gap, the figures' regime ---------
+
+# (model, metric) -> documented scores (d1, d2, d3), undocumented scores (u1, u2, u3)
+SURFACE = {
+    ("m1", "bleu2"): ((0.6, 0.4, 0.5), (0.1, 0.2, 0.3)),
+    ("m2", "bleu2"): ((0.2, 0.2, 0.2), (0.1, 0.1, 0.1)),  # constant on both sides: no Welch test
+    ("m1", "bertscore_f1"): ((0.3, 0.2, 0.1), (-0.1, -0.2, 0.0)),  # negative mean: no ratio
+    ("m2", "bertscore_f1"): ((0.5, 0.6, 0.7), (0.1, 0.1, 0.4)),
+}
+
+
+def surface_store(path, labels=()):
+    """Answers and scores only (the demo's case), unless ``labels`` are given."""
+    answers = [(i, m, "some answer") for (i, _, _), m in product(ITEMS, ("m1", "m2"))]
+    scores = [(i, m, metric, value) for (m, metric), (doc, undoc) in SURFACE.items()
+              for (i, _, _), value in zip(ITEMS, doc + undoc)]
+    return make_store(path, ITEMS, answers, labels, scores)
+
+
+def test_surface_by_subset_needs_no_labels(store_path):
+    with surface_store(store_path) as store:
+        report = build_report(store, contrast=("canon", "hack"))
+    assert report["overall"] is None and report["judge"] is None
+    rows = {(r["model"], r["metric"]): r for m in ("bleu2", "bertscore_f1")
+            for r in report["surface_by_subset"][m]}
+    for key, (doc, undoc) in SURFACE.items():
+        row = rows[key]
+        assert (row["documented_n"], row["undocumented_n"]) == (3, 3)
+        assert row["documented_mean"] == pytest.approx(np.mean(doc))
+        assert row["undocumented_mean"] == pytest.approx(np.mean(undoc))
+        assert row["difference"] == pytest.approx(np.mean(doc) - np.mean(undoc))
+        half = 4.302652729911275 * np.std(doc, ddof=1) / math.sqrt(3)  # t(0.975, 2)
+        assert row["documented_ci_high"] == pytest.approx(np.mean(doc) + half)
+    m1 = rows[("m1", "bleu2")]
+    assert m1["ratio"] == pytest.approx(2.5)
+    # Welch by hand: equal n and variances 0.01 each -> t = 0.3 / sqrt(0.02/3), df = 4
+    t = 0.3 / math.sqrt(0.02 / 3)
+    assert m1["welch_p"] == pytest.approx(2 * sps.t.sf(t, 4))
+    assert m1["difference_ci_low"] == pytest.approx(0.3 - 2.7764451051977987 * math.sqrt(0.02 / 3))
+    assert math.isnan(rows[("m2", "bleu2")]["welch_p"]) and rows[("m2", "bleu2")]["ratio"] == pytest.approx(2)
+    assert math.isnan(rows[("m1", "bertscore_f1")]["ratio"])  # -0.1 undocumented: a ratio means nothing
+    assert rows[("m2", "bertscore_f1")]["ratio"] == pytest.approx(3.0)
+
+
+def test_surface_means_per_title(store_path):
+    with surface_store(store_path) as store:
+        report = build_report(store, contrast=("canon", "hack"))
+    per_title = report["surface_by_subset"]["per_title"]
+    assert [(r["model"], r["title"], r["n"]) for r in per_title[:4]] == [
+        ("m1", "Doc A", 2), ("m1", "Doc B", 1), ("m1", "Hack A", 2), ("m1", "Hack B", 1)]
+    m1 = {r["title"]: r for r in per_title if r["model"] == "m1"}
+    assert m1["Doc A"]["bleu2"] == pytest.approx(0.5) and m1["Hack A"]["bleu2"] == pytest.approx(0.15)
+    assert m1["Hack B"]["bertscore_f1"] == pytest.approx(0.0) and m1["Doc A"]["bleu2_n"] == 2
+
+
+def test_without_any_scores_surface_is_omitted_with_a_note(store_path):
+    answers = [(i, "m1", "a") for i, _, _ in ITEMS]
+    with make_store(store_path, ITEMS, answers) as store:
+        report = build_report(store, contrast=("canon", "hack"))
+    assert report["surface_by_subset"] is None
+    assert {"surface_by_subset.bleu2", "surface_by_subset.bertscore_f1"} <= {n["section"] for n in report["notes"]}
+
+
+def judge_only_labels():
+    """m1 right on every canon item only; m2 right on d1, d2, u1; m3 right everywhere."""
+    right = {"m1": {"d1", "d2", "d3"}, "m2": {"d1", "d2", "u1"}, "m3": {i for i, _, _ in ITEMS}}
+    return [(i, m, "judge:j", "right" if i in right[m] else "wrong") for (i, _, _), m in product(ITEMS, right)]
+
+
+def test_judge_gap_without_human_labels(store_path):
+    labels = judge_only_labels()
+    answers = [(i, m, "a") for i, m, _, _ in labels]
+    with make_store(store_path, ITEMS, answers, labels) as store:
+        report = build_report(store, contrast=("canon", "hack"))
+    assert report["gap"] is None and report["judge_rater"] == "judge:j"
+    assert [(r["model"], r["documented_right"], r["undocumented_right"]) for r in report["judge_gap"]] == [
+        ("m1", 3, 0), ("m2", 2, 1), ("m3", 3, 3)]  # ordered by gap
+    assert report["judge_gap"][0]["fisher_p"] == pytest.approx(0.1)  # [[3, 0], [0, 3]]: 2 / C(6, 3)
+
+
+def test_figure_regime_picks_the_best_available(store_path, tmp_path):
+    from harness.analysis import figure_regime
+
+    with surface_store(store_path) as store:
+        assert figure_regime(build_report(store, contrast=("canon", "hack"))) == "surface"
+    with surface_store(tmp_path / "j.duckdb", judge_only_labels()[:12]) as store:
+        assert figure_regime(build_report(store, contrast=("canon", "hack"))) == "judge"
+    with small_store(tmp_path / "h.duckdb", judge_only_labels()) as store:
+        assert figure_regime(build_report(store, contrast=("canon", "hack"))) == "human"

@@ -15,10 +15,14 @@ import pytest
 
 from harness.cli import build_parser
 from harness.errors import UserError
+from harness.prompts import JUDGE_RUBRIC, judge_request
+from harness.store import Store, utc_now
 from providers.emulator import (
     EmulatorSettings,
     Step,
     _settings_from_args,
+    default_answer,
+    judge_label,
     parse_faults,
     parse_step,
     run_emulator,
@@ -215,6 +219,93 @@ def test_responder_emulates_a_judge_and_requests_are_recorded(emulator) -> None:
     assert recorded.headers["authorization"] == "Bearer k"
 
 
+# ----------------------------------------------------------------------------- the default judge
+
+def judge_bodies(user: str, system: str = JUDGE_RUBRIC) -> dict[str, tuple[str, dict, dict]]:
+    """One judge call per API as the harness's providers send it: (path, body, headers)."""
+    return {
+        "openai": ("/v1/chat/completions", {"model": "j", "messages": [
+            {"role": "system", "content": system}, {"role": "user", "content": user}]}, {}),
+        "anthropic": ("/v1/messages", {"model": "j", "max_tokens": 16, "system": system,
+                                       "messages": [{"role": "user", "content": user}]},
+                      {"anthropic-version": "2023-06-01"}),
+        "gemini": ("/v1beta/models/j:generateContent", {
+            "systemInstruction": {"parts": [{"text": system}]},
+            "contents": [{"role": "user", "parts": [{"text": user}]}]}, {}),
+        "ollama": ("/api/generate", {"model": "j", "system": system, "prompt": user, "stream": False}, {}),
+    }
+
+
+def reply_text(api: str, body: dict) -> str:
+    return {"openai": lambda: body["choices"][0]["message"]["content"],
+            "anthropic": lambda: body["content"][0]["text"],
+            "gemini": lambda: body["candidates"][0]["content"]["parts"][0]["text"],
+            "ollama": lambda: body["response"]}[api]()
+
+
+@pytest.mark.parametrize(("reference", "answer", "label"), [
+    ("Pallet Town", "In PALLET town, of course.", "right"),
+    ("TM34 (Bide)", "Brock gives TM34, which is Bide.", "right"),
+    ("Boulder Badge and TM34 (Bide)", "The Boulder Badge.", "partially right"),
+    ("Rijon Tunnel from eastern Mt. Boulder", "Through the tunnel in the east.", "partially right"),
+    ("Professor Tim", "Professor Oak", "partially right"),
+    ("Caper City", "Azalea Town", "wrong"),
+    ("The Cascade Badge", "the Boulder one", "wrong"),  # 'the' alone is not a shared fact
+    ("Lugia", "", "wrong"),
+])
+def test_judge_label_rule(reference: str, answer: str, label: str) -> None:
+    assert judge_label(reference, answer) == label
+
+
+def test_default_responder_grades_judge_requests_on_every_api(emulator) -> None:
+    emu = emulator()
+    cases = {("Pallet Town", "You start in Pallet Town."): "right",
+             ("Boulder Badge and TM34 (Bide)", "The Boulder Badge"): "partially right",
+             ("Caper City", "Azalea Town"): "wrong"}
+    with httpx.Client(timeout=5) as client:
+        for (reference, answer), label in cases.items():
+            user = judge_request(reference, answer).user
+            for api, (path, body, headers) in judge_bodies(user).items():
+                response = client.post(f"{emu.url}{path}", json=body, headers=headers)
+                assert response.status_code == 200, (api, response.text)
+                assert reply_text(api, response.json()) == label, api
+
+
+def test_default_responder_answers_ordinary_questions_as_before(emulator) -> None:
+    """Only the rubric makes a judge: the same user text under another system prompt is a question."""
+    emu = emulator()
+    user = judge_request("Pallet Town", "Pallet Town").user
+    path, body, _ = judge_bodies(user, system="Answer from memory only.")["openai"]
+    (response,) = calls(emu, path, body, 1)
+    assert reply_text("openai", response.json()) == default_answer(user)
+
+
+def test_contam_judge_against_the_default_emulator_labels_every_answer(emulator, contam, tmp_path,
+                                                                       monkeypatch) -> None:
+    """The whole `contam judge` path (anthropic provider, engine, parse_label) accepts its replies."""
+    store = tmp_path / "s.duckdb"
+    cells = {("i1", "Pallet Town", "Pallet Town, Kanto"): "right",
+             ("i2", "Boulder Badge and TM34 (Bide)", "Boulder Badge"): "partial",
+             ("i3", "Caper City", "Azalea Town"): "wrong"}
+    with Store(store) as s:
+        s.append("items", [{"item_id": i, "title": "T", "subset": "official", "question": "q?",
+                            "reference": ref, "added_at": utc_now()} for i, ref, _ in cells])
+        s.append("answers", [{"item_id": i, "model": "m", "answer": a, "answer_raw": a,
+                              "created_at": utc_now()} for i, _, a in cells])
+    emu = emulator()
+    monkeypatch.setenv("CONTAM_EMU_KEY", "k")
+    config = tmp_path / "judge.toml"
+    config.write_text(f'[[models]]\nname = "m"\nprovider = "openai"\nmodel = "x"\n'
+                      f'[judge]\nname = "emu"\nprovider = "anthropic"\nmodel = "claude-emu"\n'
+                      f'base_url = "{emu.base_url("anthropic")}"\napi_key_env = "CONTAM_EMU_KEY"\n',
+                      encoding="utf-8")
+    status, _, err = contam("judge", config, "--store", store, "--no-progress")
+    assert status == 0, err
+    with Store(store, read_only=True) as s:
+        got = dict(s.query("SELECT item_id, label FROM latest_labels WHERE rater = 'judge:emu'"))
+    assert got == {i: label for (i, _, _), label in cells.items()}
+
+
 def test_keep_alive_serves_many_requests_on_one_connection(emulator) -> None:
     emu = emulator()
     with httpx.Client() as client:
@@ -262,6 +353,11 @@ def test_contam_emulator_command_serves_until_sigterm() -> None:
         with httpx.Client() as client:
             reply = client.post(f"{url}/api/generate", json={"model": "m", "prompt": "q"})
         assert reply.json()["model"] == "stand-in"
+        with httpx.Client() as client:  # the stand-alone emulator also acts as a judge
+            graded = client.post(f"{url}/api/generate", json={
+                "model": "judge", "system": JUDGE_RUBRIC,
+                "prompt": judge_request("Lugia", "It is Lugia.").user})
+        assert graded.json()["response"] == "right"
     finally:
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=10) == 0

@@ -14,11 +14,12 @@ from harness.analysis import build_report
 from harness.report import report_json
 from harness.store import Store
 from tests.paper_data import build_paper_store
-from tests.test_analysis import small_store
+from tests.test_analysis import ITEMS, judge_only_labels, make_store, small_store, surface_store
 
 DOCUMENTED_KEYS = {"contrast", "human_rater", "judge_rater", "overall", "per_title", "gap", "judge",
                    "agreement", "rank_correlation", "metric_validity"}
-EXTRA_KEYS = {"regimes", "mcnemar", "inter_annotator", "abstention", "missing", "answer_length", "notes", "meta"}
+EXTRA_KEYS = {"regimes", "mcnemar", "inter_annotator", "abstention", "missing", "answer_length", "notes", "meta",
+              "judge_gap", "surface_by_subset"}
 PNG, PDF = b"\x89PNG\r\n\x1a\n", b"%PDF-"
 FIGURES = ("fig1_leaderboard", "fig2_contamination_gap", "fig3_metric_disagreement")
 
@@ -188,3 +189,76 @@ def test_report_from_imported_csv_files(contam, tmp_path):
     assert next(r for r in report["missing"] if r["model"] == "gemma-4-31b")["empty"] == 2
     assert report["metric_validity"] is None  # no scores were imported: omitted, with notes
     assert {"metric_validity.bleu2", "metric_validity.bertscore_f1"} <= {n["section"] for n in report["notes"]}
+
+
+# -- a store without human labels (the demo's case) ------------------------------------------------
+
+def test_paper_report_keeps_its_figures_and_adds_surface_by_subset(paper_out):
+    md = (paper_out / "report.md").read_text("utf-8")
+    assert "No human labels" not in md and "under the LLM judge" not in md
+    assert "## Surface metrics by subset" in md
+    assert md.index("## The contamination gap") < md.index("## Surface metrics by subset")
+    assert "](fig1_leaderboard.png)" in md.split("## Per-title accuracy")[0]  # still under Overall
+    report = orjson.loads((paper_out / "report.json").read_bytes())
+    validity = {r["model"]: r for r in report["metric_validity"]["bertscore_f1"]["per_model"]}
+    for row in report["surface_by_subset"]["bertscore_f1"]:  # every scored answer is labelled here
+        assert row["ratio"] == pytest.approx(validity[row["model"]]["documented_ratio"])
+
+
+def test_no_labels_report_says_so_and_shows_surface_metrics(contam, tmp_path):
+    path = tmp_path / "s.duckdb"
+    surface_store(path).close()
+    status, md, _ = contam("report", "--store", path, "--contrast", "canon,hack", "--format", "md")
+    assert status == 0
+    top = md.split("## ")[0]
+    assert "accuracy sections need human labels: `contam import labels FILE`; the judge: `contam judge CONFIG`" in top
+    assert "## Overall accuracy" not in md and "## The contamination gap" not in md
+    assert "| m1 | 0.500 [0.252, 0.748] (n=3) | 0.200 [-0.048, 0.448] (n=3) | 0.300 |" in md
+    assert re.search(r"\| m1 \| 0\.200 .*\| 0\.300 \| .* \| — \|", md)  # BERTScore: no ratio
+    assert "| m2 | Doc A | canon | 2 | 0.200 | 0.550 | 2.0 |" in md  # per title
+    status, page, _ = contam("report", "--store", path, "--contrast", "canon,hack", "--format", "html")
+    assert page.count("data:image/png;base64,") == 3 and "Student-t" in page
+
+
+def test_no_labels_figures_show_surface_means_not_accuracy(store_path):
+    with surface_store(store_path) as store:
+        report = build_report(store, contrast=("canon", "hack"))
+    fig = figures.leaderboard(report)
+    bleu, bert = fig.axes
+    assert "NOT accuracy" in fig.get_suptitle() and "no human or judge labels" in fig.get_suptitle()
+    assert (bleu.get_title(), bert.get_title()) == ("BLEU-2: mean score", "BERTScore-F1: mean score")
+    assert [t.get_text().split()[0] for t in bleu.get_yticklabels()] == ["m2", "m1"]  # by mean BERTScore
+    assert [p.get_width() for p in bleu.patches] == pytest.approx([0.15, 0.35])
+    assert "Student-t" in bleu.get_xlabel()
+    figures.close(fig)
+    fig = figures.contamination_gap(report)
+    bert, bleu = fig.axes
+    assert "no human or judge labels" in fig.get_suptitle() and "NOT accuracy" in fig.get_suptitle()
+    assert [t.get_text() for t in bert.get_xticklabels()] == ["m2", "m1"]  # BERTScore difference 0.4 > 0.3
+    assert [p.get_height() for p in bert.patches] == pytest.approx([0.6, 0.2, 0.2, -0.1])
+    assert {t.get_text() for t in bert.texts} == {"ratio 3.00×", "Δ +0.300 (no ratio)"}
+    assert {t.get_text() for t in bleu.texts} == {"ratio 2.00×", "ratio 2.50×"}
+    figures.close(fig)
+
+
+def test_judge_only_figures_show_judge_accuracy_and_say_so(contam, tmp_path):
+    path = tmp_path / "j.duckdb"
+    labels = judge_only_labels()
+    make_store(path, ITEMS, [(i, m, "a") for i, m, _, _ in labels], labels).close()
+    with Store(path, read_only=True) as store:
+        report = build_report(store, contrast=("canon", "hack"))
+    fig = figures.leaderboard(report)
+    (ax,) = fig.axes
+    assert "LLM-judge accuracy" in fig.get_suptitle() and "NOT human accuracy" in fig.get_suptitle()
+    assert [t.get_text().split()[0] for t in ax.get_yticklabels()] == ["m3", "m1", "m2"]  # best first
+    assert [p.get_width() for p in ax.patches] == pytest.approx([100, 50, 50])
+    figures.close(fig)
+    fig = figures.contamination_gap(report)
+    (ax,) = fig.axes
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["m1", "m2", "m3"]  # by judge gap
+    assert "regime: LLM-judge strict accuracy (judge:j); no human labels" in ax.get_title()
+    figures.close(fig)
+    status, md, _ = contam("report", "--store", path, "--contrast", "canon,hack", "--format", "md")
+    top = md.split("## ")[0]
+    assert "`contam import labels FILE`" in top and "contam judge" not in top  # the judge already ran
+    assert md.index("## LLM judge") < md.index("## The contamination gap under the LLM judge")
