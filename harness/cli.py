@@ -123,14 +123,23 @@ def _add_emulator(sub: argparse._SubParsersAction) -> None:
 
 def _add_bench(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("bench", help="throughput benchmark against providers or the emulator")
-    p.add_argument("config", nargs="?")
-    p.add_argument("--emulator", action="store_true", help="benchmark against an in-process emulator")
-    p.add_argument("--requests", type=int, default=200)
-    p.add_argument("--concurrency", type=int, default=64)
-    p.add_argument("--latency-ms", type=float, default=200.0)
-    p.add_argument("--rpm", type=float, help="emulator RPM limit")
+    p.add_argument("config", nargs="?", help="run config whose [[models]] are benchmarked")
+    p.add_argument("--emulator", action="store_true",
+                   help="benchmark all four protocols against an emulator (a child process), "
+                        "with a bare httpx loop as the floor")
+    p.add_argument("--requests", type=int, help="probe requests per model (default 256)")
+    p.add_argument("--concurrency", type=int,
+                   help="in flight per model (default: the config's; 32 with --emulator)")
+    p.add_argument("--latency-ms", type=float, help="emulator latency (default 500)")
+    p.add_argument("--rpm", type=float, help="emulator RPM limit (also the models' limit unless "
+                                             "--model-rpm); skips the bare-loop floor")
+    p.add_argument("--model-rpm", type=float,
+                   help="RPM limit the emulator's models are configured with (e.g. 2 x --rpm)")
+    p.add_argument("--models", help="comma-separated model names from the config")
+    p.add_argument("--no-floor", action="store_true", help="skip the bare httpx loop")
     p.add_argument("--format", choices=["table", "json"], default="table")
     p.add_argument("--store", help="bench store (default: a temporary file)")
+    _progress(p)
 
 
 _BUILDERS: list[Callable[[argparse._SubParsersAction], None]] = [
@@ -140,7 +149,7 @@ _BUILDERS: list[Callable[[argparse._SubParsersAction], None]] = [
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="contam", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="contam", description="Measure how much of a language model's benchmark score is memorised text.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for add in _BUILDERS:
         add(sub)
