@@ -12,12 +12,15 @@ paper's rules where NLTK differs or has nothing to say:
   (ln 1 = 0). NLTK instead drops that precision and returns the brevity penalty; ``bleu2_nltk``
   keeps NLTK's behaviour for comparison.
 
-Speed: a batch is tokenised in one pass over all its distinct texts (a reference shared by every
-model's answer is tokenised once), n-gram matches of all pairs are counted by numpy with one sort
-per n-gram order, and the final formula, which depends only on four small integers per pair, is
-evaluated once per distinct quadruple with the very ``math`` calls NLTK makes, in NLTK's order. So
-the floats are identical bit for bit (numpy's own log/exp may differ from libm by an ulp and are
-never used here). ``scripts/bench_bleu.py`` measures the speed against NLTK called per pair.
+Speed (``scripts/bench_bleu.py`` measures it against NLTK called per pair): making a Python string
+per token cost more than all the counting, so no token becomes a string. A batch's texts (each
+pair's answer, each distinct reference once) are joined and NFC-normalised in one call, then
+lower-cased and classified by table lookup on the code points; each character becomes a small
+nonzero "digit", and a token's digits, read as 64-bit words, are its exact integer code. Clipped
+n-gram matches of all pairs are counted with one sort per n-gram order. The final formula, which
+depends only on four small integers per pair, is evaluated once per distinct quadruple with the
+very ``math`` calls NLTK makes, in NLTK's order, so the floats are identical bit for bit (numpy's
+own log/exp may differ from libm by an ulp and are never used here).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import re
 import sys
 import unicodedata
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -43,6 +47,7 @@ _WORD = re.compile(r"\w+")
 _NOT_WORD = re.compile(r"\W")
 _SEPARATOR = "\x00"  # not a word character, a starter, neither cased nor case-ignorable
 _METHOD4_K = 5  # SmoothingFunction(k=5), NLTK's default
+_CHUNK = 50_000  # pairs per vectorised pass: bounds the per-character arrays to ~100 MB
 
 # What `contam score` stores as `scores.params` for metric `bleu2`; a change here re-scores.
 BLEU2_PARAMS = {
@@ -70,47 +75,79 @@ def bleu2(answer: str | None, reference: str | None) -> float | None:
 
 
 def bleu2_many(pairs: Iterable[Pair]) -> list[float | None]:
-    """BLEU-2 of many (answer, reference) pairs in one vectorised pass."""
+    """BLEU-2 of many (answer, reference) pairs, vectorised."""
     pairs = list(pairs)
-    if not pairs:
-        return []
-    texts, hyp, ref = _index_texts(pairs)
-    counts = _PairCounts.of(texts, hyp, ref)
-    values = counts.scores()
-    blank = np.fromiter((not t.strip() for t in texts), dtype=bool, count=len(texts))
-    values[blank[hyp] | blank[ref]] = np.nan
-    return [None if v != v else v for v in values.tolist()]  # NaN marks "not scorable"
+    values: list[float | None] = []
+    for start in range(0, len(pairs), _CHUNK):
+        values += _bleu2_chunk(pairs[start:start + _CHUNK])
+    return values
 
 
-def _index_texts(pairs: Sequence[Pair]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Distinct texts, and for each pair the index of its answer and of its reference among them.
+def _bleu2_chunk(pairs: Sequence[Pair]) -> list[float | None]:
+    batch = _Batch.of(pairs)
+    counts = _PairCounts.of(batch)
+    values: list[float | None] = counts.scores().tolist()
+    for pair in batch.blank_pairs(counts.c, counts.reference_lengths):
+        values[pair] = None  # missing data, not a genuine zero
+    return values
 
-    A reference shared by every model's answer to an item is tokenised and counted once."""
-    flat = np.asarray([a or "" for a, _ in pairs] + [r or "" for _, r in pairs], dtype=object)
-    codes, texts = pd.factorize(flat)
-    return texts, codes[: len(pairs)].astype(np.int64), codes[len(pairs):].astype(np.int64)
+
+@dataclass
+class _Batch:
+    """Text ``p`` is pair ``p``'s answer; each distinct reference follows once (a reference shared
+    by every model's answer to an item is tokenised and counted once)."""
+
+    answers: list[str]
+    references: list[str]
+    reference_of: np.ndarray  # pair -> index into references
+
+    @classmethod
+    def of(cls, pairs: Sequence[Pair]) -> "_Batch":
+        index: dict[str, int] = {}
+        reference_of = [index.setdefault(r or "", len(index)) for _, r in pairs]
+        return cls([a or "" for a, _ in pairs], list(index),
+                   np.fromiter(reference_of, dtype=np.int64, count=len(pairs)))
+
+    @property
+    def texts(self) -> list[str]:
+        return self.answers + self.references
+
+    def blank_pairs(self, answer_lengths: np.ndarray, reference_lengths: np.ndarray) -> list[int]:
+        """Pairs with a blank answer or reference. Only a text without tokens can be blank, so
+        ``str.strip`` (``is_blank``'s definition) runs on those few alone."""
+        blank = np.zeros(len(self.answers), dtype=bool)
+        for pair in np.flatnonzero(answer_lengths == 0).tolist():
+            blank[pair] = is_blank(self.answers[pair])
+        blank_reference = np.zeros(len(self.references), dtype=bool)
+        for reference in np.flatnonzero(reference_lengths == 0).tolist():
+            blank_reference[reference] = is_blank(self.references[reference])
+        return np.flatnonzero(blank | blank_reference[self.reference_of]).tolist()
 
 
 class _PairCounts:
     """Per pair: clipped 1- and 2-gram matches (m1, m2), answer and reference lengths (c, r)."""
 
-    def __init__(self, m1: np.ndarray, m2: np.ndarray, c: np.ndarray, r: np.ndarray) -> None:
+    def __init__(self, m1: np.ndarray, m2: np.ndarray, c: np.ndarray, r: np.ndarray,
+                 reference_lengths: np.ndarray) -> None:
         self.m1, self.m2, self.c, self.r = m1, m2, c, r
+        self.reference_lengths = reference_lengths  # per distinct reference
 
     @classmethod
-    def of(cls, texts: Sequence[str], hyp: np.ndarray, ref: np.ndarray) -> "_PairCounts":
-        token_ids, owner = _tokenize_together(texts)
-        lengths = np.bincount(owner, minlength=len(texts))
-        first = np.concatenate(([0], np.cumsum(lengths)))  # tokens of text t: first[t]:first[t+1]
-        unigrams = _Ngrams(token_ids, first, lengths)
-        bigrams = _Ngrams(_bigram_ids(token_ids), first, np.maximum(lengths - 1, 0))
-        return cls(unigrams.clipped_matches(hyp, ref), bigrams.clipped_matches(hyp, ref),
-                   lengths[hyp], lengths[ref])
+    def of(cls, batch: _Batch) -> "_PairCounts":
+        token_ids, owner = _tokenize_together(batch.texts)
+        lengths = np.bincount(owner, minlength=len(batch.answers) + len(batch.references))
+        answer_lengths, reference_lengths = np.split(lengths, [len(batch.answers)])
+        unigrams = _Grams(token_ids, owner, stride=int(token_ids.max(initial=0)) + 1)
+        bigrams = unigrams.bigrams()
+        return cls(unigrams.clipped_matches(batch.reference_of),
+                   bigrams.clipped_matches(batch.reference_of),
+                   answer_lengths, reference_lengths[batch.reference_of], reference_lengths)
 
     def scores(self) -> np.ndarray:
         """BLEU-2 per pair: NLTK's arithmetic evaluated once per distinct (m1, m2, c, r)."""
         codes, distinct = _distinct_rows(np.stack([self.m1, self.m2, self.c, self.r], axis=1))
-        values = np.array([_bleu2_from_counts(*row) for row in distinct.tolist()], dtype=float)
+        values = np.fromiter(map(_bleu2_from_counts, *distinct.T.tolist()), dtype=float,
+                             count=len(distinct))
         return values[codes]
 
 
@@ -125,80 +162,230 @@ def _distinct_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return codes, distinct_keys[:, None] // place % base
 
 
-def _tokenize_together(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-    """Token ids (equal ids for equal tokens) and the owning text's index, for all texts at once.
+# -- counting clipped n-gram matches of all pairs at once -------------------------------------
 
-    One NFC + lower over the NUL-joined texts (NUL is a starter that is neither cased nor
-    case-ignorable, so it stops composition and the final-sigma rule exactly as a string
-    boundary does). Word characters are found by table lookup on the code points; everything
-    else becomes a space, so ``str.split`` yields exactly the ``\\w+`` runs, in order.
-    """
-    joined = _SEPARATOR.join(texts)
-    if joined.count(_SEPARATOR) != len(texts) - 1:  # a text holding NUL itself: blank it first
-        joined = _SEPARATOR.join(t.replace(_SEPARATOR, " ") for t in texts)
-    folded = unicodedata.normalize("NFC", joined).lower()
-    code_points = np.frombuffer(folded.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
-    is_word = _word_characters()[code_points]
-    spaced = np.where(is_word, code_points, np.uint32(ord(" ")))
-    words = spaced.tobytes().decode("utf-32-le").split()
-    starts = np.flatnonzero(is_word & ~np.concatenate(([False], is_word[:-1])))
-    owner = np.searchsorted(np.flatnonzero(code_points == 0), starts)
-    token_ids = pd.factorize(np.asarray(words, dtype=object))[0]
-    return token_ids.astype(np.int64), owner.astype(np.int64)
+@dataclass
+class _Grams:
+    """The n-grams of every text of a batch, text after text: ``ids[i]`` (0 <= id < stride) is
+    the i-th n-gram, ``owner[i]`` the index of its text (non-decreasing)."""
+
+    ids: np.ndarray
+    owner: np.ndarray
+    stride: int
+
+    def bigrams(self) -> "_Grams":
+        """Bigram ids ``first * stride + second``, from consecutive tokens of the same text."""
+        same_text = self.owner[1:] == self.owner[:-1]
+        ids = self.ids[:-1][same_text] * self.stride + self.ids[1:][same_text]
+        stride = self.stride * self.stride
+        texts = int(self.owner.max(initial=0)) + 1
+        if texts * stride * 2 >= 2**63:  # clipped_matches' keys would overflow: renumber densely
+            ids, distinct = pd.factorize(ids)
+            stride = max(len(distinct), 1)
+        return _Grams(ids, self.owner[:-1][same_text], stride)
+
+    def clipped_matches(self, reference_of: np.ndarray) -> np.ndarray:
+        """Per pair: the sum over n-grams g of min(count of g in answer, count in reference).
+
+        Every n-gram occurrence of both sides of every pair becomes one integer
+        ``(pair * stride + g) * 2 + side`` (side 0: reference, 1: answer); after one sort each
+        (pair, g) is a run of the reference's occurrences followed by the answer's."""
+        pairs = len(reference_of)
+        split = int(np.searchsorted(self.owner, pairs))  # answers' n-grams come first
+        answer_keys = (self.owner[:split] * self.stride + self.ids[:split]) * 2 + 1
+        keys = np.concatenate([self._reference_keys(split, reference_of), answer_keys])
+        if pairs * self.stride * 2 <= 2**32:
+            keys = keys.astype(np.uint32)  # sorts twice as fast
+        return _sum_of_run_minima(np.sort(keys), self.stride, pairs)
+
+    def _reference_keys(self, split: int, reference_of: np.ndarray) -> np.ndarray:
+        """Side-0 keys: each pair's copy of its reference's n-grams."""
+        pairs = len(reference_of)
+        per_reference = np.bincount(self.owner[split:] - pairs,
+                                    minlength=int(reference_of.max(initial=-1)) + 1)
+        first = split + np.cumsum(per_reference) - per_reference
+        count = per_reference[reference_of]
+        pair = np.repeat(np.arange(pairs, dtype=np.int64), count)
+        offset = np.arange(len(pair)) - np.repeat(np.cumsum(count) - count, count)
+        return (pair * self.stride + self.ids[np.repeat(first[reference_of], count) + offset]) * 2
+
+
+def _sum_of_run_minima(keys: np.ndarray, stride: int, pairs: int) -> np.ndarray:
+    """Sorted ``(pair * stride + g) * 2 + side`` keys -> per pair, the sum over g of
+    min(occurrences on side 0, occurrences on side 1).
+
+    Equal keys form groups; a (pair, g) seen on both sides is a side-0 group immediately followed
+    by a side-1 group of the same ``key >> 1``."""
+    if len(keys) == 0:
+        return np.zeros(pairs, dtype=np.int64)
+    group_starts = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1])))
+    sizes = np.diff(group_starts, append=len(keys))
+    run = keys[group_starts] >> 1
+    both_sides = run[1:] == run[:-1]
+    clipped = np.minimum(sizes[:-1], sizes[1:])[both_sides]
+    return np.bincount(run[:-1][both_sides] // stride, weights=clipped,
+                       minlength=pairs).astype(np.int64)
+
+
+# -- tokenising many texts without making a string per token ------------------------------------
+
+_FIXED = 256  # word characters below U+0100 have fixed digits (there are 134, so they fit a byte)
+_OTHER_WORD = 255  # digit-table mark of any other word character, numbered per batch
+
+
+def _tokenize_together(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Token ids (small, non-negative, equal exactly for equal tokens) and each token's text
+    index, for all tokens of all texts in order.
+
+    Equals ``tokenize`` on each text: one NFC over the NUL-joined texts (NUL is a starter that
+    is neither cased nor case-ignorable, so it stops composition and the final-sigma rule
+    exactly as a string boundary does), then lower case and ``\\w`` by table lookup."""
+    code_points = _normal_code_points(texts)
+    separators = np.flatnonzero(code_points == 0)
+    if len(separators) != len(texts) + 1:  # a text holding NUL itself: blank those NULs first
+        return _tokenize_together([t.replace(_SEPARATOR, " ") for t in texts])
+    digits = _digits(code_points)
+    is_word = digits != 0
+    bounds = np.flatnonzero(is_word[1:] != is_word[:-1]) + 1  # the text is NUL at both ends
+    starts, ends = bounds[0::2], bounds[1::2]
+    return _token_ids(code_points, digits, starts, ends), _owners(separators, starts)
+
+
+def _normal_code_points(texts: Sequence[str]) -> np.ndarray:
+    """Code points of NUL + the NUL-joined texts + NUL, NFC-normalised; lower-cased already where
+    ``str.lower`` has to do it (lower-casing is idempotent, so the tables apply either way)."""
+    normal = unicodedata.normalize("NFC", _SEPARATOR.join(["", *texts, ""]))
+    if "\u03a3" in normal or "\u0130" in normal:  # Σ's lower case depends on its neighbours,
+        normal = normal.lower()                     # İ's is two characters: no table can do them
+    return _code_points(normal)
+
+
+def _code_points(text: str) -> np.ndarray:
+    """The code points of a text; one byte each where they all fit (a memory copy, and every
+    per-character array after it is four times smaller)."""
+    try:
+        return np.frombuffer(text.encode("latin-1"), dtype=np.uint8)
+    except UnicodeEncodeError:
+        return _utf32(text)
+
+
+def _utf32(text: str) -> np.ndarray:
+    return np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+
+
+def _owners(separators: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """The text index of each token, from the positions of the NULs around texts."""
+    tokens_before = np.searchsorted(starts, separators)
+    return np.repeat(np.arange(len(tokens_before) - 1), np.diff(tokens_before))
+
+
+def _digits(code_points: np.ndarray) -> np.ndarray:
+    """Per code point 0 where its lower case is not a word character, else a nonzero digit that
+    identifies its lower case within this batch; in the narrowest unsigned dtype that holds them."""
+    digits = np.take(_digit_table(), code_points)
+    if code_points.dtype == np.uint8:
+        return digits  # no character beyond U+00FF, none lower-cased beyond it: all fixed
+    other = digits == _OTHER_WORD
+    if not other.any():
+        return digits
+    alphabet, rank = np.unique(np.take(_lower_table(), code_points[other]), return_inverse=True)
+    fixed = _fixed_digit_count()
+    if fixed + len(alphabet) >= _OTHER_WORD:
+        digits = digits.astype(np.uint16 if fixed + len(alphabet) < 2**16 else np.uint32)
+    digits[other] = fixed + 1 + rank
+    return digits
+
+
+def _token_ids(code_points: np.ndarray, digits: np.ndarray, starts: np.ndarray,
+               ends: np.ndarray) -> np.ndarray:
+    """Small non-negative token ids, equal exactly for equal tokens.
+
+    A token's digits, read as little-endian 64-bit words, are its exact code (digits are
+    nonzero, so the zero bytes past its end also encode its length). A token of several words
+    is renumbered word by word, each round into ids above all ids so far, so that tokens that
+    stopped at an earlier word keep ids apart. Tokens over ``_MAX_WORDS`` words use strings."""
+    words = _Words(digits, starts, ends)
+    ids = pd.factorize(words.word(0))[0]
+    for j in range(1, min(words.most, _MAX_WORDS)):
+        longer = np.flatnonzero(words.count > j)
+        pair = ids[longer] * len(ids) + pd.factorize(words.word(j, longer))[0]
+        ids[longer] = ids.max() + 1 + pd.factorize(pair)[0]
+    long = np.flatnonzero(words.count > _MAX_WORDS)
+    if len(long):
+        ids[long] = ids.max() + 1 + _string_ids(code_points, starts[long], ends[long])
+    return ids.astype(np.int64, copy=False)
+
+
+class _Words:
+    """The tokens' digits as 64-bit words: ``word(j)`` holds bytes 8j to 8j + 7 of each token."""
+
+    def __init__(self, digits: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> None:
+        self.first_byte = starts * digits.itemsize
+        self.byte_length = (ends - starts) * digits.itemsize
+        self.count = (self.byte_length + 7) >> 3
+        self.most = int(self.count.max(initial=0))
+        padded = np.concatenate([digits.view(np.uint8), np.zeros(8, dtype=np.uint8)])
+        # a uint64 starting at every byte (numpy reads unaligned arrays correctly anywhere)
+        self.at_byte = np.ndarray((digits.nbytes,), dtype="<u8", buffer=padded, strides=(1,))
+
+    def word(self, j: int, tokens: np.ndarray | slice = slice(None)) -> np.ndarray:
+        left = np.minimum(self.byte_length[tokens] - 8 * j, 8)
+        return self.at_byte[self.first_byte[tokens] + 8 * j] & _BYTE_MASKS[left]
+
+
+_MAX_WORDS = 4  # longer tokens (over 32 bytes of digits) are numbered by their strings
+_BYTE_MASKS = np.array([(1 << (8 * n)) - 1 for n in range(9)], dtype=np.uint64)
+
+
+def _string_ids(code_points: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Dense ids of the tokens at [starts, ends) by their text: the slow path for long tokens."""
+    text = np.take(_lower_table(), code_points).tobytes().decode("utf-32-le", "surrogatepass")
+    seen: dict[str, int] = {}
+    return np.fromiter((seen.setdefault(text[s:e], len(seen))
+                        for s, e in zip(starts.tolist(), ends.tolist())),
+                       dtype=np.int64, count=len(starts))
+
+
+@functools.cache
+def _lower_table() -> np.ndarray:
+    """``str.lower`` of every code point on its own, as a lookup table. Exact for every text
+    without Σ and İ (the only characters whose lower case depends on context or is longer)."""
+    every = _every_code_point().replace("\u0130", _SEPARATOR)
+    table = _utf32(every.lower()).copy()
+    table[0x130] = 0x130  # never looked up: batches holding İ take str.lower
+    return table
+
+
+@functools.cache
+def _digit_table() -> np.ndarray:
+    """Over all code points, by the character's lower case: 0 for a non-word character, a fixed
+    digit 1..134 for a word character below U+0100, ``_OTHER_WORD`` for any other."""
+    word = _word_characters()
+    by_lower_case = np.where(word, _OTHER_WORD, 0).astype(np.uint8)
+    by_lower_case[np.flatnonzero(word[:_FIXED])] = np.arange(1, _fixed_digit_count() + 1)
+    return by_lower_case[_lower_table()]
+
+
+@functools.cache
+def _fixed_digit_count() -> int:
+    count = int(_word_characters()[:_FIXED].sum())
+    assert count < _OTHER_WORD  # they fit a byte beside the mark
+    assert (_lower_table()[:_FIXED] < _FIXED).all()  # `_digits` skips one-byte texts on this
+    return count
 
 
 @functools.cache
 def _word_characters() -> np.ndarray:
     """Boolean table over all code points: does ``re``'s ``\\w`` match it? (``re`` is asked.)"""
-    code_points = np.arange(sys.maxunicode + 1, dtype=np.uint32).tobytes()
-    every = code_points.decode("utf-32-le", "surrogatepass")
-    words = _NOT_WORD.sub("", every).encode("utf-32-le")
+    words = _NOT_WORD.sub("", _every_code_point())
     table = np.zeros(sys.maxunicode + 1, dtype=bool)
-    table[np.frombuffer(words, dtype=np.uint32)] = True
+    table[_utf32(words)] = True
     return table
 
 
-def _bigram_ids(token_ids: np.ndarray) -> np.ndarray:
-    """Dense id of the bigram starting at each token (meaningless at a text's last token, which
-    no text's bigram range includes)."""
-    if len(token_ids) < 2:
-        return np.zeros(len(token_ids), dtype=np.int64)
-    vocabulary = int(token_ids.max()) + 1
-    _, dense = np.unique(token_ids[:-1] * vocabulary + token_ids[1:], return_inverse=True)
-    return np.append(dense.reshape(-1), 0)
-
-
-class _Ngrams:
-    """The n-grams of every text: ids[first[t] : first[t] + count[t]] are text t's, in order."""
-
-    def __init__(self, ids: np.ndarray, first: np.ndarray, count: np.ndarray) -> None:
-        self.ids, self.first, self.count = ids, first, count
-        self.stride = int(ids.max()) + 1 if len(ids) else 1
-
-    def clipped_matches(self, hyp: np.ndarray, ref: np.ndarray) -> np.ndarray:
-        """Per pair: the sum over n-grams g of min(count of g in answer, count in reference).
-
-        Every n-gram occurrence of both sides of every pair becomes one integer
-        ``(pair, g, side)``; after one sort each (pair, g) is a run whose side-0 part is the
-        reference's count and whose side-1 part is the answer's count."""
-        keys = np.sort(np.concatenate([self._keys(ref, side=0), self._keys(hyp, side=1)]))
-        if len(keys) == 0:
-            return np.zeros(len(hyp), dtype=np.int64)
-        run = keys >> 1
-        starts = np.flatnonzero(np.concatenate(([True], run[1:] != run[:-1])))
-        in_reference = np.add.reduceat((keys & 1) == 0, starts)
-        size = np.diff(np.append(starts, len(keys)))
-        clipped = np.minimum(in_reference, size - in_reference)
-        return np.bincount(run[starts] // self.stride, weights=clipped,
-                           minlength=len(hyp)).astype(np.int64)
-
-    def _keys(self, texts: np.ndarray, side: int) -> np.ndarray:
-        """``((pair * stride) + n-gram id) * 2 + side`` for every n-gram of each pair's text."""
-        count = self.count[texts]
-        pair = np.repeat(np.arange(len(texts), dtype=np.int64), count)
-        offset = np.arange(len(pair)) - np.repeat(np.cumsum(count) - count, count)
-        position = np.repeat(self.first[texts], count) + offset
-        return (pair * self.stride + self.ids[position]) * 2 + side
+def _every_code_point() -> str:
+    return np.arange(sys.maxunicode + 1, dtype=np.uint32).tobytes().decode(
+        "utf-32-le", "surrogatepass")
 
 
 def _bleu2_from_counts(m1: int, m2: int, c: int, r: int) -> float:
