@@ -130,7 +130,7 @@ def _add_bench(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--requests", type=int, help="probe requests per model (default 256)")
     p.add_argument("--concurrency", type=int,
                    help="in flight per model (default: the config's; 32 with --emulator)")
-    p.add_argument("--latency-ms", type=float, help="emulator latency (default 500)")
+    p.add_argument("--latency-ms", type=float, help="emulator latency (default 1000)")
     p.add_argument("--rpm", type=float, help="emulator RPM limit (also the models' limit unless "
                                              "--model-rpm); skips the bare-loop floor")
     p.add_argument("--model-rpm", type=float,

@@ -26,10 +26,20 @@ retryable one (the judge's malformed label) is recorded like a failed attempt an
 On SIGINT/SIGTERM (``handle_signals=True``) no new request is sent, in-flight ones finish (bounded
 by their timeout) and are committed; a second signal abandons them. ``engine.interrupted`` then
 holds the signal number. The engine needs anyio's asyncio backend (aiolimiter is asyncio-only).
+
+What a request costs on top of httpx (``contam bench --emulator`` measures it against a bare httpx
+loop): one anyio cancel scope (shield and deadline in one), two flag checks, its rows appended to
+the writer's list without yielding, and a share of a batched commit (:mod:`harness.writer`). A
+profile showed where the rest had gone: a second cancel scope and two ``checkpoint_if_cancelled``
+per request, a wake-up of the writer task per reply, a DuckDB commit every 25 replies whose
+thread hand-overs of the GIL taxed every request, and the garbage collector re-traversing the
+start-up objects; see :func:`collector_tuned`, :mod:`harness.writer` and :mod:`harness.pool`.
 """
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import signal
 import threading
 import time
@@ -66,11 +76,34 @@ from providers.base import (
 from providers.registry import check_first_reply, create_provider
 
 __all__ = ["Task", "Lane", "Accept", "RetryPolicy", "Engine", "ProviderFactory", "InternalError",
-           "run_command", "stop_reason"]
+           "run_command", "stop_reason", "collector_tuned"]
 
 # Seconds the engine waits beyond ``spec.timeout_s`` before abandoning a request the provider's
 # own timeout did not end (httpx times each phase, not the whole exchange).
 DEADLINE_MARGIN_S = 5.0
+# Container allocations between two collections of the youngest generation (CPython's default is
+# 700). Every request allocates a few hundred short-lived objects (httpx's request and response,
+# h11's events, the rows), so at 700 most of them are still alive at a collection and get
+# promoted, to be traversed again by the older generations.
+GC_YOUNG_THRESHOLD = 10_000
+
+
+@contextlib.contextmanager
+def collector_tuned() -> Iterator[None]:
+    """The garbage collector as a long run wants it, for the duration of the block: what exists
+    at the start (imports, the store, the config: never garbage) is frozen out of the collections
+    (``gc.freeze``, O(1); no ``gc.collect`` first, which would cost as much as a hundred requests),
+    and the youngest generation is collected every ``GC_YOUNG_THRESHOLD`` allocations. Together
+    they cut about a tenth of the CPU per request; ``contam bench`` gives its bare httpx loop the
+    same."""
+    gc.freeze()
+    thresholds = gc.get_threshold()
+    gc.set_threshold(GC_YOUNG_THRESHOLD, *thresholds[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*thresholds)
+        gc.unfreeze()
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,6 +189,11 @@ class Engine:
         # would add a warning per retry on stderr, underneath the live display.
         set_on_retry_hooks([])
         self.writer, self.notify = writer, notify
+        with collector_tuned():
+            await self._run_lanes(handle_signals)
+        return self.stats
+
+    async def _run_lanes(self, handle_signals: bool) -> None:
         async with anyio.create_task_group() as outer:
             if handle_signals and threading.current_thread() is threading.main_thread():
                 outer.start_soon(self._watch_signals)
@@ -163,7 +201,6 @@ class Engine:
                 for lane in self._lanes:
                     lanes.start_soon(lane.run)
             outer.cancel_scope.cancel()  # ends the signal watcher
-        return self.stats
 
     def drain(self) -> None:
         """Send nothing new; let in-flight requests finish and be written."""
@@ -200,6 +237,8 @@ class _LaneRun:
         self._workers: anyio.CancelScope | None = None
         self._in_flight: set[anyio.CancelScope] = set()
         self._draining = False
+        self._halted = False  # stopped or draining: send nothing new, retry nothing
+        self._abandoned = False
 
     # -- life cycle ---------------------------------------------------------------------------
 
@@ -239,13 +278,14 @@ class _LaneRun:
         return True
 
     def drain(self) -> None:
-        self._draining = True
+        self._draining = self._halted = True
         self.stats.interrupted = True
         if self._workers is not None:
             self._workers.cancel()  # in-flight requests are shielded and finish
 
     def abandon(self) -> None:
         self.drain()
+        self._abandoned = True
         for scope in list(self._in_flight):
             scope.cancel()
 
@@ -255,6 +295,7 @@ class _LaneRun:
             self.stats.stop_message = redact(str(exc)) or type(exc).__name__
             self.engine.notify(f"{self.spec.name}: STOPPED ({self.stats.stopped}): "
                                f"{self.stats.stop_message}")
+        self._halted = True
         if self._workers is not None:
             self._workers.cancel()
 
@@ -295,19 +336,17 @@ class _LaneRun:
                 await self._attempt(task, attempt.num)
 
     async def _attempt(self, task: Task, number: int) -> None:
-        # A stopped or draining lane has cancelled its workers; admit() may not await at all
-        # (no buckets, gate open), so look before sending.
-        await anyio.lowlevel.checkpoint_if_cancelled()
+        # A stopped or draining lane has cancelled its workers, but admit() may not await at all
+        # (no buckets, gate open) and the exchange is shielded: look before sending, and after
+        # (no retry). A flag, not anyio's checkpoint_if_cancelled: this is the per-request path.
+        await self._unless_halted()
         await self.limits.admit(task.request)
-        # Shielded: once sent, a request runs to its reply (or timeout) and is written, even
-        # when the lane stops or the run is interrupted meanwhile.
-        with anyio.CancelScope(shield=True) as scope:
-            self._in_flight.add(scope)
-            try:
-                await self._exchange(task, number)
-            finally:
-                self._in_flight.discard(scope)
-        await anyio.lowlevel.checkpoint_if_cancelled()  # abandoned, stopped or draining: no retry
+        await self._exchange(task, number)
+        await self._unless_halted()
+
+    async def _unless_halted(self) -> None:
+        if self._halted:
+            await anyio.lowlevel.checkpoint()  # the workers' scope is cancelled: this raises
 
     async def _exchange(self, task: Task, number: int) -> None:
         stats = self.stats
@@ -326,14 +365,27 @@ class _LaneRun:
         finally:
             stats.in_flight -= 1
         ok = self._attempt_row(task, number, started_at, latency, "ok", reply.http_status)
+        # BatchWriter.write does not yield (no cancellation point): the rows of a reply that
+        # came back are queued even when the lane stops or the run is interrupted meanwhile.
         await self.engine.writer.write({**rows, "attempts": [*rows.get("attempts", ()), ok]})
         stats.done += 1
 
     async def _generate(self, request: Request) -> Reply:
+        """One request, shielded: once sent, it runs to its reply (or its deadline) and is
+        written, even when the lane stops or the run is interrupted meanwhile. One cancel scope
+        (shield and deadline together) per request: anyio's scopes are the engine's largest
+        fixed cost per request after httpx itself."""
         assert self.provider is not None
         deadline = self.spec.timeout_s + DEADLINE_MARGIN_S
-        with anyio.move_on_after(deadline):
-            return await self.provider.generate(request)
+        # time.monotonic() is asyncio's loop clock (anyio.current_time() costs a backend lookup).
+        with anyio.CancelScope(shield=True, deadline=time.monotonic() + deadline) as scope:
+            self._in_flight.add(scope)
+            try:
+                return await self.provider.generate(request)
+            finally:
+                self._in_flight.discard(scope)
+        if self._abandoned:  # a second Ctrl-C cancelled it: nothing to record, no retry
+            await anyio.lowlevel.checkpoint()
         raise Timeout(f"model {self.spec.name!r}: no reply within {deadline:g} s")
 
     def _accept(self, task: Task, reply: Reply, latency: float) -> Rows:

@@ -9,7 +9,9 @@ A lane (one configured model) sends a request only after :meth:`LaneLimits.admit
    accepting this model's requests before then, so sending any would only earn more 429s.
 
 The gate is checked again *after* the buckets, right before the request leaves, so a 429 that
-arrives while a request waits for a token still holds that request back.
+arrives while a request waits for a token still holds that request back; such a request then
+queues for a fresh token after the cool-down, so the lane resumes at the bucket's pace instead
+of in a burst (which had earned a 429 per worker at the end of every cool-down).
 
 Concurrency is not a bucket: the engine runs exactly ``spec.concurrency`` workers per lane.
 
@@ -77,14 +79,21 @@ class LaneLimits:
 
     async def admit(self, request: Request) -> None:
         """Wait until ``request`` may be sent now."""
-        # Gate, buckets, gate: workers held by a cool-down then queue on the buckets and leave
-        # paced, not all at once the moment it ends.
-        await self.wait_open()
-        if self._requests is not None:
-            await self._requests.acquire()
-        if self._tokens is not None:
-            await self._tokens.acquire(min(estimate_tokens(request), self._tokens.max_rate))
-        await self.wait_open()
+        if self._requests is None and self._tokens is None:
+            await self.wait_open()
+            return
+        # Gate, buckets, gate again: a worker that got its tokens while a cool-down began (a 429
+        # came back meanwhile) goes round again rather than waiting at the gate with them. Held
+        # there, every worker of the lane would collect tokens during a long cool-down and all
+        # would leave together the moment it ends: a burst that earns a 429 per request.
+        while True:
+            await self.wait_open()
+            if self._requests is not None:
+                await self._requests.acquire()
+            if self._tokens is not None:
+                await self._tokens.acquire(min(estimate_tokens(request), self._tokens.max_rate))
+            if self._open_at <= time.monotonic():
+                return
 
     async def wait_open(self) -> None:
         # A loop, not one sleep: another 429 may push the gate further while we wait.

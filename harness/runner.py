@@ -13,7 +13,7 @@ import importlib.metadata
 import signal
 import sys
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
@@ -33,7 +33,7 @@ from harness.writer import BatchWriter, Rows
 from providers.base import ModelSpec, Reply
 
 __all__ = ["run_command", "execute_run", "RunOptions", "pending_tasks", "count_pending",
-           "new_run_id", "summary_lines"]
+           "new_run_id", "summary_lines", "answer_rows", "harness_version"]
 
 _PAGE = 512  # rows fetched from the store at a time: the task list is never held in memory
 
@@ -72,7 +72,7 @@ async def execute_run(store: Store, config: RunConfig, specs: Sequence[ModelSpec
     started = _run_row(run_id, config, specs, options)
     store.append("runs", [started])
     lanes = [_lane(store, spec, config.system_prompt, options.limit) for spec in specs]
-    engine = Engine(lanes, run_id=run_id, accept=_answer_rows(run_id, specs),
+    engine = Engine(lanes, run_id=run_id, accept=answer_rows(run_id, specs),
                     retry=options.retry, provider_factory=options.provider_factory)
     with open_progress(engine.stats, no_progress=options.no_progress, console=console) as progress:
         async with BatchWriter(store) as writer:
@@ -130,7 +130,8 @@ def _lane(store: Store, spec: ModelSpec, system: str, limit: int | None) -> Lane
 
 # -- what is kept ------------------------------------------------------------------------------
 
-def _answer_rows(run_id: str, specs: Sequence[ModelSpec]):
+def answer_rows(run_id: str, specs: Sequence[ModelSpec]) -> Callable[[Task, Reply, float], Rows]:
+    """The accept hook of a run: one ``answers`` row per reply (raw and normalised)."""
     by_label = {spec.name: spec for spec in specs}
 
     def accept(task: Task, reply: Reply, latency_s: float) -> Rows:
@@ -158,10 +159,11 @@ def _run_row(run_id: str, config: RunConfig, specs: Sequence[ModelSpec],
               "models": [spec.public_dict() for spec in specs]}  # names of key variables only
     return {"run_id": run_id, "kind": "run", "started_at": utc_now(),
             "config": orjson.dumps(public).decode(), "prompt_sha256": prompt_sha256(config.system_prompt),
-            "harness_version": _version()}
+            "harness_version": harness_version()}
 
 
-def _version() -> str:
+def harness_version() -> str:
+    """The installed contam version, as runs.harness_version records it."""
     try:
         return importlib.metadata.version("contam")
     except importlib.metadata.PackageNotFoundError:

@@ -1,35 +1,49 @@
 """The single writer: every row of a run reaches the store through one task.
 
-Lanes call :meth:`BatchWriter.write` with the rows of one finished attempt (``{table: [row, ...]}``);
-the rows travel through an anyio memory object stream to one task that commits them with
-:meth:`Store.append_batch` (``Store.append``'s rows, one INSERT per table, a third of its cost)
-inside one :meth:`Store.transaction` per batch. A commit starts as soon as ``max_rows`` rows are
-waiting, or ``max_delay_s`` after the first of them, whichever comes first. The rows of one
-``write`` always land in the same transaction, so an answer is never committed without its
-attempt row (or the reverse).
+Lanes call :meth:`BatchWriter.write` with the rows of one finished attempt (``{table: [row, ...]}``:
+its ``attempts`` row and the answer or label it produced, if any). Writes wait in a list for one
+task that commits them, one INSERT per table (:func:`insert_statements`) inside one transaction
+per batch. The rows of one ``write`` always land in the same transaction, so an answer is never
+committed without its attempt row (or the reverse).
 
-A SIGKILL at any moment loses at most what is not committed yet: the batch being committed and
-the rows that arrived meanwhile (about one batch). Leaving the
-``async with`` block, normally, by an exception or by cancellation, commits everything written
-before: the draining task is shielded and ends only when the stream is closed and empty.
+When a batch is committed: once ``max_writes`` (50) writes are waiting, but no sooner than
+``min_interval_s`` (0.1 s) after the previous commit began; and in any case ``max_delay_s`` (1 s)
+after the first of them. A kill -9 therefore loses at most the writes not committed yet: 50, or a
+tenth of a second's worth when replies arrive faster than 500 a second, never more than a second's.
+Why those rules and not "every 50 rows": a DuckDB INSERT costs ~0.7 ms of CPU and a COMMIT ~0.5 ms
+whatever their size, so a commit of two tables costs 2-5 ms. Committed every 25 replies (50 rows)
+that was 80-100 us per reply, a sixth of what httpx itself spends on a request; at most ten
+commits a second bound it to ~40 us at 800 replies a second and less beyond.
 
-The commit runs in a worker thread so the event loop keeps serving replies meanwhile; while the
-writer is open, no other code may use the store's connection (``store.con``).
+The commit runs on the event loop's own thread, blocking it for those few milliseconds (at most
+ten times a second): a worker thread would not block it, but the two threads' hand-overs of the
+GIL made every request of the run ~10% dearer in CPU, far more than the commits themselves.
+DuckDB runs on one thread while the writer is open (``SET threads = 1``, reset on exit): these
+transactions are far too small to gain from parallel execution, and scheduling it cost a fifth
+of each INSERT.
+
+:meth:`write` does not yield to the event loop (no cancellation point): a worker appends its rows
+and goes on, and the drain task wakes about once per batch rather than once per reply. Only when
+``buffer`` writes are already waiting does ``write`` wait, shielded, for the next commit.
+
+Leaving the ``async with`` block, normally, by an exception or by cancellation, commits everything
+written before: the drain task is shielded and ends only when the writer is closed and nothing is
+pending. While the writer is open, no other code may write through the store's connection.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 from anyio.abc import TaskGroup
-from anyio.streams.memory import MemoryObjectReceiveStream
 
-from harness.store import Store
+from harness.store import TABLE_COLUMNS, Store
 
-__all__ = ["BatchWriter", "Rows"]
+__all__ = ["BatchWriter", "Rows", "insert_statements"]
 
 Rows = Mapping[str, Sequence[Mapping[str, Any]]]  # table name -> rows
 
@@ -37,83 +51,119 @@ Rows = Mapping[str, Sequence[Mapping[str, Any]]]  # table name -> rows
 class BatchWriter:
     """``async with BatchWriter(store) as writer: await writer.write({"answers": [...]})``."""
 
-    def __init__(self, store: Store, *, max_rows: int = 50, max_delay_s: float = 1.0,
-                 buffer: int = 4096) -> None:
+    def __init__(self, store: Store, *, max_writes: int = 50, max_delay_s: float = 1.0,
+                 min_interval_s: float = 0.1, buffer: int = 4096) -> None:
         self.store = store
-        self.max_rows = max_rows
+        self.max_writes = max_writes
         self.max_delay_s = max_delay_s
+        self.min_interval_s = min_interval_s
+        self.buffer = buffer
         self.rows_committed = 0
         self.batches_committed = 0
-        self._send, self._receive = anyio.create_memory_object_stream[Rows](buffer)
+        self._pending: list[Rows] = []  # writes not taken by a commit yet, in order
+        self._first_at = 0.0  # loop time of the oldest pending write
+        self._last_commit_at = -math.inf  # loop time the latest commit started
+        self._wake = anyio.Event()  # set when the drain task has reason to look again
+        self._room = anyio.Event()  # set when a commit takes the pending writes
+        self._closed = False
         self._task_group: TaskGroup | None = None
 
     async def write(self, rows: Rows) -> None:
-        """Queue rows; waits only when ``buffer`` writes are already queued (back-pressure)."""
-        await self._send.send(rows)
+        """Queue the rows of one finished attempt. Returns at once, without yielding to the event
+        loop (so it is no cancellation point), unless ``buffer`` writes are already waiting; then
+        it waits, shielded, for the next commit to take them (back-pressure)."""
+        if len(self._pending) >= self.buffer:
+            self._wake.set()  # commit now, whatever min_interval_s says
+            with anyio.CancelScope(shield=True):
+                while len(self._pending) >= self.buffer and not self._closed:
+                    await self._room.wait()
+        if self._closed:
+            raise anyio.ClosedResourceError("the writer is closed")
+        if not self._pending:
+            self._first_at = anyio.current_time()
+            self._wake.set()  # the drain task starts the max_delay_s clock
+        self._pending.append(rows)
+        if len(self._pending) == self.max_writes:
+            self._wake.set()
 
     async def __aenter__(self) -> "BatchWriter":
+        self.store.con.execute("SET threads = 1")
         self._task_group = anyio.create_task_group()
         await self._task_group.__aenter__()
         self._task_group.start_soon(self._drain)
         return self
 
     async def __aexit__(self, *exc_info: Any) -> bool | None:
-        self._send.close()  # the drain task commits what is queued, then ends
+        self._closed = True  # the drain task commits what is pending, then ends
+        self._wake.set()
+        self._room.set()
         assert self._task_group is not None
-        return await self._task_group.__aexit__(*exc_info)
+        try:
+            return await self._task_group.__aexit__(*exc_info)
+        finally:
+            self.store.con.execute("RESET threads")
 
     async def _drain(self) -> None:
         with anyio.CancelScope(shield=True):
-            async with self._receive:
-                while batch := await self._gather(self._receive):
-                    await anyio.to_thread.run_sync(self._commit, batch)
+            while batch := await self._next_batch():
+                self._commit(insert_statements(batch))
+                self.rows_committed += sum(len(rows) for writes in batch for rows in writes.values())
+                self.batches_committed += 1
+                await anyio.lowlevel.checkpoint()  # let the workers run before the next batch
 
-    async def _gather(self, receive: MemoryObjectReceiveStream[Rows]) -> dict[str, list]:
-        """The next batch: waits for a first write, then until ``max_rows`` rows are waiting or
-        ``max_delay_s`` has passed, then takes everything already queued as well (when the
-        commits fall behind a burst, one bigger commit catches up sooner than several of 50;
-        those rows are in memory either way). Empty when the stream is closed and drained."""
-        batch: dict[str, list] = {}
-        count, deadline = 0, math.inf
-        while count < self.max_rows and (rows := await self._next(receive, deadline)) is not None:
-            count += self._add(batch, rows)
-            if deadline == math.inf:
-                deadline = anyio.current_time() + self.max_delay_s
-        while count and (rows := self._queued(receive)) is not None:
-            count += self._add(batch, rows)
+    async def _next_batch(self) -> list[Rows]:
+        """The next batch: waits for a first write, then until ``max_writes`` writes are waiting
+        and ``min_interval_s`` has passed since the previous commit began, or until
+        ``max_delay_s`` has passed since that first write, whichever comes first; then takes
+        everything pending. Empty when the writer is closed and nothing is pending."""
+        await self._until(lambda: bool(self._pending) or self._closed)
+        with anyio.move_on_at(self._first_at + self.max_delay_s):
+            await self._until(lambda: len(self._pending) >= self.max_writes or self._closed)
+            with anyio.move_on_at(self._last_commit_at + self.min_interval_s):
+                await self._until(lambda: self._closed or len(self._pending) >= self.buffer)
+        self._last_commit_at = anyio.current_time()
+        batch, self._pending = self._pending, []
+        room, self._room = self._room, anyio.Event()
+        room.set()
         return batch
 
-    @staticmethod
-    def _add(batch: dict[str, list], rows: Rows) -> int:
-        added = 0
+    async def _until(self, condition: Callable[[], bool]) -> None:
+        # Writes only set the event on their way past a threshold, so the drain task wakes about
+        # once per batch, not once per write.
+        while not condition():
+            self._wake = anyio.Event()
+            await self._wake.wait()
+
+    def _commit(self, statements: list[tuple[str, list]]) -> None:
+        """One transaction, on the event loop's thread (see the module docstring)."""
+        with self.store.transaction() as con:
+            for sql, parameters in statements:
+                con.execute(sql, parameters)
+
+
+def insert_statements(writes: Sequence[Rows]) -> list[tuple[str, list]]:
+    """One ``INSERT`` per table for a batch of writes: Store.append_batch's statement, built
+    apart from its execution. Each column travels as one list parameter that DuckDB unnests;
+    a column that is NULL in every row is left out (NULL is every column's default)."""
+    merged: dict[str, list[Mapping[str, Any]]] = {}
+    for rows in writes:
         for table, table_rows in rows.items():
-            batch.setdefault(table, []).extend(table_rows)
-            added += len(table_rows)
-        return added
+            merged.setdefault(table, []).extend(table_rows)
+    return [_insert(table, rows) for table, rows in merged.items() if rows]
 
-    @staticmethod
-    def _queued(receive: MemoryObjectReceiveStream[Rows]) -> Rows | None:
-        try:
-            return receive.receive_nowait()
-        except (anyio.WouldBlock, anyio.EndOfStream):
-            return None
 
-    @classmethod
-    async def _next(cls, receive: MemoryObjectReceiveStream[Rows], deadline: float) -> Rows | None:
-        """The next write, or None at the deadline or at the end of the stream."""
-        rows = cls._queued(receive)  # the cheap path while replies pour in
-        if rows is not None:
-            return rows
-        with anyio.move_on_after(deadline - anyio.current_time()):
-            try:
-                return await receive.receive()
-            except anyio.EndOfStream:
-                return None
-        return None
-
-    def _commit(self, batch: dict[str, list]) -> None:
-        with self.store.transaction():
-            self.store.append_batch(batch)
-        self.rows_committed += sum(len(rows) for rows in batch.values())
-        self.batches_committed += 1
-
+def _insert(table: str, rows: Sequence[Mapping[str, Any]]) -> tuple[str, list]:
+    known = TABLE_COLUMNS[table]
+    unknown = set().union(*(row.keys() for row in rows)) - set(known)
+    if unknown:
+        raise ValueError(f"{table}: unknown columns {sorted(unknown)}")
+    columns, values = [], []
+    for column in known:
+        column_values = [row.get(column) for row in rows]
+        if any(value is not None for value in column_values):
+            columns.append(column)
+            values.append(column_values)
+    if not columns:  # rows with nothing but NULLs still count
+        columns, values = [known[0]], [[None] * len(rows)]
+    select = ", ".join(f"unnest(${n}) AS {c}" for n, c in enumerate(columns, start=1))
+    return f"INSERT INTO {table} BY NAME SELECT {select}", values

@@ -8,10 +8,11 @@ temporary folder. The floor is ceil(items / concurrency) x latency: no harness c
                                              [--emulator-process]
 
 It prints the wall time of the whole `contam run` (start-up, item import check, store writes
-included), the answering span (first request sent to last answer created, from the store), and
-the process's CPU time. The in-process emulator shares the harness's interpreter, and so its GIL:
-``--emulator-process`` serves it from a `contam emulator` subprocess instead, to show the
-harness's own cost.
+included), the answering span (first request sent to last answer created, from the store), the
+process's CPU time and its peak RSS (the work is read from the store a page at a time and never
+held whole: ``--items 25000`` is 100,000 cells). The in-process emulator shares the harness's
+interpreter, and so its GIL: ``--emulator-process`` serves it from a `contam emulator` subprocess
+instead, to show the harness's own cost.
 """
 
 from __future__ import annotations
@@ -23,14 +24,13 @@ import io
 import math
 import os
 import resource
-import socket
-import subprocess
 import sys
 import tempfile
 import time
 from contextlib import redirect_stdout
 from pathlib import Path
 
+from harness.bench_floor import emulator_process
 from harness.cli import main as contam
 from harness.store import Store
 from providers.emulator import EmulatorSettings, run_emulator
@@ -84,6 +84,7 @@ def main() -> int:
     print(f"answering span   {span:.3f} s   span/floor {span / floor:.3f}")
     print(f"process CPU {cpu:.3f} s ({cpu / cells * 1e6:.0f} us per request"
           f"{', emulator included' if not args.emulator_process else ''})")
+    print(f"peak RSS {_peak_rss_mb():.1f} MB (the whole process: import, run and checks)")
     return 0 if status == 0 and answers == cells else 1
 
 
@@ -95,17 +96,12 @@ def _emulator_thread(latency_ms: float):
 
 @contextlib.contextmanager
 def _emulator_process(latency_ms: float):
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    process = subprocess.Popen([sys.executable, "-m", "harness.cli", "emulator", "--port", str(port),
-                                "--latency-ms", str(latency_ms)], stdout=subprocess.PIPE, text=True)
-    try:
-        url = process.stdout.readline().split()[-1]  # "contam emulator listening on URL"
-        yield lambda provider: f"{url}/v1" if provider == "openai" else url
-    finally:
-        process.terminate()
-        process.wait()
+    with emulator_process(latency_ms=latency_ms) as emulator:
+        yield emulator.base_url
+
+
+def _peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
 
 
 def _store_figures(store: Path) -> tuple[int, float]:

@@ -3,6 +3,8 @@ what stops a lane, the accept hook, lazy task streams, draining, and batched com
 
 from __future__ import annotations
 
+import gc
+
 import anyio
 import pytest
 
@@ -233,6 +235,70 @@ def test_drain_lets_in_flight_requests_finish_and_sends_nothing_new(store):
     assert engine.stats[0].interrupted and engine.stats[0].state == "interrupted"
 
 
+class Hanging:
+    """A provider whose requests never come back."""
+
+    def __init__(self, spec: ModelSpec):
+        self.spec, self.calls = spec, 0
+
+    def served_model_id(self) -> str:
+        return self.spec.model
+
+    async def generate(self, request: Request) -> Reply:
+        self.calls += 1
+        await anyio.sleep(3600)
+        raise AssertionError("unreachable")
+
+
+def test_a_request_past_its_deadline_is_a_timeout_attempt_and_retried(store, monkeypatch):
+    monkeypatch.setattr("harness.engine.DEADLINE_MARGIN_S", 0.0)
+    lane_spec = spec(concurrency=1, max_attempts=2, timeout_s=0.05)
+    provider = Hanging(lane_spec)
+    engine = run(store, [Lane(spec=lane_spec, tasks=tasks("fake", 1), total=1, provider=provider)])
+    assert provider.calls == 2 and engine.stats[0].failed == 1
+    assert [row[1:3] for row in attempts(store)] == [(1, "timeout"), (2, "timeout")]
+    assert "no reply within 0.05 s" in attempts(store)[0][3]
+
+
+def test_abandon_gives_up_in_flight_requests_without_recording_them(store):
+    lane_spec = spec(concurrency=3)
+    provider = Hanging(lane_spec)
+    engine = Engine([Lane(spec=lane_spec, tasks=tasks("fake", 10), total=10, provider=provider)],
+                    run_id="r1", accept=keep_answer, retry=FAST)
+
+    async def interrupt():
+        while provider.calls < 3:
+            await anyio.sleep(0.001)
+        engine.drain()  # the first Ctrl-C: the three in flight go on
+        await anyio.sleep(0.05)
+        engine.abandon()  # the second: give them up
+
+    async def main():
+        async with BatchWriter(store) as writer, anyio.create_task_group() as group:
+            group.start_soon(interrupt)
+            with anyio.fail_after(10):
+                await engine.run(writer, notify=lambda message: None)
+
+    anyio.run(main)
+    assert provider.calls == 3 and store.count("attempts") == 0
+    assert engine.stats[0].interrupted and engine.stats[0].in_flight == 0
+
+
+def test_the_engine_restores_the_garbage_collector(store):
+    thresholds = gc.get_threshold()
+    seen = []
+
+    def note_collector(task, reply, latency_s):
+        seen.append((gc.get_threshold()[0], gc.get_freeze_count() > 0))
+        return keep_answer(task, reply, latency_s)
+
+    lane_spec = spec()
+    run(store, [Lane(spec=lane_spec, tasks=tasks("fake", 2), total=2, provider=FakeProvider(lane_spec))],
+        accept=note_collector)
+    assert seen == [(10_000, True)] * 2  # tuned while the lanes run
+    assert gc.get_threshold() == thresholds and gc.get_freeze_count() == 0
+
+
 def test_stop_reason_names():
     assert stop_reason(Transient("connection refused")) == "unreachable"
     assert stop_reason(Fatal("forbidden", http_status=403)) == "auth"
@@ -245,11 +311,11 @@ def committed_rows(reader) -> int:
     return reader.execute("SELECT count(*) FROM attempts").fetchall()[0][0]
 
 
-def test_writer_commits_once_max_rows_are_waiting_and_everything_on_exit(store):
+def test_writer_commits_once_max_writes_are_waiting_and_everything_on_exit(store):
     reader = store.con.cursor()
 
     async def main():
-        async with BatchWriter(store, max_rows=50, max_delay_s=60) as writer:
+        async with BatchWriter(store, max_writes=50, max_delay_s=60) as writer:
             for i in range(49):
                 await writer.write({"attempts": [{"run_id": "w", "item_id": f"q{i}", "attempt": 1}]})
             await anyio.sleep(0.2)
@@ -272,7 +338,7 @@ def test_writer_commits_a_lone_row_after_max_delay(store):
     reader = store.con.cursor()
 
     async def main():
-        async with BatchWriter(store, max_rows=50, max_delay_s=0.05) as writer:
+        async with BatchWriter(store, max_writes=50, max_delay_s=0.05) as writer:
             await writer.write({"attempts": [{"run_id": "w", "item_id": "q0"}]})
             with anyio.fail_after(5):
                 while committed_rows(reader) == 0:
@@ -282,9 +348,57 @@ def test_writer_commits_a_lone_row_after_max_delay(store):
     assert anyio.run(main) == 1  # committed while the writer was still open
 
 
+def test_a_full_batch_waits_for_min_interval_after_the_previous_commit(store):
+    reader = store.con.cursor()
+
+    async def write(writer, numbers):
+        for i in numbers:
+            await writer.write({"attempts": [{"run_id": "w", "item_id": f"q{i}", "attempt": 1}]})
+
+    async def main():
+        async with BatchWriter(store, max_writes=10, max_delay_s=60, min_interval_s=0.5) as writer:
+            await write(writer, range(10))
+            with anyio.fail_after(5):
+                while committed_rows(reader) < 10:  # the first full batch goes at once
+                    await anyio.sleep(0.01)
+            await write(writer, range(10, 20))
+            await anyio.sleep(0.1)
+            early = committed_rows(reader)  # the second full one is held back by min_interval_s
+            with anyio.fail_after(5):
+                while committed_rows(reader) < 20:  # ... until it has passed, not max_delay_s
+                    await anyio.sleep(0.01)
+        return early, writer.batches_committed
+
+    early, batches = anyio.run(main)
+    assert early == 10 and batches == 2
+
+
+def test_a_write_is_no_cancellation_point(store):
+    """A reply that came back is queued even while its lane is being cancelled."""
+    async def main():
+        async with BatchWriter(store) as writer:
+            with anyio.CancelScope() as scope:
+                scope.cancel()
+                await writer.write({"attempts": [{"run_id": "w", "item_id": "q0"}]})
+                await writer.write({"attempts": [{"run_id": "w", "item_id": "q1"}]})
+            return scope.cancelled_caught
+
+    assert anyio.run(main) is False  # neither write raised the cancellation
+    assert store.count("attempts") == 2
+
+
+def test_rows_that_are_null_everywhere_are_still_rows(store):
+    async def main():
+        async with BatchWriter(store) as writer:
+            await writer.write({"attempts": [{"run_id": None, "item_id": None}]})
+
+    anyio.run(main)
+    assert store.count("attempts") == 1
+
+
 def test_rows_of_one_write_share_a_transaction(store):
     async def main():
-        async with BatchWriter(store, max_rows=1) as writer:
+        async with BatchWriter(store, max_writes=1) as writer:
             await writer.write({"answers": [{"item_id": "q0", "model": "m"}],
                                 "attempts": [{"item_id": "q0", "model": "m", "outcome": "ok"}]})
         return writer.batches_committed

@@ -53,3 +53,29 @@ def test_the_request_bucket_paces_instead_of_bursting():
 def test_a_request_larger_than_the_token_bucket_is_still_admitted(tpm):
     limits = LaneLimits(spec(tpm=tpm, rpm=100_000))
     anyio.run(limits.admit, Request(system="s" * 4000, user="u"))
+
+
+def test_workers_held_by_a_cool_down_leave_paced_not_in_a_burst():
+    """Workers that got their tokens while a cool-down began queue for new ones after it: the
+    bucket paces them (one every 30 ms here) instead of letting them all out at its end."""
+    limits = LaneLimits(spec(rpm=2000 / 0.98))  # one request every 30 ms
+    sent: list[float] = []
+
+    async def worker():
+        await limits.admit(Request(system="s", user="u"))
+        sent.append(time.monotonic())
+
+    async def main():
+        async with anyio.create_task_group() as group:
+            for _ in range(8):
+                group.start_soon(worker)
+            await anyio.sleep(0.045)  # two have gone, a third holds a token, five queue for theirs
+            limits.cool_down(0.3)  # a 429 came back: everyone waits ...
+            opened = time.monotonic() + 0.3
+        return opened
+
+    opened = anyio.run(main)
+    after = sorted(t for t in sent if t >= opened - 0.01)
+    assert len(after) >= 5
+    gaps = [later - earlier for earlier, later in zip(after, after[1:])]
+    assert min(gaps) >= 0.02  # ... and then leaves one at a time

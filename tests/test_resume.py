@@ -70,7 +70,7 @@ def test_kill_9_mid_run_then_resume_answers_every_cell_once(tmp_path, monkeypatc
     assert committed, "the killed run had committed batches"
     assert not committed & set(asked_after)  # no committed cell was asked again
     # Asked twice: only what was in flight or not yet committed at the kill (a commit starts at 50
-    # waiting rows, i.e. 25 cells, and takes what arrived meanwhile: a few dozen cells at most).
+    # waiting cells, or a tenth of a second's worth when they come faster: a few dozen at most).
     assert len(set(asked_before) & set(asked_after)) <= 2 * concurrency + 100
     assert set(asked_before) | set(asked_after) == {(f"q{i:04d}", m) for i in range(items)
                                                     for m in ("openai-m", "ollama-m")}
