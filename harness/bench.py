@@ -37,7 +37,6 @@ from typing import Any
 
 import anyio
 import numpy as np
-import orjson
 from rich.console import Console
 
 from harness.bench_floor import BareResult, BareTarget, bare_loop, emulator_process, process_cpu_s
@@ -47,8 +46,8 @@ from harness.engine import Engine, Lane, RetryPolicy, Task
 from harness.errors import UserError
 from harness.progress import LaneStats, open_progress
 from harness.prompts import DEFAULT_SYSTEM_PROMPT, prompt_sha256, question_request
-from harness.runner import answer_rows, harness_version, new_run_id
-from harness.store import Store, utc_now
+from harness.runner import answer_rows, new_run_id, recorded_run, run_row
+from harness.store import Store
 from harness.writer import BatchWriter, Rows
 from providers.base import ModelSpec, Reply, Request
 from providers.registry import PROVIDER_CLASSES, create_provider
@@ -174,22 +173,19 @@ async def run_engine_phase(store: Store, specs: Sequence[ModelSpec], system: str
                            settings: BenchSettings) -> EnginePhase:
     """``settings.requests`` probes per model through the real engine into ``store``."""
     run_id, request = new_run_id(), probe_request(system)
-    started = _bench_run_row(run_id, specs, system, settings)
-    store.append("runs", [started])
     latencies: dict[str, list[float]] = {spec.name: [] for spec in specs}
     lanes = [Lane(spec=spec, total=settings.requests,
                   tasks=_probe_tasks(spec, request, settings.requests)) for spec in specs]
     engine = Engine(lanes, run_id=run_id, accept=_timed(answer_rows(run_id, specs), latencies),
                     retry=settings.retry)
     cpu, wall = time.process_time(), time.perf_counter()
-    with open_progress(engine.stats, no_progress=settings.no_progress,
+    with recorded_run(store, _bench_run_row(run_id, specs, system, settings)), open_progress(engine.stats, no_progress=settings.no_progress,
                        console=settings.console) as progress:
         async with BatchWriter(store) as writer:
             await engine.run(writer, notify=progress.note, handle_signals=settings.handle_signals)
     phase = EnginePhase(stats=engine.stats, latencies=latencies,
                         wall_s=time.perf_counter() - wall, cpu_s=time.process_time() - cpu,
                         peak_rss_mb=_peak_rss_mb())
-    store.append("runs", [{**started, "finished_at": utc_now()}])
     return phase
 
 
@@ -207,9 +203,7 @@ def _bench_run_row(run_id: str, specs: Sequence[ModelSpec], system: str,
     config = {"bench": {"requests": settings.requests, "concurrency": settings.concurrency,
                         "probe_title": PROBE_TITLE, "probe_question": PROBE_QUESTION},
               "system_prompt": system, "models": [spec.public_dict() for spec in specs]}
-    return {"run_id": run_id, "kind": "bench", "started_at": utc_now(),
-            "config": orjson.dumps(config).decode(), "prompt_sha256": prompt_sha256(system),
-            "harness_version": harness_version()}
+    return run_row(run_id, "bench", config, prompt_sha256(system))
 
 
 def _peak_rss_mb() -> float:

@@ -14,6 +14,7 @@ import signal
 import sys
 import uuid
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
@@ -33,7 +34,8 @@ from harness.writer import BatchWriter, Rows
 from providers.base import ModelSpec, Reply
 
 __all__ = ["run_command", "execute_run", "RunOptions", "pending_tasks", "count_pending",
-           "new_run_id", "summary_lines", "answer_rows", "harness_version"]
+           "new_run_id", "summary_lines", "answer_rows", "harness_version", "run_row",
+           "recorded_run"]
 
 _PAGE = 512  # rows fetched from the store at a time: the task list is never held in memory
 
@@ -69,15 +71,13 @@ async def execute_run(store: Store, config: RunConfig, specs: Sequence[ModelSpec
     """The run itself on an open store; returns the exit status."""
     console = options.console or Console()
     run_id = new_run_id()
-    started = _run_row(run_id, config, specs, options)
-    store.append("runs", [started])
     lanes = [_lane(store, spec, config.system_prompt, options.limit) for spec in specs]
     engine = Engine(lanes, run_id=run_id, accept=answer_rows(run_id, specs),
                     retry=options.retry, provider_factory=options.provider_factory)
-    with open_progress(engine.stats, no_progress=options.no_progress, console=console) as progress:
+    with recorded_run(store, _run_row(run_id, config, specs, options)), \
+            open_progress(engine.stats, no_progress=options.no_progress, console=console) as progress:
         async with BatchWriter(store) as writer:
             await engine.run(writer, notify=progress.note, handle_signals=options.handle_signals)
-    store.append("runs", [{**started, "finished_at": utc_now()}])
     return _finish(config, engine, console.file)
 
 
@@ -157,9 +157,23 @@ def _run_row(run_id: str, config: RunConfig, specs: Sequence[ModelSpec],
     public = {"config_file": str(config.path), "items": str(config.items) if config.items else None,
               "system_prompt": config.system_prompt, "limit": options.limit,
               "models": [spec.public_dict() for spec in specs]}  # names of key variables only
-    return {"run_id": run_id, "kind": "run", "started_at": utc_now(),
-            "config": orjson.dumps(public).decode(), "prompt_sha256": prompt_sha256(config.system_prompt),
+    return run_row(run_id, "run", public, prompt_sha256(config.system_prompt))
+
+
+def run_row(run_id: str, kind: str, config: dict[str, Any], prompt_sha: str) -> dict[str, Any]:
+    """A `runs` row for a run of any kind (run, judge, bench); config holds no secret values."""
+    return {"run_id": run_id, "kind": kind, "started_at": utc_now(),
+            "config": orjson.dumps(config).decode(), "prompt_sha256": prompt_sha,
             "harness_version": harness_version()}
+
+
+@contextmanager
+def recorded_run(store: Store, started: dict[str, Any]) -> Iterator[None]:
+    """`runs` is append-only: a start row, then the same row again with finished_at set. A run
+    that raised keeps only its start row, which is how an unfinished run reads."""
+    store.append("runs", [started])
+    yield
+    store.append("runs", [{**started, "finished_at": utc_now()}])
 
 
 def harness_version() -> str:

@@ -32,7 +32,6 @@ model spends its cap on thinking first: give it a larger one in ``[judge].params
 from __future__ import annotations
 
 import argparse
-import importlib.metadata
 import signal
 import sys
 from collections.abc import Iterator, Sequence
@@ -41,7 +40,6 @@ from typing import Any, TextIO
 
 import anyio
 import duckdb
-import orjson
 from rich.console import Console
 
 from harness.config import RunConfig, load_config
@@ -49,7 +47,7 @@ from harness.engine import Engine, Lane, Task
 from harness.errors import UserError
 from harness.progress import LaneStats, open_progress
 from harness.prompts import JUDGE_LABELS, judge_request, rubric_sha256
-from harness.runner import RunOptions, new_run_id
+from harness.runner import RunOptions, new_run_id, recorded_run, run_row
 from harness.store import DEFAULT_STORE, Store, utc_now
 from harness.text import is_blank
 from harness.writer import BatchWriter, Rows
@@ -186,12 +184,10 @@ async def execute_judge(store: Store, config: RunConfig, options: RunOptions,
     plan = _plan(pending_cells(store.con, rater, rubric, models), options.limit)
     result = JudgeResult(run_id=new_run_id(), rater=rater, bypassed=len(plan.bypass),
                          flagged=[(c.item_id, c.model) for c in plan.flagged])
-    started = _run_row(result.run_id, config, spec, models, options.limit)
-    store.append("runs", [started])
-    _write_bypass(store, plan.bypass, rater, rubric, result.run_id)
     console = options.console or Console()
-    engine = await _run_engine(store, spec, plan.ask, result, options, console)
-    store.append("runs", [{**started, "finished_at": utc_now()}])
+    with recorded_run(store, _run_row(result.run_id, config, spec, models, options.limit)):
+        _write_bypass(store, plan.bypass, rater, rubric, result.run_id)
+        engine = await _run_engine(store, spec, plan.ask, result, options, console)
     result.exit_status = _finish(config, engine, result, console.file)
     return result
 
@@ -264,16 +260,7 @@ def _run_row(run_id: str, config: RunConfig, spec: ModelSpec, models: Sequence[s
     public = {"config_file": str(config.path), "judge": spec.public_dict(),
               "models": list(models) if models else None, "limit": limit,
               "rubric_sha256": rubric_sha256()}  # names of key variables only, never values
-    return {"run_id": run_id, "kind": "judge", "started_at": utc_now(),
-            "config": orjson.dumps(public).decode(), "prompt_sha256": rubric_sha256(),
-            "harness_version": _version()}
-
-
-def _version() -> str:
-    try:
-        return importlib.metadata.version("contam")
-    except importlib.metadata.PackageNotFoundError:
-        return "unknown"
+    return run_row(run_id, "judge", public, rubric_sha256())
 
 
 # -- the end: summary and exit status ----------------------------------------------------------
