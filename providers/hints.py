@@ -40,48 +40,48 @@ def _now() -> datetime:
 
 def seconds_from_retry_after(value: str | None, *, now: datetime | None = None) -> float | None:
     """``Retry-After``: delay-seconds (integer by the RFC; fractions accepted) or an HTTP date."""
-    if value is None or not value.strip():
-        return None
-    value = value.strip()
-    try:
-        return _non_negative(float(value))
-    except ValueError:
-        pass
-    try:
-        when = parsedate_to_datetime(value)
-    except (TypeError, ValueError, IndexError):
-        return None
-    if when.tzinfo is None:  # the RFC's dates are GMT; a zone-less one is read as such
-        when = when.replace(tzinfo=timezone.utc)
-    return _non_negative((when - (now or _now())).total_seconds())
+    return _parse(value, lambda text: _seconds_until(parsedate_to_datetime(text), now))
 
 
 def seconds_from_duration(value: str | None) -> float | None:
     """Go / protobuf durations: ``1s``, ``6m0s``, ``1h2m3.5s``, ``20ms``, ``1.5s``; a bare number
     is seconds."""
-    if value is None or not value.strip():
-        return None
-    value = value.strip()
-    try:
-        return _non_negative(float(value))
-    except ValueError:
-        pass
-    if not _DURATION_WHOLE.fullmatch(value):
-        return None
-    total = sum(float(number) * _DURATION_UNITS[unit]
-                for number, unit in _DURATION_PART.findall(value))
-    return _non_negative(total)
+    return _parse(value, _duration_seconds)
 
 
 def seconds_until_timestamp(value: str | None, *, now: datetime | None = None) -> float | None:
     """RFC 3339 timestamps such as Anthropic's ``2026-01-01T00:00:30Z``."""
-    if value is None or not value.strip():
+    return _parse(value, lambda text: _seconds_until(
+        datetime.fromisoformat(text.replace("Z", "+00:00")), now), plain_number=False)
+
+
+def _parse(value: str | None, parse_text: Callable[[str], float | None], *,
+           plain_number: bool = True) -> float | None:
+    """Blank -> None; a bare number is seconds (where the dialect allows one); otherwise the
+    dialect's own form, and anything unreadable is None rather than an exception."""
+    text = value.strip() if value else ""
+    if not text:
         return None
+    if plain_number:
+        try:
+            return _non_negative(float(text))
+        except ValueError:
+            pass
     try:
-        when = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
-    except ValueError:
+        return parse_text(text)
+    except (TypeError, ValueError, IndexError):
         return None
-    if when.tzinfo is None:
+
+
+def _duration_seconds(text: str) -> float | None:
+    if not _DURATION_WHOLE.fullmatch(text):
+        return None
+    return _non_negative(sum(float(number) * _DURATION_UNITS[unit]
+                             for number, unit in _DURATION_PART.findall(text)))
+
+
+def _seconds_until(when: datetime, now: datetime | None) -> float | None:
+    if when.tzinfo is None:  # HTTP dates are GMT; a zone-less timestamp is read as UTC too
         when = when.replace(tzinfo=timezone.utc)
     return _non_negative((when - (now or _now())).total_seconds())
 
