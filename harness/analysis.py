@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from harness import stats
+from harness import package_version, stats
 from harness.errors import UserError
 from harness.store import Store, utc_now
 
@@ -115,7 +115,7 @@ def _sections(store, cells, contrast, human, judge, notes) -> dict[str, Any]:
     report["rank_correlation"] = _rank_correlation(regimes, notes) if human else None
     report["metric_validity"] = _metric_validity(frame, contrast, _order(overall), notes) if human else None
     report.update(_extras(store, cells, frame, contrast, (human, judge), regimes, overall, notes))
-    _note_missing_sections(report, human, judge, notes)
+    _note_missing_sections(human, judge, notes)
     return report
 
 
@@ -517,11 +517,7 @@ def _answer_length(cells: _Cells, order: list[str]) -> list[dict[str, Any]]:
 
 
 def _meta(store: Store, frame: pd.DataFrame) -> dict[str, Any]:
-    from importlib.metadata import PackageNotFoundError, version
-    try:
-        harness_version = version("contam")
-    except PackageNotFoundError:
-        harness_version = None
+    harness_version = package_version("contam", default=None)
     return {"store": str(store.path), "generated_at": utc_now().isoformat(timespec="seconds") + "Z",
             "harness_version": harness_version, "items": int(frame["item_id"].nunique()),
             "models": int(frame["model"].nunique())}
@@ -529,7 +525,7 @@ def _meta(store: Store, frame: pd.DataFrame) -> dict[str, Any]:
 
 # -- notes --------------------------------------------------------------------------------------
 
-def _note_missing_sections(report: dict, human: str | None, judge: str | None, notes: list) -> None:
+def _note_missing_sections(human: str | None, judge: str | None, notes: list) -> None:
     if not human:
         notes.append({"section": "overall, per_title, gap, agreement, rank_correlation, metric_validity, "
                       "mcnemar, abstention", "reason": "no human labels in the store (rater 'human' or "

@@ -46,7 +46,7 @@ from harness.engine import Engine, Lane, RetryPolicy, Task
 from harness.errors import UserError
 from harness.progress import LaneStats, open_progress
 from harness.prompts import DEFAULT_SYSTEM_PROMPT, prompt_sha256, question_request
-from harness.runner import answer_rows, new_run_id, recorded_run, run_row
+from harness.runner import answer_rows, model_names, new_run_id, recorded_run, run_row
 from harness.store import Store
 from harness.writer import BatchWriter, Rows
 from providers.base import ModelSpec, Reply, Request
@@ -89,7 +89,7 @@ class BenchSettings:
 def bench_command(args: argparse.Namespace) -> int:
     settings = _settings(args)
     config = None if args.emulator else load_config(args.config)
-    specs = config.select(_names(args.models)) if config else ()
+    specs = config.select(model_names(args.models)) if config else ()
     if config and not specs:
         raise UserError(f"{config.path}: no [[models]] to benchmark")
     with ExitStack() as stack:
@@ -124,10 +124,6 @@ def _settings(args: argparse.Namespace) -> BenchSettings:
         server_rpm=args.rpm, model_rpm=args.model_rpm or args.rpm,
         floor=not args.no_floor and not args.rpm, no_progress=args.no_progress,
         console=Console(stderr=args.format == "json"))
-
-
-def _names(models: str | None) -> list[str] | None:
-    return [name.strip() for name in models.split(",") if name.strip()] if models else None
 
 
 def _store_path(store: str | None, stack: ExitStack) -> Path:

@@ -107,7 +107,3 @@ class LaneLimits:
     def cooling_for(self) -> float:
         """Seconds left in the current cool-down (0 when the gate is open)."""
         return max(0.0, self._open_at - time.monotonic())
-
-    @property
-    def open_at(self) -> float:
-        return self._open_at

@@ -9,7 +9,6 @@ two ``runs`` rows with the same ``run_id``: one when it starts, one with ``finis
 from __future__ import annotations
 
 import argparse
-import importlib.metadata
 import signal
 import sys
 import uuid
@@ -23,6 +22,7 @@ import duckdb
 import orjson
 from rich.console import Console
 
+from harness import package_version
 from harness.config import RunConfig, load_config
 from harness.engine import Engine, Lane, ProviderFactory, RetryPolicy, Task
 from harness.errors import UserError
@@ -42,7 +42,7 @@ _PAGE = 512  # rows fetched from the store at a time: the task list is never hel
 
 def run_command(args: argparse.Namespace) -> int:
     config = load_config(args.config)
-    specs = config.select(_names(args.models))
+    specs = config.select(model_names(args.models))
     if not specs:
         raise UserError(f"{config.path}: no [[models]] to run")
     if args.limit is not None and args.limit <= 0:
@@ -178,10 +178,7 @@ def recorded_run(store: Store, started: dict[str, Any]) -> Iterator[None]:
 
 def harness_version() -> str:
     """The installed contam version, as runs.harness_version records it."""
-    try:
-        return importlib.metadata.version("contam")
-    except importlib.metadata.PackageNotFoundError:
-        return "unknown"
+    return package_version("contam")
 
 
 def _import_items(store: Store, config: RunConfig) -> None:
@@ -194,7 +191,7 @@ def _import_items(store: Store, config: RunConfig) -> None:
                         "or run `contam import items FILE` first")
 
 
-def _names(models: str | None) -> list[str] | None:
+def model_names(models: str | None) -> list[str] | None:
     return [name.strip() for name in models.split(",") if name.strip()] if models else None
 
 

@@ -24,7 +24,6 @@ __all__ = [
 ]
 
 NAN = float("nan")
-Z95 = float(sps.norm.ppf(0.975))
 
 
 def proportion(k: int, n: int) -> float:

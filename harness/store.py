@@ -147,17 +147,17 @@ class Store:
         self.con.execute("CREATE TABLE IF NOT EXISTS _migrations "
                          "(version INTEGER PRIMARY KEY, name VARCHAR, applied_at TIMESTAMP)")
         done = {row[0] for row in self.con.execute("SELECT version FROM _migrations").fetchall()}
-        applied = [v for v, name, sql in MIGRATIONS if v not in done and self._apply(v, name, sql)]
+        applied = []
+        for version, name, sql in MIGRATIONS:
+            if version not in done:
+                self._apply(version, name, sql)
+                applied.append(version)
         return applied
 
-    def _apply(self, version: int, name: str, sql: str) -> bool:
+    def _apply(self, version: int, name: str, sql: str) -> None:
         with self.transaction():
             self.con.execute(sql)
             self.con.execute("INSERT INTO _migrations VALUES (?, ?, ?)", [version, name, utc_now()])
-        return True
-
-    def schema_version(self) -> int:
-        return self.con.execute("SELECT coalesce(max(version), 0) FROM _migrations").fetchall()[0][0]
 
     # -- writing ------------------------------------------------------------------------------
 

@@ -23,13 +23,13 @@ of those pairs. Params then say ``computed:shuffled-pairs:n=...:seed=...`` and c
 
 from __future__ import annotations
 
-import importlib.metadata
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from harness import package_version
 from harness.errors import UserError
 from harness.text import is_blank
 
@@ -264,8 +264,8 @@ class BertScore:
             "rescale": baseline is not None,
             "baseline": baseline.source if baseline else None,
             "baseline_values": list(baseline.values) if baseline else None,
-            "bert_score": _version("bert-score"), "transformers": _version("transformers"),
-            "torch": _version("torch"),
+            "bert_score": package_version("bert-score"), "transformers": package_version("transformers"),
+            "torch": package_version("torch"),
         }
 
 
@@ -302,8 +302,3 @@ def _first_line(exc: BaseException) -> str:
     return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
 
 
-def _version(distribution: str) -> str:
-    try:
-        return importlib.metadata.version(distribution)
-    except importlib.metadata.PackageNotFoundError:
-        return "unknown"
