@@ -208,16 +208,6 @@ class RecordedRequest:
 
 # ----------------------------------------------------------------------------- the application
 
-@dataclass(frozen=True, slots=True)
-class _Incoming:
-    method: str
-    path: str
-    query: dict[str, str]
-    headers: dict[str, str]
-    body: bytes
-    client: tuple[str, int] | None
-
-
 def _route(method: str, path: str) -> tuple[str, str | None, str | None] | None:
     """(endpoint, api, model in the path) for a known endpoint, else None."""
     if method == "POST":
@@ -264,13 +254,11 @@ class _App:
         self._day_counts: Counter[tuple[str, str]] = Counter()
         self._seen_models: dict[str, set[str]] = defaultdict(set)
 
-    async def respond(self, incoming: _Incoming) -> Canned | str:
+    async def respond(self, incoming: RecordedRequest) -> Canned | str:
         route = _route(incoming.method, incoming.path)
-        body = self._parse_body(incoming.body)
+        body = incoming.body
         if self.settings.record:
-            self.requests.append(RecordedRequest(incoming.method, incoming.path, incoming.query,
-                                                 incoming.headers, body, incoming.body,
-                                                 incoming.client))
+            self.requests.append(incoming)
         if route is None:
             return Canned(404, b"404 page not found", content_type="text/plain; charset=utf-8")
         endpoint, api, path_model = route
@@ -278,16 +266,7 @@ class _App:
             return await self._generate(DIALECTS[api or ""], path_model, incoming, body)
         return self._side_endpoint(endpoint, body)
 
-    @staticmethod
-    def _parse_body(raw: bytes) -> Any:
-        if not raw:
-            return None
-        try:
-            return orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            return _Unparseable
-
-    async def _generate(self, dialect: Dialect, path_model: str | None, incoming: _Incoming,
+    async def _generate(self, dialect: Dialect, path_model: str | None, incoming: RecordedRequest,
                         body: Any) -> Canned | str:
         if body is _Unparseable:
             return dialect.error(400, "The request body is not valid JSON.")
@@ -439,18 +418,28 @@ _Unparseable = _UnparseableType()
 
 # ---------------------------------------------------------------------------- the HTTP server
 
-def _incoming(request: h11.Request, body: bytes, client: tuple[str, int] | None) -> _Incoming:
+def _incoming(request: h11.Request, body: bytes,
+              client: tuple[str, int] | None) -> RecordedRequest:
     target = urlsplit(request.target.decode("latin-1"))
     headers: dict[str, str] = {}
     for name, value in request.headers:
         key, text = name.decode("latin-1").lower(), value.decode("latin-1")
         headers[key] = f"{headers[key]}, {text}" if key in headers else text
-    return _Incoming(request.method.decode("ascii"), target.path, dict(parse_qsl(target.query)),
-                     headers, body, client)
+    return RecordedRequest(request.method.decode("ascii"), target.path,
+                           dict(parse_qsl(target.query)), headers, _parse_body(body), body, client)
+
+
+def _parse_body(raw: bytes) -> Any:
+    if not raw:
+        return None
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return _Unparseable
 
 
 async def _read_request(conn: h11.Connection, reader: asyncio.StreamReader,
-                        client: tuple[str, int] | None) -> _Incoming | None:
+                        client: tuple[str, int] | None) -> RecordedRequest | None:
     """The next complete request on this connection, or None when the client closed it."""
     request, chunks = None, []
     while True:
