@@ -11,7 +11,10 @@
   :mod:`harness.pool` gives its workers) sharing one TLS context, ``orjson`` to encode each
   payload and decode each reply. No limiter, no retries, no store, no display. It runs under the
   garbage-collector settings the engine gives itself (:func:`harness.engine.collector_tuned`), so
-  the CPU ratio counts the harness's own work, not an interpreter setting either could use.
+  the CPU ratio counts the harness's own work, not an interpreter setting either could use. The
+  floor uses ``AsyncClient.post`` as a careful user would; the harness sends below httpx's client
+  layer (:mod:`providers.lean`), and that saving is part of what the ratio shows: it pays for the
+  limiter, the retries, the store and the display.
 
 Why one client per worker rather than one client with a pool of ``concurrency`` connections: that
 is what the harness does (see :mod:`harness.pool`), so the CPU ratio compares like with like;

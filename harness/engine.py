@@ -33,7 +33,9 @@ the writer's list without yielding, and a share of a batched commit (:mod:`harne
 profile showed where the rest had gone: a second cancel scope and two ``checkpoint_if_cancelled``
 per request, a wake-up of the writer task per reply, a DuckDB commit every 25 replies whose
 thread hand-overs of the GIL taxed every request, and the garbage collector re-traversing the
-start-up objects; see :func:`collector_tuned`, :mod:`harness.writer` and :mod:`harness.pool`.
+start-up objects; see :func:`collector_tuned`, :mod:`harness.writer` and :mod:`harness.pool`. A
+later profile found httpx's client layer (auth flow, redirects, cookie jar) costing about as much
+as all of that: the providers' requests skip it (:mod:`providers.lean`), which pays for the rest.
 """
 
 from __future__ import annotations

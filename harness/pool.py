@@ -7,19 +7,26 @@ CPU in a profile of 4 x 400 requests (about 2 ms per request, more than the rest
 
 So each worker of a lane owns a pool of its own holding one keep-alive connection, and the lane's
 single client routes each request to the pool of the worker that sends it (a context variable the
-worker sets once). Providers still receive one ``httpx.AsyncClient`` per lane, connections are
-still reused, and at most ``concurrency`` are open, as before. Proxies from the environment keep
-working: httpx mounts its own proxy transports in front of this one.
+worker sets once). Providers still receive one ``httpx.AsyncClient`` per lane (a
+:class:`providers.lean.LeanClient`, which sends straight through this transport), connections are
+still reused, and at most ``concurrency`` are open, as before.
+
+Proxies: httpx ignores ``HTTPS_PROXY`` and the like for a client given a transport of its own, so
+this transport reads them itself: each request goes through the proxy the environment names for
+its URL (``no_proxy`` honoured, as Python's ``urllib`` reads them), decided once per destination.
 """
 
 from __future__ import annotations
 
 import ssl
+import urllib.request
 from contextvars import ContextVar
 
 import httpx
 
-__all__ = ["WorkerPools", "lane_client", "set_worker_slot"]
+from providers.lean import LeanClient
+
+__all__ = ["WorkerPools", "lane_client", "set_worker_slot", "environment_proxy"]
 
 _worker_slot: ContextVar[int] = ContextVar("contam_worker_slot", default=0)
 _ssl_context: ssl.SSLContext | None = None
@@ -39,23 +46,46 @@ def _shared_ssl_context() -> ssl.SSLContext:
 
 
 class WorkerPools(httpx.AsyncBaseTransport):
-    """``workers`` single-connection pools; a request goes to its worker's pool."""
+    """``workers`` single-connection pools (per proxy, where the environment names several); a
+    request goes to its worker's pool."""
 
     def __init__(self, workers: int) -> None:
-        one = httpx.Limits(max_connections=1, max_keepalive_connections=1)
-        context = _shared_ssl_context()
-        self._pools = [httpx.AsyncHTTPTransport(verify=context, limits=one)
-                       for _ in range(max(1, workers))]
+        self._workers = max(1, workers)
+        self._pools: dict[tuple[int, str | None], httpx.AsyncHTTPTransport] = {}
+        self._proxies: dict[tuple[str, str, int | None], str | None] = {}  # destination -> proxy
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        pool = self._pools[_worker_slot.get() % len(self._pools)]
+        key = (_worker_slot.get() % self._workers, self._proxy_for(request.url))
+        pool = self._pools.get(key) or self._new_pool(key)
         return await pool.handle_async_request(request)
 
+    def _proxy_for(self, url: httpx.URL) -> str | None:
+        destination = (url.scheme, url.host, url.port)
+        if destination not in self._proxies:
+            self._proxies[destination] = environment_proxy(url)
+        return self._proxies[destination]
+
+    def _new_pool(self, key: tuple[int, str | None]) -> httpx.AsyncHTTPTransport:
+        one = httpx.Limits(max_connections=1, max_keepalive_connections=1)
+        pool = httpx.AsyncHTTPTransport(verify=_shared_ssl_context(), limits=one, proxy=key[1])
+        self._pools[key] = pool
+        return pool
+
     async def aclose(self) -> None:
-        for pool in self._pools:
+        for pool in self._pools.values():
             await pool.aclose()
 
 
-def lane_client(workers: int, timeout_s: float) -> httpx.AsyncClient:
+def environment_proxy(url: httpx.URL) -> str | None:
+    """The proxy the environment names for ``url`` (``HTTPS_PROXY``, ``ALL_PROXY``...), or None
+    when there is none or ``NO_PROXY`` exempts its host."""
+    proxies = urllib.request.getproxies()
+    proxy = proxies.get(url.scheme) or proxies.get("all")
+    if proxy is None or urllib.request.proxy_bypass(url.host):
+        return None
+    return proxy
+
+
+def lane_client(workers: int, timeout_s: float) -> LeanClient:
     """The client a lane's provider receives."""
-    return httpx.AsyncClient(transport=WorkerPools(workers), timeout=timeout_s)
+    return LeanClient(transport=WorkerPools(workers), timeout=timeout_s)

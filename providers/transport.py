@@ -22,6 +22,7 @@ try:  # httpx's successor, whose connection pool scales to hundreds of connectio
 except ImportError:  # pragma: no cover - depends on the environment
     httpx2 = None
 
+from providers.lean import LeanClient
 from providers.base import (
     Fatal,
     ModelSpec,
@@ -97,6 +98,9 @@ async def send(client: httpx.AsyncClient, method: str, url: str, *, label: str, 
     if content is not None:
         headers = {**headers, "content-type": "application/json"}
     try:
+        if isinstance(client, LeanClient):  # the engine's client: its lean path
+            return await client.exchange(method, url, headers=headers, content=content,
+                                         timeout=timeout)
         return await client.request(method, url, content=content, headers=headers, timeout=timeout)
     except _TIMEOUTS as exc:
         raise Timeout(f"{label}: no reply within {timeout:g} s ({type(exc).__name__})") from exc

@@ -20,6 +20,7 @@ from providers.hints import (
     seconds_from_retry_after,
     seconds_until_timestamp,
 )
+from providers.lean import LeanClient
 from providers.registry import create_provider
 
 pytestmark = pytest.mark.anyio
@@ -85,7 +86,7 @@ def provider_for(name: str, handler, **overrides):
     spec = ModelSpec(name=f"{name}-label", provider=name, model=f"{name}-model",
                      base_url="http://mock.invalid" + ("/v1" if name == "openai" else ""),
                      timeout_s=1.0, **overrides)
-    client = httpx.AsyncClient(transport=httpx.MockTransport(handler))
+    client = LeanClient(transport=httpx.MockTransport(handler), timeout=1.0)  # as the engine's
     return create_provider(spec, client)
 
 

@@ -1,7 +1,9 @@
 """The four providers over real loopback sockets against the emulator.
 
-Every test runs once per wire protocol (openai, gemini, anthropic, ollama): a real httpx client,
-a real HTTP/1.1 server, the providers' own classification of what came back.
+Every test runs once per wire protocol (openai, gemini, anthropic, ollama): the engine's own client
+(:class:`providers.lean.LeanClient` over httpx's transport), a real HTTP/1.1 server, the providers'
+own classification of what came back. The last tests repeat the classification through a plain
+``httpx.AsyncClient`` and an ``httpx2`` one, which a caller may pass instead.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from providers.base import (
     Transient,
 )
 from providers.emulator import EmulatorSettings, default_answer, run_emulator
+from providers.lean import LeanClient
 from providers.registry import check_first_reply, create_provider
 
 pytestmark = pytest.mark.anyio
@@ -70,6 +73,11 @@ def emulator():
         yield lambda **settings: stack.enter_context(run_emulator(EmulatorSettings(**settings)))
 
 
+def engine_client() -> LeanClient:
+    """The kind of client the engine hands its providers."""
+    return LeanClient(transport=httpx.AsyncHTTPTransport(), timeout=5.0)
+
+
 def spec_for(provider: str, emu, **overrides) -> ModelSpec:
     fields = {"name": f"{provider}-label", "provider": provider, "model": PROVIDERS[provider][0],
               "base_url": emu.base_url(provider), "timeout_s": 5.0, **overrides}
@@ -77,7 +85,7 @@ def spec_for(provider: str, emu, **overrides) -> ModelSpec:
 
 
 async def ask(provider: str, emu, request: Request = QUESTION, **overrides) -> Reply:
-    async with httpx.AsyncClient() as client:
+    async with engine_client() as client:
         return await create_provider(spec_for(provider, emu, **overrides), client).generate(request)
 
 
@@ -235,7 +243,7 @@ async def test_hang_past_timeout_is_timeout(provider, keys, emulator):
 
 async def test_then_success_after_faults(provider, keys, emulator):
     emu = emulator(script=["500", "529", "reset", "ok"])
-    async with httpx.AsyncClient() as client:
+    async with engine_client() as client:
         llm = create_provider(spec_for(provider, emu), client)
         outcomes = []
         for _ in range(4):
@@ -259,7 +267,7 @@ async def test_per_day_quota_is_quota_exhausted(provider, keys, emulator):
 
 async def test_served_model_substitution_is_detected(provider, keys, emulator):
     emu = emulator(served_model="impostor-9000")
-    async with httpx.AsyncClient() as client:
+    async with engine_client() as client:
         llm = create_provider(spec_for(provider, emu), client)
         reply = await llm.generate(QUESTION)
     assert reply.served_model == "impostor-9000"
@@ -270,7 +278,7 @@ async def test_served_model_substitution_is_detected(provider, keys, emulator):
 
 async def test_dated_snapshot_of_the_requested_model_is_accepted(provider, keys, emulator):
     emu = emulator(served_model=f"{PROVIDERS[provider][0]}-2026-01-01")
-    async with httpx.AsyncClient() as client:
+    async with engine_client() as client:
         llm = create_provider(spec_for(provider, emu), client)
         check_first_reply(llm, await llm.generate(QUESTION))
 
@@ -315,14 +323,17 @@ async def test_params_cannot_rewrite_the_question(provider, keys, emulator):
         create_provider(spec_for(provider, emulator(), params={reserved: []}), None)
 
 
-# ----------------------------------------------------------------------------- httpx2 clients
+# ----------------------------------------------------------------------------- other clients
 
+@pytest.mark.parametrize("client_module", ["httpx", "httpx2"])
 @pytest.mark.parametrize("script", ["ok", "429:2.5", "500", "reset", "malformed", "hang"])
-async def test_an_httpx2_client_is_classified_the_same(provider, keys, emulator, script):
-    """The engine may pass httpx2's client (its pool scales better); outcomes must not change."""
-    httpx2 = pytest.importorskip("httpx2")
+async def test_a_callers_own_client_is_classified_the_same(provider, keys, emulator, script,
+                                                           client_module):
+    """A caller may pass a plain httpx client, or httpx2's (its pool scales better): outcomes
+    must not change."""
+    module = pytest.importorskip(client_module)
     emu = emulator(script=[script], hang_s=10)
-    async with httpx2.AsyncClient() as client:
+    async with module.AsyncClient() as client:
         llm = create_provider(spec_for(provider, emu, timeout_s=0.3), client)
         try:
             result = await llm.generate(QUESTION)
