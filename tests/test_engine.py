@@ -348,7 +348,9 @@ def test_writer_commits_a_lone_row_after_max_delay(store):
     assert anyio.run(main) == 1  # committed while the writer was still open
 
 
-def test_a_full_batch_waits_for_min_interval_after_the_previous_commit(store):
+def test_a_full_batch_gathers_until_its_first_write_is_min_age_old(store):
+    """A burst is committed once, not in slices of max_writes: the batch gathers until its first
+    write is min_age_s old, then takes everything written meanwhile."""
     reader = store.con.cursor()
 
     async def write(writer, numbers):
@@ -356,21 +358,37 @@ def test_a_full_batch_waits_for_min_interval_after_the_previous_commit(store):
             await writer.write({"attempts": [{"run_id": "w", "item_id": f"q{i}", "attempt": 1}]})
 
     async def main():
-        async with BatchWriter(store, max_writes=10, max_delay_s=60, min_interval_s=0.5) as writer:
+        async with BatchWriter(store, max_writes=10, max_delay_s=60, min_age_s=0.5) as writer:
             await write(writer, range(10))
-            with anyio.fail_after(5):
-                while committed_rows(reader) < 10:  # the first full batch goes at once
-                    await anyio.sleep(0.01)
-            await write(writer, range(10, 20))
             await anyio.sleep(0.1)
-            early = committed_rows(reader)  # the second full one is held back by min_interval_s
+            full_but_young = committed_rows(reader)  # 10 waiting, the first only 0.1 s old
+            await write(writer, range(10, 25))
             with anyio.fail_after(5):
-                while committed_rows(reader) < 20:  # ... until it has passed, not max_delay_s
+                while committed_rows(reader) == 0:  # goes at 0.5 s, well before max_delay_s
                     await anyio.sleep(0.01)
-        return early, writer.batches_committed
+            return full_but_young, committed_rows(reader), writer.batches_committed
 
-    early, batches = anyio.run(main)
-    assert early == 10 and batches == 2
+    young, first_commit, batches = anyio.run(main)
+    assert young == 0
+    assert first_commit == 25 and batches == 1  # the whole burst in one commit
+
+
+def test_a_full_batch_whose_first_write_is_old_enough_goes_at_once(store):
+    reader = store.con.cursor()
+
+    async def main():
+        async with BatchWriter(store, max_writes=10, max_delay_s=60, min_age_s=0.2) as writer:
+            await writer.write({"attempts": [{"run_id": "w", "item_id": "q0"}]})
+            await anyio.sleep(0.3)  # older than min_age_s, but only 1 of max_writes waiting
+            alone = committed_rows(reader)
+            for i in range(1, 10):
+                await writer.write({"attempts": [{"run_id": "w", "item_id": f"q{i}"}]})
+            with anyio.fail_after(5):
+                while committed_rows(reader) < 10:  # the 10th write starts the commit
+                    await anyio.sleep(0.01)
+            return alone
+
+    assert anyio.run(main) == 0
 
 
 def test_a_write_is_no_cancellation_point(store):
