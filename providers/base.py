@@ -30,7 +30,6 @@ __all__ = [
     "DEFAULT_KEY_ENV",
     "resolve_api_key",
     "served_model_matches",
-    "check_served_model",
     "redact",
 ]
 
@@ -166,13 +165,6 @@ def served_model_matches(requested: str, served: str) -> bool:
     if served == requested:
         return True
     return served.startswith(requested) and bool(_DATED_SUFFIX.fullmatch(served[len(requested):]))
-
-
-def check_served_model(spec: ModelSpec, served: str | None) -> None:
-    if served is None or not served_model_matches(spec.model, served):
-        raise ServedModelMismatch(
-            f"model {spec.name!r}: asked for {spec.model!r} but the server answered as {served!r}"
-        )
 
 
 # Every key resolve_api_key hands out; redact() scrubs them from any text that leaves the process.

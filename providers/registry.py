@@ -47,11 +47,9 @@ def served_model_id(provider: Provider) -> str:
 
 
 def check_first_reply(provider: Provider, reply: Reply) -> None:
-    """The served-model check of DESIGN.md: raise ServedModelMismatch naming both ids.
-
-    Equivalent to ``base.check_served_model(spec, reply.served_model)`` except that the requested
-    id is first normalised the way the provider normalises the served one.
-    """
+    """The served-model check of DESIGN.md, on every reply: raise ServedModelMismatch naming
+    both ids unless the served id is the requested one (normalised the way the provider normalises
+    served ids), or that id plus a dated suffix."""
     expected = served_model_id(provider)
     served = reply.served_model
     if served is None or not served_model_matches(expected, served):

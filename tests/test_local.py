@@ -11,8 +11,9 @@ import anyio
 import pytest
 
 from harness.prompts import DEFAULT_SYSTEM_PROMPT, question_request
-from providers.base import Fatal, ModelSpec, Timeout, check_served_model
+from providers.base import Fatal, ModelSpec, Timeout
 from providers.local import DEFAULT_LOCAL_MODEL, LocalProvider, resolve_local_model
+from providers.registry import check_first_reply
 
 
 def _spec(model: str = DEFAULT_LOCAL_MODEL, **extra) -> ModelSpec:
@@ -127,7 +128,7 @@ def test_two_demo_items_get_real_answers_without_blocking_the_loop(provider):
         reply, ticks_during = anyio.run(_generate_while_ticking, provider, request)
         assert reply.text.strip() and any(c.isalpha() for c in reply.text)
         assert reply.served_model == DEFAULT_LOCAL_MODEL
-        check_served_model(provider.spec, reply.served_model)  # what the engine checks
+        check_first_reply(provider, reply)  # what the engine checks
         assert reply.finish_reason in ("stop", "length")
         assert reply.input_tokens > len(item["question"].split())  # template + system + question
         assert 0 < reply.output_tokens <= 48
