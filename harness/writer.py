@@ -9,9 +9,10 @@ committed without its attempt row (or the reverse).
 When a batch is committed: once ``max_writes`` (50) writes are waiting and the oldest of them has
 waited ``min_age_s`` (0.25 s); and in any case ``max_delay_s`` (1 s) after the first of them. A
 kill -9 therefore loses at most the writes not committed yet: a quarter of a second's worth, or
-50 when they come slower, never more than a second's (and the next run asks them again). Why those rules and not "every 50 rows": a
-DuckDB INSERT costs ~0.5-1 ms of CPU and a COMMIT ~0.5 ms whatever their size, so a commit of two
-tables costs 2-4 ms. Replies come in bursts (a wave of requests sent together comes back
+50 when they come slower, never more than a second's (and the next run asks them again).
+
+Why those rules and not "every 50 rows": a DuckDB INSERT costs ~0.5-1 ms of CPU and a COMMIT
+~0.5 ms whatever their size, so a commit of two tables costs 2-4 ms. Replies come in bursts (a wave of requests sent together comes back
 together, spread over the milliseconds it takes to process them, and the lanes' waves drift
 apart by a tenth of a second or two): letting a batch gather for a quarter of a second takes the
 lanes' bursts in one commit where "50 and go" took them in two or three, and it bounds the

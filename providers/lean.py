@@ -58,4 +58,3 @@ class LeanClient(httpx.AsyncClient):
         if seconds not in self._timeouts:
             self._timeouts[seconds] = httpx.Timeout(seconds).as_dict()
         return self._timeouts[seconds]
-

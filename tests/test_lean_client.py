@@ -31,7 +31,8 @@ def anyio_backend() -> str:
 
 
 @pytest.fixture(autouse=True)
-def no_proxies(monkeypatch):
+def environment_without_proxies(monkeypatch):
+    """No proxy from the machine's environment, and a key for the OpenAI provider."""
     for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy",
                  "all_proxy", "NO_PROXY", "no_proxy"):
         monkeypatch.delenv(name, raising=False)
