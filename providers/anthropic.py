@@ -59,8 +59,7 @@ class AnthropicProvider(HTTPProvider):
 
     def error_from(self, response: httpx.Response) -> ProviderError:
         body = self.error_body(response)
-        error = body.get("error") if isinstance(body, dict) else None
-        error = error if isinstance(error, dict) else {}
+        error = self.nested_error(body)
         detail = str(error.get("message") or error.get("type") or body or "")
         quota = response.status_code in (400, 429) and any(
             phrase in detail.lower() for phrase in _QUOTA_PHRASES)

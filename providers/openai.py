@@ -68,8 +68,7 @@ class OpenAIProvider(HTTPProvider):
 
     def error_from(self, response: httpx.Response) -> ProviderError:
         body = self.error_body(response)
-        error = body.get("error") if isinstance(body, dict) else None
-        error = error if isinstance(error, dict) else {}
+        error = self.nested_error(body)
         detail = str(error.get("message") or body or "")
         quota = response.status_code == 429 and (
             error.get("code") in _QUOTA_CODES or error.get("type") in _QUOTA_CODES)

@@ -189,6 +189,13 @@ class HTTPProvider:
         except orjson.JSONDecodeError:
             return response.text[:_MESSAGE_LIMIT]
 
+    @staticmethod
+    def nested_error(body: Any) -> dict[str, Any]:
+        """The ``{"error": {...}}`` object of an error body (OpenAI's and Anthropic's shape), or
+        ``{}`` when the body has none (an HTML page from a proxy, a bare string)."""
+        error = body.get("error") if isinstance(body, dict) else None
+        return error if isinstance(error, dict) else {}
+
     # The dialect: each provider module implements these.
     def endpoint(self) -> str:
         raise NotImplementedError
