@@ -81,9 +81,14 @@ def _add_score(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--bertscore-layers", type=int, help="layer to take embeddings from")
     p.add_argument("--baseline", help="a baseline file for rescaling (bert-score's CSV format)")
     p.add_argument("--no-rescale", action="store_true", help="raw F1, no baseline rescaling")
-    p.add_argument("--device", help="cpu, cuda, cuda:1 ... (default cuda when available)")
-    p.add_argument("--batch-size", type=int,
-                   help="BERTScore batch size (default 64 on CPU, 256 on CUDA)")
+    p.add_argument("--device", help="cpu; cuda = every visible GPU; cuda:1 = that one "
+                                    "(default: every GPU when there is one, else cpu)")
+    p.add_argument("--precision", choices=["fp32", "tf32", "bf16"],
+                   help="BERTScore arithmetic (default tf32 on CUDA, fp32 on CPU; "
+                        "fp32 = bert-score to 1e-6)")
+    p.add_argument("--token-budget", type=int,
+                   help="tokens per encoder batch, padding included "
+                        "(default 8192 on CPU, 65536 on CUDA)")
     _progress(p)
 
 

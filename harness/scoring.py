@@ -45,6 +45,7 @@ class MetricSummary:
     null: int = 0  # of the scored: NULL (blank answer or flagged)
     flagged: int = 0  # empty reference with a non-empty answer
     params: dict = field(default_factory=dict)
+    error: str | None = None  # why this metric could not run at all (nothing of it was written)
 
     def line(self) -> str:
         flagged = f", {self.flagged} flagged (empty reference)" if self.flagged else ""
@@ -76,10 +77,14 @@ def score_command(args: argparse.Namespace) -> int:
         summaries = score_store(
             store, args.metric or DEFAULT_METRICS, bertscore_model=args.bertscore_model,
             layer=args.bertscore_layers, rescale=not args.no_rescale, baseline=args.baseline,
-            device=args.device, batch_size=args.batch_size,
+            device=args.device, precision=args.precision, token_budget=args.token_budget,
             progress=not args.no_progress and sys.stderr.isatty())
     for summary in summaries:
-        print(summary.line())
+        if summary.error is None:
+            print(summary.line())
+    failed = [s.error for s in summaries if s.error is not None]
+    if failed:
+        raise UserError(failed[0])  # after every metric that could run has run and been stored
     return 0
 
 
@@ -88,14 +93,17 @@ def score_command(args: argparse.Namespace) -> int:
 def score_store(store: Store, metrics: Iterable[str] = DEFAULT_METRICS, *,
                 bertscore_model: str | None = None, layer: int | None = None,
                 rescale: bool = True, baseline: str | None = None, device: str | None = None,
-                batch_size: int | None = None, progress: bool = False) -> list[MetricSummary]:
+                precision: str | None = None, token_budget: int | None = None,
+                progress: bool = False) -> list[MetricSummary]:
     """Score every cell of ``store`` not yet scored with the same params; return one summary per
     metric. ``metrics`` uses the --metric names (bleu2, bleu2_nltk, bertscore). ``baseline`` is a
     bert-score baseline file; without one, bert-score's shipped file is used, else one computed
     from shuffled pairs of the store. Everything that can be refused is refused before a row is
-    written."""
+    written, except that a BERTScore model which cannot be had here (offline) does not stop the
+    other metrics: its summary then carries the one-line ``error`` and nothing of it is written."""
     chosen = _check_metrics(metrics)
-    options = _BertScoreOptions(bertscore_model, layer, rescale, baseline, device, batch_size)
+    options = _BertScoreOptions(bertscore_model, layer, rescale, baseline, device, precision,
+                                token_budget)
     if baseline and not rescale:
         raise UserError("--baseline and --no-rescale contradict each other")
     cells = _read_cells(store)
@@ -112,7 +120,8 @@ class _BertScoreOptions:
     rescale: bool
     baseline_file: str | None
     device: str | None
-    batch_size: int | None
+    precision: str | None
+    token_budget: int | None
 
 
 def _check_metrics(metrics: Iterable[str]) -> list[str]:
@@ -199,21 +208,25 @@ def _tally(summary: MetricSummary, cells: Sequence[_Cell], *, null: int) -> Metr
 
 
 class _BertScorePass:
-    """BERTScore-F1: one scorer, the baseline chosen before anything is written, chunks written
+    """BERTScore-F1: one encoder, the baseline chosen before anything is written, chunks written
     as they are scored (an interrupted pass keeps every finished chunk)."""
 
     metric = METRICS["bertscore"]
 
     def __init__(self, store: Store, cells: Sequence[_Cell], options: _BertScoreOptions) -> None:
-        from metrics.bertscore import BertScore, resolve_encoder
+        from metrics.bertscore import BertScore, EncoderUnavailable, resolve_encoder
 
-        self.cells = cells
+        self.cells, self.unavailable = cells, None
         self.scorer = BertScore(resolve_encoder(options.model, options.layer),
-                                device=options.device, batch_size=options.batch_size)
+                                device=options.device, precision=options.precision,
+                                token_budget=options.token_budget)
         self.baseline = _choose_baseline(store, self.scorer, cells, options)
         self.todo = self._todo(store)
         if self.todo is None or any(not (c.blank or c.flagged) for c in self.todo):
-            self.scorer.load()  # now: a model that cannot load writes nothing at all
+            try:
+                self.scorer.load()  # now: a model that cannot load writes nothing at all
+            except EncoderUnavailable as exc:
+                self.unavailable = str(exc)  # the other metrics still run
 
     def _todo(self, store: Store) -> list[_Cell] | None:
         """None while the params are unknown (a baseline still to compute): then all is due."""
@@ -222,9 +235,11 @@ class _BertScorePass:
         return _pending(store, self.cells, self.metric, self.scorer.params(self.baseline))
 
     def __call__(self, store: Store, reporter: "_Reporter") -> MetricSummary:
+        if self.unavailable:
+            return MetricSummary(self.metric, error=self.unavailable)
         if self.baseline is _TO_COMPUTE:
-            reporter.note(f"{self.metric}: no shipped baseline for {self.scorer.encoder.name} "
-                          f"layer {self.scorer.encoder.layer}; computing one from shuffled pairs")
+            reporter.note(f"{self.metric}: no shipped baseline for {self.scorer.choice.name} "
+                          f"layer {self.scorer.choice.layer}; computing one from shuffled pairs")
             self.baseline = self.scorer.baseline_from_pairs(_scorable_pairs(self.cells))
             self.todo = self._todo(store)
         params = self.scorer.params(self.baseline)
@@ -243,10 +258,17 @@ class _BertScorePass:
             advance(len(cells))
 
     def _write_scores(self, store, params, cells, advance) -> None:
+        """Rows gathered from the pass's chunks and written ``_WRITE_BATCH`` at a time."""
+        pending: list[dict] = []
         pairs = [(c.answer, c.reference) for c in cells]
         for indices, values in self.scorer.f1_chunks(pairs, self.baseline):
-            _append(store, _rows(self.metric, params, [cells[i] for i in indices], values))
+            pending += _rows(self.metric, params, [cells[i] for i in indices], values)
             advance(len(indices))
+            if len(pending) >= _WRITE_BATCH:
+                _append(store, pending)
+                pending = []
+        if pending:
+            _append(store, pending)
 
 
 _TO_COMPUTE = object()  # marker: the baseline comes from shuffled pairs once the model is loaded
@@ -261,7 +283,7 @@ def _choose_baseline(store: Store, scorer, cells: Sequence[_Cell], options: _Ber
     and layer (reused so that every cell shares it), else one to compute from shuffled pairs."""
     from metrics.bertscore import read_baseline, shipped_baseline, shuffled_pairs
 
-    encoder = scorer.encoder
+    encoder = scorer.choice
     if not options.rescale:
         return None
     if options.baseline_file:

