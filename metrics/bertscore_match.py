@@ -5,10 +5,11 @@ and every reference token its most similar candidate token (recall); each is ave
 weights (0 on the special tokens, 1 elsewhere); F = 2PR / (P + R), NaN -> 0; a text of only its two
 special tokens gets P = R = 0 (bert-score's "empty sentence" rule, applied after F as it does).
 
-One difference, deliberate: bert-score zeroes the padding of its matching batch instead of excluding
-it, so a token whose every cosine is negative takes 0 when its partner happens to be shorter than the
-longest text of the batch. Here padding never takes part: the maximum is over real tokens only, so a
-value does not depend on which pairs shared its batch.
+bert-score multiplies the similarities by the padding mask, so a padded position offers a cosine of
+0: a token whose every real cosine is negative takes 0 whenever its partner is shorter than the
+longest text of bert-score's matching batch (every pair but the longest of each 64). Here that 0
+floor applies to every pair, so a value never depends on which pairs shared its batch; it equals
+bert-score's except for a pair that was the longest of its bert-score batch *and* has such a token.
 """
 
 from __future__ import annotations
@@ -71,17 +72,14 @@ def _match_batch(vectors, weights, cand_off, cand_len, ref_off, ref_len):
     cand, cand_w, cand_real = _gather(vectors, weights, cand_off, cand_len)
     ref, ref_w, ref_real = _gather(vectors, weights, ref_off, ref_len)
     sim = torch.bmm(cand, ref.transpose(1, 2))
-    sim.masked_fill_(~(cand_real[:, :, None] & ref_real[:, None, :]), float("-inf"))
-    precision = _weighted_mean(sim.max(dim=2).values, cand_w, cand_real)
-    recall = _weighted_mean(sim.max(dim=1).values, ref_w, ref_real)
+    sim.masked_fill_(~(cand_real[:, :, None] & ref_real[:, None, :]), 0.0)  # bert-score's floor
+    precision = _weighted_mean(sim.max(dim=2).values.clamp_min_(0.0), cand_w)
+    recall = _weighted_mean(sim.max(dim=1).values.clamp_min_(0.0), ref_w)
     f1 = torch.nan_to_num(2 * precision * recall / (precision + recall), nan=0.0)
     empty = torch.from_numpy((cand_len == 2) | (ref_len == 2)).to(sim.device)
     precision, recall = precision.masked_fill(empty, 0.0), recall.masked_fill(empty, 0.0)
     return torch.stack([precision, recall, f1], dim=-1)
 
 
-def _weighted_mean(best, weight, real):
-    import torch
-
-    best = torch.where(real, best, torch.zeros((), device=best.device))
+def _weighted_mean(best, weight):
     return (best * weight).sum(dim=1) / weight.sum(dim=1)
