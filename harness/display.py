@@ -6,6 +6,8 @@ its own snapshots, so what it costs does not grow with concurrency.
 
 - :class:`LiveProgress`: a rich ``Live`` table refreshed at 4 Hz from the event loop.
 - :class:`PlainProgress`: a line per model every few seconds, for ``--no-progress``, pipes and CI.
+- :class:`CountProgress`: one counted task outside the engine (rows scored, pairs matched): a rich
+  bar with its rate on a terminal, a plain line every few seconds otherwise.
 
 Only model labels and already-redacted messages are ever shown; keys never reach a display.
 """
@@ -13,6 +15,7 @@ Only model labels and already-redacted messages are ever shown; keys never reach
 from __future__ import annotations
 
 import asyncio
+import sys
 import threading
 import time
 from collections import deque
@@ -26,7 +29,7 @@ from rich.segment import Segment
 from harness.engine.counters import LaneStats
 
 __all__ = ["LaneStats", "RateMeter", "LiveProgress", "PlainProgress", "open_progress",
-           "QuietProgress", "render_table", "plain_lines", "COLUMNS"]
+           "QuietProgress", "render_table", "plain_lines", "COLUMNS", "CountProgress"]
 
 NOW_WINDOW_S = 10.0  # "answers/s now" averages over the last ten seconds
 REFRESH_PER_S = 4
@@ -300,3 +303,49 @@ def open_progress(lanes: Sequence[LaneStats], *, no_progress: bool = False,
     if no_progress or not console.is_terminal:
         return PlainProgress(lanes, console.file, interval_s)
     return LiveProgress(lanes, console)
+
+
+# -- one counted task (the score job) -----------------------------------------------------------
+
+class CountProgress:
+    """``with CountProgress(label, total, unit, live) as advance: advance(n)``: a rich bar with
+    done/total, the rate in ``unit``/s, elapsed and remaining time when ``live``; otherwise a plain
+    ``label: done/total (rate unit/s)`` line on stderr every ``interval_s`` seconds."""
+
+    def __init__(self, label: str, total: int, unit: str, live: bool,
+                 interval_s: float = 2.0) -> None:
+        self.label, self.total, self.unit, self.interval_s = label, total, unit, interval_s
+        self.done = 0
+        self.started = self.last = time.monotonic()
+        self.bar = _count_bar(label, total, unit) if live and total else None
+
+    def __enter__(self) -> Callable[[int], None]:
+        if self.bar is not None:
+            self.bar[0].start()
+        return self.advance
+
+    def __exit__(self, *exc: object) -> None:
+        if self.bar is not None:
+            self.bar[0].stop()
+
+    def advance(self, n: int) -> None:
+        self.done += n
+        now = time.monotonic()
+        rate = f"{self.done / max(now - self.started, 1e-9):,.0f}"
+        if self.bar is not None:
+            self.bar[0].update(self.bar[1], advance=n, rate=rate)
+        elif now - self.last >= self.interval_s and self.done < self.total:
+            self.last = now
+            print(f"{self.label}: {self.done}/{self.total} ({rate} {self.unit}/s)",
+                  file=sys.stderr, flush=True)
+
+
+def _count_bar(label: str, total: int, unit: str):
+    """A rich ``Progress`` on stderr and its one task."""
+    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
+                               TimeElapsedColumn, TimeRemainingColumn)
+
+    rate = TextColumn(f"{{task.fields[rate]}} {unit}/s", style="progress.data.speed")
+    progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), rate,
+                        TimeElapsedColumn(), TimeRemainingColumn(), console=Console(stderr=True))
+    return progress, progress.add_task(label, total=total, rate="-")

@@ -92,3 +92,24 @@ def test_the_live_display_renders_to_the_terminal():
         time.sleep(0.3)
     text = out.getvalue()
     assert "gpt-test" in text and "STOPPED: quota" in text and "Ollama 0.13.0" in text
+
+
+def test_count_progress_prints_done_total_and_rate_in_its_unit(capsys):
+    from harness.display import CountProgress
+
+    with CountProgress("bertscore_f1", 10, "pairs", live=False, interval_s=0) as advance:
+        advance(4)
+        advance(6)  # the last: the job prints its own summary line, not a progress line
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("bertscore_f1: 4/10 (")
+    assert lines[0].endswith(" pairs/s)")
+
+
+def test_count_progress_live_bar_shows_the_rate(capsys):
+    from harness.display import CountProgress
+
+    progress = CountProgress("bleu2", 5, "rows", live=True)
+    bar, task = progress.bar
+    with progress as advance:
+        advance(5)
+    assert bar.tasks[task].completed == 5 and bar.tasks[task].fields["rate"] != "-"

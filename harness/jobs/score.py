@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 import orjson
 
+from harness.display import CountProgress
 from harness.errors import UserError
 from harness.store import Store, utc_now
 from harness.text import is_blank
@@ -247,7 +247,7 @@ class _BertScorePass:
                                 params=params)
         unscorable = [c for c in self.todo if c.blank or c.flagged]
         scorable = [c for c in self.todo if not (c.blank or c.flagged)]
-        with reporter.task(self.metric, len(self.todo)) as advance:
+        with reporter.task(self.metric, len(self.todo), "pairs") as advance:
             self._write_nulls(store, params, unscorable, advance)
             self._write_scores(store, params, scorable, advance)
         return _tally(summary, self.todo, null=len(unscorable))
@@ -314,62 +314,14 @@ def _earlier_computed_baseline(store: Store, encoder):
 # -- progress ---------------------------------------------------------------------------------
 
 class _Reporter:
-    """A rich progress bar on a terminal; otherwise a plain line every few seconds."""
+    """Progress of each metric's pass through the display module, and notes on stderr."""
 
     def __init__(self, live: bool) -> None:
         self.live = live
 
-    def task(self, metric: str, total: int) -> "_Task":
-        return _RichTask(metric, total) if self.live and total else _PlainTask(metric, total)
+    def task(self, metric: str, total: int, unit: str = "rows") -> CountProgress:
+        return CountProgress(metric, total, unit, self.live, interval_s=_PLAIN_EVERY_S)
 
     @staticmethod
     def note(message: str) -> None:
         print(message, file=sys.stderr, flush=True)
-
-
-class _Task:
-    def __enter__(self) -> Callable[[int], None]:
-        return self.advance
-
-    def __exit__(self, *exc: object) -> None:
-        pass
-
-    def advance(self, n: int) -> None:
-        raise NotImplementedError
-
-
-class _PlainTask(_Task):
-    def __init__(self, metric: str, total: int) -> None:
-        self.metric, self.total, self.done = metric, total, 0
-        self.started = self.last = time.monotonic()
-
-    def advance(self, n: int) -> None:
-        self.done += n
-        now = time.monotonic()
-        if now - self.last >= _PLAIN_EVERY_S and self.done < self.total:
-            self.last = now
-            rate = self.done / max(now - self.started, 1e-9)
-            print(f"{self.metric}: {self.done}/{self.total} ({rate:.0f}/s)", file=sys.stderr,
-                  flush=True)
-
-
-class _RichTask(_Task):
-    def __init__(self, metric: str, total: int) -> None:
-        from rich.console import Console
-        from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
-                                   TimeElapsedColumn, TimeRemainingColumn)
-
-        self.progress = Progress(TextColumn("{task.description}"), BarColumn(),
-                                 MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn(),
-                                 console=Console(stderr=True))
-        self.task_id = self.progress.add_task(metric, total=total)
-
-    def __enter__(self) -> Callable[[int], None]:
-        self.progress.start()
-        return self.advance
-
-    def __exit__(self, *exc: object) -> None:
-        self.progress.stop()
-
-    def advance(self, n: int) -> None:
-        self.progress.advance(self.task_id, n)
