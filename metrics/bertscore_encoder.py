@@ -16,9 +16,10 @@ length-sorted batches under a token budget on one or several devices.
 from __future__ import annotations
 
 import contextlib
+import copy
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -46,7 +47,6 @@ class Encoder:
     special_ids: frozenset[int]
     prefix_space: bool  # bert-score's add_prefix_space for GPT-2 / RoBERTa tokenizers
     batch_tokenizer_ok: bool = True  # False after a batched call disagreed with sent_encode
-    encode_kwargs: dict = field(default_factory=dict)
 
     @property
     def device(self):
@@ -131,7 +131,7 @@ def load_encoder(model_type: str, layer: int, device: str | None = None,
     tokenizer = get_tokenizer(model_type, use_fast=False)  # what bert-score's scorer uses
     model = _truncated_model(get_model, model_type, layer)
     dtype = torch.bfloat16 if precision == "bf16" else torch.float32
-    models = [(model if i == 0 else _copy(model)).to(device=d, dtype=dtype)
+    models = [(model if i == 0 else copy.deepcopy(model)).to(device=d, dtype=dtype)
               for i, d in enumerate(devices)]
     kind = "cuda" if devices[0].startswith("cuda") else "cpu"
     return Encoder(
@@ -147,12 +147,6 @@ def _truncated_model(get_model, model_type: str, layer: int):
         return get_model(model_type, layer)
     except AssertionError as exc:  # bert-score checks the layer range with assert
         raise UserError(f"BERTScore model {model_type}: {exc}") from exc
-
-
-def _copy(model):
-    import copy
-
-    return copy.deepcopy(model)
 
 
 # -- tokenising -------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ total extrapolated (the output says so).
 
     python scripts/bench_bertscore.py [--pairs 3000] [--per-pair 200]
     python scripts/bench_bertscore.py --device cuda --synthetic-encoder large --pairs 40000 \\
-        --precision tf32 --per-pair 0   (then again with --precision fp32)
+        --precision tf32 --precision fp32 --per-pair 500
     python scripts/bench_bertscore.py --million [--pairs 1000000]   (peak RSS of `contam score`)
 """
 
@@ -65,43 +65,57 @@ def timed(function, *args, **kwargs):
     return time.perf_counter() - start, result
 
 
-def synchronise(device: str) -> None:
-    import torch
-
-    if device.startswith("cuda"):
-        torch.cuda.synchronize()
+def cpu_timed(function, *args):
+    """(wall s, CPU s of this process, result): on a shared machine the CPU seconds are the
+    fairer comparison of two passes' work; the wall time of each depends on its neighbours."""
+    cpu = time.process_time()
+    wall, result = timed(function, *args)
+    return wall, time.process_time() - cpu, result
 
 
 def compare(args: argparse.Namespace, model_dir: str, layer: int) -> None:
-    import numpy as np
     import torch
     from bert_score import BERTScorer
 
-    from metrics.bertscore_encoder import load_encoder, resolve_devices
-    from metrics.bertscore_pass import score_pairs
+    from metrics.bertscore_encoder import resolve_devices
 
     pairs = [(a, r) for a, r in store_shaped_pairs(args.pairs * 2, 4, 1) if a.strip()][:args.pairs]
     cands, refs = [a for a, _ in pairs], [r for _, r in pairs]
     device = resolve_devices(args.device)[0]  # bert-score uses one device
-    load_ours, encoder = timed(load_encoder, model_dir, layer, args.device, args.precision,
-                               args.token_budget)
-    load_theirs, scorer = timed(BERTScorer, model_type=model_dir, num_layers=layer, device=device)
-    print(f"pairs: {len(pairs)}, distinct texts: {len(set(cands) | set(refs))}, "
-          f"encoder: {args.synthetic_encoder or 'all-MiniLM-L6-v2'} layer {layer}, "
-          f"devices: {[str(d) for d in encoder.devices]}, precision: {encoder.precision}, "
-          f"token budget: {encoder.token_budget}, torch threads: {torch.get_num_threads()}")
-    print(f"model load (excluded below): contam {load_ours:.2f} s, bert-score {load_theirs:.2f} s")
-    ours_s, ours = timed(lambda: (score_pairs(encoder, cands, refs), synchronise(device))[0])
-    theirs_s, theirs = timed(lambda: torch.stack(scorer.score(cands, refs, batch_size=args.batch_size),
-                                                 dim=-1).numpy())
-    diff = np.abs(ours - theirs).max(axis=0)
-    print(f"contam pass:                {ours_s:8.2f} s  {len(pairs) / ours_s:9,.0f} pairs/s")
+    load_s, scorer = timed(BERTScorer, model_type=model_dir, num_layers=layer, device=device)
+    print(f"pairs: {len(pairs)}, distinct texts: {len(set(cands) | set(refs))}, encoder: "
+          f"{args.synthetic_encoder or 'all-MiniLM-L6-v2'} layer {layer}, "
+          f"torch threads: {torch.get_num_threads()}; model loads are excluded below")
+    theirs_s, theirs_cpu, theirs = cpu_timed(lambda: torch.stack(
+        scorer.score(cands, refs, batch_size=args.batch_size), dim=-1).numpy())
     print(f"BERTScorer.score, one call: {theirs_s:8.2f} s  {len(pairs) / theirs_s:9,.0f} pairs/s  "
-          f"(batch size {args.batch_size})")
-    print(f"speed-up vs one call: {theirs_s / ours_s:.2f}x")
-    print(f"max |contam - BERTScorer.score|: P {diff[0]:.2e}  R {diff[1]:.2e}  F {diff[2]:.2e}")
+          f"CPU {theirs_cpu:.1f} s  (batch size {args.batch_size}, {device}; load {load_s:.1f} s)")
+    for precision in args.precision or [None]:
+        ours_s, ours_cpu, ours = ours_against(args, model_dir, layer, precision, cands, refs,
+                                              theirs)
+        print(f"  speed-up vs one call: {theirs_s / ours_s:.2f}x wall, "
+              f"{theirs_cpu / ours_cpu:.2f}x CPU time")
     if args.per_pair:
         per_pair(scorer, cands, refs, ours, ours_s, args.per_pair)
+
+
+def ours_against(args, model_dir: str, layer: int, precision: str | None, cands, refs, theirs):
+    """Time contam's pass at one precision; print its rate and its distance to bert-score's."""
+    import numpy as np
+
+    from metrics.bertscore_encoder import load_encoder
+    from metrics.bertscore_pass import score_pairs
+
+    load_s, encoder = timed(load_encoder, model_dir, layer, args.device, precision,
+                            args.token_budget)
+    ours_s, ours_cpu, ours = cpu_timed(score_pairs, encoder, cands, refs)  # ends in .cpu()
+    diff = np.abs(ours - theirs).max(axis=0)
+    print(f"contam pass, {encoder.precision:4}:         {ours_s:8.2f} s  "
+          f"{len(cands) / ours_s:9,.0f} pairs/s  CPU {ours_cpu:.1f} s  "
+          f"({[str(d) for d in encoder.devices]}, token budget {encoder.token_budget}; "
+          f"load {load_s:.1f} s)")
+    print(f"  max |contam - BERTScorer.score|: P {diff[0]:.2e}  R {diff[1]:.2e}  F {diff[2]:.2e}")
+    return ours_s, ours_cpu, ours
 
 
 def per_pair(scorer, cands, refs, ours, ours_s: float, n: int) -> None:
@@ -173,7 +187,8 @@ def main() -> None:
                         help="time this many per-pair calls and extrapolate (0: skip)")
     parser.add_argument("--batch-size", type=int, default=64, help="BERTScorer.score's")
     parser.add_argument("--device", help="contam's (cuda = every GPU); bert-score uses the first")
-    parser.add_argument("--precision", choices=["fp32", "tf32", "bf16"])
+    parser.add_argument("--precision", choices=["fp32", "tf32", "bf16"], action="append",
+                        help="contam's; repeat to time several against the one bert-score call")
     parser.add_argument("--token-budget", type=int)
     parser.add_argument("--synthetic-encoder", choices=sorted(SHAPES))
     parser.add_argument("--million", action="store_true",

@@ -258,17 +258,10 @@ class _BertScorePass:
             advance(len(cells))
 
     def _write_scores(self, store, params, cells, advance) -> None:
-        """Rows gathered from the pass's chunks and written ``_WRITE_BATCH`` at a time."""
-        pending: list[dict] = []
         pairs = [(c.answer, c.reference) for c in cells]
         for indices, values in self.scorer.f1_chunks(pairs, self.baseline):
-            pending += _rows(self.metric, params, [cells[i] for i in indices], values)
+            _append(store, _rows(self.metric, params, [cells[i] for i in indices], values))
             advance(len(indices))
-            if len(pending) >= _WRITE_BATCH:
-                _append(store, pending)
-                pending = []
-        if pending:
-            _append(store, pending)
 
 
 _TO_COMPUTE = object()  # marker: the baseline comes from shuffled pairs once the model is loaded
