@@ -61,6 +61,7 @@ from harness.progress import LaneStats
 from harness.store import utc_now
 from harness.writer import BatchWriter, Rows
 from providers.base import (
+    BadKey,
     Fatal,
     MissingKey,
     ModelSpec,
@@ -154,6 +155,8 @@ def stop_reason(exc: BaseException) -> str:
         return "substitution"
     if isinstance(exc, MissingKey):
         return "missing key"
+    if isinstance(exc, BadKey):
+        return "bad key"
     if isinstance(exc, Fatal) and exc.http_status in (401, 403):
         return "auth"
     if isinstance(exc, Transient):  # only a preflight stops a lane on a retryable error
