@@ -11,7 +11,9 @@ import importlib
 import sys
 from collections.abc import Callable, Sequence
 
-from harness.errors import UserError
+import duckdb
+
+from harness.errors import UserError, first_line
 from harness.store import DEFAULT_STORE
 
 __all__ = ["main", "build_parser"]
@@ -167,6 +169,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(_handler(args.command)(args) or 0)
     except UserError as exc:
         print(f"contam {args.command}: {exc}", file=sys.stderr)
+        return 2
+    except duckdb.Error as exc:  # a store that broke mid-command: cut off, its folder made read-only
+        where = getattr(args, "store", None) or "the store"
+        print(f"contam {args.command}: {where}: store error ({first_line(exc)})", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"contam {args.command}: interrupted", file=sys.stderr)

@@ -8,13 +8,16 @@ and writes nothing; with neither, it writes to a folder named after the store, b
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import orjson
 
 from harness.analysis import build_report, parse_contrast
+from harness.errors import UserError
 from harness.store import Store
 
 __all__ = ["report_command", "write_report", "report_json", "default_out_dir", "render"]
@@ -57,16 +60,35 @@ def render(report: dict[str, Any], fmt: str) -> str:
 
 
 def write_report(report: dict[str, Any], out: Path) -> list[Path]:
-    """All three formats and every figure as PNG and PDF; returns the paths written."""
+    """All three formats and every figure as PNG and PDF; returns the paths written. Everything is
+    written into a scratch folder inside ``out`` first and then renamed into place, so a failure
+    leaves the folder as it was."""
     from harness import report_render
 
-    out.mkdir(parents=True, exist_ok=True)
-    pngs = _figure_pngs(report, out)
-    (out / "report.json").write_bytes(report_json(report))
-    (out / "report.md").write_text(report_render.render_markdown(report), encoding="utf-8")
-    (out / "report.html").write_text(report_render.render_html(report, pngs), encoding="utf-8")
-    figure_files = [out / f"{name}.{ext}" for name in pngs for ext in ("png", "pdf")]
-    return [*(out / f for f in FILES), *figure_files]
+    _make_folder(out)
+    try:
+        with tempfile.TemporaryDirectory(dir=out, prefix=".writing-") as scratch:
+            staging = Path(scratch)
+            pngs = _figure_pngs(report, staging)
+            (staging / "report.json").write_bytes(report_json(report))
+            (staging / "report.md").write_text(report_render.render_markdown(report), encoding="utf-8")
+            (staging / "report.html").write_text(report_render.render_html(report, pngs),
+                                                 encoding="utf-8")
+            names = [*FILES, *(f"{name}.{ext}" for name in pngs for ext in ("png", "pdf"))]
+            for name in names:
+                os.replace(staging / name, out / name)
+    except OSError as exc:
+        raise UserError(f"{out}: cannot write the report there ({exc.strerror or exc})") from None
+    return [out / name for name in names]
+
+
+def _make_folder(out: Path) -> None:
+    if out.exists() and not out.is_dir():
+        raise UserError(f"{out}: is a file, not a folder (give --out a folder)")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UserError(f"{out}: cannot create the report folder ({exc.strerror or exc})") from None
 
 
 def _figure_pngs(report: dict[str, Any], out: Path | None = None) -> dict[str, bytes]:

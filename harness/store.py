@@ -8,6 +8,7 @@ Nothing is ever UPDATEd or DELETEd: a correction is a newer row (higher ``seq``)
 from __future__ import annotations
 
 import datetime as dt
+import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,7 @@ from typing import Any
 import duckdb
 import pandas as pd  # the importers hand over DataFrames
 
-from harness.errors import UserError
+from harness.errors import UserError, first_line
 from harness.text import ABSTENTION_PATTERN
 
 __all__ = ["Store", "DEFAULT_STORE", "utc_now", "TABLE_COLUMNS"]
@@ -134,12 +135,40 @@ class Store:
         if self.read_only and not self.path.exists():
             raise UserError(f"{self.path}: no such store")
         if not self.read_only:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._check_writable()
         try:
-            return duckdb.connect(str(self.path), read_only=self.read_only)
-        except duckdb.IOException as exc:
-            first_line = str(exc).splitlines()[0]
-            raise UserError(f"{self.path}: cannot open store ({first_line})") from exc
+            con = duckdb.connect(str(self.path), read_only=self.read_only)
+        except duckdb.Error as exc:  # not a DuckDB file, locked by another process, ...
+            raise UserError(f"{self.path}: cannot open store ({first_line(exc)})") from None
+        self._refuse_truncated(con)
+        return con
+
+    def _check_writable(self) -> None:
+        """A writer needs its folder (for the store, its WAL and the reply journal) and the file
+        writable; found out here, before anything is sent or half-written."""
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with tempfile.TemporaryFile(dir=self.path.parent):
+                pass
+            if self.path.exists():
+                self.path.open("r+b").close()
+        except OSError as exc:
+            raise UserError(f"{self.path}: cannot write the store there "
+                            f"({exc.strerror or type(exc).__name__})") from None
+
+    def _refuse_truncated(self, con: duckdb.DuckDBPyConnection) -> None:
+        """A file shorter than the blocks its header lists was cut off (a copy that stopped
+        half-way, a full disk); DuckDB would only notice when a query reached the missing part.
+        With a WAL beside it the file may legitimately lag, so no verdict then."""
+        if self.path.with_name(self.path.name + ".wal").exists() or not self.path.exists():
+            return
+        blocks, block_size = con.execute(
+            "SELECT total_blocks, block_size FROM pragma_database_size()").fetchone()
+        if self.path.stat().st_size < blocks * block_size:
+            con.close()
+            raise UserError(f"{self.path}: the store file is truncated ({self.path.stat().st_size:,} "
+                            f"bytes, its header lists {blocks * block_size:,}); restore it from a "
+                            "copy")
 
     # -- schema -------------------------------------------------------------------------------
 
