@@ -69,7 +69,6 @@ def import_file(store: Store, kind: str, path: str | Path) -> ImportResult:
         if kind != "items":
             _refuse_unknown_items(store, source)
         added = store.append_query(kind, _NEW_ROWS_SQL[kind])
-        store.con.execute("DROP TABLE staged")
     return ImportResult(kind=kind, path=source, read=read, added=added)
 
 
@@ -85,8 +84,9 @@ def _import_memory_limit(store: Store) -> Iterator[None]:
 
 
 def _stage(store: Store, kind: str, rows: Iterator[dict[str, Any]]) -> int:
-    """Every row into a temporary ``staged`` table shaped like ``kind`` plus ``_line``."""
-    store.con.execute(f"CREATE TEMP TABLE staged AS SELECT * EXCLUDE (seq), 0::BIGINT AS _line "
+    """Every row into a temporary ``staged`` table shaped like ``kind`` plus ``_line`` (the
+    connection's own, never in the store file; the next import replaces it)."""
+    store.con.execute(f"CREATE OR REPLACE TEMP TABLE staged AS SELECT * EXCLUDE (seq), 0::BIGINT AS _line "
                       f"FROM {kind} WHERE false")
     columns = _STAGED_COLUMNS[kind]
     select = ", ".join(f"unnest(${n}) AS {c}" for n, c in enumerate(columns, start=1))
