@@ -147,8 +147,19 @@ class InternalError(Fatal):
     """A provider or ``accept`` raised something unclassified: a bug, which stops its lane."""
 
 
+class WaitTooLong(QuotaExhausted):
+    """The server asked for a wait beyond the model's ``max_hint_s``: stopped like a quota, and the
+    next run resumes, rather than a lane cooling down for hours (or, with a hostile hint, years)."""
+
+
+# A hint longer than this (the model's max_hint_s; 10 minutes unless configured) stops the lane.
+DEFAULT_MAX_HINT_S = 600.0
+
+
 def stop_reason(exc: BaseException) -> str:
     """The short reason a lane stopped, as the display and the summary show it."""
+    if isinstance(exc, WaitTooLong):
+        return "wait too long"
     if isinstance(exc, QuotaExhausted):
         return "quota"
     if isinstance(exc, ServedModelMismatch):
@@ -405,15 +416,29 @@ class _LaneRun:
             f"model {self.spec.name!r}: {type(exc).__name__}: {exc}")
         if isinstance(error, RateLimited):
             self.stats.rate_limited += 1
-        if error.retryable and error.retry_after_s:
+        too_long = self._wait_too_long(error)
+        if error.retryable and error.retry_after_s and too_long is None:
             # The server named a time before which this model's requests are refused (a 429, or
             # a 503 with Retry-After): nothing of the lane goes out until then.
             self.limits.cool_down(error.retry_after_s)
         row = self._attempt_row(task, number, started_at, latency, error.outcome,
                                 error.http_status, error.retry_after_s, str(error))
         await self.engine.writer.write({"attempts": [row]})
+        if too_long is not None:
+            raise too_long from exc
         if error is not exc:
             raise error from exc
+
+    def _wait_too_long(self, error: ProviderError) -> WaitTooLong | None:
+        """A stop for a hint beyond the model's ceiling, or None."""
+        ceiling = getattr(self.spec, "max_hint_s", None) or DEFAULT_MAX_HINT_S
+        hint = error.retry_after_s
+        if not error.retryable or hint is None or hint <= ceiling:
+            return None
+        return WaitTooLong(f"model {self.spec.name!r}: the server asks to wait {hint:,.0f} s, more "
+                           f"than max_hint_s = {ceiling:g} s; this model is stopped, and running "
+                           "`contam run` again later resumes it without asking answered items "
+                           "again", http_status=error.http_status, retry_after_s=hint)
 
     def _attempt_row(self, task: Task, number: int, started_at: Any, latency: float,
                      outcome: str, http_status: int | None, retry_after_s: float | None = None,

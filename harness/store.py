@@ -140,7 +140,6 @@ class Store:
             con = duckdb.connect(str(self.path), read_only=self.read_only)
         except duckdb.Error as exc:  # not a DuckDB file, locked by another process, ...
             raise UserError(f"{self.path}: cannot open store ({first_line(exc)})") from None
-        self._refuse_truncated(con)
         return con
 
     def _check_writable(self) -> None:
@@ -155,20 +154,6 @@ class Store:
         except OSError as exc:
             raise UserError(f"{self.path}: cannot write the store there "
                             f"({exc.strerror or type(exc).__name__})") from None
-
-    def _refuse_truncated(self, con: duckdb.DuckDBPyConnection) -> None:
-        """A file shorter than the blocks its header lists was cut off (a copy that stopped
-        half-way, a full disk); DuckDB would only notice when a query reached the missing part.
-        With a WAL beside it the file may legitimately lag, so no verdict then."""
-        if self.path.with_name(self.path.name + ".wal").exists() or not self.path.exists():
-            return
-        blocks, block_size = con.execute(
-            "SELECT total_blocks, block_size FROM pragma_database_size()").fetchone()
-        if self.path.stat().st_size < blocks * block_size:
-            con.close()
-            raise UserError(f"{self.path}: the store file is truncated ({self.path.stat().st_size:,} "
-                            f"bytes, its header lists {blocks * block_size:,}); restore it from a "
-                            "copy")
 
     # -- schema -------------------------------------------------------------------------------
 
