@@ -17,6 +17,7 @@ import duckdb
 import pandas as pd  # the importers hand over DataFrames
 
 from harness.errors import UserError, first_line
+from harness.journal import replay
 from harness.text import ABSTENTION_PATTERN
 
 __all__ = ["Store", "DEFAULT_STORE", "utc_now", "TABLE_COLUMNS"]
@@ -127,9 +128,11 @@ class Store:
     def __init__(self, path: str | Path = DEFAULT_STORE, *, read_only: bool = False) -> None:
         self.path = Path(path)
         self.read_only = read_only
+        self.replayed = 0
         self.con = self._connect()
         if not read_only:
             self.migrate()
+            self.replayed = replay(self)  # replies a killed run received but had not committed
 
     def _connect(self) -> duckdb.DuckDBPyConnection:
         if self.read_only and not self.path.exists():

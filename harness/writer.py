@@ -7,9 +7,11 @@ per batch. The rows of one ``write`` always land in the same transaction, so an 
 committed without its attempt row (or the reverse).
 
 When a batch is committed: once ``max_writes`` (50) writes are waiting and the oldest of them has
-waited ``min_age_s`` (0.25 s); and in any case ``max_delay_s`` (1 s) after the first of them. A
-kill -9 therefore loses at most the writes not committed yet: a quarter of a second's worth, or
-50 when they come slower, never more than a second's (and the next run asks them again).
+waited ``min_age_s`` (0.25 s); and in any case ``max_delay_s`` (1 s) after the first of them.
+A kill -9 loses no reply even so: each write that brings a reply is appended to the store's
+journal (:mod:`harness.journal`) before it joins the batch, and the next writer to open the
+store replays what the store lacks. Only failed attempts' rows can be lost (and the next run asks
+those items again).
 
 Why those rules and not "every 50 rows": a DuckDB INSERT costs ~0.5-1 ms of CPU and a COMMIT
 ~0.5 ms whatever their size, so a commit of two tables costs 2-4 ms. Replies come in bursts (a wave of requests sent together comes back
@@ -44,6 +46,7 @@ import anyio
 import anyio.lowlevel
 from anyio.abc import TaskGroup
 
+from harness.journal import Journal, journal_path, reply_key
 from harness.store import TABLE_COLUMNS, Store
 
 __all__ = ["BatchWriter", "Rows", "insert_statements"]
@@ -55,8 +58,10 @@ class BatchWriter:
     """``async with BatchWriter(store) as writer: await writer.write({"answers": [...]})``."""
 
     def __init__(self, store: Store, *, max_writes: int = 50, max_delay_s: float = 1.0,
-                 min_age_s: float = 0.25, buffer: int = 4096) -> None:
+                 min_age_s: float = 0.25, buffer: int = 4096, journal: bool = True) -> None:
         self.store = store
+        self.journal: Journal | None = None
+        self._use_journal = journal
         self.max_writes = max_writes
         self.max_delay_s = max_delay_s
         self.min_age_s = min_age_s
@@ -64,10 +69,12 @@ class BatchWriter:
         self.rows_committed = 0
         self.batches_committed = 0
         self._pending: list[Rows] = []  # writes not taken by a commit yet, in order
+        self._pending_lines: list[bytes] = []  # their journal lines (replies only)
         self._first_at = 0.0  # loop time of the oldest pending write
         self._wake = anyio.Event()  # set when the drain task has reason to look again
         self._room = anyio.Event()  # set when a commit takes the pending writes
         self._closed = False
+        self._commit_failed = False
         self._task_group: TaskGroup | None = None
 
     async def write(self, rows: Rows) -> None:
@@ -81,6 +88,8 @@ class BatchWriter:
                     await self._room.wait()
         if self._closed:
             raise anyio.ClosedResourceError("the writer is closed")
+        if self.journal is not None and reply_key(rows) is not None:
+            self._pending_lines.append(self.journal.append(rows))
         if not self._pending:
             self._first_at = anyio.current_time()
             self._wake.set()  # the drain task starts the max_delay_s clock
@@ -89,6 +98,8 @@ class BatchWriter:
             self._wake.set()
 
     async def __aenter__(self) -> "BatchWriter":
+        if self._use_journal:
+            self.journal = Journal(journal_path(self.store.path))
         self.store.con.execute("SET threads = 1")
         self._task_group = anyio.create_task_group()
         await self._task_group.__aenter__()
@@ -104,11 +115,19 @@ class BatchWriter:
             return await self._task_group.__aexit__(*exc_info)
         finally:
             self.store.con.execute("RESET threads")
+            if self.journal is not None:
+                self.journal.close(committed=not self._pending and not self._commit_failed)
 
     async def _drain(self) -> None:
         with anyio.CancelScope(shield=True):
             while batch := await self._next_batch():
-                self._commit(insert_statements(batch))
+                try:
+                    self._commit(insert_statements(batch))
+                except BaseException:
+                    self._commit_failed = True  # the journal keeps the batch for a replay
+                    raise
+                if self.journal is not None:
+                    self.journal.keep_only(self._pending_lines)
                 self.rows_committed += sum(len(rows) for writes in batch for rows in writes.values())
                 self.batches_committed += 1
                 await anyio.lowlevel.checkpoint()  # let the workers run before the next batch
@@ -124,6 +143,7 @@ class BatchWriter:
             with anyio.move_on_at(self._first_at + self.min_age_s):
                 await self._until(lambda: self._closed or len(self._pending) >= self.buffer)
         batch, self._pending = self._pending, []
+        self._pending_lines = []  # the batch's lines stay in the journal until its commit
         room, self._room = self._room, anyio.Event()
         room.set()
         return batch

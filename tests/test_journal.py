@@ -1,0 +1,129 @@
+"""The reply journal: written before the batch, replayed once by the next writer, kill -9 safe."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import anyio
+import orjson
+
+from harness.journal import Journal, journal_path
+from harness.store import Store, utc_now
+from harness.writer import BatchWriter
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def reply(n: int, run_id: str = "r1") -> dict:
+    now = utc_now()
+    return {"answers": [{"run_id": run_id, "item_id": f"i{n}", "model": "m", "answer_raw": f"a{n}",
+                         "answer": f"a{n}", "created_at": now}],
+            "attempts": [{"run_id": run_id, "item_id": f"i{n}", "model": "m", "attempt": 1,
+                          "started_at": now, "outcome": "ok", "http_status": 200}]}
+
+
+def failed(n: int) -> dict:
+    return {"attempts": [{"run_id": "r1", "item_id": f"i{n}", "model": "m", "attempt": 1,
+                          "outcome": "transient", "error": "HTTP 500"}]}
+
+
+def answers(path: Path) -> list[tuple]:
+    with Store(path, read_only=True) as store:
+        return store.query("SELECT item_id, answer_raw, created_at IS NOT NULL FROM answers "
+                           "ORDER BY item_id")
+
+
+def test_each_reply_is_journaled_before_its_commit_and_the_journal_goes_after(store_path):
+    async def main() -> list[bytes]:
+        with Store(store_path) as store:
+            async with BatchWriter(store, max_delay_s=60, min_age_s=60) as writer:
+                for n in range(3):
+                    await writer.write(reply(n))
+                await writer.write(failed(9))
+                lines = journal_path(store_path).read_bytes().splitlines()
+                assert store.count("answers") == 0  # nothing committed yet
+            return lines
+
+    lines = anyio.run(main)
+    assert [orjson.loads(line)["answers"][0]["item_id"] for line in lines] == ["i0", "i1", "i2"]
+    assert not journal_path(store_path).exists()  # all committed: nothing left to replay
+    assert len(answers(store_path)) == 3
+
+
+def test_after_a_commit_the_journal_keeps_only_what_is_pending(store_path):
+    async def main() -> list[int]:
+        sizes = []
+        with Store(store_path) as store:
+            async with BatchWriter(store, max_writes=2, min_age_s=0, max_delay_s=60) as writer:
+                for n in range(3):
+                    await writer.write(reply(n))
+                    await anyio.sleep(0.05)  # the drain task commits each pair
+                    sizes.append(len(journal_path(store_path).read_bytes().splitlines()))
+        return sizes
+
+    assert anyio.run(main) == [1, 0, 1]
+
+
+def test_the_next_writer_replays_what_the_store_lacks_once(store_path):
+    with Store(store_path) as store:  # i0 reached the store before the kill; i1, i2 did not
+        store.append_batch(reply(0))
+    journal = Journal(journal_path(store_path))
+    for n in range(3):
+        journal.append(reply(n))
+    journal.close(committed=False)
+    with journal_path(store_path).open("ab") as handle:  # a line the kill cut short
+        handle.write(b'{"answers": [{"run_id": "r1", "item_id": "i3"')
+    with Store(store_path) as store:
+        assert store.replayed == 2
+    assert [row[:2] for row in answers(store_path)] == [("i0", "a0"), ("i1", "a1"), ("i2", "a2")]
+    assert all(row[2] for row in answers(store_path))  # timestamps came back as timestamps
+    assert not journal_path(store_path).exists()
+    with Store(store_path) as store:
+        assert store.replayed == 0 and store.count("answers") == 3
+
+
+def test_a_reader_leaves_the_journal_for_the_next_writer(store_path):
+    Store(store_path).close()
+    journal = Journal(journal_path(store_path))
+    journal.append(reply(0))
+    journal.close(committed=False)
+    with Store(store_path, read_only=True) as store:
+        assert store.count("answers") == 0
+    assert journal_path(store_path).exists()
+    with Store(store_path) as store:
+        assert store.replayed == 1
+
+
+CHILD = textwrap.dedent("""
+    import sys, time, anyio
+    from harness.store import Store
+    from harness.writer import BatchWriter
+    from tests.test_journal import reply
+
+    async def main():
+        with Store(sys.argv[1]) as store:
+            async with BatchWriter(store, max_delay_s=600, min_age_s=600) as writer:
+                for n in range(5):
+                    await writer.write(reply(n))
+                print("written", flush=True)
+                await anyio.sleep(600)
+
+    anyio.run(main)
+""")
+
+
+def test_replies_survive_a_kill_9_before_their_commit(store_path):
+    child = subprocess.Popen([sys.executable, "-c", CHILD, str(store_path)], cwd=ROOT,
+                             stdout=subprocess.PIPE, text=True, env={"PYTHONPATH": str(ROOT)})
+    try:
+        assert child.stdout.readline().strip() == "written"
+    finally:
+        child.kill()  # SIGKILL: no cleanup, no commit
+        child.wait()
+    assert answers(store_path) == []  # a reader sees only what was committed: nothing
+    with Store(store_path) as store:
+        assert store.replayed == 5
+    assert [row[0] for row in answers(store_path)] == [f"i{n}" for n in range(5)]
