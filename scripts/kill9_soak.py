@@ -1,0 +1,174 @@
+"""kill -9 a 2,400-cell `contam run` at random moments, resume it, and count what was lost.
+
+    python scripts/kill9_soak.py [--kills 10] [--items 600] [--latency-ms 150] [--seed 1]
+
+An emulator runs in a child process of its own. Each answer it sends carries a serial number
+(``[reply N]``), and the emulator logs the number and the time as it sends it. `contam run`
+(600 items x the four protocols) runs in another child, is killed with SIGKILL at a random moment,
+and is started again, until it has been killed ``--kills`` times; a last run finishes the work
+(the resume). Then the store is compared with the emulator's log:
+
+- sent, not in the store: answers the emulator sent that no `answers` row holds. An answer sent
+  in the last moments before a kill may still have been in the socket, never read by the client;
+  those are counted apart ("in flight at a kill": sent less than --in-flight-ms before it);
+- duplicates: cells with more than one answer, and serial numbers stored twice.
+
+Exit status 1 when an answer sent before the in-flight window is missing, or anything is
+duplicated, or cells are left unanswered.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from harness.store import Store  # noqa: E402
+from tests.runkit import write_config  # noqa: E402
+
+PROTOCOLS = ("openai", "gemini", "anthropic", "ollama")
+SERIAL = re.compile(r"\[reply (\d+)\]")
+
+# The emulator child: answers with a serial number and logs (serial, time) as it sends.
+EMULATOR = """
+import itertools, sys, time
+from providers.emulator import EmulatorSettings, default_answer, run_emulator
+
+log = open(sys.argv[1], "a", buffering=1)
+serials = itertools.count()
+
+def responder(question):
+    serial = next(serials)
+    log.write(f"{serial} {time.time():.6f}\\n")  # the reply goes onto the socket right after
+    return f"{default_answer(question)} [reply {serial}]"
+
+settings = EmulatorSettings(latency_ms=float(sys.argv[2]), jitter_ms=float(sys.argv[2]) / 2,
+                            responder=responder, record=False, seed=int(sys.argv[3]))
+with run_emulator(settings) as emulator:
+    print(emulator.url, flush=True)
+    sys.stdin.read()  # until the soak closes our stdin
+"""
+
+
+class _Address:
+    """What tests.runkit.model_entry needs of an emulator."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+
+    def base_url(self, provider: str) -> str:
+        return f"{self.url}/v1" if provider == "openai" else self.url
+
+
+def main() -> int:
+    args = _arguments()
+    rng = random.Random(args.seed)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OPENAI_API_KEY": "soak-key-1",
+           "GEMINI_API_KEY": "soak-key-2", "ANTHROPIC_API_KEY": "soak-key-3"}
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        sent_log = folder / "sent.log"
+        emulator = subprocess.Popen([sys.executable, "-c", EMULATOR, str(sent_log),
+                                     str(args.latency_ms), str(args.seed)],
+                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
+        try:
+            config = _config(folder, emulator.stdout.readline().strip(), args.items,
+                             args.concurrency)
+            kills, runs = _kill_and_resume(config, folder / "soak.duckdb", args, rng, env)
+        finally:
+            emulator.stdin.close()
+            emulator.wait(timeout=30)
+        return _report(folder / "soak.duckdb", sent_log, kills, runs, args)
+
+
+def _arguments() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--kills", type=int, default=10)
+    parser.add_argument("--items", type=int, default=600, help="x 4 protocols = cells")
+    parser.add_argument("--latency-ms", type=float, default=150.0)
+    parser.add_argument("--concurrency", type=int, default=4, help="in flight per model")
+    parser.add_argument("--in-flight-ms", type=float, default=100.0,
+                        help="answers sent this close before a kill count as in flight")
+    parser.add_argument("--seed", type=int, default=1)
+    return parser.parse_args()
+
+
+def _config(folder: Path, url: str, items: int, concurrency: int) -> Path:
+    from tests.runkit import model_entry
+
+    address = _Address(url)
+    entries = [model_entry(p, address, concurrency=concurrency, timeout_s=30, max_attempts=5)
+               for p in PROTOCOLS]
+    return write_config(folder, entries, items=items)
+
+
+def _kill_and_resume(config: Path, store: Path, args: argparse.Namespace, rng: random.Random,
+                     env: dict[str, str]) -> tuple[list[float], int]:
+    """Start `contam run`, SIGKILL it after a random 1.5-4 s (startup included) until
+    ``args.kills`` kills landed mid-run; then one run to the end. Returns the kill times."""
+    command = [sys.executable, "-m", "harness.cli", "run", str(config), "--store", str(store),
+               "--no-progress"]
+    kills: list[float] = []
+    runs = 0
+    while len(kills) < args.kills:
+        run = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+        runs += 1
+        try:
+            run.wait(timeout=rng.uniform(1.5, 4.0))
+            print(f"run {runs}: finished before its kill (exit {run.returncode})", file=sys.stderr)
+            break
+        except subprocess.TimeoutExpired:
+            os.kill(run.pid, signal.SIGKILL)
+            kills.append(time.time())
+            run.wait()
+    final = subprocess.run(command, capture_output=True, text=True, env=env)
+    runs += 1
+    print(f"resume run: exit {final.returncode}; {final.stdout.strip().splitlines()[-4:]}",
+          file=sys.stderr)
+    return kills, runs
+
+
+def _report(store_path: Path, sent_log: Path, kills: list[float], runs: int,
+            args: argparse.Namespace) -> int:
+    sent = dict(_sent(sent_log))
+    with Store(store_path, read_only=True) as store:
+        stored = [SERIAL.search(raw or "") for (raw,) in store.query("SELECT answer_raw FROM answers")]
+        cells, distinct = store.query("SELECT count(*), count(DISTINCT (item_id, model)) "
+                                      "FROM answers")[0]
+    serials = [int(m.group(1)) for m in stored if m]
+    missing = set(sent) - set(serials)
+    in_flight = {s for s in missing if _near_a_kill(sent[s], kills, args.in_flight_ms / 1000)}
+    lost = missing - in_flight
+    twice = len(serials) - len(set(serials))
+    expected = args.items * len(PROTOCOLS)
+    print(f"kills: {len(kills)} (runs: {runs}, the last one the resume)")
+    print(f"cells: {expected}; answered in the store: {distinct}")
+    print(f"answers the emulator sent: {len(sent)}")
+    print(f"sent but not in the store: {len(lost)} "
+          f"(+ {len(in_flight)} in flight at a kill: sent < {args.in_flight_ms:g} ms before it)")
+    print(f"duplicates: {cells - distinct} cells answered twice, {twice} serials stored twice")
+    return 0 if not lost and cells == distinct and not twice and distinct == expected else 1
+
+
+def _sent(log: Path):
+    for line in log.read_text().splitlines():
+        serial, at = line.split()
+        yield int(serial), float(at)
+
+
+def _near_a_kill(sent_at: float, kills: list[float], window_s: float) -> bool:
+    return any(0 <= kill - sent_at < window_s for kill in kills)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
