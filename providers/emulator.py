@@ -182,6 +182,8 @@ class EmulatorSettings:
     hang_s: float = 600.0  # how long a "hang" holds the connection open without answering
     seed: int | None = None  # for the fault draws and the jitter
     record: bool = True  # keep every request in Emulator.requests
+    # Called with each request and its answer once the answer is on the socket (a soak's ledger).
+    on_sent: Callable[[RecordedRequest, Canned], None] | None = None
 
     def __post_init__(self) -> None:
         for step in self.script:
@@ -204,6 +206,7 @@ class RecordedRequest:
     body: Any
     raw_body: bytes
     client: tuple[str, int] | None = None  # the peer address: one per keep-alive connection
+    received_at: float = 0.0  # time.time() when the whole request had arrived
 
 
 # ----------------------------------------------------------------------------- the application
@@ -426,7 +429,8 @@ def _incoming(request: h11.Request, body: bytes,
         key, text = name.decode("latin-1").lower(), value.decode("latin-1")
         headers[key] = f"{headers[key]}, {text}" if key in headers else text
     return RecordedRequest(request.method.decode("ascii"), target.path,
-                           dict(parse_qsl(target.query)), headers, _parse_body(body), body, client)
+                           dict(parse_qsl(target.query)), headers, _parse_body(body), body, client,
+                           time.time())
 
 
 def _parse_body(raw: bytes) -> Any:
@@ -529,6 +533,8 @@ class _HTTPServer:
                 return await _hang(reader, self.app.settings.hang_s)
             writer.write(_encode(conn, outcome))
             await writer.drain()
+            if self.app.settings.on_sent is not None:
+                self.app.settings.on_sent(incoming, outcome)
             if conn.our_state is not h11.DONE or conn.their_state is not h11.DONE:
                 return
             conn.start_next_cycle()

@@ -10,9 +10,8 @@ and is started again, until it has been killed ``--kills`` times; a last run fin
 
 - sent, not in the store: answers the emulator sent that no `answers` row holds. Some of them
   were in flight at a kill, and no client could have kept them: asked before the kill and sent
-  after it (to a dead process: the latency is fixed, so a request arrived exactly
-  ``--latency-ms`` before its answer went out), or sent in the last ``--in-flight-ms`` before it
-  (still in the socket, never read). Those are counted apart; the rest must be 0;
+  after it (to a dead process), or sent in the last ``--in-flight-ms`` before it (still in the
+  socket, never read). Those are counted apart; the rest must be 0;
 - duplicates: cells with more than one answer, and serial numbers stored twice.
 
 Exit status 1 when an answer sent before the in-flight window is missing, or anything is
@@ -41,21 +40,26 @@ from tests.runkit import write_config  # noqa: E402
 PROTOCOLS = ("openai", "gemini", "anthropic", "ollama")
 SERIAL = re.compile(r"\[reply (\d+)\]")
 
-# The emulator child: answers with a serial number and logs (serial, time) as it sends.
+# The emulator child: answers carry a serial number; each is logged once it is on the socket,
+# with the time its request had arrived and the time it went out.
 EMULATOR = """
-import itertools, sys, time
+import itertools, re, sys, time
 from providers.emulator import EmulatorSettings, default_answer, run_emulator
 
 log = open(sys.argv[1], "a", buffering=1)
 serials = itertools.count()
+serial_in = re.compile(rb"\\[reply (\\d+)\\]")
 
 def responder(question):
-    serial = next(serials)
-    log.write(f"{serial} {time.time():.6f}\\n")  # the reply goes onto the socket right after
-    return f"{default_answer(question)} [reply {serial}]"
+    return f"{default_answer(question)} [reply {next(serials)}]"
 
-settings = EmulatorSettings(latency_ms=float(sys.argv[2]), responder=responder, record=False,
-                            seed=int(sys.argv[3]))
+def on_sent(request, answer):
+    found = serial_in.search(answer.body)
+    if found:
+        log.write(f"{int(found.group(1))} {request.received_at:.6f} {time.time():.6f}\\n")
+
+settings = EmulatorSettings(latency_ms=float(sys.argv[2]), responder=responder, on_sent=on_sent,
+                            record=False, seed=int(sys.argv[3]))
 with run_emulator(settings) as emulator:
     print(emulator.url, flush=True)
     sys.stdin.read()  # until the soak closes our stdin
@@ -97,7 +101,7 @@ def _arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--kills", type=int, default=10)
     parser.add_argument("--items", type=int, default=600, help="x 4 protocols = cells")
-    parser.add_argument("--latency-ms", type=float, default=150.0, help="fixed, no jitter")
+    parser.add_argument("--latency-ms", type=float, default=150.0)
     parser.add_argument("--concurrency", type=int, default=4, help="in flight per model")
     parser.add_argument("--in-flight-ms", type=float, default=100.0,
                         help="answers sent this close before a kill count as in flight")
@@ -149,30 +153,30 @@ def _report(store_path: Path, sent_log: Path, kills: list[float], runs: int,
                                       "FROM answers")[0]
     serials = [int(m.group(1)) for m in stored if m]
     missing = set(sent) - set(serials)
-    in_flight = {s for s in missing
-                 if _in_flight(sent[s], kills, args.latency_ms / 1000, args.in_flight_ms / 1000)}
+    in_flight = {s for s in missing if _in_flight(*sent[s], kills, args.in_flight_ms / 1000)}
     lost = missing - in_flight
     twice = len(serials) - len(set(serials))
     expected = args.items * len(PROTOCOLS)
     print(f"kills: {len(kills)} (runs: {runs}, the last one the resume)")
     print(f"cells: {expected}; answered in the store: {distinct}")
     print(f"answers the emulator sent: {len(sent)}")
-    after = sum(1 for s in in_flight if _before_kill(sent[s], kills) > args.in_flight_ms / 1000)
+    after = sum(1 for s in in_flight if _before_kill(sent[s][1], kills) > args.in_flight_ms / 1000)
     print(f"sent but not in the store: {len(lost)} (+ {len(in_flight)} in flight at a kill: "
           f"{after} asked before it and sent after it, {len(in_flight) - after} sent "
           f"< {args.in_flight_ms:g} ms before it)")
     print(f"duplicates: {cells - distinct} cells answered twice, {twice} serials stored twice")
     if lost:
-        gaps = sorted(_before_kill(sent[s], kills) for s in lost)
+        gaps = sorted(_before_kill(sent[s][1], kills) for s in lost)
         print(f"the lost ones were sent {gaps[0] * 1000:.0f}-{gaps[-1] * 1000:.0f} ms before "
               f"the kill that followed")
     return 0 if not lost and cells == distinct and not twice and distinct == expected else 1
 
 
 def _sent(log: Path):
+    """(serial, (asked at, sent at)) for every answer the emulator put on a socket."""
     for line in log.read_text().splitlines():
-        serial, at = line.split()
-        yield int(serial), float(at)
+        serial, asked_at, sent_at = line.split()
+        yield int(serial), (float(asked_at), float(sent_at))
 
 
 def _before_kill(sent_at: float, kills: list[float]) -> float:
@@ -180,9 +184,8 @@ def _before_kill(sent_at: float, kills: list[float]) -> float:
     return min((kill - sent_at for kill in kills if kill >= sent_at), default=float("inf"))
 
 
-def _in_flight(sent_at: float, kills: list[float], latency_s: float, window_s: float) -> bool:
+def _in_flight(asked_at: float, sent_at: float, kills: list[float], window_s: float) -> bool:
     """Asked before a kill and sent after it, or sent within ``window_s`` before it."""
-    asked_at = sent_at - latency_s
     return any(asked_at < kill and sent_at > kill - window_s for kill in kills)
 
 
