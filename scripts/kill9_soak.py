@@ -44,7 +44,7 @@ SERIAL = re.compile(r"\[reply (\d+)\]")
 # with the time its request had arrived and the time it went out.
 EMULATOR = """
 import itertools, re, sys, time
-from providers.emulator import EmulatorSettings, default_answer, run_emulator
+from harness.emulator.server import EmulatorSettings, default_answer, run_emulator
 
 log = open(sys.argv[1], "a", buffering=1)
 serials = itertools.count()

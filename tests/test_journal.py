@@ -10,9 +10,9 @@ from pathlib import Path
 import anyio
 import orjson
 
-from harness.journal import Journal, journal_path
+from harness.store.journal import Journal, journal_path
 from harness.store import Store, utc_now
-from harness.writer import BatchWriter
+from harness.engine.writer import BatchWriter
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -100,7 +100,7 @@ def test_a_reader_leaves_the_journal_for_the_next_writer(store_path):
 CHILD = textwrap.dedent("""
     import sys, time, anyio
     from harness.store import Store
-    from harness.writer import BatchWriter
+    from harness.engine.writer import BatchWriter
     from tests.test_journal import reply
 
     async def main():

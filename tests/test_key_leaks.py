@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from providers.base import BadKey, ModelSpec, redact, register_secret, resolve_api_key, secret_forms
-from providers.emulator import EmulatorSettings, run_emulator
+from harness.config import ModelSpec
+from harness.emulator.server import EmulatorSettings, run_emulator
+from providers.base import BadKey, redact, register_secret, resolve_api_key, secret_forms
 from tests.runkit import model_entry, run_inprocess, store_text, write_config
 
 CANARY = "CANARYd0n0tl3ak7f3a"

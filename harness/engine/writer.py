@@ -9,7 +9,7 @@ committed without its attempt row (or the reverse).
 When a batch is committed: once ``max_writes`` (50) writes are waiting and the oldest of them has
 waited ``min_age_s`` (0.25 s); and in any case ``max_delay_s`` (1 s) after the first of them.
 A kill -9 loses no reply even so: each write that brings a reply is appended to the store's
-journal (:mod:`harness.journal`) before it joins the batch, and the next writer to open the
+journal (:mod:`harness.store.journal`) before it joins the batch, and the next writer to open the
 store replays what the store lacks. Only failed attempts' rows can be lost (and the next run asks
 those items again).
 
@@ -46,7 +46,7 @@ import anyio
 import anyio.lowlevel
 from anyio.abc import TaskGroup
 
-from harness.journal import Journal, journal_path, reply_key
+from harness.store.journal import Journal, journal_path, reply_key
 from harness.store import TABLE_COLUMNS, Store
 
 __all__ = ["BatchWriter", "Rows", "insert_statements"]

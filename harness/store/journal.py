@@ -1,6 +1,6 @@
 """The reply journal: every accepted reply is on disk before it waits for a commit.
 
-The batch writer (:mod:`harness.writer`) commits replies a quarter of a second to a second after
+The batch writer (:mod:`harness.engine.writer`) commits replies a quarter of a second to a second after
 they arrive; a kill -9 in between would lose replies that were paid for. So each reply's rows are
 first appended to ``<store>.journal``, beside the store, as one orjson line and a flush: the line
 is then in the kernel's page cache, which a killed process cannot lose (only a power cut could;
@@ -64,7 +64,7 @@ class Journal:
         Emptied in place; otherwise replaced whole by a rename, so a kill finds the old file or
         the new one, never a mix."""
         if not lines:
-            self._file.truncate(0)
+            os.ftruncate(self._file.fileno(), 0)  # every line was flushed; appends restart at 0
             return
         scratch = self.path.with_name(self.path.name + ".tmp")
         scratch.write_bytes(b"".join(lines))

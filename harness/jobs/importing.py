@@ -23,7 +23,7 @@ from typing import Any
 import orjson
 
 from harness.errors import InputError
-from harness.io import KINDS, Record, normalise_label, read_records
+from harness.jobs.records import KINDS, Record, normalise_label, read_records
 from harness.store import Store, utc_now
 from harness.text import normalise_answer
 

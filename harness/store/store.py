@@ -2,7 +2,7 @@
 
 Nothing is ever UPDATEd or DELETEd: a correction is a newer row (higher ``seq``) and the
 ``latest_*`` views pick it. One process writes; inside it :class:`BatchWriter` (see
-``harness.writer``) is the single task that calls :meth:`Store.append`.
+``harness.engine.writer``) is the single task that calls :meth:`Store.append`.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import duckdb
 import pandas as pd  # the importers hand over DataFrames
 
 from harness.errors import UserError, first_line
-from harness.journal import replay
+from harness.store.journal import replay
 from harness.text import ABSTENTION_PATTERN
 
 __all__ = ["Store", "DEFAULT_STORE", "utc_now", "TABLE_COLUMNS"]
