@@ -108,6 +108,8 @@ async def send(client: httpx.AsyncClient, method: str, url: str, *, label: str, 
         raise Fatal(f"{label}: cannot send to {url!r}: {exc}") from exc
     except _TRANSPORT_FAILURES as exc:  # connect/read/write errors, resets, protocol breakage
         raise Transient(f"{label}: connection failed ({type(exc).__name__}: {exc})") from exc
+    except UnicodeEncodeError:  # a header httpx cannot encode; its message would quote the value
+        raise Fatal(f"{label}: a request header holds a non-ASCII character") from None
 
 
 def decode_json(response: httpx.Response, label: str) -> Any:

@@ -127,3 +127,30 @@ def test_replies_survive_a_kill_9_before_their_commit(store_path):
     with Store(store_path) as store:
         assert store.replayed == 5
     assert [row[0] for row in answers(store_path)] == [f"i{n}" for n in range(5)]
+
+
+def test_contam_run_recovers_a_killed_runs_replies_and_asks_only_the_rest(tmp_path, contam,
+                                                                         monkeypatch):
+    from harness.emulator.server import run_emulator
+    from tests.runkit import KEYS, model_entry, write_config
+
+    monkeypatch.setenv("OPENAI_API_KEY", KEYS["OPENAI_API_KEY"])
+    store = tmp_path / "s.duckdb"
+    killed = reply(0, run_id="killed-run")
+    for row in (*killed["answers"], *killed["attempts"]):
+        row.update(item_id="q0000", model="openai-m")
+    with run_emulator() as emu:
+        config = write_config(tmp_path, [model_entry("openai", emu)], items=3)
+        contam("import", "items", tmp_path / "items.csv", "--store", store)
+        journal = Journal(journal_path(store))
+        journal.append(killed)
+        journal.close(committed=False)
+        status, out, err = contam("run", config, "--store", store, "--no-progress")
+        asked = [request.body["messages"][-1]["content"] for request in emu.requests
+                 if request.path == "/v1/chat/completions"]
+    assert status == 0, err
+    assert f"{store}: 1 reply a killed run had received, recovered from its journal" in out
+    assert len(asked) == 2 and not any("Question 0?" in text for text in asked)
+    with Store(store, read_only=True) as opened:
+        assert opened.query("SELECT run_id, answer_raw FROM answers WHERE item_id = 'q0000'") == \
+            [("killed-run", "a0")]

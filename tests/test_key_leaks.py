@@ -97,3 +97,24 @@ def test_redaction_covers_the_escaped_forms_of_a_key(key):
     for text in quoted + [form for form in secret_forms(key)]:
         assert CANARY not in redact(f"error: {text} (end)")
     assert redact("an ordinary message") == "an ordinary message"
+
+
+def test_a_header_httpx_cannot_encode_is_fatal_without_its_value():
+    import anyio
+    import httpx
+
+    from providers.base import Fatal
+    from providers.transport import send
+
+    async def main() -> str:
+        transport = httpx.MockTransport(lambda request: httpx.Response(200))
+        async with httpx.AsyncClient(transport=transport) as client:
+            try:
+                await send(client, "POST", "http://x.test/", label="m", timeout=1,
+                           headers={"authorization": f"Bearer {KEYS['CANARY_NON_ASCII_KEY']}"})
+            except Fatal as exc:
+                return str(exc)
+        return "sent"
+
+    message = anyio.run(main)
+    assert message == "m: a request header holds a non-ASCII character"

@@ -48,7 +48,7 @@ from harness.engine.counters import LaneStats
 from harness.engine.lanes import Engine, Lane, Task
 from harness.engine.writer import BatchWriter, Rows
 from harness.errors import UserError
-from harness.jobs.run import RunOptions, new_run_id, recorded_run, run_row
+from harness.jobs.run import RunOptions, new_run_id, note_recovered, recorded_run, run_row
 from harness.store import DEFAULT_STORE, Store, utc_now
 from harness.text import is_blank
 from metrics.judge import MalformedLabel, judge_request, parse_label, rubric_sha256
@@ -139,6 +139,7 @@ def judge_command(args: argparse.Namespace) -> int:
     options = RunOptions(limit=args.limit, no_progress=args.no_progress)
     models = [name.strip() for name in (args.models or "").split(",") if name.strip()] or None
     with Store(args.store or config.store or DEFAULT_STORE) as store:
+        note_recovered(store)
         return anyio.run(execute_judge, store, config, options, models).exit_status
 
 

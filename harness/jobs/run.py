@@ -36,7 +36,7 @@ from providers.base import Reply
 
 __all__ = ["run_command", "execute_run", "RunOptions", "pending_tasks", "count_pending",
            "new_run_id", "summary_lines", "answer_rows", "harness_version", "run_row",
-           "recorded_run"]
+           "recorded_run", "note_recovered"]
 
 _PAGE = 512  # rows fetched from the store at a time: the task list is never held in memory
 
@@ -50,8 +50,16 @@ def run_command(args: argparse.Namespace) -> int:
         raise UserError(f"--limit must be a positive number, not {args.limit}")
     options = RunOptions(limit=args.limit, no_progress=args.no_progress)
     with Store(args.store or config.store or DEFAULT_STORE) as store:
+        note_recovered(store)
         _import_items(store, config)
         return anyio.run(execute_run, store, config, specs, options)
+
+
+def note_recovered(store: Store) -> None:
+    """Say so when opening the store replayed replies a killed run had received."""
+    if store.replayed:
+        replies = "1 reply" if store.replayed == 1 else f"{store.replayed} replies"
+        print(f"{store.path}: {replies} a killed run had received, recovered from its journal")
 
 
 @dataclass(kw_only=True)
