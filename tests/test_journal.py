@@ -53,7 +53,7 @@ def test_each_reply_is_journaled_before_its_commit_and_the_journal_goes_after(st
     assert len(answers(store_path)) == 3
 
 
-def test_after_a_commit_the_journal_keeps_only_what_is_pending(store_path):
+def test_each_commit_empties_the_journal(store_path):
     async def main() -> list[int]:
         sizes = []
         with Store(store_path) as store:
@@ -83,6 +83,14 @@ def test_the_next_writer_replays_what_the_store_lacks_once(store_path):
     assert not journal_path(store_path).exists()
     with Store(store_path) as store:
         assert store.replayed == 0 and store.count("answers") == 3
+
+
+def test_an_empty_journal_left_by_a_kill_after_a_commit_is_removed(store_path):
+    Store(store_path).close()
+    journal_path(store_path).write_bytes(b"")
+    with Store(store_path) as store:
+        assert store.replayed == 0 and store.count("answers") == 0
+    assert not journal_path(store_path).exists()
 
 
 def test_a_reader_leaves_the_journal_for_the_next_writer(store_path):

@@ -69,7 +69,6 @@ class BatchWriter:
         self.rows_committed = 0
         self.batches_committed = 0
         self._pending: list[Rows] = []  # writes not taken by a commit yet, in order
-        self._pending_lines: list[bytes] = []  # their journal lines (replies only)
         self._first_at = 0.0  # loop time of the oldest pending write
         self._wake = anyio.Event()  # set when the drain task has reason to look again
         self._room = anyio.Event()  # set when a commit takes the pending writes
@@ -89,7 +88,7 @@ class BatchWriter:
         if self._closed:
             raise anyio.ClosedResourceError("the writer is closed")
         if self.journal is not None and reply_key(rows) is not None:
-            self._pending_lines.append(self.journal.append(rows))
+            self.journal.append(rows)
         if not self._pending:
             self._first_at = anyio.current_time()
             self._wake.set()  # the drain task starts the max_delay_s clock
@@ -127,7 +126,9 @@ class BatchWriter:
                     self._commit_failed = True  # the journal keeps the batch for a replay
                     raise
                 if self.journal is not None:
-                    self.journal.keep_only(self._pending_lines)
+                    # Nothing awaits between taking a batch and committing it, so no write came
+                    # in meanwhile: every journaled reply is in the store now.
+                    self.journal.clear()
                 self.rows_committed += sum(len(rows) for writes in batch for rows in writes.values())
                 self.batches_committed += 1
                 await anyio.lowlevel.checkpoint()  # let the workers run before the next batch
@@ -143,7 +144,6 @@ class BatchWriter:
             with anyio.move_on_at(self._first_at + self.min_age_s):
                 await self._until(lambda: self._closed or len(self._pending) >= self.buffer)
         batch, self._pending = self._pending, []
-        self._pending_lines = []  # the batch's lines stay in the journal until its commit
         room, self._room = self._room, anyio.Event()
         room.set()
         return batch

@@ -1,11 +1,11 @@
 """The reply journal: every accepted reply is on disk before it waits for a commit.
 
-The batch writer (:mod:`harness.engine.writer`) commits replies a quarter of a second to a second after
-they arrive; a kill -9 in between would lose replies that were paid for. So each reply's rows are
-first appended to ``<store>.journal``, beside the store, as one orjson line and a flush: the line
-is then in the kernel's page cache, which a killed process cannot lose (only a power cut could;
-an fsync per reply would cover that too, at a far higher price). After each commit the journal
-is rewritten to hold only the writes still waiting, so it stays a few lines long.
+The batch writer (:mod:`harness.engine.writer`) commits replies a quarter of a second to a second
+after they arrive; a kill -9 in between would lose replies that were paid for. So each reply's
+rows are first appended to ``<store>.journal``, beside the store, as one orjson line and a flush:
+the line is then in the kernel's page cache, which a killed process cannot lose (only a power cut
+could; an fsync per reply would cover that too, at a far higher price). Each commit takes every
+write waiting, so after it the journal is emptied: it never holds more than one batch.
 
 The next writer to open the store (:class:`harness.store.Store`) replays the journal: every
 write whose ``ok`` attempt (``run_id``, ``item_id``, ``model``, ``attempt``) the store lacks is
@@ -52,25 +52,14 @@ class Journal:
         self.path = path
         self._file = path.open("ab")
 
-    def append(self, rows: Rows) -> bytes:
-        """Write one reply's rows (timestamps as ISO text) and hand the line back."""
-        line = orjson.dumps(rows) + b"\n"
-        self._file.write(line)
+    def append(self, rows: Rows) -> None:
+        """Write one reply's rows (timestamps as ISO text) and flush them to the kernel."""
+        self._file.write(orjson.dumps(rows) + b"\n")
         self._file.flush()  # into the page cache: safe from kill -9
-        return line
 
-    def keep_only(self, lines: Sequence[bytes]) -> None:
-        """After a commit: the journal holds just these lines (the writes not committed yet).
-        Emptied in place; otherwise replaced whole by a rename, so a kill finds the old file or
-        the new one, never a mix."""
-        if not lines:
-            os.ftruncate(self._file.fileno(), 0)  # every line was flushed; appends restart at 0
-            return
-        scratch = self.path.with_name(self.path.name + ".tmp")
-        scratch.write_bytes(b"".join(lines))
-        os.replace(scratch, self.path)
-        self._file.close()
-        self._file = self.path.open("ab")
+    def clear(self) -> None:
+        """After a commit that took every journaled reply: empty the file in place."""
+        os.ftruncate(self._file.fileno(), 0)  # every line was flushed; appends restart at 0
 
     def close(self, *, committed: bool) -> None:
         """Close; remove the file when everything in it reached the store."""
@@ -105,6 +94,8 @@ def _whole_writes(data: bytes) -> Iterator[dict[str, list[dict[str, Any]]]]:
 
 def _missing(con: duckdb.DuckDBPyConnection, writes: list[dict]) -> list[dict]:
     """The writes whose ok attempt is not in the store (one query for all of them)."""
+    if not writes:  # killed just after a commit emptied the journal
+        return []
     keys = [reply_key(write) or {} for write in writes]
     columns = [[key.get(name) for key in keys] for name in _KEY]
     present = con.execute(
