@@ -96,8 +96,11 @@ def test_a_store_under_a_file_is_one_line(contam, tmp_path):
     blocker.write_text("not a folder")
     path = blocker / "s.duckdb"
     status, _, err = contam("import", "items", write_csv(tmp_path / "i.csv", ITEMS), "--store", path)
-    assert_one_line(status, err, path, "cannot write the store there")
+    assert_one_line(status, err, path, f"cannot write the store there ({blocker} is a file")
     assert blocker.read_text() == "not a folder"
+    status, _, err = contam("import", "items", write_csv(tmp_path / "i.csv", ITEMS), "--store",
+                            blocker / "deeper" / "s.duckdb")
+    assert_one_line(status, err, blocker / "deeper", f"({blocker} is a file, not a folder)")
 
 
 def test_report_out_onto_a_file_is_one_line(contam, tmp_path):
