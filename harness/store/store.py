@@ -155,13 +155,15 @@ class Store:
             if self.path.exists():
                 self.path.open("r+b").close()
         except (FileExistsError, NotADirectoryError):  # mkdir met a file on the way
-            blocker = next((p for p in self.path.parents if p.exists() and not p.is_dir()),
-                           self.path.parent)
-            raise UserError(f"{self.path}: cannot write the store there ({blocker} is a file, "
-                            "not a folder)") from None
+            raise UserError(f"{self.path}: cannot write the store there "
+                            f"({self._file_in_the_way()} is a file, not a folder)") from None
         except OSError as exc:
             raise UserError(f"{self.path}: cannot write the store there "
                             f"({exc.strerror or type(exc).__name__})") from None
+
+    def _file_in_the_way(self) -> Path:
+        return next((p for p in self.path.parents if p.exists() and not p.is_dir()),
+                    self.path.parent)
 
     # -- schema -------------------------------------------------------------------------------
 
