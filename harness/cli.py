@@ -170,7 +170,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UserError as exc:
         print(f"contam {args.command}: {exc}", file=sys.stderr)
         return 2
-    except duckdb.Error as exc:  # a store that broke mid-command: cut off, its folder made read-only
+    except duckdb.Error as exc:  # a store that broke mid-command (cut off, its folder read-only)
         where = getattr(args, "store", None) or "the store"
         print(f"contam {args.command}: {where}: store error ({first_line(exc)})", file=sys.stderr)
         return 2

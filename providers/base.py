@@ -132,7 +132,7 @@ class MissingKey(Fatal):
 
 
 class BadKey(Fatal):
-    """The key holds a character no HTTP header may carry (a control character, a space, non-ASCII)."""
+    """The key holds a character no HTTP header may carry (a control, a space, non-ASCII)."""
 
 
 class Provider(Protocol):

@@ -30,7 +30,8 @@ _PREFLIGHT_TIMEOUT_S = 10.0
 # Ollama Cloud answers 429 "you (...) have reached your session/hourly/weekly usage limit,
 # upgrade for higher limits": a budget, not a burst; retrying within minutes cannot help.
 _QUOTA_PHRASE = "usage limit"
-# Ollama's 404 for a tag it lacks: `model 'x' not found` (older: `model "x" not found, try pulling it first`).
+# Ollama's 404 for a tag it lacks: `model 'x' not found` (older servers add ", try pulling it
+# first").
 _NO_SUCH_MODEL = re.compile(r"\bmodel\b.*\bnot found\b", re.IGNORECASE)
 
 

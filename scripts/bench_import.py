@@ -31,8 +31,9 @@ def main() -> None:
             started = time.perf_counter()
             peak_mb = _run_measured([sys.executable, "-m", "harness.cli", "import", kind,
                                      str(paths[kind]), "--store", str(store)])
-            print(f"{kind:8s} {_rows(paths[kind]):>9,d} rows  {time.perf_counter() - started:6.2f} s "
-                  f"(whole process)  peak RSS {peak_mb:6.0f} MB")
+            seconds = time.perf_counter() - started
+            print(f"{kind:8s} {_rows(paths[kind]):>9,d} rows  {seconds:6.2f} s (whole process)  "
+                  f"peak RSS {peak_mb:6.0f} MB")
 
 
 def _run_measured(command: list[str]) -> float:

@@ -86,7 +86,8 @@ def main() -> int:
         sent_log = folder / "sent.log"
         emulator = subprocess.Popen([sys.executable, "-c", EMULATOR, str(sent_log),
                                      str(args.latency_ms), str(args.seed)],
-                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
+                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                                    env=env)
         try:
             config = _config(folder, emulator.stdout.readline().strip(), args.items,
                              args.concurrency)
@@ -127,7 +128,8 @@ def _kill_and_resume(config: Path, store: Path, args: argparse.Namespace, rng: r
     kills: list[float] = []
     runs = 0
     while len(kills) < args.kills:
-        run = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+        run = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               env=env)
         runs += 1
         try:
             run.wait(timeout=rng.uniform(1.5, 4.0))
@@ -148,7 +150,8 @@ def _report(store_path: Path, sent_log: Path, kills: list[float], runs: int,
             args: argparse.Namespace) -> int:
     sent = dict(_sent(sent_log))
     with Store(store_path, read_only=True) as store:
-        stored = [SERIAL.search(raw or "") for (raw,) in store.query("SELECT answer_raw FROM answers")]
+        raws = store.query("SELECT answer_raw FROM answers")
+        stored = [SERIAL.search(raw or "") for (raw,) in raws]
         cells, distinct = store.query("SELECT count(*), count(DISTINCT (item_id, model)) "
                                       "FROM answers")[0]
     serials = [int(m.group(1)) for m in stored if m]

@@ -3,10 +3,11 @@
 A file is imported in one transaction: either every new row lands or none does. Importing the same
 file twice adds nothing; a changed row for the same key becomes a newer row the views prefer.
 
-Memory stays flat however long the file: records stream from :func:`harness.io.read_records` in
-chunks into a staging table inside that transaction, and the checks that need every row at once
-(duplicate keys, unknown items) and the final insert are SQL over the staging table, which DuckDB
-may spill to disk (its ``memory_limit`` is lowered while importing).
+Memory stays flat however long the file: records stream from
+:func:`harness.jobs.records.read_records` in chunks into a staging table inside that transaction,
+and the checks that need every row at once (duplicate keys, unknown items) and the final insert
+are SQL over the staging table, which DuckDB may spill to disk (its ``memory_limit`` is lowered
+while importing).
 """
 
 from __future__ import annotations
@@ -86,8 +87,8 @@ def _import_memory_limit(store: Store) -> Iterator[None]:
 def _stage(store: Store, kind: str, rows: Iterator[dict[str, Any]]) -> int:
     """Every row into a temporary ``staged`` table shaped like ``kind`` plus ``_line`` (the
     connection's own, never in the store file; the next import replaces it)."""
-    store.con.execute(f"CREATE OR REPLACE TEMP TABLE staged AS SELECT * EXCLUDE (seq), 0::BIGINT AS _line "
-                      f"FROM {kind} WHERE false")
+    store.con.execute(f"CREATE OR REPLACE TEMP TABLE staged AS "
+                      f"SELECT * EXCLUDE (seq), 0::BIGINT AS _line FROM {kind} WHERE false")
     columns = _STAGED_COLUMNS[kind]
     select = ", ".join(f"unnest(${n}) AS {c}" for n, c in enumerate(columns, start=1))
     read = 0
@@ -125,7 +126,8 @@ def _answers_row(source: str) -> Callable[[Record], dict[str, Any]]:
 def _labels_row(source: str) -> Callable[[Record], dict[str, Any]]:
     now = utc_now()
     return lambda r: {"item_id": r.fields["item_id"].strip(), "model": r.fields["model"].strip(),
-                      "rater": r.fields["rater"].strip(), "label": normalise_label(r.fields["label"]),
+                      "rater": r.fields["rater"].strip(),
+                      "label": normalise_label(r.fields["label"]),
                       "rubric_sha256": r.fields.get("rubric_sha256") or None,
                       "source_file": source, "created_at": now, "_line": r.line}
 

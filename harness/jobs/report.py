@@ -71,7 +71,8 @@ def write_report(report: dict[str, Any], out: Path) -> list[Path]:
             staging = Path(scratch)
             pngs = _figure_pngs(report, staging)
             (staging / "report.json").write_bytes(report_json(report))
-            (staging / "report.md").write_text(report_render.render_markdown(report), encoding="utf-8")
+            (staging / "report.md").write_text(report_render.render_markdown(report),
+                                               encoding="utf-8")
             (staging / "report.html").write_text(report_render.render_html(report, pngs),
                                                  encoding="utf-8")
             names = [*FILES, *(f"{name}.{ext}" for name in pngs for ext in ("png", "pdf"))]

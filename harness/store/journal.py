@@ -38,7 +38,7 @@ def journal_path(store_path: str | Path) -> Path:
 
 
 def reply_key(rows: Rows) -> Mapping[str, Any] | None:
-    """The ``ok`` attempts row of a write (what identifies a reply), or None for a failed attempt."""
+    """The ``ok`` attempts row of a write (what identifies a reply); None for a failed one."""
     for row in rows.get("attempts", ()):
         if row.get("outcome") == "ok":
             return row
