@@ -60,7 +60,9 @@ def test_each_commit_empties_the_journal(store_path):
             async with BatchWriter(store, max_writes=2, min_age_s=0, max_delay_s=60) as writer:
                 for n in range(3):
                     await writer.write(reply(n))
-                    await anyio.sleep(0.05)  # the drain task commits each pair
+                    with anyio.fail_after(5):  # the drain task commits each pair
+                        while writer.batches_committed < (n + 1) // 2:
+                            await anyio.sleep(0.01)
                     sizes.append(len(journal_path(store_path).read_bytes().splitlines()))
         return sizes
 
