@@ -10,18 +10,21 @@ import argparse
 import importlib
 import sys
 from collections.abc import Callable, Sequence
+from typing import Any, TextIO
 
+from harness.config import model_names
 from harness.errors import UserError
 from harness.store import DEFAULT_STORE
 
-__all__ = ["main", "build_parser"]
+__all__ = ["main", "build_parser", "print_result"]
 
 # subcommand -> "module:function"; each function takes the parsed args and returns an exit status.
+# run and judge are typed jobs: the functions below turn the args into their options.
 HANDLERS = {
     "demo": "harness.jobs.demo:demo_command",
     "import": "harness.jobs.importing:import_command",
-    "run": "harness.jobs.run:run_command",
-    "judge": "harness.jobs.judge:judge_command",
+    "run": "harness.cli:run_command",
+    "judge": "harness.cli:judge_command",
     "score": "harness.jobs.score:score_command",
     "report": "harness.jobs.report:report_command",
     "sql": "harness.jobs.sql:sql_command",
@@ -159,6 +162,33 @@ def build_parser() -> argparse.ArgumentParser:
 def _handler(command: str) -> Callable[[argparse.Namespace], int]:
     module_name, function_name = HANDLERS[command].split(":")
     return getattr(importlib.import_module(module_name), function_name)
+
+
+def _job_options(args: argparse.Namespace) -> Any:
+    from harness.jobs.lane_job import JobOptions
+
+    return JobOptions(limit=args.limit, no_progress=args.no_progress, models=model_names(args.models))
+
+
+def run_command(args: argparse.Namespace) -> int:
+    from harness.jobs.run import run
+
+    return print_result(run(args.config, store=args.store, options=_job_options(args)))
+
+
+def judge_command(args: argparse.Namespace) -> int:
+    from harness.jobs.judge import judge
+
+    return print_result(judge(args.config, store=args.store, options=_job_options(args)))
+
+
+def print_result(result: Any, out: TextIO | None = None, err: TextIO | None = None) -> int:
+    """A job's summary on stdout, its problems on stderr; returns its exit status."""
+    for line in result.summary:
+        print(line, file=out or sys.stdout)
+    for line in result.problems:
+        print(line, file=err or sys.stderr)
+    return result.exit_status
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -274,6 +274,11 @@ class LocalProvider:
         self.device = str(spec.params.get("device") or _default_device())
         self._lock: anyio.Lock | None = None
 
+    @classmethod
+    def resolve_key(cls, spec: ModelSettings) -> None:
+        """A local model needs no key."""
+        return None
+
     def _refuse_unknown_params(self) -> None:
         unknown = sorted(set(self.spec.params) - _ALLOWED_PARAMS)
         if unknown:

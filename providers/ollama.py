@@ -17,7 +17,9 @@ from typing import Any
 
 import httpx
 
-from providers.base import Fatal, ProviderError, Reply, Request, Transient, resolve_api_key
+from providers.base import (
+    Fatal, ModelSettings, ProviderError, Reply, Request, Transient, resolve_api_key,
+)
 from providers.hints import seconds_from_retry_after
 from providers.transport import HTTPProvider, decode_json, error_for_status, send
 
@@ -50,10 +52,11 @@ class OllamaProvider(HTTPProvider):
     reserved_params = frozenset({"model", "prompt", "system", "stream", "context", "images",
                                  "suffix", "options"})
 
-    def _resolve_key(self) -> str | None:
-        if self.spec.api_key_env:  # named in the config: the user expects it to be set
-            return resolve_api_key(self.spec)
-        return resolve_api_key(dataclasses.replace(self.spec, api_key_env=DEFAULT_KEY_ENV),
+    @classmethod
+    def resolve_key(cls, spec: ModelSettings) -> str | None:
+        if spec.api_key_env:  # named in the config: the user expects it to be set
+            return resolve_api_key(spec)
+        return resolve_api_key(dataclasses.replace(spec, api_key_env=DEFAULT_KEY_ENV),
                                required=False)
 
     def served_model_id(self) -> str:

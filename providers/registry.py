@@ -11,10 +11,10 @@ import importlib
 import httpx
 
 from providers.base import (
-    Fatal, ModelSettings, Provider, Reply, ServedModelMismatch, served_model_matches,
+    Fatal, MissingKey, ModelSettings, Provider, Reply, ServedModelMismatch, served_model_matches,
 )
 
-__all__ = ["create_provider", "served_model_id", "check_first_reply", "PROVIDER_CLASSES"]
+__all__ = ["create_provider", "provider_class", "missing_key", "served_model_id", "check_first_reply", "PROVIDER_CLASSES"]
 
 # provider name -> (module, class); each module holds exactly that one provider class.
 PROVIDER_CLASSES: dict[str, tuple[str, str]] = {
@@ -32,13 +32,26 @@ def create_provider(spec: ModelSettings, client: httpx.AsyncClient | None) -> Pr
     Construction already checks what can be checked offline: the key's environment variable
     (MissingKey) and params that would enable tools or rewrite the request (Fatal).
     """
+    return provider_class(spec)(spec, client=client)
+
+
+def provider_class(spec: ModelSettings) -> type:
+    """The class that speaks ``spec``'s protocol, imported on first use."""
     try:
         module_name, class_name = PROVIDER_CLASSES[spec.provider]
     except KeyError:
         raise Fatal(f"model {spec.name!r}: unknown provider {spec.provider!r} (one of "
                     f"{', '.join(PROVIDER_CLASSES)})") from None
-    provider_class = getattr(importlib.import_module(module_name), class_name)
-    return provider_class(spec, client=client)
+    return getattr(importlib.import_module(module_name), class_name)
+
+
+def missing_key(spec: ModelSettings) -> MissingKey | None:
+    """The MissingKey error ``spec`` would stop on, found before anything is sent; else None."""
+    try:
+        provider_class(spec).resolve_key(spec)
+    except MissingKey as exc:
+        return exc
+    return None
 
 
 def served_model_id(provider: Provider) -> str:

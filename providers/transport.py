@@ -159,10 +159,12 @@ class HTTPProvider:
         self.client = client
         self.base_url = (spec.base_url or self.default_base_url).rstrip("/")
         self.label = f"{spec.provider} model {spec.name!r}"
-        self._api_key = self._resolve_key()
+        self._api_key = self.resolve_key(spec)
 
-    def _resolve_key(self) -> str | None:
-        return resolve_api_key(self.spec, required=self.key_required)
+    @classmethod
+    def resolve_key(cls, spec: ModelSettings) -> str | None:
+        """The key from the environment; MissingKey where the protocol needs one and none is set."""
+        return resolve_api_key(spec, required=cls.key_required)
 
     def served_model_id(self) -> str:
         """The id a reply's ``served_model`` is compared with (see registry.check_first_reply)."""

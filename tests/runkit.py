@@ -15,6 +15,7 @@ from typing import Any
 import anyio
 from rich.console import Console
 
+from harness.cli import print_result
 from harness.config import load_config
 from harness.engine.lanes import RetryPolicy
 from harness.jobs.importing import import_file
@@ -97,7 +98,8 @@ def run_inprocess(config_path: Path, store_path: Path, *, models: list[str] | No
     with Store(store_path) as store, redirect_stderr(err):
         if config.items:
             import_file(store, "items", config.items)
-        status = anyio.run(execute_run, store, config, config.select(models), options)
+        result = anyio.run(execute_run, store, config, config.select(models), options)
+    status = print_result(result, out, err)
     return RunResult(status, out.getvalue(), err.getvalue())
 
 

@@ -426,3 +426,42 @@ def test_writer_refuses_a_bad_row_loudly(store):
     with pytest.raises(Exception) as caught:
         anyio.run(main)
     assert "no_such_column" in str(caught.value) or "no_such_column" in repr(caught.value.exceptions)
+
+
+def test_a_refused_lane_is_reported_once_before_any_lane_sends(store):
+    events: list[str] = []
+
+    class Logged(FakeProvider):
+        async def generate(self, request: Request) -> Reply:
+            events.append(f"send {self.spec.name}")
+            return await super().generate(request)
+
+    keyless, fine = spec("keyless"), spec("fine")
+    lanes = [Lane(spec=fine, tasks=tasks("fine", 3), total=3, provider=Logged(fine)),
+             Lane(spec=keyless, tasks=tasks("keyless", 3), total=3, provider=Logged(keyless),
+                  refused=MissingKey("model 'keyless': environment variable K is not set"))]
+    engine = run(store, lanes, notes=events)
+    assert events[0] == "keyless: STOPPED (missing key): model 'keyless': environment variable K is not set"
+    assert sum("keyless" in e for e in events) == 1  # reported once, never sent
+    assert events.count("send fine") == 3
+    assert engine.stats[1].stopped == "missing key" and engine.stats[1].done == 0
+
+
+def test_failed_tasks_count_their_last_error_by_cause(store):
+    import httpx
+
+    def unreachable() -> Transient:
+        try:
+            raise httpx.ConnectError("All connection attempts failed")
+        except httpx.ConnectError as exc:
+            try:
+                raise Transient("openai model 'fake': connection failed") from exc
+            except Transient as wrapped:
+                return wrapped
+
+    script = {n: unreachable() for n in range(1, 7)}
+    lane = Lane(spec=spec(max_attempts=2, concurrency=1), tasks=tasks("fake", 3), total=3,
+                provider=FakeProvider(spec(), script=script))
+    engine = run(store, [lane])
+    assert engine.stats[0].failed == 3
+    assert engine.stats[0].top_failures() == [("ConnectError: All connection attempts failed", 3)]

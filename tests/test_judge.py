@@ -15,6 +15,7 @@ import orjson
 import pytest
 from rich.console import Console
 
+from harness.cli import print_result
 from harness.config import load_config
 from harness.emulator.server import EmulatorSettings, run_emulator
 from harness.engine.lanes import RetryPolicy
@@ -96,6 +97,7 @@ def judge(store_path: Path, config_path: Path, *, models=None, limit=None):
                          retry=FAST, handle_signals=False)
     with Store(store_path) as store:
         result = anyio.run(execute_judge, store, load_config(config_path), options, models)
+    print_result(result, out, io.StringIO())
     return result, out.getvalue()
 
 
@@ -227,8 +229,9 @@ def test_always_malformed_stays_unlabelled_and_is_judged_by_a_later_run(tmp_path
         assert labels(store_path) == {}
         outcomes = query(store_path, "SELECT outcome FROM attempts")
         assert outcomes == [("malformed",)] * 3
-        assert first.malformed == 3 and first.failed == 1 and first.exit_status == 0
+        assert first.malformed == 3 and first.failed == 1 and first.exit_status == 1
         assert "1 cells unlabelled after all attempts" in out
+        assert "emu-judge: 1 failed — MalformedLabel: malformed judge reply" in out
 
         reply["text"] = "Wrong"
         second, _ = judge(store_path, config)

@@ -67,7 +67,7 @@ from providers.base import (
 from providers.registry import check_first_reply, create_provider
 
 __all__ = ["Task", "Lane", "Accept", "RetryPolicy", "Engine", "ProviderFactory", "InternalError",
-           "stop_reason", "collector_tuned"]
+           "stop_reason", "failure_cause", "collector_tuned"]
 
 # Seconds the engine waits beyond ``spec.timeout_s`` before abandoning a request the provider's
 # own timeout did not end (httpx times each phase, not the whole exchange).
@@ -123,12 +123,14 @@ class RetryPolicy:
 @dataclass(kw_only=True, eq=False)
 class Lane:
     """A configured model and its work. ``tasks`` is consumed lazily, exactly once;
-    ``total`` is its length (for the display). ``provider`` is built from ``spec`` when None."""
+    ``total`` is its length (for the display). ``provider`` is built from ``spec`` when None.
+    A lane with ``refused`` set is reported stopped before any lane sends anything."""
 
     spec: ModelSpec
     tasks: Iterable[Task]
     total: int
     provider: Provider | None = None
+    refused: ProviderError | None = None  # known before the run (a missing key): never starts
 
 
 class InternalError(Fatal):
@@ -150,6 +152,17 @@ def stop_reason(exc: BaseException) -> str:
     if isinstance(exc, InternalError) or not isinstance(exc, ProviderError):
         return "internal error"
     return "fatal"
+
+
+_CAUSE_CHARS = 120  # of an error message, in the summary's failure causes
+
+
+def failure_cause(exc: ProviderError) -> str:
+    """What a failed task's last error was, as the summary counts it: the underlying exception
+    (``ConnectError: All connection attempts failed``) when there is one, else the error itself."""
+    cause = exc.__cause__ if isinstance(exc.__cause__, Exception) else exc
+    text = redact(str(cause)) or "(no message)"
+    return f"{type(cause).__name__}: {text[:_CAUSE_CHARS]}"
 
 
 def _retry_wait(exc: Exception) -> bool | float:
@@ -185,6 +198,8 @@ class Engine:
         return self.stats
 
     async def _run_lanes(self, handle_signals: bool) -> None:
+        for lane in self._lanes:
+            lane.refuse_if_known()
         async with anyio.create_task_group() as outer:
             if handle_signals and threading.current_thread() is threading.main_thread():
                 outer.start_soon(self._watch_signals)
@@ -233,10 +248,14 @@ class _LaneRun:
 
     # -- life cycle ---------------------------------------------------------------------------
 
+    def refuse_if_known(self) -> None:
+        if self.lane.refused is not None:
+            self._stop(self.lane.refused)
+
     async def run(self) -> None:
         self.stats.started = time.monotonic()
         try:
-            if self.lane.total > 0 and not self._draining:
+            if self.lane.total > 0 and not self._halted:
                 await self._run_with_client()
         finally:
             self.stats.finished = time.monotonic()
@@ -308,6 +327,7 @@ class _LaneRun:
         except ProviderError as exc:
             if exc.retryable:
                 self.stats.failed += 1  # attempts used up: recorded, asked again next run
+                self.stats.failures[failure_cause(exc)] += 1
             else:
                 self._stop(exc)
 

@@ -39,7 +39,7 @@ import anyio
 import numpy as np
 from rich.console import Console
 
-from harness.config import ModelSpec, load_config
+from harness.config import ModelSpec, load_config, model_names
 from harness.display import open_progress
 from harness.engine.counters import LaneStats
 from harness.engine.lanes import Engine, Lane, RetryPolicy, Task
@@ -49,7 +49,8 @@ from harness.jobs.bench_floor import (
     BareResult, BareTarget, bare_loop, emulator_process, process_cpu_s,
 )
 from harness.jobs.bench_output import print_report
-from harness.jobs.run import answer_rows, model_names, new_run_id, recorded_run, run_row
+from harness.jobs.lane_job import new_run_id, recorded_run, run_row
+from harness.jobs.run import answer_rows
 from harness.prompts import DEFAULT_SYSTEM_PROMPT, prompt_sha256, question_request
 from harness.store import Store
 from providers.base import Reply, Request

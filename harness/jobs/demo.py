@@ -132,7 +132,10 @@ def _answer(store: Store, config: RunConfig, *, no_progress: bool) -> int:
     provider = _loaded_provider(spec)
     options = RunOptions(no_progress=no_progress, provider_factory=lambda _spec, _client: provider)
     print(f"answers: asking {spec.name} {pending} question(s)")
-    return anyio.run(execute_run, store, config, config.models, options)
+    result = anyio.run(execute_run, store, config, config.models, options)
+    print(*result.summary, sep="\n")
+    print(*result.problems, sep="\n", file=sys.stderr)
+    return result.exit_status
 
 
 def _loaded_provider(spec):
