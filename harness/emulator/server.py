@@ -17,7 +17,6 @@ thread with its own event loop; ``emu.url`` is the address, ``emu.base_url("open
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import hashlib
@@ -59,7 +58,9 @@ __all__ = [
     "default_answer",
     "default_reply",
     "judge_label",
-    "emulator_command",
+    "emulator_settings",
+    "banner",
+    "serve_until_signal",
 ]
 
 OLLAMA_VERSION = "0.13.0"
@@ -629,17 +630,19 @@ async def serve(settings: EmulatorSettings, *, host: str = "127.0.0.1", port: in
 
 # --------------------------------------------------------------------------- contam emulator
 
-def _settings_from_args(args: argparse.Namespace) -> EmulatorSettings:
+def emulator_settings(*, latency_ms: float = 0.0, jitter_ms: float = 0.0, rpm: float | None = None,
+                      faults: str = "", served_model: str | None = None,
+                      quota_per_day: int | None = None, seed: int | None = None) -> EmulatorSettings:
+    """The settings of ``contam emulator``'s flags (``faults`` as on the command line)."""
     try:
         return EmulatorSettings(
-            latency_ms=args.latency_ms, jitter_ms=getattr(args, "jitter_ms", 0.0) or 0.0,
-            rpm=args.rpm, faults=parse_faults(args.faults or ""), served_model=args.served_model,
-            quota_per_day=args.quota_per_day, seed=getattr(args, "seed", None), record=False)
+            latency_ms=latency_ms, jitter_ms=jitter_ms, rpm=rpm, faults=parse_faults(faults),
+            served_model=served_model, quota_per_day=quota_per_day, seed=seed, record=False)
     except ValueError as exc:
         raise UserError(str(exc)) from None
 
 
-def _banner(url: str, settings: EmulatorSettings) -> str:
+def banner(url: str, settings: EmulatorSettings) -> str:
     lines = [f"contam emulator listening on {url}"]
     lines += [f"  {api:<10} base_url = \"{url}/v1\"" if api == "openai" else
               f"  {api:<10} base_url = \"{url}\"" for api in DIALECTS]
@@ -652,20 +655,19 @@ def _banner(url: str, settings: EmulatorSettings) -> str:
     return "\n".join(lines)
 
 
-def emulator_command(args: argparse.Namespace) -> int:
+def serve_until_signal(settings: EmulatorSettings, host: str, port: int,
+                       on_ready: Callable[[str], None]) -> None:
     """``contam emulator``: serve in the foreground until SIGINT or SIGTERM."""
-    settings = _settings_from_args(args)
     try:
-        asyncio.run(_serve_until_signal(settings, args.host, args.port))
+        asyncio.run(_serve_until_signal(settings, host, port, on_ready))
     except OSError as exc:
-        raise UserError(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from None
-    return 0
+        raise UserError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
 
 
-async def _serve_until_signal(settings: EmulatorSettings, host: str, port: int) -> None:
+async def _serve_until_signal(settings: EmulatorSettings, host: str, port: int,
+                              on_ready: Callable[[str], None]) -> None:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
-    await serve(settings, host=host, port=port, stop=stop,
-                on_ready=lambda url: print(_banner(url, settings), flush=True))
+    await serve(settings, host=host, port=port, stop=stop, on_ready=on_ready)

@@ -19,7 +19,6 @@ nothing already scored; it only rewrites the report.
 
 from __future__ import annotations
 
-import argparse
 import json
 import shlex
 import sys
@@ -34,7 +33,7 @@ from harness.errors import UserError
 from harness.prompts import DEFAULT_SYSTEM_PROMPT
 from harness.store import Store
 
-__all__ = ["demo_command", "demo_items_path", "write_demo_config", "DEMO_MODEL_LABEL",
+__all__ = ["demo", "demo_items_path", "write_demo_config", "DEMO_MODEL_LABEL",
            "DEMO_MAX_NEW_TOKENS"]
 
 DEMO_MODEL_LABEL = "smollm2-135m-instruct"
@@ -45,16 +44,18 @@ STORE_NAME = "contam.duckdb"
 CONFIG_NAME = "demo.toml"
 
 
-def demo_command(args: argparse.Namespace) -> int:
+def demo(out_dir: str = "runs/demo", *, no_progress: bool = False) -> int:
+    """``contam demo``: narrates each step on stdout as it goes (it takes a minute); returns the
+    exit status."""
     started = time.monotonic()
-    out = _out_dir(args.out)
+    out = _out_dir(out_dir)
     config = load_config(write_demo_config(out))
     with Store(out / STORE_NAME) as store:
         _import_items(store)
-        status = _answer(store, config, no_progress=args.no_progress)
+        status = _answer(store, config, no_progress=no_progress)
         if status != 0:
             return status
-        _score(store, no_progress=args.no_progress)
+        _score(store, no_progress=no_progress)
         report_files = _report(store, out)
         _print_summary(store)
     _print_where(out, report_files, time.monotonic() - started)

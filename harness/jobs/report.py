@@ -7,32 +7,43 @@ and writes nothing; with neither, it writes to a folder named after the store, b
 
 from __future__ import annotations
 
-import argparse
-import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import orjson
 
 from harness.report.analysis import build_report, parse_contrast
-from harness.store import Store
+from harness.store import DEFAULT_STORE, Store
 
-__all__ = ["report_command", "write_report", "report_json", "default_out_dir", "render"]
+__all__ = ["report", "ReportResult", "write_report", "report_json", "default_out_dir", "render"]
 
 FILES = ("report.json", "report.md", "report.html")
 
 
-def report_command(args: argparse.Namespace) -> int:
-    contrast = parse_contrast(args.contrast)
-    with Store(args.store, read_only=True) as store:
-        report = build_report(store, contrast=contrast, human=args.human, judge=args.judge)
-    if args.out or not args.format:
-        out = Path(args.out) if args.out else default_out_dir(args.store)
-        written = write_report(report, out)
-        print(f"wrote {len(written)} files to {out}/", file=sys.stderr if args.format else sys.stdout)
-    if args.format:
-        sys.stdout.write(render(report, args.format))
-    return 0
+@dataclass(kw_only=True)
+class ReportResult:
+    """The report, where its files went (none with ``format`` alone), and ``format``'s text."""
+
+    report: dict[str, Any]
+    out: Path | None = None
+    written: list[Path] = field(default_factory=list)
+    text: str | None = None
+
+
+def report(store: str | Path = DEFAULT_STORE, *, out: str | Path | None = None,
+           format: str | None = None, contrast: str | None = None, human: str | None = None,
+           judge: str | None = None) -> ReportResult:
+    """``contam report``: see the module docstring for where it writes."""
+    with Store(store, read_only=True) as opened:
+        built = build_report(opened, contrast=parse_contrast(contrast), human=human, judge=judge)
+    result = ReportResult(report=built)
+    if out or not format:
+        result.out = Path(out) if out else default_out_dir(store)
+        result.written = write_report(built, result.out)
+    if format:
+        result.text = render(built, format)
+    return result
 
 
 def default_out_dir(store_path: str | Path) -> Path:

@@ -14,19 +14,19 @@ Python callers (the demo): :func:`score_store` does the whole pass and returns t
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import orjson
 
 from harness.errors import UserError
-from harness.store import Store, utc_now
+from harness.store import DEFAULT_STORE, Store, utc_now
 from harness.text import is_blank
 
-__all__ = ["score_command", "score_store", "MetricSummary", "METRICS", "DEFAULT_METRICS"]
+__all__ = ["score", "ScoreOptions", "score_store", "MetricSummary", "METRICS", "DEFAULT_METRICS"]
 
 # --metric choice -> the metric name stored in `scores.metric`
 METRICS = {"bleu2": "bleu2", "bleu2_nltk": "bleu2_nltk", "bertscore": "bertscore_f1"}
@@ -71,16 +71,27 @@ class _Cell:
 
 # -- command line -----------------------------------------------------------------------------
 
-def score_command(args: argparse.Namespace) -> int:
-    with Store(args.store) as store:
-        summaries = score_store(
-            store, args.metric or DEFAULT_METRICS, bertscore_model=args.bertscore_model,
-            layer=args.bertscore_layers, rescale=not args.no_rescale, baseline=args.baseline,
-            device=args.device, batch_size=args.batch_size,
-            progress=not args.no_progress and sys.stderr.isatty())
-    for summary in summaries:
-        print(summary.line())
-    return 0
+@dataclass(kw_only=True)
+class ScoreOptions:
+    """``contam score``'s options; every field is the flag of the same name."""
+
+    metrics: Sequence[str] = DEFAULT_METRICS
+    bertscore_model: str | None = None
+    layer: int | None = None
+    rescale: bool = True
+    baseline: str | None = None
+    device: str | None = None
+    batch_size: int | None = None
+    progress: bool = False  # a progress bar on stderr
+
+
+def score(store: str | Path = DEFAULT_STORE, options: ScoreOptions | None = None) -> list[MetricSummary]:
+    """``contam score``: every metric over every cell not scored with the same params yet."""
+    o = options or ScoreOptions()
+    with Store(store) as opened:
+        return score_store(opened, o.metrics, bertscore_model=o.bertscore_model, layer=o.layer,
+                           rescale=o.rescale, baseline=o.baseline, device=o.device,
+                           batch_size=o.batch_size, progress=o.progress)
 
 
 # -- the pass ---------------------------------------------------------------------------------
