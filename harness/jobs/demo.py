@@ -123,10 +123,11 @@ def _import_items(store: Store) -> None:
 # -- answering --------------------------------------------------------------------------------------
 
 def _answer(store: Store, config: RunConfig, *, no_progress: bool) -> int:
-    from harness.jobs.run import RunOptions, count_pending, execute_run
+    from harness.jobs.run import RunOptions, execute_run
+    from harness.store.cells import count_unanswered
 
     spec = config.models[0]
-    pending = count_pending(store.con.cursor(), spec.name, None)
+    pending = count_unanswered(store.con.cursor(), spec.name, None)
     if pending == 0:
         print(f"answers: every item already has an answer from {spec.name}; nothing to ask")
         return 0

@@ -48,6 +48,7 @@ from harness.jobs.lane_job import (
     run_lanes, run_row,
 )
 from harness.store import DEFAULT_STORE, Store, utc_now
+from harness.store.cells import unjudged
 from harness.text import is_blank
 from metrics.judge import MalformedLabel, judge_request, parse_label, rubric_sha256
 from providers.base import Reply
@@ -85,28 +86,11 @@ class JudgeCell:
         return not self.flagged and is_blank(self.answer)
 
 
-_PENDING_SQL = """
-WITH first_seen AS (SELECT item_id, min(seq) AS first_seq FROM items GROUP BY item_id)
-SELECT a.item_id, a.model, i.reference, a.answer
-FROM latest_answers a
-LEFT JOIN latest_items i USING (item_id)
-LEFT JOIN first_seen f USING (item_id)
-LEFT JOIN latest_labels l ON l.item_id = a.item_id AND l.model = a.model AND l.rater = $rater
-WHERE NOT coalesce(l.rubric_sha256 = $rubric AND l.seq > greatest(a.seq, coalesce(i.seq, 0)), false)
-  {models}
-ORDER BY f.first_seq NULLS LAST, a.item_id, a.model
-"""
-
-
 def pending_cells(con: duckdb.DuckDBPyConnection, rater: str, rubric: str,
                   models: Sequence[str] | None = None) -> list[JudgeCell]:
-    """Cells without an up-to-date label from ``rater`` under ``rubric``, in item order."""
-    params: dict[str, Any] = {"rater": rater, "rubric": rubric}
-    where = ""
-    if models:
-        params["models"], where = list(models), "AND list_contains($models, a.model)"
-    rows = con.execute(_PENDING_SQL.format(models=where), params).fetchall()
-    return [JudgeCell(*row) for row in rows]
+    """Cells without an up-to-date label from ``rater`` under ``rubric``, in item order (see
+    :func:`harness.store.cells.unjudged`)."""
+    return [JudgeCell(*row) for row in unjudged(con, rater, rubric, models)]
 
 
 @dataclass

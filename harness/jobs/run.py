@@ -26,13 +26,12 @@ from harness.jobs.lane_job import (
 )
 from harness.prompts import prompt_sha256, question_request
 from harness.store import DEFAULT_STORE, Store, utc_now
+from harness.store.cells import count_unanswered, unanswered
 from harness.text import normalise_answer
 from providers.base import Reply
 
-__all__ = ["run", "execute_run", "RunOptions", "pending_tasks", "count_pending",
+__all__ = ["run", "execute_run", "RunOptions", "pending_tasks",
            "summary_lines", "answer_rows"]
-
-_PAGE = 512  # rows fetched from the store at a time: the task list is never held in memory
 
 RunOptions = JobOptions  # the run's options are the lane jobs' options
 
@@ -68,47 +67,17 @@ async def execute_run(store: Store, config: RunConfig, specs: Sequence[ModelSpec
 
 # -- the work: cells without an answer, in item order ------------------------------------------
 
-_SCOPE_SQL = """
-WITH ordered AS (SELECT item_id, min(seq) AS first_seq FROM items GROUP BY item_id),
-     scope AS (SELECT * FROM ordered ORDER BY first_seq {limit})
-SELECT {columns}
-FROM scope s JOIN latest_items i USING (item_id)
-WHERE NOT EXISTS (SELECT 1 FROM answers a WHERE a.model = $model AND a.item_id = s.item_id)
-{order}
-"""
-
-
-def _scope_sql(columns: str, limit: int | None, order: bool) -> str:
-    return _SCOPE_SQL.format(columns=columns, limit="LIMIT $limit" if limit else "",
-                             order="ORDER BY s.first_seq" if order else "")
-
-
-def _params(model: str, limit: int | None) -> dict[str, Any]:
-    return {"model": model, "limit": limit} if limit else {"model": model}
-
-
-def count_pending(con: duckdb.DuckDBPyConnection, model: str, limit: int | None) -> int:
-    """Cells of ``model`` among the first ``limit`` items (all items when None) with no answer."""
-    sql = _scope_sql("count(*)", limit, order=False)
-    return con.execute(sql, _params(model, limit)).fetchall()[0][0]  # fetchall: leaves no open result
-
-
 def pending_tasks(con: duckdb.DuckDBPyConnection, spec: ModelSpec, system: str,
                   limit: int | None) -> Iterator[Task]:
-    """The unanswered cells of ``spec`` as tasks, lazily, in item order.
-
-    ``con`` must be a connection of its own (``store.con.cursor()``): the writer thread uses the
-    store's main connection while this generator is being consumed."""
-    con.execute(_scope_sql("i.item_id, i.title, i.question", limit, order=True),
-                _params(spec.name, limit))
-    while rows := con.fetchmany(_PAGE):
-        for item_id, title, question in rows:
-            yield Task(item_id=item_id, model=spec.name,
-                       request=question_request(system, title or "", question or ""))
+    """The unanswered cells of ``spec`` as tasks, lazily, in item order (see
+    :func:`harness.store.cells.unanswered`)."""
+    for item_id, title, question in unanswered(con, spec.name, limit):
+        yield Task(item_id=item_id, model=spec.name,
+                   request=question_request(system, title or "", question or ""))
 
 
 def _lane(store: Store, spec: ModelSpec, system: str, limit: int | None) -> Lane:
-    total = count_pending(store.con, spec.name, limit)
+    total = count_unanswered(store.con, spec.name, limit)
     return Lane(spec=spec, total=total,
                 tasks=pending_tasks(store.con.cursor(), spec, system, limit))
 

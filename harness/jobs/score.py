@@ -24,6 +24,7 @@ import orjson
 
 from harness.errors import UserError
 from harness.store import DEFAULT_STORE, Store, utc_now
+from harness.store.cells import answered_cells, unscored
 from harness.text import is_blank
 
 __all__ = ["score", "ScoreOptions", "score_store", "MetricSummary", "METRICS", "DEFAULT_METRICS"]
@@ -140,32 +141,17 @@ def _check_metrics(metrics: Iterable[str]) -> list[str]:
 
 
 def _read_cells(store: Store) -> list[_Cell]:
-    rows = store.query(
-        "SELECT a.item_id, a.model, a.answer, i.reference, greatest(a.seq, coalesce(i.seq, 0)) "
-        "FROM latest_answers a LEFT JOIN latest_items i USING (item_id) "
-        "ORDER BY a.item_id, a.model")
-    return [_Cell(*row) for row in rows]
+    return [_Cell(*row) for row in answered_cells(store.con)]
 
 
 def _params_json(params: dict) -> str:
     return orjson.dumps(params, option=orjson.OPT_SORT_KEYS).decode()
 
 
-def _pending(store: Store, cells: Sequence[_Cell], metric: str, params: dict) -> list[_Cell]:
-    """Cells whose latest score for ``metric`` is missing, has other params, or predates the
-    cell's answer or reference."""
-    wanted = orjson.loads(_params_json(params))
-    latest = {(item, model): (seq, stored) for item, model, seq, stored in store.query(
-        "SELECT item_id, model, seq, params FROM latest_scores WHERE metric = ?", [metric])}
-    return [cell for cell in cells if not _up_to_date(latest.get((cell.item_id, cell.model)),
-                                                      cell, wanted)]
-
-
-def _up_to_date(latest: tuple[int, str | None] | None, cell: _Cell, wanted: dict) -> bool:
-    if latest is None:
-        return False
-    seq, stored = latest
-    return seq > cell.source_seq and stored is not None and orjson.loads(stored) == wanted
+def _pending(store: Store, metric: str, params: dict) -> list[_Cell]:
+    """Cells without an up-to-date ``metric`` score under ``params`` (see
+    :func:`harness.store.cells.unscored`)."""
+    return [_Cell(*row) for row in unscored(store.con, metric, _params_json(params))]
 
 
 def _rows(metric: str, params: dict, cells: Sequence[_Cell],
@@ -189,7 +175,7 @@ class _SurfacePass:
         self.metric = METRICS[name]
         self.score_many = bleu.bleu2_nltk_many if name == "bleu2_nltk" else bleu.bleu2_many
         self.params = bleu.bleu2_nltk_params() if name == "bleu2_nltk" else bleu.BLEU2_PARAMS
-        self.todo = _pending(store, cells, self.metric, self.params)
+        self.todo = _pending(store, self.metric, self.params)
         self.summary = MetricSummary(self.metric, skipped=len(cells) - len(self.todo),
                                      params=self.params)
 
@@ -230,7 +216,7 @@ class _BertScorePass:
         """None while the params are unknown (a baseline still to compute): then all is due."""
         if self.baseline is _TO_COMPUTE:
             return None
-        return _pending(store, self.cells, self.metric, self.scorer.params(self.baseline))
+        return _pending(store, self.metric, self.scorer.params(self.baseline))
 
     def __call__(self, store: Store, reporter: "_Reporter") -> MetricSummary:
         if self.baseline is _TO_COMPUTE:
