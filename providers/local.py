@@ -42,7 +42,7 @@ import anyio
 import anyio.from_thread
 import anyio.to_thread
 
-from providers.base import Fatal, ModelSettings, Reply, Request, Timeout
+from providers.base import Fatal, ModelSettings, Provider, Reply, Request, Timeout
 
 __all__ = [
     "LocalProvider",
@@ -262,7 +262,7 @@ def _reply(loaded: _Loaded, new_tokens: list[int], prompt_length: int, max_new_t
                  input_tokens=prompt_length, output_tokens=len(new_tokens), http_status=None)
 
 
-class LocalProvider:
+class LocalProvider(Provider):
     """One configured local model. The weights load on first use (or in :meth:`preflight`)."""
 
     def __init__(self, spec: ModelSettings, client: Any = None) -> None:
@@ -273,11 +273,6 @@ class LocalProvider:
         self.artifact = resolve_local_model(spec.model)
         self.device = str(spec.params.get("device") or _default_device())
         self._lock: anyio.Lock | None = None
-
-    @classmethod
-    def resolve_key(cls, spec: ModelSettings) -> None:
-        """A local model needs no key."""
-        return None
 
     def _refuse_unknown_params(self) -> None:
         unknown = sorted(set(self.spec.params) - _ALLOWED_PARAMS)

@@ -12,7 +12,6 @@ requested ids are both compared after :func:`normalise_model_id` (see ``served_m
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 import httpx
@@ -48,16 +47,16 @@ class OllamaProvider(HTTPProvider):
     """One ``generate`` = one non-streaming /api/generate call."""
 
     default_base_url = "http://localhost:11434"
+    key_env = DEFAULT_KEY_ENV
     key_required = False
     reserved_params = frozenset({"model", "prompt", "system", "stream", "context", "images",
                                  "suffix", "options"})
 
     @classmethod
     def resolve_key(cls, spec: ModelSettings) -> str | None:
-        if spec.api_key_env:  # named in the config: the user expects it to be set
-            return resolve_api_key(spec)
-        return resolve_api_key(dataclasses.replace(spec, api_key_env=DEFAULT_KEY_ENV),
-                               required=False)
+        # Named in the config: the user expects it to be set. Else OLLAMA_API_KEY if set (a
+        # local server needs no key).
+        return resolve_api_key(spec, cls.key_env, required=bool(spec.api_key_env))
 
     def served_model_id(self) -> str:
         return normalise_model_id(self.spec.model) or self.spec.model

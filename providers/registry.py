@@ -16,7 +16,9 @@ from providers.base import (
 
 __all__ = ["create_provider", "provider_class", "missing_key", "served_model_id", "check_first_reply", "PROVIDER_CLASSES"]
 
-# provider name -> (module, class); each module holds exactly that one provider class.
+# provider name -> (module, class); each module holds exactly that one provider class. The one
+# list of provider names (harness.config.PROVIDERS repeats it below the providers' layer, and a
+# test holds the two equal).
 PROVIDER_CLASSES: dict[str, tuple[str, str]] = {
     "openai": ("providers.openai", "OpenAIProvider"),
     "gemini": ("providers.gemini", "GeminiProvider"),
@@ -35,7 +37,7 @@ def create_provider(spec: ModelSettings, client: httpx.AsyncClient | None) -> Pr
     return provider_class(spec)(spec, client=client)
 
 
-def provider_class(spec: ModelSettings) -> type:
+def provider_class(spec: ModelSettings) -> type[Provider]:
     """The class that speaks ``spec``'s protocol, imported on first use."""
     try:
         module_name, class_name = PROVIDER_CLASSES[spec.provider]
@@ -56,9 +58,8 @@ def missing_key(spec: ModelSettings) -> MissingKey | None:
 
 def served_model_id(provider: Provider) -> str:
     """The id a reply's ``served_model`` must match: the provider's normalised form of the
-    requested id where it offers one (Ollama strips ``-cloud`` and ``:latest``), else ``spec.model``."""
-    normalise = getattr(provider, "served_model_id", None)
-    return normalise() if callable(normalise) else provider.spec.model
+    requested id (Ollama strips ``-cloud`` and ``:latest``); ``spec.model`` by default."""
+    return provider.served_model_id()
 
 
 def check_first_reply(provider: Provider, reply: Reply) -> None:

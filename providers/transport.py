@@ -26,6 +26,7 @@ from providers.lean import LeanClient
 from providers.base import (
     Fatal,
     ModelSettings,
+    Provider,
     ProviderError,
     QuotaExhausted,
     RateLimited,
@@ -142,7 +143,7 @@ def error_for_status(status: int, detail: str, *, label: str, retry_after_s: flo
     return Fatal(text, http_status=status)
 
 
-class HTTPProvider:
+class HTTPProvider(Provider):
     """The shape every wire protocol shares; subclasses fill in their dialect.
 
     Subclasses set ``default_base_url`` and implement ``endpoint``, ``headers``, ``payload``,
@@ -150,6 +151,7 @@ class HTTPProvider:
     """
 
     default_base_url: ClassVar[str]
+    key_env: ClassVar[str | None] = None  # the conventional variable; api_key_env overrides it
     key_required: ClassVar[bool] = True
     reserved_params: ClassVar[frozenset[str]] = frozenset()
 
@@ -164,15 +166,7 @@ class HTTPProvider:
     @classmethod
     def resolve_key(cls, spec: ModelSettings) -> str | None:
         """The key from the environment; MissingKey where the protocol needs one and none is set."""
-        return resolve_api_key(spec, required=cls.key_required)
-
-    def served_model_id(self) -> str:
-        """The id a reply's ``served_model`` is compared with (see registry.check_first_reply)."""
-        return self.spec.model
-
-    async def preflight(self) -> str | None:
-        """A one-line description of the endpoint, or None when there is nothing to check."""
-        return None
+        return resolve_api_key(spec, cls.key_env, required=cls.key_required)
 
     async def generate(self, request: Request) -> Reply:
         response = await send(self.client, "POST", self.endpoint(), label=self.label,

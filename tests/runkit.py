@@ -21,7 +21,7 @@ from harness.engine.lanes import RetryPolicy
 from harness.jobs.importing import import_file
 from harness.jobs.run import RunOptions, execute_run
 from harness.store import Store
-from providers.base import RateLimited, Reply, Request
+from providers.base import Provider, RateLimited, Reply, Request
 from providers.registry import create_provider
 
 __all__ = ["KEYS", "FAST_RETRY", "write_items", "model_entry", "write_config", "run_inprocess",
@@ -117,7 +117,7 @@ class Recorder:
         return [t for name, t, _ in self.sent if name == lane]
 
 
-class _Recording:
+class _Recording(Provider):
     def __init__(self, inner: Any, recorder: Recorder) -> None:
         self.inner, self.recorder, self.spec = inner, recorder, inner.spec
 

@@ -13,21 +13,18 @@ from harness.engine.lanes import Engine, Lane, RetryPolicy, Task, stop_reason
 from harness.engine.writer import BatchWriter
 from harness.store import Store
 from providers.base import (
-    Fatal, MissingKey, QuotaExhausted, RateLimited, Reply, Request, ServedModelMismatch, Transient,
+    Fatal, MissingKey, Provider, QuotaExhausted, RateLimited, Reply, Request, ServedModelMismatch, Transient,
 )
 
 FAST = RetryPolicy(wait_initial=0.001, wait_max=0.002, wait_jitter=0.0)
 
 
-class FakeProvider:
+class FakeProvider(Provider):
     """Answers ``answer <user>``; ``script`` maps a call number (1-based) to an exception."""
 
     def __init__(self, spec: ModelSpec, script=None, served=None, gate: anyio.Event | None = None):
         self.spec, self.script, self.served, self.gate = spec, script or {}, served, gate
         self.calls: list[str] = []
-
-    def served_model_id(self) -> str:
-        return self.spec.model
 
     async def generate(self, request: Request) -> Reply:
         self.calls.append(request.user)
@@ -228,14 +225,11 @@ def test_drain_lets_in_flight_requests_finish_and_sends_nothing_new(store):
     assert engine.stats[0].interrupted and engine.stats[0].state == "interrupted"
 
 
-class Hanging:
+class Hanging(Provider):
     """A provider whose requests never come back."""
 
     def __init__(self, spec: ModelSpec):
         self.spec, self.calls = spec, 0
-
-    def served_model_id(self) -> str:
-        return self.spec.model
 
     async def generate(self, request: Request) -> Reply:
         self.calls += 1

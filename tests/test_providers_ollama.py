@@ -149,3 +149,19 @@ def test_local_provider_is_imported_lazily_by_name(monkeypatch) -> None:
 
 def test_default_base_urls_follow_the_design() -> None:
     assert OllamaProvider(ollama_spec(None), None).endpoint() == "http://localhost:11434/api/generate"
+
+
+def test_the_config_knows_exactly_the_registered_providers() -> None:
+    from harness.config import PROVIDERS
+
+    assert PROVIDERS == tuple(PROVIDER_CLASSES)
+
+
+def test_every_registered_class_is_a_provider() -> None:
+    import importlib
+
+    from providers.base import Provider
+
+    for module_name, class_name in PROVIDER_CLASSES.values():
+        cls = getattr(importlib.import_module(module_name), class_name)
+        assert issubclass(cls, Provider)

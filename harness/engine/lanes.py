@@ -277,11 +277,9 @@ class _LaneRun:
         try:
             if self.provider is None:
                 self.provider = self.engine.provider_factory(self.spec, client)
-            preflight = getattr(self.provider, "preflight", None)
-            if preflight is not None:
-                report = await preflight()
-                if report:
-                    self.engine.notify(f"{self.spec.name}: {report}")
+            report = await self.provider.preflight()
+            if report:
+                self.engine.notify(f"{self.spec.name}: {report}")
         except ProviderError as exc:
             self._stop(exc)
             return False
