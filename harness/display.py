@@ -26,7 +26,7 @@ from rich.segment import Segment
 from harness.engine.counters import LaneStats
 
 __all__ = ["LaneStats", "RateMeter", "LiveProgress", "PlainProgress", "open_progress",
-           "QuietProgress", "render_table", "plain_lines", "COLUMNS"]
+           "render_table", "plain_lines", "COLUMNS"]
 
 NOW_WINDOW_S = 10.0  # "answers/s now" averages over the last ten seconds
 REFRESH_PER_S = 4
@@ -273,23 +273,6 @@ class PlainProgress:
         self._stop.set()
         self._thread.join()
         self.print_lines()
-
-
-class QuietProgress:
-    """No display at all (library use and tests); notes still go to ``file`` when given."""
-
-    def __init__(self, file: TextIO | None = None) -> None:
-        self.file = file
-
-    def note(self, message: str) -> None:
-        if self.file is not None:
-            print(message, file=self.file, flush=True)
-
-    def __enter__(self) -> "QuietProgress":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        pass
 
 
 def open_progress(lanes: Sequence[LaneStats], *, no_progress: bool = False,

@@ -2,7 +2,7 @@
 
 Everything that is the same for every provider lives here, once: sending a request and translating
 httpx's exceptions into the error hierarchy of :mod:`providers.base` (the only place in the package
-that catches them; an ``httpx2.AsyncClient`` works too and is translated the same way), decoding a JSON body, mapping an HTTP status onto a retry decision, and refusing
+that catches them), decoding a JSON body, mapping an HTTP status onto a retry decision, and refusing
 sampling parameters that would break R1 or R2. :class:`HTTPProvider` strings them together; each
 provider module subclasses it and supplies only its own dialect: URL, headers, payload, reply
 parsing and how its error bodies spell their message, hint and quota.
@@ -16,11 +16,6 @@ from typing import Any, ClassVar
 
 import httpx
 import orjson
-
-try:  # httpx's successor, whose connection pool scales to hundreds of connections; optional
-    import httpx2
-except ImportError:  # pragma: no cover - depends on the environment
-    httpx2 = None
 
 from providers.lean import LeanClient
 from providers.base import (
@@ -56,12 +51,6 @@ QUOTA_ADVICE = ("the day's quota (or the account's usage limit) is used up: this
 _TOOL_WORDS = ("tool", "function", "grounding", "retrieval", "search", "plugin", "mcp",
                "codeexecution", "urlcontext")
 _MESSAGE_LIMIT = 500
-# The engine may hand providers an httpx or an httpx2 client; both raise their own exceptions.
-_HTTP_MODULES = tuple(module for module in (httpx, httpx2) if module is not None)
-_TIMEOUTS = tuple(module.TimeoutException for module in _HTTP_MODULES)
-_BAD_URLS = tuple(cls for module in _HTTP_MODULES
-                  for cls in (module.UnsupportedProtocol, module.InvalidURL))
-_TRANSPORT_FAILURES = tuple(module.TransportError for module in _HTTP_MODULES)
 
 
 def _squash(key: str) -> str:
@@ -103,11 +92,11 @@ async def send(client: httpx.AsyncClient, method: str, url: str, *, label: str, 
             return await client.exchange(method, url, headers=headers, content=content,
                                          timeout=timeout)
         return await client.request(method, url, content=content, headers=headers, timeout=timeout)
-    except _TIMEOUTS as exc:
+    except httpx.TimeoutException as exc:
         raise Timeout(f"{label}: no reply within {timeout:g} s ({type(exc).__name__})") from exc
-    except _BAD_URLS as exc:
+    except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
         raise Fatal(f"{label}: cannot send to {url!r}: {exc}") from exc
-    except _TRANSPORT_FAILURES as exc:  # connect/read/write errors, resets, protocol breakage
+    except httpx.TransportError as exc:  # connect/read/write errors, resets, protocol breakage
         raise Transient(f"{label}: connection failed ({type(exc).__name__}: {exc})") from exc
 
 

@@ -3,7 +3,7 @@
 Every test runs once per wire protocol (openai, gemini, anthropic, ollama): the engine's own client
 (:class:`providers.lean.LeanClient` over httpx's transport), a real HTTP/1.1 server, the providers'
 own classification of what came back. The last tests repeat the classification through a plain
-``httpx.AsyncClient`` and an ``httpx2`` one, which a caller may pass instead.
+``httpx.AsyncClient``, which a caller may pass instead.
 """
 
 from __future__ import annotations
@@ -317,15 +317,11 @@ async def test_params_cannot_rewrite_the_question(provider, keys, emulator):
 
 # ----------------------------------------------------------------------------- other clients
 
-@pytest.mark.parametrize("client_module", ["httpx", "httpx2"])
 @pytest.mark.parametrize("script", ["ok", "429:2.5", "500", "reset", "malformed", "hang"])
-async def test_a_callers_own_client_is_classified_the_same(provider, keys, emulator, script,
-                                                           client_module):
-    """A caller may pass a plain httpx client, or httpx2's (its pool scales better): outcomes
-    must not change."""
-    module = pytest.importorskip(client_module)
+async def test_a_callers_own_client_is_classified_the_same(provider, keys, emulator, script):
+    """A caller may pass a plain httpx client instead of the engine's: outcomes must not change."""
     emu = emulator(script=[script], hang_s=10)
-    async with module.AsyncClient() as client:
+    async with httpx.AsyncClient() as client:
         llm = create_provider(spec_for(provider, emu, timeout_s=0.3), client)
         try:
             result = await llm.generate(QUESTION)

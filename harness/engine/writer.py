@@ -143,8 +143,8 @@ class BatchWriter:
 
 
 def insert_statements(writes: Sequence[Rows]) -> list[tuple[str, list]]:
-    """One ``INSERT`` per table for a batch of writes: Store.append_batch's statement, built
-    apart from its execution. Each column travels as one list parameter that DuckDB unnests;
+    """One ``INSERT`` per table for a batch of writes, built apart from its execution (the
+    writer thread runs it). Each column travels as one list parameter that DuckDB unnests;
     a column that is NULL in every row is left out (NULL is every column's default)."""
     merged: dict[str, list[Mapping[str, Any]]] = {}
     for rows in writes:
