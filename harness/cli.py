@@ -258,8 +258,18 @@ HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
 }
 
 
+def _quiet_retries() -> None:
+    """The attempts table and the display already record every retry; stamina's default hook
+    would add a warning per retry on stderr, underneath the live display. The CLI owns the
+    process, so it is the one to switch that hook off."""
+    from stamina.instrumentation import set_on_retry_hooks
+
+    set_on_retry_hooks([])
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    _quiet_retries()
     try:
         return HANDLERS[args.command](args)
     except UserError as exc:

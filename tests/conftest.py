@@ -5,10 +5,18 @@ from __future__ import annotations
 import os
 
 import pytest
+import stamina
 
 # Nothing in the test suite may reach a model hub.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+
+@pytest.fixture(autouse=True)
+def retries_without_waits():
+    """stamina's test mode: every backoff is zero; ``cap`` keeps each model's max_attempts."""
+    with stamina.set_testing(True, attempts=1_000, cap=True):
+        yield
 
 
 @pytest.fixture

@@ -9,14 +9,12 @@ import anyio
 import pytest
 
 from harness.config import ModelSpec
-from harness.engine.lanes import Engine, Lane, RetryPolicy, Task, stop_reason
+from harness.engine.lanes import Engine, Lane, Task, stop_reason
 from harness.engine.writer import BatchWriter
 from harness.store import Store
 from providers.base import (
     Fatal, MissingKey, Provider, QuotaExhausted, RateLimited, Reply, Request, ServedModelMismatch, Transient,
 )
-
-FAST = RetryPolicy(wait_initial=0.001, wait_max=0.002, wait_jitter=0.0)
 
 
 class FakeProvider(Provider):
@@ -56,7 +54,7 @@ def keep_answer(task: Task, reply: Reply, latency_s: float):
 
 
 def run(store: Store, lanes, accept=keep_answer, notes=None):
-    engine = Engine(lanes, run_id="r1", accept=accept, retry=FAST)
+    engine = Engine(lanes, run_id="r1", accept=accept)
 
     async def main():
         async with BatchWriter(store) as writer:
@@ -191,7 +189,7 @@ def test_a_provider_that_cannot_be_built_stops_its_lane(store):
         raise MissingKey("environment variable NOPE_KEY is not set")
 
     engine = Engine([Lane(spec=spec(), tasks=tasks("fake", 3), total=3)], run_id="r1",
-                    accept=keep_answer, retry=FAST, provider_factory=factory)
+                    accept=keep_answer, provider_factory=factory)
 
     async def main():
         async with BatchWriter(store) as writer:
@@ -207,7 +205,7 @@ def test_drain_lets_in_flight_requests_finish_and_sends_nothing_new(store):
     gate = anyio.Event()
     provider = FakeProvider(lane_spec, gate=gate)
     engine = Engine([Lane(spec=lane_spec, tasks=tasks("fake", 20), total=20, provider=provider)],
-                    run_id="r1", accept=keep_answer, retry=FAST)
+                    run_id="r1", accept=keep_answer)
 
     async def interrupt():
         while len(provider.calls) < 3:
@@ -251,7 +249,7 @@ def test_abandon_gives_up_in_flight_requests_without_recording_them(store):
     lane_spec = spec(concurrency=3)
     provider = Hanging(lane_spec)
     engine = Engine([Lane(spec=lane_spec, tasks=tasks("fake", 10), total=10, provider=provider)],
-                    run_id="r1", accept=keep_answer, retry=FAST)
+                    run_id="r1", accept=keep_answer)
 
     async def interrupt():
         while provider.calls < 3:

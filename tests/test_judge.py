@@ -18,7 +18,6 @@ from rich.console import Console
 from harness.cli import print_result
 from harness.config import load_config
 from harness.emulator.server import EmulatorSettings, run_emulator
-from harness.engine.lanes import RetryPolicy
 from harness.jobs.judge import BYPASS_SOURCE, execute_judge
 from harness.jobs.run import RunOptions
 from harness.store import Store, utc_now
@@ -27,7 +26,6 @@ from metrics.judge import JUDGE_RUBRIC, MalformedLabel, parse_label, rubric_sha2
 KEY_ENV, KEY = "CONTAM_TEST_JUDGE_KEY", "sk-judge-test-9f8e7d"
 JUDGE_MODELS = {"openai": "gpt-emu-judge", "anthropic": "claude-emu-judge",
                 "gemini": "gemini-emu-judge", "ollama": "llama-emu-judge:8b"}
-FAST = RetryPolicy(wait_initial=0.001, wait_max=0.01, wait_jitter=0.0)
 
 # item_id, title, question, reference: ids, titles and questions are distinctive strings so a
 # test can prove none of them reached the judge.
@@ -94,7 +92,7 @@ def write_config(tmp_path: Path, emu, provider: str = "anthropic", *, max_attemp
 def judge(store_path: Path, config_path: Path, *, models=None, limit=None):
     out = io.StringIO()
     options = RunOptions(limit=limit, no_progress=True, console=Console(file=out, width=200),
-                         retry=FAST, handle_signals=False)
+                         handle_signals=False)
     with Store(store_path) as store:
         result = anyio.run(execute_judge, store, load_config(config_path), options, models)
     print_result(result, out, io.StringIO())

@@ -53,7 +53,6 @@ import anyio
 import anyio.lowlevel
 import httpx
 import stamina
-from stamina.instrumentation import set_on_retry_hooks
 
 from harness.config import ModelSpec
 from harness.engine.counters import LaneStats
@@ -66,12 +65,15 @@ from providers.base import (
 )
 from providers.registry import check_first_reply, create_provider
 
-__all__ = ["Task", "Lane", "Accept", "RetryPolicy", "Engine", "ProviderFactory", "InternalError",
+__all__ = ["Task", "Lane", "Accept", "Engine", "ProviderFactory", "InternalError",
            "stop_reason", "failure_cause", "collector_tuned"]
 
 # Seconds the engine waits beyond ``spec.timeout_s`` before abandoning a request the provider's
 # own timeout did not end (httpx times each phase, not the whole exchange).
 DEADLINE_MARGIN_S = 5.0
+# stamina's exponential backoff (seconds) for retryable errors that carry no hint. Tests make
+# every wait zero with stamina.set_testing.
+RETRY_WAIT_INITIAL, RETRY_WAIT_MAX, RETRY_WAIT_JITTER = 1.0, 60.0, 1.0
 # Container allocations between two collections of the youngest generation (CPython's default is
 # 700). Every request allocates a few hundred short-lived objects (httpx's request and response,
 # h11's events, the rows), so at 700 most of them are still alive at a collection and get
@@ -109,15 +111,6 @@ class Task:
 
 Accept = Callable[[Task, Reply, float], Rows]
 ProviderFactory = Callable[[ModelSpec, httpx.AsyncClient], Provider]
-
-
-@dataclass(frozen=True, kw_only=True)
-class RetryPolicy:
-    """Backoff for retryable errors that carry no hint (stamina's exponential backoff)."""
-
-    wait_initial: float = 1.0
-    wait_max: float = 60.0
-    wait_jitter: float = 1.0
 
 
 @dataclass(kw_only=True, eq=False)
@@ -176,11 +169,9 @@ class Engine:
     """Runs lanes concurrently; see the module docstring for the contract."""
 
     def __init__(self, lanes: Sequence[Lane], *, run_id: str, accept: Accept,
-                 retry: RetryPolicy = RetryPolicy(),
                  provider_factory: ProviderFactory | None = None) -> None:
         self.run_id = run_id
         self.accept = accept
-        self.retry = retry
         self.provider_factory = provider_factory or create_provider
         self.interrupted: int | None = None
         self._lanes = [_LaneRun(self, lane) for lane in lanes]
@@ -189,9 +180,6 @@ class Engine:
     async def run(self, writer: BatchWriter, *, notify: Callable[[str], None] = print,
                   handle_signals: bool = False) -> list[LaneStats]:
         """Run every lane to its end (or its stop); returns the lanes' final counters."""
-        # The attempts table and the display already record every retry; stamina's default hook
-        # would add a warning per retry on stderr, underneath the live display.
-        set_on_retry_hooks([])
         self.writer, self.notify = writer, notify
         with collector_tuned():
             await self._run_lanes(handle_signals)
@@ -333,11 +321,11 @@ class _LaneRun:
         """Attempts 2..max_attempts under stamina. Most tasks never get here, so the first attempt
         runs without the retry machinery; stamina is shown that attempt's error first, so its
         backoff hook decides the wait before attempt 2 like any other."""
-        retry, pending = self.engine.retry, first
+        pending = first
         async for attempt in stamina.retry_context(
                 on=_retry_wait, attempts=self.spec.max_attempts, timeout=None,
-                wait_initial=retry.wait_initial, wait_max=retry.wait_max,
-                wait_jitter=retry.wait_jitter):
+                wait_initial=RETRY_WAIT_INITIAL, wait_max=RETRY_WAIT_MAX,
+                wait_jitter=RETRY_WAIT_JITTER):
             with attempt:
                 if pending is not None:
                     error, pending = pending, None

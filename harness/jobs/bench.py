@@ -41,7 +41,7 @@ from rich.console import Console
 from harness.config import ModelSpec, load_config
 from harness.display import open_progress
 from harness.engine.counters import LaneStats
-from harness.engine.lanes import Engine, Lane, RetryPolicy, Task
+from harness.engine.lanes import Engine, Lane, Task
 from harness.engine.writer import BatchWriter, Rows
 from harness.errors import UserError
 from harness.jobs.bench_floor import (
@@ -85,7 +85,6 @@ class BenchSettings:
     no_progress: bool = False
     console: Console = field(default_factory=Console)
     handle_signals: bool = True
-    retry: RetryPolicy = field(default_factory=RetryPolicy)
 
 
 @dataclass(kw_only=True)
@@ -201,8 +200,7 @@ async def run_engine_phase(store: Store, specs: Sequence[ModelSpec], system: str
     latencies: dict[str, list[float]] = {spec.name: [] for spec in specs}
     lanes = [Lane(spec=spec, total=settings.requests,
                   tasks=_probe_tasks(spec, request, settings.requests)) for spec in specs]
-    engine = Engine(lanes, run_id=run_id, accept=_timed(answer_rows(run_id, specs), latencies),
-                    retry=settings.retry)
+    engine = Engine(lanes, run_id=run_id, accept=_timed(answer_rows(run_id, specs), latencies))
     cpu, wall = time.process_time(), time.perf_counter()
     with recorded_run(store, _bench_run_row(run_id, specs, system, settings)), open_progress(engine.stats, no_progress=settings.no_progress,
                        console=settings.console) as progress:

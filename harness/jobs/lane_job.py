@@ -17,7 +17,7 @@ from rich.console import Console
 from harness import package_version
 from harness.display import open_progress
 from harness.engine.counters import LaneStats
-from harness.engine.lanes import Accept, Engine, Lane, ProviderFactory, RetryPolicy
+from harness.engine.lanes import Accept, Engine, Lane, ProviderFactory
 from harness.engine.writer import BatchWriter
 from harness.store import Store, utc_now
 from providers.registry import missing_key
@@ -36,7 +36,6 @@ class JobOptions:
     no_progress: bool = False
     models: list[str] | None = None  # --models a,b; None: all
     console: Console | None = None  # where the live display goes (stdout)
-    retry: RetryPolicy = field(default_factory=RetryPolicy)
     provider_factory: ProviderFactory | None = None  # None: providers.registry.create_provider
     handle_signals: bool = True  # SIGINT/SIGTERM drain the run (main thread only)
 
@@ -64,7 +63,7 @@ async def run_lanes(store: Store, lanes: Sequence[Lane], *, result: JobResult, a
                     first: Callable[[], None] | None = None) -> JobResult:
     """Run ``lanes`` to their end under one recorded run (``first`` runs inside it before the
     lanes start); fills ``result``'s counters."""
-    engine = Engine(lanes, run_id=result.run_id, accept=accept, retry=options.retry,
+    engine = Engine(lanes, run_id=result.run_id, accept=accept,
                     provider_factory=options.provider_factory)
     console = options.console or Console()
     with recorded_run(store, started), \
