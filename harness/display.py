@@ -16,7 +16,7 @@ import asyncio
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from typing import TextIO
 
 from rich.console import Console, ConsoleOptions

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import signal
 import subprocess
@@ -24,16 +23,9 @@ from harness.emulator.server import (
     judge_label,
     parse_faults,
     parse_step,
-    run_emulator,
 )
 
 OPENAI_BODY = {"model": "gpt-emu", "messages": [{"role": "user", "content": "Who?"}]}
-
-
-@pytest.fixture
-def emulator():
-    with contextlib.ExitStack() as stack:
-        yield lambda **settings: stack.enter_context(run_emulator(EmulatorSettings(**settings)))
 
 
 def chat(client: httpx.Client, emu, model: str = "gpt-emu", **headers) -> httpx.Response:

@@ -64,12 +64,6 @@ def run(store: Store, lanes, accept=keep_answer, notes=None):
     return engine
 
 
-@pytest.fixture
-def store(tmp_path):
-    with Store(tmp_path / "s.duckdb") as opened:
-        yield opened
-
-
 def attempts(store, model="fake"):
     return store.query("SELECT item_id, attempt, outcome, error FROM attempts "
                        f"WHERE model = '{model}' ORDER BY seq")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import socket
 import sys
 import types
@@ -11,7 +10,6 @@ import httpx
 import pytest
 
 from harness.config import ModelSpec
-from harness.emulator.server import EmulatorSettings, run_emulator
 from providers.base import Fatal, MissingKey, Reply, Request, ServedModelMismatch
 from providers.ollama import OllamaProvider, normalise_model_id
 from providers.registry import PROVIDER_CLASSES, check_first_reply, create_provider, served_model_id
@@ -19,20 +17,9 @@ from providers.registry import PROVIDER_CLASSES, check_first_reply, create_provi
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 @pytest.fixture(autouse=True)
 def no_ollama_key(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("OLLAMA_API_KEY", raising=False)
-
-
-@pytest.fixture
-def emulator():
-    with contextlib.ExitStack() as stack:
-        yield lambda **settings: stack.enter_context(run_emulator(EmulatorSettings(**settings)))
 
 
 def ollama_spec(base_url: str, model: str = "llama3.2", **overrides) -> ModelSpec:

@@ -8,7 +8,6 @@ own classification of what came back. The last tests repeat the classification t
 
 from __future__ import annotations
 
-import contextlib
 import json
 
 import httpx
@@ -18,7 +17,7 @@ from harness.config import ModelSpec
 from providers.base import (
     Fatal, MissingKey, QuotaExhausted, RateLimited, Reply, Request, ServedModelMismatch, Timeout, Transient,
 )
-from harness.emulator.server import EmulatorSettings, default_answer, run_emulator
+from harness.emulator.server import default_answer
 from providers.lean import LeanClient
 from providers.registry import check_first_reply, create_provider
 
@@ -40,11 +39,6 @@ QUESTION = Request(system="Answer from memory only.",
 TOOL_WORDS = ("tool", "function", "grounding", "retrieval", "search", "plugin")
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 @pytest.fixture(params=list(PROVIDERS))
 def provider(request: pytest.FixtureRequest) -> str:
     return request.param
@@ -57,12 +51,6 @@ def keys(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
     for name, (_, env, _, _) in PROVIDERS.items():
         monkeypatch.setenv(env, secrets[name])
     return secrets
-
-
-@pytest.fixture
-def emulator():
-    with contextlib.ExitStack() as stack:
-        yield lambda **settings: stack.enter_context(run_emulator(EmulatorSettings(**settings)))
 
 
 def engine_client() -> LeanClient:

@@ -20,10 +20,7 @@ from tests.runkit import (
 )
 
 
-@pytest.fixture(autouse=True)
-def keys(monkeypatch):
-    for name, value in KEYS.items():
-        monkeypatch.setenv(name, value)
+pytestmark = pytest.mark.usefixtures("keys")
 
 
 def query(store_path, sql):
