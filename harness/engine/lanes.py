@@ -27,15 +27,8 @@ On SIGINT/SIGTERM (``handle_signals=True``) no new request is sent, in-flight on
 by their timeout) and are committed; a second signal abandons them. ``engine.interrupted`` then
 holds the signal number. The engine needs anyio's asyncio backend (aiolimiter is asyncio-only).
 
-What a request costs on top of httpx (``contam bench --emulator`` measures it against a bare httpx
-loop): one anyio cancel scope (shield and deadline in one), two flag checks, its rows appended to
-the writer's list without yielding, and a share of a batched commit (:mod:`harness.engine.writer`). A
-profile showed where the rest had gone: a second cancel scope and two ``checkpoint_if_cancelled``
-per request, a wake-up of the writer task per reply, a DuckDB commit every 25 replies whose
-thread hand-overs of the GIL taxed every request, and the garbage collector re-traversing the
-start-up objects; see :func:`collector_tuned`, :mod:`harness.engine.writer` and :mod:`harness.engine.pool`. A
-later profile found httpx's client layer (auth flow, redirects, cookie jar) costing about as much
-as all of that: the providers' requests skip it (:mod:`providers.lean`), which pays for the rest.
+Speed: the per-request path holds one cancel scope, two flag checks and a non-yielding write;
+why each costs what it does is said where it is (``contam bench --emulator`` measures it).
 """
 
 from __future__ import annotations
