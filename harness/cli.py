@@ -43,22 +43,25 @@ def _add_import(sub: argparse._SubParsersAction) -> None:
     _store(p)
 
 
-def _add_run(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("run", help="ask every configured model every unanswered item")
+def _add_lane_job(sub: argparse._SubParsersAction, name: str, help: str, models: str,
+                  limit: str) -> None:
+    """run and judge take the same arguments: a config, a store, models, a limit, progress."""
+    p = sub.add_parser(name, help=help)
     p.add_argument("config")
     _store(p, default=None)
-    p.add_argument("--models", help="comma-separated model names from the config")
-    p.add_argument("--limit", type=int, help="at most N items per model")
+    p.add_argument("--models", help=models)
+    p.add_argument("--limit", type=int, help=limit)
     _progress(p)
+
+
+def _add_run(sub: argparse._SubParsersAction) -> None:
+    _add_lane_job(sub, "run", "ask every configured model every unanswered item",
+                  "comma-separated model names from the config", "at most N items per model")
 
 
 def _add_judge(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("judge", help="label every answer with the config's [judge] model")
-    p.add_argument("config")
-    _store(p, default=None)
-    p.add_argument("--models", help="judge only these answering models")
-    p.add_argument("--limit", type=int, help="at most N cells")
-    _progress(p)
+    _add_lane_job(sub, "judge", "label every answer with the config's [judge] model",
+                  "judge only these answering models", "at most N cells")
 
 
 def _add_score(sub: argparse._SubParsersAction) -> None:

@@ -65,7 +65,6 @@ def judge_rater(spec: ModelSpec) -> str:
     return f"judge:{spec.name}"
 
 
-
 # -- the work ----------------------------------------------------------------------------------
 
 @dataclass(frozen=True, slots=True)
