@@ -135,8 +135,10 @@ def _answer(store: Store, config: RunConfig, *, no_progress: bool) -> int:
     options = RunOptions(no_progress=no_progress, provider_factory=lambda _spec, _client: provider)
     print(f"answers: asking {spec.name} {pending} question(s)")
     result = anyio.run(execute_run, store, config, config.models, options)
-    print(*result.summary, sep="\n")
-    print(*result.problems, sep="\n", file=sys.stderr)
+    for line in result.summary:
+        print(line)
+    for line in result.problems:
+        print(line, file=sys.stderr)
     return result.exit_status
 
 
