@@ -39,15 +39,14 @@ import numpy as np
 from rich.console import Console
 
 from harness.config import ModelSpec, load_config
-from harness.display import open_progress
 from harness.engine.counters import LaneStats
-from harness.engine.lanes import Engine, Lane, Task
-from harness.engine.writer import BatchWriter, Rows
+from harness.engine.lanes import Lane, Task
+from harness.engine.writer import Rows
 from harness.errors import UserError
 from harness.jobs.bench_floor import (
     BareResult, BareTarget, bare_loop, emulator_process, process_cpu_s,
 )
-from harness.jobs.lane_job import new_run_id, recorded_run, run_row
+from harness.jobs.lane_job import JobOptions, JobResult, new_run_id, run_lanes, run_row
 from harness.jobs.run import answer_rows
 from harness.prompts import DEFAULT_SYSTEM_PROMPT, prompt_sha256, question_request
 from harness.store import Store
@@ -200,16 +199,15 @@ async def run_engine_phase(store: Store, specs: Sequence[ModelSpec], system: str
     latencies: dict[str, list[float]] = {spec.name: [] for spec in specs}
     lanes = [Lane(spec=spec, total=settings.requests,
                   tasks=_probe_tasks(spec, request, settings.requests)) for spec in specs]
-    engine = Engine(lanes, run_id=run_id, accept=_timed(answer_rows(run_id, specs), latencies))
+    options = JobOptions(no_progress=settings.no_progress, console=settings.console,
+                         handle_signals=settings.handle_signals)
     cpu, wall = time.process_time(), time.perf_counter()
-    with recorded_run(store, _bench_run_row(run_id, specs, system, settings)), open_progress(engine.stats, no_progress=settings.no_progress,
-                       console=settings.console) as progress:
-        async with BatchWriter(store) as writer:
-            await engine.run(writer, notify=progress.note, handle_signals=settings.handle_signals)
-    phase = EnginePhase(stats=engine.stats, latencies=latencies,
-                        wall_s=time.perf_counter() - wall, cpu_s=time.process_time() - cpu,
-                        peak_rss_mb=_peak_rss_mb())
-    return phase
+    result = await run_lanes(store, lanes, result=JobResult(command="bench", run_id=run_id),
+                             accept=_timed(answer_rows(run_id, specs), latencies),
+                             started=_bench_run_row(run_id, specs, system, settings), options=options)
+    return EnginePhase(stats=result.stats, latencies=latencies,
+                       wall_s=time.perf_counter() - wall, cpu_s=time.process_time() - cpu,
+                       peak_rss_mb=_peak_rss_mb())
 
 
 def _timed(accept, latencies: dict[str, list[float]]):
