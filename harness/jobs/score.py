@@ -14,14 +14,13 @@ Python callers (the demo): :func:`score_store` does the whole pass and returns t
 
 from __future__ import annotations
 
-import sys
-import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import orjson
 
+from harness.display import BatchProgress
 from harness.errors import UserError
 from harness.store import DEFAULT_STORE, Store, utc_now
 from harness.store.cells import answered_cells, unscored
@@ -33,7 +32,6 @@ __all__ = ["score", "ScoreOptions", "score_store", "MetricSummary", "METRICS", "
 METRICS = {"bleu2": "bleu2", "bleu2_nltk": "bleu2_nltk", "bertscore": "bertscore_f1"}
 DEFAULT_METRICS = ("bleu2", "bertscore")
 _WRITE_BATCH = 5000
-_PLAIN_EVERY_S = 2.0
 
 
 @dataclass
@@ -113,7 +111,7 @@ def score_store(store: Store, metrics: Iterable[str] = DEFAULT_METRICS, *,
     cells = _read_cells(store)
     passes = [_BertScorePass(store, cells, options) if name == "bertscore" else
               _SurfacePass(name, store, cells) for name in chosen]  # every check happens here
-    reporter = _Reporter(progress)
+    reporter = BatchProgress(progress)
     return [run(store, reporter) for run in passes]
 
 
@@ -179,7 +177,7 @@ class _SurfacePass:
         self.summary = MetricSummary(self.metric, skipped=len(cells) - len(self.todo),
                                      params=self.params)
 
-    def __call__(self, store: Store, reporter: "_Reporter") -> MetricSummary:
+    def __call__(self, store: Store, reporter: BatchProgress) -> MetricSummary:
         values = self.score_many([(c.answer, c.reference) for c in self.todo])
         with reporter.task(self.metric, len(self.todo)) as advance:
             for start in range(0, len(self.todo), _WRITE_BATCH):
@@ -218,7 +216,7 @@ class _BertScorePass:
             return None
         return _pending(store, self.metric, self.scorer.params(self.baseline))
 
-    def __call__(self, store: Store, reporter: "_Reporter") -> MetricSummary:
+    def __call__(self, store: Store, reporter: BatchProgress) -> MetricSummary:
         if self.baseline is _TO_COMPUTE:
             reporter.note(f"{self.metric}: no shipped baseline for {self.scorer.encoder.name} "
                           f"layer {self.scorer.encoder.layer}; computing one from shuffled pairs")
@@ -284,67 +282,3 @@ def _earlier_computed_baseline(store: Store, encoder):
         return None
     params = orjson.loads(rows[0][0])  # the exact floats, as they were written
     return Baseline(tuple(params["baseline_values"]), params["baseline"])
-
-
-# -- progress ---------------------------------------------------------------------------------
-
-class _Reporter:
-    """A rich progress bar on a terminal; otherwise a plain line every few seconds."""
-
-    def __init__(self, live: bool) -> None:
-        self.live = live
-
-    def task(self, metric: str, total: int) -> "_Task":
-        return _RichTask(metric, total) if self.live and total else _PlainTask(metric, total)
-
-    @staticmethod
-    def note(message: str) -> None:
-        print(message, file=sys.stderr, flush=True)
-
-
-class _Task:
-    def __enter__(self) -> Callable[[int], None]:
-        return self.advance
-
-    def __exit__(self, *exc: object) -> None:
-        pass
-
-    def advance(self, n: int) -> None:
-        raise NotImplementedError
-
-
-class _PlainTask(_Task):
-    def __init__(self, metric: str, total: int) -> None:
-        self.metric, self.total, self.done = metric, total, 0
-        self.started = self.last = time.monotonic()
-
-    def advance(self, n: int) -> None:
-        self.done += n
-        now = time.monotonic()
-        if now - self.last >= _PLAIN_EVERY_S and self.done < self.total:
-            self.last = now
-            rate = self.done / max(now - self.started, 1e-9)
-            print(f"{self.metric}: {self.done}/{self.total} ({rate:.0f}/s)", file=sys.stderr,
-                  flush=True)
-
-
-class _RichTask(_Task):
-    def __init__(self, metric: str, total: int) -> None:
-        from rich.console import Console
-        from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
-                                   TimeElapsedColumn, TimeRemainingColumn)
-
-        self.progress = Progress(TextColumn("{task.description}"), BarColumn(),
-                                 MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn(),
-                                 console=Console(stderr=True))
-        self.task_id = self.progress.add_task(metric, total=total)
-
-    def __enter__(self) -> Callable[[int], None]:
-        self.progress.start()
-        return self.advance
-
-    def __exit__(self, *exc: object) -> None:
-        self.progress.stop()
-
-    def advance(self, n: int) -> None:
-        self.progress.advance(self.task_id, n)
