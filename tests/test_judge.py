@@ -365,3 +365,17 @@ def test_a_stopped_judge_exits_non_zero_and_leaves_cells_for_the_next_run(tmp_pa
     assert query(store_path, "SELECT count(*) FROM labels") == [(0,)]
     # Requests already in flight when the first 401 came back may add more rows; none is ok.
     assert {o for (o,) in query(store_path, "SELECT outcome FROM attempts")} == {"fatal"}
+
+
+def test_contam_judge_without_its_key_sends_nothing_and_exits_non_zero(tmp_path, contam, monkeypatch):
+    monkeypatch.delenv(KEY_ENV)
+    store_path = tmp_path / "s.duckdb"
+    seed(store_path)
+    with run_emulator(EmulatorSettings()) as emu:
+        config = write_config(tmp_path, emu)
+        status, out, err = contam("judge", config, "--store", store_path, "--no-progress")
+        sent = generate_requests(emu)
+    assert status == 1 and sent == []
+    assert sum(KEY_ENV in line for line in out.splitlines()) == 2  # the notice, then the summary
+    assert "judge STOPPED (missing key)" in out and "contam judge: the judge stopped" in err
+    assert query(store_path, "SELECT count(*) FROM attempts") == [(0,)]

@@ -44,8 +44,7 @@ from harness.engine.lanes import Lane, Task
 from harness.engine.writer import Rows
 from harness.errors import UserError
 from harness.jobs.lane_job import (
-    JobOptions, JobResult, failure_lines, interrupted_line, new_run_id, refuse_missing_keys,
-    run_lanes, run_row,
+    JobOptions, JobResult, failure_lines, interrupted_line, new_run_id, run_lanes, run_row,
 )
 from harness.store import DEFAULT_STORE, Store, utc_now
 from harness.store.cells import unjudged
@@ -147,7 +146,7 @@ async def execute_judge(store: Store, config: RunConfig, options: JobOptions,
                          bypassed=len(plan.bypass),
                          flagged=[(c.item_id, c.model) for c in plan.flagged])
     started = _run_row(result.run_id, config, spec, models, options.limit)
-    lanes = refuse_missing_keys([Lane(spec=spec, tasks=_tasks(plan.ask), total=len(plan.ask))])
+    lanes = [Lane(spec=spec, tasks=_tasks(plan.ask), total=len(plan.ask))]
     await run_lanes(store, lanes, result=result, accept=_label_rows(result), started=started,
                     options=options,
                     first=lambda: _write_bypass(store, plan.bypass, rater, rubric, result.run_id))

@@ -23,8 +23,7 @@ from harness.store import Store, utc_now
 from providers.registry import missing_key
 
 __all__ = ["JobOptions", "JobResult", "run_lanes", "refuse_missing_keys", "new_run_id",
-           "interrupted_line",
-           "run_row", "recorded_run", "harness_version", "failure_lines"]
+           "interrupted_line", "run_row", "recorded_run", "harness_version", "failure_lines"]
 
 
 @dataclass(kw_only=True)
@@ -62,7 +61,10 @@ async def run_lanes(store: Store, lanes: Sequence[Lane], *, result: JobResult, a
                     started: dict[str, Any], options: JobOptions,
                     first: Callable[[], None] | None = None) -> JobResult:
     """Run ``lanes`` to their end under one recorded run (``first`` runs inside it before the
-    lanes start); fills ``result``'s counters."""
+    lanes start); fills ``result``'s counters. A lane whose key is missing never starts (a
+    ``provider_factory`` of the caller's own checks keys itself)."""
+    if options.provider_factory is None:
+        refuse_missing_keys(lanes)
     engine = Engine(lanes, run_id=result.run_id, accept=accept,
                     provider_factory=options.provider_factory)
     console = options.console or Console()
@@ -76,12 +78,11 @@ async def run_lanes(store: Store, lanes: Sequence[Lane], *, result: JobResult, a
     return result
 
 
-def refuse_missing_keys(lanes: Sequence[Lane]) -> list[Lane]:
+def refuse_missing_keys(lanes: Sequence[Lane]) -> None:
     """Each lane whose key is missing is marked refused: reported once, before anything is sent,
     and never started; the others go on."""
     for lane in lanes:
         lane.refused = missing_key(lane.spec)
-    return list(lanes)
 
 
 def failure_lines(stats: Sequence[LaneStats]) -> list[str]:

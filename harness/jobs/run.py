@@ -21,8 +21,7 @@ from harness.engine.lanes import Lane, Task
 from harness.engine.writer import Rows
 from harness.errors import UserError
 from harness.jobs.lane_job import (
-    JobOptions, JobResult, failure_lines, interrupted_line, new_run_id, refuse_missing_keys,
-    run_lanes, run_row,
+    JobOptions, JobResult, failure_lines, interrupted_line, new_run_id, run_lanes, run_row,
 )
 from harness.prompts import prompt_sha256, question_request
 from harness.store import DEFAULT_STORE, Store, utc_now
@@ -57,8 +56,7 @@ async def execute_run(store: Store, config: RunConfig, specs: Sequence[ModelSpec
                       options: JobOptions) -> JobResult:
     """The run itself on an open store."""
     result = JobResult(command="run", run_id=new_run_id())
-    lanes = refuse_missing_keys([_lane(store, s, config.system_prompt, options.limit)
-                                 for s in specs])
+    lanes = [_lane(store, spec, config.system_prompt, options.limit) for spec in specs]
     await run_lanes(store, lanes, result=result, accept=answer_rows(result.run_id, specs),
                     started=_run_row(result.run_id, config, specs, options), options=options)
     _summarise(config, result)
