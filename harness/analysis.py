@@ -6,8 +6,8 @@ or an item a model never answered, counts as wrong (and is counted in ``missing`
 answer without a label from the chosen rater is left out of that rater's statistics (and counted).
 
 Keys follow DESIGN.md's report schema exactly; everything beyond it sits under extra keys
-(``regimes``, ``mcnemar``, ``inter_annotator``, ``abstention``, ``missing``, ``answer_length``,
-``judge_gap``, ``surface_by_subset``, ``notes``, ``meta``). A section without data is ``None`` and
+(``regimes``, ``mcnemar``, ``cmh``, ``logistic``, ``inter_annotator``, ``abstention``, ``missing``,
+``answer_length``, ``judge_gap``, ``surface_by_subset``, ``notes``, ``meta``, ``provenance``). A section without data is ``None`` and
 ``notes`` says why.
 
 ``surface_by_subset`` needs no labels at all: the mean BLEU-2 and BERTScore-F1 of every scored
@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from harness import contamination, package_version, stats
+from harness import contamination, package_version, provenance, stats
 from harness.errors import UserError
 from harness.store import Store, utc_now
 
@@ -136,6 +136,7 @@ def _extras(store, cells, frame, contrast, raters, regimes, overall, notes) -> d
         "missing": missing,
         "answer_length": _answer_length(cells, order),
         "meta": _meta(store, frame),
+        "provenance": provenance.provenance(store),
     }
 
 

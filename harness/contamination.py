@@ -43,10 +43,11 @@ def cmh(gap_rows: list[dict], notes: list) -> dict[str, Any] | None:
     if not tables:
         notes.append({"section": "cmh", "reason": "no model has labelled items on both subsets"})
         return None
-    table = StratifiedTable(tables)
-    if table.oddsratio_pooled is None or not np.isfinite(table.oddsratio_pooled):
-        notes.append({"section": "cmh", "reason": "the pooled odds ratio is undefined: every model's "
-                      "table has a zero in both of its off-diagonal or both of its diagonal cells"})
+    with np.errstate(divide="ignore", invalid="ignore"):  # a zero denominator is handled below
+        table = StratifiedTable(tables)
+        pooled = table.oddsratio_pooled
+    if not np.isfinite(pooled):
+        notes.append({"section": "cmh", "reason": _UNDEFINED_POOLED["nan" if np.isnan(pooled) else "inf"]})
         return None
     low, high = table.oddsratio_pooled_confint()
     null = table.test_null_odds(correction=False)
@@ -55,6 +56,14 @@ def cmh(gap_rows: list[dict], notes: list) -> dict[str, Any] | None:
               "breslow_day_statistic": None, "breslow_day_p": None}
     result.update(_breslow_day(table, len(tables), notes))
     return result
+
+
+_UNDEFINED_POOLED = {
+    "inf": "the pooled odds ratio is infinite: no model has a not-right documented answer together "
+           "with a right undocumented one",
+    "nan": "the pooled odds ratio is undefined (0/0): every model's table is all right or all wrong "
+           "within a column",
+}
 
 
 def _strata(gap_rows: list[dict]) -> tuple[list[np.ndarray], list[str]]:
@@ -157,7 +166,7 @@ def _summary(result: Any, formula: str, interaction: bool, data: pd.DataFrame) -
     terms = [{"term": _term_name(name), "odds_ratio": _float(np.exp(result.params[name])),
               "ci_low": _float(np.exp(ci.loc[name, 0])), "ci_high": _float(np.exp(ci.loc[name, 1])),
               "p": _float(result.pvalues[name])} for name in result.params.index if name != "Intercept"]
-    subset = next(t for t in terms if t["term"] == "documented")
+    subset = terms[[n for n in result.params.index if n != "Intercept"].index("documented")]
     summary = {"formula": formula.replace("documented", "subset").replace("C(model)", "model"),
                "interaction": interaction, "reference_model": str(data["model"].cat.categories[0]),
                "n": int(result.nobs), "items": int(data["item"].nunique()), "terms": terms,
@@ -170,6 +179,8 @@ def _summary(result: Any, formula: str, interaction: bool, data: pd.DataFrame) -
 
 def _term_name(name: str) -> str:
     """statsmodels' ``documented:C(model)[T.x]`` -> ``documented × model x``."""
+    if name == "documented":
+        return "documented subset (vs undocumented)"
     return name.replace("C(model)[T.", "model ").replace("]", "").replace(":", " × ")
 
 

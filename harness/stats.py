@@ -92,7 +92,7 @@ def bootstrap_mean_interval(values: Sequence[float], confidence: float = 0.95) -
     if len(x) < 2:
         return NAN, NAN
     if np.ptp(x) == 0:
-        return float(x[0]), float(x[0])
+        return float(x.mean()), float(x.mean())
     low, high = _bootstrap(x, confidence, "BCa")
     if math.isnan(low) or math.isnan(high):
         low, high = _bootstrap(x, confidence, "percentile")
