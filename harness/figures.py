@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import io
 import math
+import textwrap
 from collections.abc import Callable
 from itertools import cycle
 from pathlib import Path
@@ -30,6 +31,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from harness.analysis import figure_regime  # noqa: E402
+from harness.report_format import PNG_DPI  # noqa: E402
 
 __all__ = ["FIGURES", "TITLES", "draw_figures", "export", "png_bytes", "save_pdf", "close", "PNG_DPI"]
 
@@ -37,7 +39,6 @@ __all__ = ["FIGURES", "TITLES", "draw_figures", "export", "png_bytes", "save_pdf
 OKABE_ITO = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
 DOCUMENTED, UNDOCUMENTED, NEUTRAL = OKABE_ITO[0], OKABE_ITO[1], "#555555"
 COLUMN, FULL = 3.5, 7.2  # inches: one column and the full text width of a two-column paper
-PNG_DPI = 300
 METRIC_NAMES = {"bleu2": "BLEU-2", "bertscore_f1": "BERTScore-F1"}
 NO_HUMAN = "no human labels in the store"
 NO_LABELS = "no human or judge labels in the store"
@@ -77,8 +78,14 @@ def _grid(ax, axis: str) -> None:
     ax.set_axisbelow(True)
 
 
+def _fit(label: Any, width: int = 24) -> str:
+    """At most two lines of ``width`` characters, so that a long name cannot squeeze the plot away."""
+    lines = textwrap.wrap(str(label), width) or [""]
+    return "\n".join(lines[:2]) + ("…" if len(lines) > 2 else "")
+
+
 def _model_label(model: str, n: Any) -> str:
-    return f"{model}\n(n = {n})"
+    return f"{_fit(model)}\n(n = {n})"
 
 
 # -- Figure 1 -----------------------------------------------------------------------------------
@@ -168,7 +175,7 @@ def _subset_bars(fig, ax, rows: list[dict], contrast: dict, value: str, scale: f
     room = 2 if scale == 100 else 0.03 * (max(tops, default=0) or 1)
     for xi, r, top in zip(x, rows, tops):
         ax.text(xi, top + room, annotate(r), ha="center", fontsize=7)
-    ax.set_xticks(x, [r["model"] for r in rows], rotation=20, ha="right", rotation_mode="anchor")
+    ax.set_xticks(x, [_fit(r["model"]) for r in rows], rotation=20, ha="right", rotation_mode="anchor")
     if not fig.legends:
         fig.legend(loc="outside upper center", ncols=2, frameon=False)
     _grid(ax, "y")
@@ -269,7 +276,7 @@ def metric_disagreement(report: dict) -> Figure:
         _regime_panel(ax, rows, y, (f"({letter}) {panel[0]}", *panel[1:]))
     for ax in flat[len(panels):]:
         fig.delaxes(ax)
-    flat[0].set_yticks(y, [r["model"] for r in rows])
+    flat[0].set_yticks(y, [_fit(r["model"]) for r in rows])
     flat[0].invert_yaxis()  # human order, best on top, in every panel (the y axis is shared)
     return fig
 
@@ -321,9 +328,9 @@ def per_title(report: dict) -> Figure:
         values = _pct(picked, "accuracy")
         ax.bar([x - 0.4 + width * (i + 0.5) for x in range(len(titles))], values, width=width * 0.92,
                yerr=_errors(values, _pct(picked, "ci_low"), _pct(picked, "ci_high")), color=color,
-               label=model, **{**_BAR, "capsize": 1.5})
+               label=_fit(model, 30), **{**_BAR, "capsize": 1.5})
     _subset_dividers(ax, titles, report["contrast"])
-    ax.set_xticks(range(len(titles)), [t for t, _ in titles], rotation=20 if len(titles) > 4 else 0,
+    ax.set_xticks(range(len(titles)), [_fit(t, 20) for t, _ in titles], rotation=20 if len(titles) > 4 else 0,
                   ha="right" if len(titles) > 4 else "center", rotation_mode="anchor")
     ax.set_ylim(0, 112)
     ax.set_yticks([0, 25, 50, 75, 100])

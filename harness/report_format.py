@@ -12,10 +12,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["DASH", "is_missing", "Table", "Section", "fmt_pct", "fmt_ci", "fmt_p", "p_clause", "fmt_or", "fmt_num", "fmt_params",
+__all__ = ["DASH", "PNG_DPI", "is_missing", "Table", "Section", "fmt_pct", "fmt_ci", "fmt_p", "p_clause", "fmt_or", "fmt_num", "fmt_params",
            "md_cell", "user"]
 
 DASH = "—"
+PNG_DPI = 300  # the figures' resolution: print quality, and how the HTML works out their print size
 _SUPERSCRIPT = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
 
 
@@ -74,9 +75,9 @@ class Table:
     caption: str = ""
 
     def numeric_columns(self) -> list[bool]:
-        """Columns whose every cell is a number (or a dash) are right-aligned; the first never is."""
+        """Columns of numbers (dashes allowed, at least one number) are right-aligned; the first never is."""
         return [i > 0 and bool(self.rows) and all(_NUMERIC.match(row[i]) for row in self.rows)
-                for i in range(len(self.headers))]
+                and any(row[i] not in (DASH, "") for row in self.rows) for i in range(len(self.headers))]
 
 
 @dataclass

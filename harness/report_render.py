@@ -16,8 +16,8 @@ from importlib import resources
 from string import Template
 
 from harness.analysis import figure_regime
-from harness.report_format import (DASH, Section, Table, fmt_ci, is_missing, fmt_num, fmt_or, fmt_p, fmt_pct,
-                                   md_cell, user)
+from harness.report_format import (DASH, PNG_DPI, Section, Table, fmt_ci, fmt_num, fmt_or, fmt_p, fmt_pct,
+                                   is_missing, md_cell, user)
 from harness.report_sections import contamination_section, provenance_section
 
 __all__ = ["sections", "render_markdown", "render_html", "figure_caption", "note_heading"]
@@ -406,15 +406,23 @@ def _inline(text: str) -> str:
 
 
 def _html_table(table: Table) -> str:
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in table.headers)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in table.rows)
+    """Numeric columns right-aligned (class ``num``), text left, as in the Markdown and LaTeX."""
+    align = [' class="num"' if numeric else "" for numeric in table.numeric_columns()]
+    head = "".join(f"<th{a}>{html.escape(h)}</th>" for a, h in zip(align, table.headers))
+    body = "".join("<tr>" + "".join(f"<td{a}>{html.escape(c)}</td>" for a, c in zip(align, row)) + "</tr>"
+                   for row in table.rows)
     caption = f"<caption>{html.escape(table.caption)}</caption>" if table.caption else ""
     return f"<table>{caption}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
+_SCREEN_SCALE = 144  # CSS px per printed inch: 1.5 × 96, so 8-point text reads as 12 px
+
+
 def _html_figure(name: str, png: bytes, caption: str) -> str:
+    """Shown at its print size (scaled for the screen), so a column figure does not fill the page."""
     data = base64.b64encode(png).decode("ascii")
-    return (f'<figure><img alt="{html.escape(name)}" src="data:image/png;base64,{data}">'
+    width = round(int.from_bytes(png[16:20], "big") / PNG_DPI * _SCREEN_SCALE)  # the PNG's IHDR width
+    return (f'<figure><img alt="{html.escape(name)}" width="{width}" src="data:image/png;base64,{data}">'
             f"<figcaption>{html.escape(caption)}</figcaption></figure>")
 
 
