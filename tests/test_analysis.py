@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from harness.analysis import build_report, parse_contrast
 from harness.errors import UserError
+from harness.report.analysis import build_report, parse_contrast
 from harness.store import Store, utc_now
 from tests.paper_data import CLAUDE, GEMINI, GEMMA, GPT, JUDGE, MODELS, build_paper_store
 
@@ -333,7 +333,8 @@ def test_surface_by_subset_needs_no_labels(store_path):
         assert row["undocumented_mean"] == pytest.approx(np.mean(undoc))
         assert row["difference"] == pytest.approx(np.mean(doc) - np.mean(undoc))
         for side, scores in (("documented", doc), ("undocumented", undoc)):  # bootstrap: inside the range
-            assert min(scores) <= row[f"{side}_ci_low"] <= row[f"{side}_mean"] <= row[f"{side}_ci_high"] <= max(scores)
+            low, mean, high = (row[f"{side}_{k}"] for k in ("ci_low", "mean", "ci_high"))
+            assert min(scores) - 1e-12 <= low <= mean <= high <= max(scores) + 1e-12
     m1 = rows[("m1", "bleu2")]
     assert m1["ratio"] == pytest.approx(2.5)
     # Welch by hand: equal n and variances 0.01 each -> t = 0.3 / sqrt(0.02/3), df = 4
@@ -382,7 +383,7 @@ def test_judge_gap_without_human_labels(store_path):
 
 
 def test_figure_regime_picks_the_best_available(store_path, tmp_path):
-    from harness.analysis import figure_regime
+    from harness.report.analysis import figure_regime
 
     with surface_store(store_path) as store:
         assert figure_regime(build_report(store, contrast=("canon", "hack"))) == "surface"

@@ -11,8 +11,8 @@ import pytest
 from scipy import stats as sps
 from scipy.optimize import brentq
 
-from harness import contamination
-from harness.analysis import build_report
+from harness.report import contamination
+from harness.report.analysis import build_report
 from harness.store import Store
 from tests.paper_data import build_paper_store
 

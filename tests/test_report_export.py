@@ -13,11 +13,11 @@ import orjson
 import pytest
 from PIL import Image
 
-from harness import figures
-from harness.analysis import build_report
-from harness.report_format import md_cell
-from harness.report_render import note_heading
-from harness.report_tables import latex_text
+from harness.report import figures
+from harness.report.analysis import build_report
+from harness.report.format import md_cell
+from harness.report.render import note_heading
+from harness.report.tables import latex_text
 from harness.store import Store
 from tests.paper_data import build_paper_store
 from tests.test_analysis import ITEMS, make_store, small_store

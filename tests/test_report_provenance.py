@@ -6,7 +6,7 @@ import orjson
 import pytest
 
 from harness.store import Store
-from providers.emulator import EmulatorSettings, run_emulator
+from harness.emulator.server import EmulatorSettings, run_emulator
 from tests.runkit import KEYS, model_entry, run_inprocess, write_config
 
 

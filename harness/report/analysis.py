@@ -1,4 +1,4 @@
-"""Store -> the report object: SQL over the views for the counts, ``harness.stats`` for the rest.
+"""Store -> the report object: SQL over the views for the counts, ``harness.report.stats`` for the rest.
 
 The unit of analysis is the (item, model) cell over every item in the store and every model that
 has an answer or a label. Missing data follows the seed paper's lower-bound rule: an empty answer,
@@ -29,8 +29,9 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from harness import contamination, package_version, provenance, stats
+from harness import package_version
 from harness.errors import UserError
+from harness.report import contamination, provenance, stats
 from harness.store import Store, utc_now
 
 __all__ = ["build_report", "parse_contrast", "figure_regime", "LABELS", "METRICS"]

@@ -12,7 +12,7 @@ import csv
 import re
 from pathlib import Path
 
-from harness.report_format import Section, Table
+from harness.report.format import Section, Table
 
 __all__ = ["write_tables", "latex_table", "latex_text"]
 

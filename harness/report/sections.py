@@ -4,7 +4,7 @@ the numbers (runs, hashes, served model ids, attempts, scoring parameters)."""
 
 from __future__ import annotations
 
-from harness.report_format import (DASH, Section, Table, fmt_num, fmt_or, fmt_p, fmt_params,
+from harness.report.format import (DASH, Section, Table, fmt_num, fmt_or, fmt_p, fmt_params,
                                    is_missing, p_clause, user)
 
 __all__ = ["contamination_section", "provenance_section"]

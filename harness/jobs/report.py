@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from harness.analysis import build_report, parse_contrast
+from harness.report.analysis import build_report, parse_contrast
 from harness.store import Store
 
 __all__ = ["report_command", "write_report", "report_json", "default_out_dir", "render"]
@@ -48,7 +48,7 @@ def report_json(report: dict[str, Any]) -> bytes:
 
 def render(report: dict[str, Any], fmt: str, figure_titles: bool = False) -> str:
     """One format as text, for stdout (Markdown without figure links; HTML with them embedded)."""
-    from harness import report_render
+    from harness.report import render as report_render
 
     if fmt == "json":
         return report_json(report).decode("utf-8")
@@ -60,7 +60,8 @@ def render(report: dict[str, Any], fmt: str, figure_titles: bool = False) -> str
 def write_report(report: dict[str, Any], out: Path, figure_titles: bool = False) -> list[Path]:
     """All three formats, every figure as PNG and PDF, every table as CSV and LaTeX; returns the
     paths written."""
-    from harness import report_render, report_tables
+    from harness.report import render as report_render
+    from harness.report import tables as report_tables
 
     out.mkdir(parents=True, exist_ok=True)
     pngs = _figure_pngs(report, out, figure_titles)
@@ -74,6 +75,6 @@ def write_report(report: dict[str, Any], out: Path, figure_titles: bool = False)
 
 def _figure_pngs(report: dict[str, Any], out: Path | None = None, titles: bool = False) -> dict[str, bytes]:
     """Each figure as PNG bytes (what the HTML embeds); with ``out``, also saved as PNG and PDF."""
-    from harness import figures
+    from harness.report import figures
 
     return figures.export(report, titles, out)

@@ -1,10 +1,10 @@
 """The report dict as Markdown and as self-contained HTML: the seed paper's Tables 2-6 and more.
 
 Both formats are rendered from the same list of :class:`Section` objects, so they never disagree
-(and ``harness.report_tables`` writes the same tables as CSV and LaTeX). Everything a user or a
+(and ``harness.report.tables`` writes the same tables as CSV and LaTeX). Everything a user or a
 model supplied (model names, titles, raters, paths) is escaped for the format it lands in: in a
 paragraph it goes through :func:`user`, and every table cell is escaped by the renderer. Number
-formats are ``harness.report_format``'s.
+formats are ``harness.report.format``'s.
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ import re
 from importlib import resources
 from string import Template
 
-from harness.analysis import figure_regime
-from harness.report_format import (DASH, PNG_DPI, Section, Table, fmt_ci, fmt_num, fmt_or, fmt_p, fmt_pct,
+from harness.report.analysis import figure_regime
+from harness.report.format import (DASH, PNG_DPI, Section, Table, fmt_ci, fmt_num, fmt_or, fmt_p, fmt_pct,
                                    is_missing, md_cell, user)
-from harness.report_sections import contamination_section, provenance_section
+from harness.report.sections import contamination_section, provenance_section
 
 __all__ = ["sections", "render_markdown", "render_html", "figure_caption", "note_heading"]
 
@@ -435,5 +435,5 @@ def render_html(report: dict, figures_png: dict[str, bytes]) -> str:
         body += [_html_table(t) for t in section.tables]
         body += [_html_figure(name, figures_png[name], figure_caption(name, report))
                  for name in section.figures if name in figures_png]
-    template = Template(resources.files("harness").joinpath("report_template.html").read_text("utf-8"))
+    template = Template(resources.files("harness.report").joinpath("report_template.html").read_text("utf-8"))
     return template.substitute(title="contam report", body="\n".join(body))

@@ -9,7 +9,7 @@ Figures are drawn at the size they print (one column, 3.5 in, or the full width,
 8-point text, in the Okabe–Ito colour-blind-safe palette, and carry no title: the caption in
 report.md / report.html says what they show (``titles=True`` draws it in, for slides). Without
 human labels, figures 1 and 2 show the best regime the store has
-(:func:`harness.analysis.figure_regime`) and their axis labels name it, so that neither is read
+(:func:`harness.report.analysis.figure_regime`) and their axis labels name it, so that neither is read
 as human-labelled accuracy. Model names and titles are drawn as plain text: mathtext is off, so a
 ``$`` in a name is a dollar sign.
 """
@@ -30,8 +30,8 @@ matplotlib.use("Agg")  # files only, never a window; must precede pyplot
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from harness.analysis import figure_regime  # noqa: E402
-from harness.report_format import PNG_DPI  # noqa: E402
+from harness.report.analysis import figure_regime  # noqa: E402
+from harness.report.format import PNG_DPI  # noqa: E402
 
 __all__ = ["FIGURES", "TITLES", "draw_figures", "export", "png_bytes", "save_pdf", "close", "PNG_DPI"]
 
