@@ -7,8 +7,8 @@ answer without a label from the chosen rater is left out of that rater's statist
 
 Keys follow DESIGN.md's report schema exactly; everything beyond it sits under extra keys
 (``regimes``, ``mcnemar``, ``cmh``, ``logistic``, ``inter_annotator``, ``abstention``, ``missing``,
-``answer_length``, ``judge_gap``, ``surface_by_subset``, ``notes``, ``meta``, ``provenance``). A section without data is ``None`` and
-``notes`` says why.
+``answer_length``, ``judge_gap``, ``surface_by_subset``, ``notes``, ``meta``, ``provenance``). A
+section without data is ``None`` and ``notes`` says why.
 
 ``surface_by_subset`` needs no labels at all: the mean BLEU-2 and BERTScore-F1 of every scored
 answer on the documented and the undocumented subset per model, with BCa bootstrap intervals
@@ -117,6 +117,7 @@ def _sections(store, cells, contrast, human, judge, notes) -> dict[str, Any]:
     report["rank_correlation"] = _rank_correlation(regimes, notes) if human else None
     report["metric_validity"] = _metric_validity(frame, contrast, _order(overall), notes) if human else None
     report.update(_extras(store, cells, frame, contrast, (human, judge), regimes, overall, notes))
+    report.update(_across_models(report["gap"], frame, contrast, _order(overall), notes))
     _note_missing_sections(human, judge, notes)
     return report
 
@@ -130,8 +131,6 @@ def _extras(store, cells, frame, contrast, raters, regimes, overall, notes) -> d
         "surface_by_subset": _surface_by_subset(frame, order, contrast, notes),
         "regimes": regimes,
         "mcnemar": _mcnemar(frame, contrast, order) if human else None,
-        "cmh": contamination.cmh(_gap(cells, contrast), notes) if human else None,
-        "logistic": contamination.logistic(frame, contrast, order, notes) if human else None,
         "inter_annotator": _inter_annotator(store, notes),
         "abstention": _abstention(cells, order, contrast) if human else None,
         "missing": missing,
@@ -139,6 +138,13 @@ def _extras(store, cells, frame, contrast, raters, regimes, overall, notes) -> d
         "meta": _meta(store, frame),
         "provenance": provenance.provenance(store),
     }
+
+
+def _across_models(gap: list[dict] | None, frame, contrast, order, notes) -> dict[str, Any]:
+    """The contamination effect pooled over models (needs human labels, as the gap does)."""
+    if not gap:
+        return {"cmh": None, "logistic": None}
+    return {"cmh": contamination.cmh(gap, notes), "logistic": contamination.logistic(frame, contrast, order, notes)}
 
 
 # -- validating the request ---------------------------------------------------------------------
@@ -544,8 +550,8 @@ def _meta(store: Store, frame: pd.DataFrame) -> dict[str, Any]:
 def _note_missing_sections(human: str | None, judge: str | None, notes: list) -> None:
     if not human:
         notes.append({"section": "overall, per_title, gap, agreement, rank_correlation, metric_validity, "
-                      "mcnemar, abstention", "reason": "no human labels in the store (rater 'human' or "
-                      "'human:<name>')"})
+                      "mcnemar, cmh, logistic, abstention",
+                      "reason": "no human labels in the store (rater 'human' or 'human:<name>')"})
     if not judge:
         notes.append({"section": "judge, agreement, rank_correlation.judge",
                       "reason": "no judge labels in the store (rater 'judge:<model>')"})

@@ -12,8 +12,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["DASH", "PNG_DPI", "is_missing", "Table", "Section", "fmt_pct", "fmt_ci", "fmt_p", "p_clause", "fmt_or", "fmt_num", "fmt_params",
-           "md_cell", "user"]
+__all__ = ["DASH", "PNG_DPI", "is_missing", "Table", "Section", "fmt_pct", "fmt_ci", "fmt_p", "p_clause",
+           "fmt_or", "fmt_num", "fmt_params", "md_cell", "user"]
 
 DASH = "—"
 PNG_DPI = 300  # the figures' resolution: print quality, and how the HTML works out their print size

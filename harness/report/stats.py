@@ -1,7 +1,8 @@
 """The statistics the report needs, each small and named after its source.
 
 scipy does the work wherever it has the test (Fisher, binomial, Spearman, Pearson, point-biserial,
-Mann-Whitney, the bootstrap), statsmodels for Holm's correction; the rest are the textbook formulas, written out with the reference in a comment.
+Mann-Whitney, the bootstrap), statsmodels for Holm's correction; the rest are the textbook
+formulas, written out with the reference in a comment.
 Every function returns plain Python floats, and ``nan`` where the statistic is undefined (no data,
 a constant variable), so callers never have to catch anything.
 """
