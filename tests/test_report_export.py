@@ -224,3 +224,13 @@ def test_no_human_report_keeps_notes_in_words(tmp_path, contam):
     notes = md.split("## Notes")[1]
     assert status == 0 and "rank_correlation." not in notes and "metric_validity." not in notes
     assert "**Rank correlation, LLM judge**" in notes
+
+
+def test_numbers_right_ids_and_names_left():
+    from harness.report.format import Table
+
+    table = Table(["Model", "n", "CI", "p", "Run", "sha256", "Sampling", "Subset"],
+                  [["m1", "12", "[0.1, 0.2]", "7.5 × 10⁻⁷²", "20261201T003707478157-16040ac0", "8762" + "ab" * 30,
+                    "—", "official"],
+                   ["m2", "—", "—", "< 10⁻³⁰⁰", "20261201T003708000000-aaaa0000", "c" * 64, "—", "fan"]])
+    assert table.numeric_columns() == [False, True, True, True, False, False, False, False]

@@ -18,7 +18,9 @@ def keys(monkeypatch):
 
 @pytest.fixture(scope="module")
 def emulated(tmp_path_factory):
-    """Two models over 6 items; the first reply of the openai lane is a 500, so one retry."""
+    """Two models over 6 items (the emulator's first reply is a 500, so one retry), BLEU-2 scored."""
+    from harness.cli import main
+
     folder = tmp_path_factory.mktemp("prov")
     store = folder / "s.duckdb"
     with pytest.MonkeyPatch.context() as patch:
@@ -30,6 +32,7 @@ def emulated(tmp_path_factory):
             config = write_config(folder, entries, items=6)
             result = run_inprocess(config, store)
     assert result.status == 0, result.err
+    assert main(["score", "--store", str(store), "--metric", "bleu2", "--no-progress"]) == 0
     return store, folder
 
 
@@ -55,6 +58,9 @@ def test_provenance_from_an_emulator_run(emulated, contam):
     assert openai["attempts"]["ok"] == 6
     assert models["anthropic-m"]["sampling"] == [{"max_tokens": 64}]
     assert prov["store"] == str(store) and "contam_version" in prov
+    [bleu] = prov["scoring"]
+    assert bleu["metric"] == "bleu2" and bleu["scores"] == 12
+    assert bleu["params"]["implementation"] == "contam.metrics.bleu" and bleu["params"]["max_n"] == 2
 
 
 def test_provenance_in_markdown_and_html(emulated, contam):
@@ -65,7 +71,7 @@ def test_provenance_in_markdown_and_html(emulated, contam):
         run_id, prompt = s.query("SELECT run_id, prompt_sha256 FROM runs LIMIT 1")[0]
     section = md[md.index("## Provenance"):]
     assert run_id in section and prompt in section and "emu-openai" in section
-    assert "temperature=0.0" in section
+    assert "temperature=0.0" in section and "implementation=contam.metrics.bleu" in section
     status, page, _ = contam("report", "--store", store, "--format", "html")
     assert status == 0 and "<h2>Provenance</h2>" in page and prompt in page
     for key in KEYS.values():

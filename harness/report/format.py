@@ -76,8 +76,13 @@ class Table:
 
     def numeric_columns(self) -> list[bool]:
         """Columns of numbers (dashes allowed, at least one number) are right-aligned; the first never is."""
-        return [i > 0 and bool(self.rows) and all(_NUMERIC.match(row[i]) for row in self.rows)
+        return [i > 0 and bool(self.rows) and all(_number_like(row[i]) for row in self.rows)
                 and any(row[i] not in (DASH, "") for row in self.rows) for i in range(len(self.headers))]
+
+
+def _number_like(cell: str) -> bool:
+    """A number, interval, percentage or dash; not an id or a hash that happens to start with a digit."""
+    return bool(_NUMERIC.match(cell)) and len(cell.split(" ")[0]) <= 24
 
 
 @dataclass
