@@ -234,3 +234,16 @@ def test_numbers_right_ids_and_names_left():
                     "—", "official"],
                    ["m2", "—", "—", "< 10⁻³⁰⁰", "20261201T003708000000-aaaa0000", "c" * 64, "—", "fan"]])
     assert table.numeric_columns() == [False, True, True, True, False, False, False, False]
+
+
+def test_figure_titles_flag_reaches_the_figures(tmp_path, contam, monkeypatch):
+    seen = []
+    draw = figures.draw_figures
+    monkeypatch.setattr(figures, "draw_figures", lambda report, titles=False: seen.append(titles) or
+                        draw(report, titles))
+    path = tmp_path / "s.duckdb"
+    small_store(path).close()
+    assert contam("report", "--store", path, "--contrast", "canon,hack", "--out", tmp_path / "a")[0] == 0
+    assert contam("report", "--store", path, "--contrast", "canon,hack", "--out", tmp_path / "b",
+                  "--figure-titles")[0] == 0
+    assert seen == [False, True]
