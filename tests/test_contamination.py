@@ -3,7 +3,6 @@ their degenerate cases (one model, zero cells, separation) answered with notes, 
 
 from __future__ import annotations
 
-import math
 
 import numpy as np
 import pandas as pd

@@ -67,10 +67,11 @@ def test_paper_report_intervals_stay_in_range_and_tests_are_corrected(paper_out)
     assert all(r["fisher_p"] <= r["fisher_p_holm"] for r in report["gap"])
     md = (paper_out / "report.md").read_text("utf-8")
     assert "| Identical labels | p | Holm p |" in md and "18 tests: 6 pairs × 3 scopes" in md
-    assert re.search(r"Mantel–Haenszel odds ratio 45\.5, 95% CI \[\d+\.\d\d, \d+\.\d\d\]; Cochran–Mantel–Haenszel "
+    assert re.search(r"Mantel–Haenszel odds ratio 45\.5, 95% CI \[32\.3, 64\.3\]; Cochran–Mantel–Haenszel "
                      r"χ² = [\d.]+, p < 10⁻³⁰⁰", md)
     assert re.search(r"Breslow–Day test of equal odds ratios: χ² = 53\.7, p = 1\.3 × 10⁻¹¹; yes", md)
     assert "**Logistic model** right ~ subset + model on 1600 answers to 400 items" in md
+    assert "right ~ subset * model has no finite estimate on these data: perfect separation" in md
 
 
 def test_markdown_right_aligns_numbers_and_notes_speak_words(paper_out):

@@ -61,8 +61,8 @@ def cmh(gap_rows: list[dict], notes: list) -> dict[str, Any] | None:
 _UNDEFINED_POOLED = {
     "inf": "the pooled odds ratio is infinite: no model has a not-right documented answer together "
            "with a right undocumented one",
-    "nan": "the pooled odds ratio is undefined (0/0): every model's table is all right or all wrong "
-           "within a column",
+    "nan": "the pooled odds ratio is undefined (0/0): every model's 2×2 table has a zero on both "
+           "of its diagonals",
 }
 
 

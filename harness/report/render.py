@@ -56,7 +56,6 @@ def figure_caption(name: str, report: dict) -> str:
     return _CAPTIONS.get((name, regime), f"{name}: nothing to draw (no labels or scores in the store).")
 
 
-
 def sections(report: dict) -> list[Section]:
     """Every section that has data, in the paper's order; the notes say what was left out.
 

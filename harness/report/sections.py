@@ -4,7 +4,7 @@ the numbers (runs, hashes, served model ids, attempts, scoring parameters)."""
 
 from __future__ import annotations
 
-from harness.report.format import (DASH, Section, Table, fmt_num, fmt_or, fmt_p, fmt_params,
+from harness.report.format import (DASH, Section, Table, fmt_num, fmt_p, fmt_params,
                                    is_missing, p_clause, user)
 
 __all__ = ["contamination_section", "provenance_section"]
@@ -12,9 +12,14 @@ __all__ = ["contamination_section", "provenance_section"]
 ALPHA = 0.05  # the level at which a reading says "differs" rather than "no evidence that it differs"
 
 
+def _ratio(x: float | None) -> str:
+    """An odds ratio: one decimal from 10 up, two below (0.38, 4.41, 45.5)."""
+    return DASH if is_missing(x) else f"{x:.1f}" if x >= 10 else f"{x:.2f}"
+
+
 def _ratio_ci(r: dict, prefix: str = "") -> str:
     low, high = r[f"{prefix}ci_low"], r[f"{prefix}ci_high"]
-    return DASH if is_missing(low) or is_missing(high) else f"[{low:.2f}, {high:.2f}]"
+    return DASH if is_missing(low) or is_missing(high) else f"[{_ratio(low)}, {_ratio(high)}]"
 
 
 # -- contamination across models ----------------------------------------------------------------
@@ -34,9 +39,9 @@ def contamination_section(report: dict) -> Section | None:
 
 def _cmh_reading(cmh: dict, contrast: dict) -> str:
     return (f"**Pooled over the {len(cmh['models'])} models**, an item of the documented subset "
-            f"({user(contrast['documented'])}) has {fmt_or(cmh['odds_ratio'])} times the odds of a right "
+            f"({user(contrast['documented'])}) has {_ratio(cmh['odds_ratio'])} times the odds of a right "
             f"answer of one of the undocumented subset ({user(contrast['undocumented'])}): Mantel–Haenszel "
-            f"odds ratio {fmt_or(cmh['odds_ratio'])}, 95% CI {_ratio_ci(cmh)}; Cochran–Mantel–Haenszel "
+            f"odds ratio {_ratio(cmh['odds_ratio'])}, 95% CI {_ratio_ci(cmh)}; Cochran–Mantel–Haenszel "
             f"χ² = {fmt_num(cmh['cmh_statistic'], 1)}, {p_clause(cmh['cmh_p'])}.")
 
 
@@ -51,12 +56,13 @@ def _breslow_day_reading(cmh: dict) -> str:
 
 
 def _logistic_reading(fit: dict) -> str:
-    effect = (f"odds ratio documented vs undocumented {fmt_or(fit['documented_odds_ratio'])}, 95% CI "
+    effect = (f"odds ratio documented vs undocumented {_ratio(fit['documented_odds_ratio'])}, 95% CI "
               f"{_ratio_ci(fit, 'documented_')}, {p_clause(fit['documented_p'])}")
     head = (f"**Logistic model** {fit['formula']} on {fit['n']} answers to {fit['items']} items, standard "
             "errors clustered by item: ")
     if not fit["interaction"]:
-        return head + f"the common {effect}, holding the model fixed."
+        return head + (f"the common {effect}, holding the model fixed (right ~ subset * model has no "
+                       "finite estimate on these data: perfect separation, see Notes).")
     p = fit["interaction_wald_p"]
     verdict = "the gap differs between models" if not is_missing(p) and p < ALPHA else \
         "no evidence that the gap differs between models"
@@ -66,7 +72,7 @@ def _logistic_reading(fit: dict) -> str:
 
 
 def _logistic_table(fit: dict) -> Table:
-    rows = [[t["term"], fmt_num(t["odds_ratio"], 2), _ratio_ci(t), fmt_p(t["p"])] for t in fit["terms"]]
+    rows = [[t["term"], _ratio(t["odds_ratio"]), _ratio_ci(t), fmt_p(t["p"])] for t in fit["terms"]]
     return Table(["Term", "Odds ratio", "95% CI (item-clustered)", "p"], rows,
                  f"Logistic regression {fit['formula']}; odds ratios against the reference model "
                  f"{fit['reference_model']} and the undocumented subset.")
