@@ -248,3 +248,21 @@ def test_figure_titles_flag_reaches_the_figures(tmp_path, contam, monkeypatch):
     assert contam("report", "--store", path, "--contrast", "canon,hack", "--out", tmp_path / "b",
                   "--figure-titles")[0] == 0
     assert seen == [False, True]
+
+
+def test_interaction_model_reading_in_markdown_and_html(tmp_path, contam):
+    right = {"m1": {"d1", "d3", "u1"}, "m2": {"d1", "d2", "u2"}, "m3": {"d2", "d3", "u1", "u3"}}
+    answers = [(i, m, "an answer") for i, _, _ in ITEMS for m in right]
+    labels = [(i, m, "human", "right" if i in right[m] else "wrong") for i, m, _ in answers]
+    path = tmp_path / "i.duckdb"
+    make_store(path, ITEMS, answers, labels).close()
+    status, md, _ = contam("report", "--store", path, "--contrast", "canon,hack", "--format", "md")
+    assert status == 0
+    section = md.split("## Contamination across models")[1].split("\n## ")[0]
+    assert "**Logistic model** right ~ subset * model on 18 answers to 6 items" in section
+    assert re.search(r"for the reference model m3 the odds ratio documented vs undocumented [\d.]+, 95% CI "
+                     r"\[[\d.]+, [\d.]+\], p = [\d.]+; the Wald test of the 2 interaction terms gives χ² = "
+                     r"[\d.]+, p = [\d.]+: no evidence that the gap differs between models\.", section)
+    assert "| documented × model m1 |" in section
+    status, page, _ = contam("report", "--store", path, "--contrast", "canon,hack", "--format", "html")
+    assert "<strong>Logistic model</strong> right ~ subset * model" in page

@@ -66,8 +66,9 @@ def _logistic_reading(fit: dict) -> str:
     p = fit["interaction_wald_p"]
     verdict = "the gap differs between models" if not is_missing(p) and p < ALPHA else \
         "no evidence that the gap differs between models"
-    return (head + f"for the reference model {user(fit['reference_model'])} the {effect}; the joint Wald "
-            f"test of the {fit['interaction_wald_df']} interaction terms gives χ² = "
+    terms = "interaction term" if fit["interaction_wald_df"] == 1 else f"{fit['interaction_wald_df']} interaction terms"
+    return (head + f"for the reference model {user(fit['reference_model'])} the {effect}; the Wald "
+            f"test of the {terms} gives χ² = "
             f"{fmt_num(fit['interaction_wald_statistic'], 1)}, {p_clause(p)}: {verdict}.")
 
 
