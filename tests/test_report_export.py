@@ -130,6 +130,8 @@ def test_figures_are_print_sized_untitled_and_high_resolution(paper_out):
         with Image.open(paper_out / f"{name}.png") as image:
             assert image.info["dpi"][0] == pytest.approx(300, abs=1)
             assert image.width == pytest.approx(width * 300, abs=2)
+        pdf = (paper_out / f"{name}.pdf").read_bytes()
+        assert b"/Subtype /Image" not in pdf and b"/FontFile2" in pdf  # vector, TrueType text
 
 
 def test_figure_titles_only_when_asked(tmp_path):
