@@ -92,6 +92,8 @@ def _add_report(sub: argparse._SubParsersAction) -> None:
                    help="documented,undocumented subsets (default official,fan)")
     p.add_argument("--judge", help="judge rater, e.g. judge:claude-sonnet-5")
     p.add_argument("--human", help="human rater (default: human, else the first human:<name>)")
+    p.add_argument("--figure-titles", action="store_true",
+                   help="draw each figure's title inside it (default: none; the captions carry them)")
 
 
 def _add_sql(sub: argparse._SubParsersAction) -> None:
@@ -201,7 +203,7 @@ def _report(args: argparse.Namespace) -> int:
     from harness.jobs.report import report
 
     result = report(args.store, out=args.out, format=args.format, contrast=args.contrast,
-                    human=args.human, judge=args.judge)
+                    human=args.human, judge=args.judge, figure_titles=args.figure_titles)
     if result.out is not None:
         print(f"wrote {len(result.written)} files to {result.out}/",
               file=sys.stderr if args.format else sys.stdout)
