@@ -21,6 +21,7 @@ duplicated, or cells are left unanswered.
 from __future__ import annotations
 
 import argparse
+import csv
 import os
 import random
 import re
@@ -35,7 +36,6 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from harness.store import Store  # noqa: E402
-from tests.runkit import write_config  # noqa: E402
 
 PROTOCOLS = ("openai", "gemini", "anthropic", "ollama")
 SERIAL = re.compile(r"\[reply (\d+)\]")
@@ -64,16 +64,6 @@ with run_emulator(settings) as emulator:
     print(emulator.url, flush=True)
     sys.stdin.read()  # until the soak closes our stdin
 """
-
-
-class _Address:
-    """What tests.runkit.model_entry needs of an emulator."""
-
-    def __init__(self, url: str) -> None:
-        self.url = url
-
-    def base_url(self, provider: str) -> str:
-        return f"{self.url}/v1" if provider == "openai" else self.url
 
 
 def main() -> int:
@@ -111,12 +101,19 @@ def _arguments() -> argparse.Namespace:
 
 
 def _config(folder: Path, url: str, items: int, concurrency: int) -> Path:
-    from tests.runkit import model_entry
-
-    address = _Address(url)
-    entries = [model_entry(p, address, concurrency=concurrency, timeout_s=30, max_attempts=5)
-               for p in PROTOCOLS]
-    return write_config(folder, entries, items=items)
+    """items.csv and run.toml: every protocol's model at the emulator."""
+    with (folder / "items.csv").open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["item_id", "title", "subset", "question", "reference"])
+        writer.writerows([f"q{i:05d}", "Pokémon Red", "official", f"Question {i}?", f"Ref {i}"]
+                         for i in range(items))
+    paths = {"openai": "/v1"}  # the OpenAI client's base_url ends in /v1
+    entries = [f'[[models]]\nname = "{p}-m"\nprovider = "{p}"\nmodel = "emu-{p}"\n'
+               f'base_url = "{url}{paths.get(p, "")}"\nconcurrency = {concurrency}\n'
+               f"timeout_s = 30\nmax_attempts = 5\n" for p in PROVIDERS]
+    path = folder / "run.toml"
+    path.write_text('items = "items.csv"\n\n' + "\n".join(entries), encoding="utf-8")
+    return path
 
 
 def _kill_and_resume(config: Path, store: Path, args: argparse.Namespace, rng: random.Random,

@@ -71,7 +71,8 @@ def test_each_commit_empties_the_journal(store_path):
 
 def test_the_next_writer_replays_what_the_store_lacks_once(store_path):
     with Store(store_path) as store:  # i0 reached the store before the kill; i1, i2 did not
-        store.append_batch(reply(0))
+        for table, rows in reply(0).items():
+            store.append(table, rows)
     journal = Journal(journal_path(store_path))
     for n in range(3):
         journal.append(reply(n))

@@ -78,7 +78,8 @@ def replay(store: Store) -> int:
     missing = _missing(store.con, writes)
     if missing:
         with store.transaction():
-            store.append_batch(_merged(missing))
+            for table, rows in _merged(missing).items():
+                store.append(table, rows)
     path.unlink()
     return len(missing)
 
