@@ -110,7 +110,7 @@ def _config(folder: Path, url: str, items: int, concurrency: int) -> Path:
     paths = {"openai": "/v1"}  # the OpenAI client's base_url ends in /v1
     entries = [f'[[models]]\nname = "{p}-m"\nprovider = "{p}"\nmodel = "emu-{p}"\n'
                f'base_url = "{url}{paths.get(p, "")}"\nconcurrency = {concurrency}\n'
-               f"timeout_s = 30\nmax_attempts = 5\n" for p in PROVIDERS]
+               f"timeout_s = 30\nmax_attempts = 5\n" for p in PROTOCOLS]
     path = folder / "run.toml"
     path.write_text('items = "items.csv"\n\n' + "\n".join(entries), encoding="utf-8")
     return path
