@@ -45,6 +45,7 @@ import orjson
 
 from harness.errors import UserError
 from harness.prompts import JUDGE_RUBRIC
+from providers.emulator_batch import BatchServer
 from providers.emulator_apis import DIALECTS, BadCall, Call, Canned, Dialect, Hint, json_reply
 
 __all__ = [
@@ -182,6 +183,9 @@ class EmulatorSettings:
     hang_s: float = 600.0  # how long a "hang" holds the connection open without answering
     seed: int | None = None  # for the fault draws and the jitter
     record: bool = True  # keep every request in Emulator.requests
+    batch_processing_s: float = 0.0  # a batch job ends this long after it was created
+    batch_fail_rate: float = 0.0  # probability that a batch line fails with a 500
+    batch_expire_rate: float = 0.0  # probability that a batch line expires unprocessed
 
     def __post_init__(self) -> None:
         for step in self.script:
@@ -191,6 +195,8 @@ class EmulatorSettings:
             raise ValueError("latency and jitter must be >= 0 and rpm > 0")
         if self.quota_per_day is not None and self.quota_per_day < 0:
             raise ValueError("quota_per_day must be >= 0")
+        if self.batch_processing_s < 0 or not 0 <= self.batch_fail_rate + self.batch_expire_rate <= 1:
+            raise ValueError("batch_processing_s must be >= 0 and the batch rates add up to 0..1")
 
 
 @dataclass(frozen=True, slots=True)
@@ -253,12 +259,16 @@ class _App:
         self._windows: defaultdict[tuple[str, str], deque[float]] = defaultdict(deque)
         self._day_counts: Counter[tuple[str, str]] = Counter()
         self._seen_models: dict[str, set[str]] = defaultdict(set)
+        self.batches = BatchServer(self)
 
     async def respond(self, incoming: RecordedRequest) -> Canned | str:
         route = _route(incoming.method, incoming.path)
         body = incoming.body
         if self.settings.record:
             self.requests.append(incoming)
+        batch_answer = self.batches.respond(incoming)
+        if batch_answer is not None:
+            return batch_answer
         if route is None:
             return Canned(404, b"404 page not found", content_type="text/plain; charset=utf-8")
         endpoint, api, path_model = route
@@ -557,6 +567,11 @@ class Emulator:
     @property
     def requests(self) -> list[RecordedRequest]:
         return self._app.requests
+
+    @property
+    def batch_line_counts(self) -> Counter[tuple[str, str, str]]:
+        """Batch lines received per (API, model, question): once per paid request."""
+        return self._app.batches.line_counts
 
     def base_url(self, provider: str) -> str:
         """The ``base_url`` a [[models]] entry of that provider needs to talk to this emulator."""
