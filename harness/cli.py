@@ -27,6 +27,7 @@ HANDLERS = {
     "sql": "harness.sqlcmd:sql_command",
     "emulator": "providers.emulator:emulator_command",
     "bench": "harness.bench:bench_command",
+    "batches": "harness.batches_cmd:batches_command",
 }
 
 
@@ -58,7 +59,24 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
     _store(p, default=None)
     p.add_argument("--models", help="comma-separated model names from the config")
     p.add_argument("--limit", type=int, help="at most N items per model")
+    p.add_argument("--batch", action="store_true",
+                   help="openai, anthropic and gemini models go as batch jobs (about half price)")
+    p.add_argument("--batch-fallback", choices=["followup", "sync"], default="followup",
+                   help="failed or expired batch requests: a follow-up job (default) or the "
+                        "synchronous path")
+    p.add_argument("--batch-poll-max", type=float,
+                   help="longest wait between two polls of a batch job, seconds (default 60)")
     _progress(p)
+
+
+def _add_batches(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("batches", help="list the store's batch jobs, or cancel one")
+    p.add_argument("action", nargs="?", choices=["list", "cancel"], default="list")
+    p.add_argument("job_id", nargs="?", help="the job to cancel")
+    _store(p)
+    p.add_argument("--provider-jobs", action="store_true",
+                   help="also list the providers' jobs tagged by contam that the store lacks "
+                        "(a job created in the instant before a kill)")
 
 
 def _add_judge(sub: argparse._SubParsersAction) -> None:
@@ -143,7 +161,7 @@ def _add_bench(sub: argparse._SubParsersAction) -> None:
 
 
 _BUILDERS: list[Callable[[argparse._SubParsersAction], None]] = [
-    _add_demo, _add_import, _add_run, _add_judge, _add_score, _add_report, _add_sql,
+    _add_demo, _add_import, _add_run, _add_batches, _add_judge, _add_score, _add_report, _add_sql,
     _add_emulator, _add_bench,
 ]
 

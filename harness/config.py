@@ -10,6 +10,7 @@ from typing import Any
 from harness.errors import UserError
 from harness.prompts import DEFAULT_SYSTEM_PROMPT
 from providers.base import ModelSpec
+from providers.batch import BATCH_PROTOCOLS
 
 __all__ = ["RunConfig", "load_config", "parse_model", "PROVIDERS"]
 
@@ -79,6 +80,7 @@ def parse_model(path: Path, where: str, entry: dict[str, Any]) -> ModelSpec:
         raise UserError(f"{path}: {where}: provider {entry['provider']!r} is not one of "
                         f"{', '.join(PROVIDERS)}")
     _refuse_non_positive(path, where, entry)
+    _refuse_bad_batch(path, where, entry)
     return ModelSpec(**{**entry, "name": entry.get("name") or entry["model"], "params": dict(entry.get("params", {}))})
 
 
@@ -93,6 +95,15 @@ def _refuse_non_positive(path: Path, where: str, entry: dict[str, Any]) -> None:
         value = entry.get(key)
         if value is not None and (not isinstance(value, int | float) or value <= 0):
             raise UserError(f"{path}: {where}: '{key}' must be a positive number, not {value!r}")
+
+
+def _refuse_bad_batch(path: Path, where: str, entry: dict[str, Any]) -> None:
+    batch = entry.get("batch", False)
+    if not isinstance(batch, bool):
+        raise UserError(f"{path}: {where}: 'batch' must be true or false, not {batch!r}")
+    if batch and entry["provider"] not in BATCH_PROTOCOLS:
+        raise UserError(f"{path}: {where}: 'batch = true' needs a provider with a batch API "
+                        f"({', '.join(BATCH_PROTOCOLS)}), not {entry['provider']!r}")
 
 
 def _refuse_duplicate_names(path: Path, models: tuple[ModelSpec, ...]) -> None:

@@ -14,6 +14,7 @@ import sys
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from functools import partial
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
@@ -23,6 +24,7 @@ import orjson
 from rich.console import Console
 
 from harness import package_version
+from harness.batch_lane import BatchLane, BatchOptions, uses_batch
 from harness.config import RunConfig, load_config
 from harness.engine import Engine, Lane, ProviderFactory, RetryPolicy, Task
 from harness.errors import UserError
@@ -47,7 +49,8 @@ def run_command(args: argparse.Namespace) -> int:
         raise UserError(f"{config.path}: no [[models]] to run")
     if args.limit is not None and args.limit <= 0:
         raise UserError(f"--limit must be a positive number, not {args.limit}")
-    options = RunOptions(limit=args.limit, no_progress=args.no_progress)
+    options = RunOptions(limit=args.limit, no_progress=args.no_progress, batch=args.batch,
+                         batch_options=batch_options(args))
     with Store(args.store or config.store or DEFAULT_STORE) as store:
         _import_items(store, config)
         return anyio.run(execute_run, store, config, specs, options)
@@ -64,6 +67,8 @@ class RunOptions:
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     provider_factory: ProviderFactory | None = None  # None: providers.registry.create_provider
     handle_signals: bool = True  # SIGINT/SIGTERM drain the run (main thread only)
+    batch: bool = False  # --batch: every model whose provider has a batch API goes as jobs
+    batch_options: BatchOptions = field(default_factory=BatchOptions)
 
 
 async def execute_run(store: Store, config: RunConfig, specs: Sequence[ModelSpec],
@@ -71,14 +76,61 @@ async def execute_run(store: Store, config: RunConfig, specs: Sequence[ModelSpec
     """The run itself on an open store; returns the exit status."""
     console = options.console or Console()
     run_id = new_run_id()
-    lanes = [_lane(store, spec, config.system_prompt, options.limit) for spec in specs]
-    engine = Engine(lanes, run_id=run_id, accept=answer_rows(run_id, specs),
+    accept = answer_rows(run_id, specs)
+    batched = [spec for spec in specs if uses_batch(spec, options.batch)]
+    lanes = [_lane(store, spec, config.system_prompt, options.limit)
+             for spec in specs if spec not in batched]
+    engine = Engine(lanes, run_id=run_id, accept=accept,
                     retry=options.retry, provider_factory=options.provider_factory)
+    stats = list(engine.stats)
     with recorded_run(store, _run_row(run_id, config, specs, options)), \
-            open_progress(engine.stats, no_progress=options.no_progress, console=console) as progress:
+            open_progress(stats, no_progress=options.no_progress, console=console) as progress:
+        batch_lanes = [_batch_lane(store, spec, config.system_prompt, run_id, accept, options,
+                                   progress.note) for spec in batched]
+        stats += [lane.stats for lane in batch_lanes]
         async with BatchWriter(store) as writer:
-            await engine.run(writer, notify=progress.note, handle_signals=options.handle_signals)
-    return _finish(config, engine, console.file)
+            async with anyio.create_task_group() as group:
+                group.start_soon(partial(engine.run, writer, notify=progress.note,
+                                         handle_signals=options.handle_signals))
+                for lane in batch_lanes:
+                    group.start_soon(lane.run, writer)
+            if options.batch_options.fallback == "sync":
+                stats += await _sync_fallback(store, config, batch_lanes, run_id, accept, options,
+                                              writer, progress.note)
+    return _finish(config, engine, stats, console.file)
+
+
+def _batch_lane(store: Store, spec: ModelSpec, system: str, run_id: str, accept: Any,
+                options: RunOptions, notify: Callable[[str], None]) -> BatchLane:
+    stats = LaneStats(label=f"{spec.name} (batch)", total=count_pending(store.con, spec.name, options.limit),
+                      cap=max(1, count_pending(store.con, spec.name, options.limit)))
+    return BatchLane(store, spec, lambda: pending_tasks(store.con.cursor(), spec, system, options.limit),
+                     run_id=run_id, accept=accept, options=options.batch_options, stats=stats,
+                     notify=notify)
+
+
+async def _sync_fallback(store: Store, config: RunConfig, batch_lanes: Sequence[BatchLane],
+                         run_id: str, accept: Any, options: RunOptions, writer: BatchWriter,
+                         notify: Callable[[str], None]) -> list[LaneStats]:
+    """``--batch-fallback sync``: what the batch jobs left unanswered, asked synchronously."""
+    specs = [lane.spec for lane in batch_lanes if not lane.stats.stopped]
+    lanes = [lane for lane in (_lane(store, spec, config.system_prompt, options.limit)
+                               for spec in specs) if lane.total]
+    if not lanes:
+        return []
+    notify(f"asking {sum(lane.total for lane in lanes)} cells left by the batch jobs synchronously")
+    engine = Engine(lanes, run_id=run_id, accept=accept, retry=options.retry,
+                    provider_factory=options.provider_factory)
+    await engine.run(writer, notify=notify, handle_signals=options.handle_signals)
+    return engine.stats
+
+
+def batch_options(args: argparse.Namespace) -> BatchOptions:
+    if args.batch_poll_max is not None and args.batch_poll_max <= 0:
+        raise UserError(f"--batch-poll-max must be a positive number of seconds, not {args.batch_poll_max}")
+    poll_max = args.batch_poll_max or BatchOptions.poll_max_s
+    return BatchOptions(poll_initial_s=min(BatchOptions.poll_initial_s, poll_max),
+                        poll_max_s=poll_max, fallback=args.batch_fallback)
 
 
 # -- the work: cells without an answer, in item order ------------------------------------------
@@ -215,15 +267,15 @@ def _summary_line(s: LaneStats) -> str:
     return line
 
 
-def _finish(config: RunConfig, engine: Engine, out: TextIO) -> int:
-    for line in summary_lines(engine.stats):
+def _finish(config: RunConfig, engine: Engine, stats: Sequence[LaneStats], out: TextIO) -> int:
+    for line in summary_lines(stats):
         print(line, file=out)
     if engine.interrupted is not None:
         name = signal.Signals(engine.interrupted).name
         print(f"contam run: interrupted by {name}; every answer received was committed; run "
               f"`contam run {config.path}` again to resume", file=sys.stderr)
         return 128 + engine.interrupted
-    stopped = [s.label for s in engine.stats if s.stopped]
+    stopped = [s.label for s in stats if s.stopped]
     if stopped:
         print(f"contam run: {len(stopped)} model(s) stopped ({', '.join(stopped)}); the others "
               f"finished; run `contam run {config.path}` again to resume", file=sys.stderr)

@@ -58,6 +58,7 @@ class ModelSpec:
     max_attempts: int = 5
     timeout_s: float = 60.0
     params: dict[str, Any] = field(default_factory=dict)
+    batch: bool = False  # openai, anthropic, gemini: ask through the provider's batch API
 
     def public_dict(self) -> dict[str, Any]:
         """What may be stored in `runs.config`: everything but secrets (there are none here:
