@@ -1,0 +1,237 @@
+"""`contam run --batch` against the loopback emulator's three batch APIs: same answers as the
+synchronous path, byte-identical request bodies, follow-ups, resuming without paying twice."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import httpx
+import pytest
+
+from harness.batch_lane import BatchLane, BatchOptions
+from harness.prompts import question_request
+from harness.store import Store
+from providers.base import ModelSpec, Reply
+from providers.batch import BatchLine, JobLimits, create_batch_protocol, split_lines
+from providers.emulator import EmulatorSettings, run_emulator
+from providers.registry import create_provider
+from tests.runkit import KEYS, model_entry, run_inprocess, write_config
+
+PROVIDERS = ("openai", "anthropic", "gemini")
+FAST = BatchOptions(poll_initial_s=0.02, poll_max_s=0.1)
+
+
+@pytest.fixture(autouse=True)
+def keys(monkeypatch):
+    for name, value in KEYS.items():
+        monkeypatch.setenv(name, value)
+
+
+def _config(folder: Path, emu, *, items: int = 12, **overrides) -> Path:
+    return write_config(folder, [model_entry(p, emu, **overrides) for p in PROVIDERS], items=items)
+
+
+def _answers(store_path: Path) -> dict[tuple[str, str], tuple[str, str, int, int]]:
+    with Store(store_path, read_only=True) as store:
+        rows = store.query("SELECT item_id, model, answer_raw, answer, input_tokens, output_tokens "
+                           "FROM latest_answers")
+    return {(item, model): rest for item, model, *rest in rows}
+
+
+def _creates(emu) -> int:
+    """Jobs the emulator was asked to create (each one paid for)."""
+    return sum(1 for r in emu.requests if r.method == "POST" and (
+        r.path in ("/v1/batches", "/v1/messages/batches") or r.path.endswith(":batchGenerateContent")))
+
+
+def test_batch_run_gives_the_synchronous_answers(tmp_path) -> None:
+    with run_emulator(EmulatorSettings(batch_processing_s=0.05)) as emu:
+        config = _config(tmp_path, emu)
+        sync = run_inprocess(config, tmp_path / "sync.duckdb")
+        batch = run_inprocess(config, tmp_path / "batch.duckdb", batch=True, batch_options=FAST)
+        assert _creates(emu) == 3  # one job per model
+    assert (sync.status, batch.status) == (0, 0), batch.err
+    assert len(_answers(tmp_path / "batch.duckdb")) == 36
+    assert _answers(tmp_path / "batch.duckdb") == _answers(tmp_path / "sync.duckdb")
+    with Store(tmp_path / "batch.duckdb", read_only=True) as store:
+        assert store.query("SELECT count(*) FROM attempts WHERE outcome = 'ok'") == [(36,)]
+        jobs = store.query("SELECT provider, status, cells, succeeded FROM latest_batches ORDER BY 1")
+    assert jobs == [("anthropic", "imported", 12, 12), ("gemini", "imported", 12, 12),
+                    ("openai", "imported", 12, 12)]
+    assert "batch" in batch.out and "12/12 answered" in batch.out
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_batch_line_body_is_the_synchronous_body_byte_for_byte(provider) -> None:
+    request = question_request("Answer briefly.", "Pokémon Gold", "Which region follows Johto?",
+                               max_output_tokens=64)
+    with run_emulator(EmulatorSettings()) as emu:
+        spec = ModelSpec(name="m", provider=provider, model=f"emu-{provider}",
+                         base_url=emu.base_url(provider), params={"temperature": 0})
+
+        async def both() -> BatchLine:
+            async with httpx.AsyncClient() as client:
+                sync_provider = create_provider(spec, client)
+                await sync_provider.generate(request)
+                protocol = create_batch_protocol(sync_provider, client)
+                line = protocol.line("cell-1", request)
+                await protocol.submit([line], "contam:test:cell")
+                return line
+
+        line = anyio.run(both)
+        sent = emu.requests[0].raw_body
+        uploaded = emu.requests[-1].raw_body if provider != "openai" else emu.requests[1].raw_body
+    assert line.body == sent
+    assert sent in uploaded  # the job carries those bytes unchanged
+
+
+def test_split_lines_honours_requests_and_bytes() -> None:
+    lines = [BatchLine(f"id{n}", b"x" * 100) for n in range(10)]
+    by_count = list(split_lines(lines, JobLimits(max_requests=4, max_bytes=10**6), overhead=0))
+    assert [len(g) for g in by_count] == [4, 4, 2]
+    by_bytes = list(split_lines(lines, JobLimits(max_requests=100, max_bytes=350), overhead=0))
+    assert [len(g) for g in by_bytes] == [3, 3, 3, 1]
+    assert [line for group in by_bytes for line in group] == lines
+
+
+def test_a_large_model_is_split_into_several_jobs(tmp_path) -> None:
+    options = BatchOptions(poll_initial_s=0.02, poll_max_s=0.1,
+                           limits=JobLimits(max_requests=5, max_bytes=10**6))
+    with run_emulator(EmulatorSettings()) as emu:
+        result = run_inprocess(_config(tmp_path, emu), tmp_path / "s.duckdb", batch=True,
+                               batch_options=options)
+        assert _creates(emu) == 9  # 12 cells in jobs of at most 5, per model
+    assert result.status == 0
+    assert len(_answers(tmp_path / "s.duckdb")) == 36
+
+
+def test_failed_and_expired_lines_go_into_follow_up_jobs(tmp_path) -> None:
+    settings = EmulatorSettings(batch_fail_rate=0.25, batch_expire_rate=0.15, seed=7)
+    with run_emulator(settings) as emu:
+        result = run_inprocess(_config(tmp_path, emu, max_attempts=10), tmp_path / "s.duckdb",
+                               batch=True, batch_options=FAST)
+        counts = dict(emu.batch_line_counts)
+    assert result.status == 0, result.out
+    assert len(_answers(tmp_path / "s.duckdb")) == 36
+    with Store(tmp_path / "s.duckdb", read_only=True) as store:
+        outcomes = dict(store.query("SELECT outcome, count(*) FROM attempts GROUP BY 1"))
+    assert outcomes["ok"] == 36 and outcomes["transient"] > 0 and outcomes["expired"] > 0
+    # every line the server received is one attempts row: nothing asked without a record
+    assert sum(counts.values()) == sum(outcomes.values())
+
+
+def test_fallback_sync_asks_the_failed_lines_synchronously(tmp_path) -> None:
+    settings = EmulatorSettings(batch_fail_rate=0.5, seed=3)
+    with run_emulator(settings) as emu:
+        options = BatchOptions(poll_initial_s=0.02, poll_max_s=0.1, fallback="sync")
+        result = run_inprocess(_config(tmp_path, emu), tmp_path / "s.duckdb", batch=True,
+                               batch_options=options)
+        sync_calls = [r for r in emu.requests if r.path.endswith(("/chat/completions", "/messages",
+                                                                   ":generateContent"))
+                      and not r.path.endswith(":batchGenerateContent")]
+        assert _creates(emu) == 3
+    assert result.status == 0, result.err
+    assert len(_answers(tmp_path / "s.duckdb")) == 36
+    assert 0 < len(sync_calls) < 36
+
+
+def test_a_killed_run_resumes_by_polling_and_never_submits_again(tmp_path) -> None:
+    with run_emulator(EmulatorSettings(batch_processing_s=1.5)) as emu:
+        config = _config(tmp_path, emu)
+        interrupted = _run_cancelled_after(config, tmp_path / "s.duckdb", 0.8)
+        assert interrupted and _creates(emu) == 3
+        resumed = run_inprocess(config, tmp_path / "s.duckdb", batch=True, batch_options=FAST)
+        assert _creates(emu) == 3
+        assert set(emu.batch_line_counts.values()) == {1}
+    assert resumed.status == 0 and "resuming batch" in resumed.out
+    assert len(_answers(tmp_path / "s.duckdb")) == 36
+
+
+def _run_cancelled_after(config: Path, store_path: Path, seconds: float) -> bool:
+    """A batch run whose task is cancelled after ``seconds`` (as a kill would stop it)."""
+    import io
+
+    from rich.console import Console
+
+    from harness.config import load_config
+    from harness.importer import import_file
+    from harness.runner import RunOptions, execute_run
+
+    loaded = load_config(config)
+    options = RunOptions(no_progress=True, console=Console(file=io.StringIO()), batch=True,
+                         batch_options=FAST, handle_signals=False)
+
+    async def cancelled() -> bool:
+        with anyio.move_on_after(seconds) as scope:
+            await execute_run(store, loaded, loaded.models, options)
+        return scope.cancelled_caught
+
+    with Store(store_path) as store:
+        import_file(store, "items", loaded.items)
+        return anyio.run(cancelled)
+
+
+def test_a_job_whose_id_never_reached_the_store_is_found_by_its_tag(tmp_path, monkeypatch) -> None:
+    real_send = BatchLane._send
+
+    async def sent_then_killed(self, job, lines):
+        await real_send(self, job, lines)
+        raise RuntimeError("killed between the provider's reply and the store's commit")
+
+    with run_emulator(EmulatorSettings(batch_processing_s=0.2)) as emu:
+        config = _config(tmp_path, emu)
+        monkeypatch.setattr(BatchLane, "_send", sent_then_killed)
+        with pytest.raises(BaseException):
+            run_inprocess(config, tmp_path / "s.duckdb", batch=True, batch_options=FAST)
+        with Store(tmp_path / "s.duckdb", read_only=True) as store:
+            assert {r[0] for r in store.query("SELECT status FROM latest_batches")} == {"submitting"}
+        monkeypatch.setattr(BatchLane, "_send", real_send)
+        resumed = run_inprocess(config, tmp_path / "s.duckdb", batch=True, batch_options=FAST)
+        assert _creates(emu) == 3  # adopted (OpenAI/Gemini by tag, Anthropic by its results)
+        assert set(emu.batch_line_counts.values()) == {1}
+    assert resumed.status == 0, resumed.out
+    assert len(_answers(tmp_path / "s.duckdb")) == 36
+
+
+def test_a_substituted_model_stops_that_model(tmp_path) -> None:
+    with run_emulator(EmulatorSettings(served_model="emu-impostor")) as emu:
+        result = run_inprocess(_config(tmp_path, emu), tmp_path / "s.duckdb", batch=True,
+                               batch_options=FAST)
+    assert result.status == 1
+    assert "STOPPED (substitution)" in result.out
+    assert _answers(tmp_path / "s.duckdb") == {}
+    with Store(tmp_path / "s.duckdb", read_only=True) as store:
+        assert store.query("SELECT DISTINCT outcome FROM attempts") == [("fatal",)]
+
+
+def test_batches_lists_and_cancels_jobs(tmp_path, contam) -> None:
+    with run_emulator(EmulatorSettings(batch_processing_s=30)) as emu:
+        config = _config(tmp_path, emu)
+        store = tmp_path / "s.duckdb"
+        assert _run_cancelled_after(config, store, 0.5)
+        status, out, _ = contam("batches", "--store", str(store))
+        assert status == 0 and out.count("submitted") == 0
+        with Store(store, read_only=True) as opened:
+            job_ids = [r[0] for r in opened.query("SELECT job_id FROM latest_batches ORDER BY 1")]
+        assert all(job_id in out for job_id in job_ids) and len(job_ids) == 3
+        for job_id in job_ids:
+            status, out, err = contam("batches", "cancel", job_id, "--store", str(store))
+            assert status == 0 and "cancel" in out.lower(), err
+        resumed = run_inprocess(config, store, batch=True, batch_options=FAST)
+        assert _creates(emu) == 6  # the cancelled jobs' cells went into follow-up jobs
+    assert resumed.status == 0, resumed.out
+    assert len(_answers(store)) == 36
+
+
+def test_batch_true_in_config_and_refused_for_other_providers(tmp_path, contam) -> None:
+    with run_emulator(EmulatorSettings()) as emu:
+        entries = [model_entry("openai", emu, batch=True), model_entry("ollama", emu)]
+        config = write_config(tmp_path, entries, items=4)
+        result = run_inprocess(config, tmp_path / "s.duckdb", batch_options=FAST)
+        assert _creates(emu) == 1
+        assert sum(1 for r in emu.requests if r.path == "/api/generate") == 4
+    assert result.status == 0 and len(_answers(tmp_path / "s.duckdb")) == 8
+    bad = write_config(tmp_path, [model_entry("ollama", emu, batch=True)], items=1)
+    status, _, err = contam("run", str(bad), "--store", str(tmp_path / "t.duckdb"))
+    assert status == 2 and "'batch = true' needs a provider with a batch API" in err
