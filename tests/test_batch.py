@@ -206,7 +206,7 @@ def test_a_substituted_model_stops_that_model(tmp_path) -> None:
 
 
 def test_batches_lists_and_cancels_jobs(tmp_path, contam) -> None:
-    with run_emulator(EmulatorSettings(batch_processing_s=30)) as emu:
+    with run_emulator(EmulatorSettings(batch_processing_s=3)) as emu:
         config = _config(tmp_path, emu)
         store = tmp_path / "s.duckdb"
         assert _run_cancelled_after(config, store, 0.5)
