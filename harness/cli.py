@@ -28,6 +28,7 @@ HANDLERS = {
     "emulator": "providers.emulator:emulator_command",
     "bench": "harness.bench:bench_command",
     "batches": "harness.batches_cmd:batches_command",
+    "cost": "harness.cost:cost_command",
 }
 
 
@@ -77,6 +78,16 @@ def _add_batches(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--provider-jobs", action="store_true",
                    help="also list the providers' jobs tagged by contam that the store lacks "
                         "(a job created in the instant before a kill)")
+
+
+def _add_cost(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("cost", help="what the store's answers cost, synchronous vs batch, at given prices")
+    _store(p)
+    p.add_argument("--price", action="append", metavar="MODEL=IN,OUT",
+                   help="price per million input and output tokens; repeatable; MODEL * for all")
+    p.add_argument("--batch-discount", type=float, default=0.5,
+                   help="batch price as a fraction of the synchronous one (default 0.5)")
+    p.add_argument("--cells", type=int, help="scale each model to a study of N cells (e.g. 1600)")
 
 
 def _add_judge(sub: argparse._SubParsersAction) -> None:
@@ -161,7 +172,7 @@ def _add_bench(sub: argparse._SubParsersAction) -> None:
 
 
 _BUILDERS: list[Callable[[argparse._SubParsersAction], None]] = [
-    _add_demo, _add_import, _add_run, _add_batches, _add_judge, _add_score, _add_report, _add_sql,
+    _add_demo, _add_import, _add_run, _add_batches, _add_cost, _add_judge, _add_score, _add_report, _add_sql,
     _add_emulator, _add_bench,
 ]
 

@@ -238,3 +238,21 @@ def test_batch_true_in_config_and_refused_for_other_providers(tmp_path, contam) 
     bad = write_config(tmp_path, [model_entry("ollama", emu, batch=True)], items=1)
     status, _, err = contam("run", str(bad), "--store", str(tmp_path / "t.duckdb"))
     assert status == 2 and "'batch = true' needs a provider with a batch API" in err
+
+
+def test_cost_compares_synchronous_and_batch_at_given_prices(tmp_path, contam) -> None:
+    with run_emulator(EmulatorSettings()) as emu:
+        run_inprocess(_config(tmp_path, emu), tmp_path / "s.duckdb", batch=True, batch_options=FAST)
+    with Store(tmp_path / "s.duckdb", read_only=True) as store:
+        (tokens_in, tokens_out), = store.query(
+            "SELECT sum(input_tokens), sum(output_tokens) FROM answers WHERE model = 'openai-m'")
+    status, out, err = contam("cost", "--store", tmp_path / "s.duckdb", "--price", "openai-m=2,8",
+                              "--cells", "1600")
+    assert status == 0, err
+    row = next(line.split() for line in out.splitlines() if line.startswith("openai-m"))
+    expected = (tokens_in * 2 + tokens_out * 8) / 1e6 * 1600 / 12
+    assert row[1] == "1600" and float(row[4]) == pytest.approx(expected, abs=1e-4)
+    assert float(row[5]) == pytest.approx(expected / 2, abs=1e-4)
+    assert "no --price" in next(line for line in out.splitlines() if line.startswith("gemini-m"))
+    status, _, err = contam("cost", "--store", tmp_path / "s.duckdb", "--price", "oops")
+    assert status == 2 and "expected MODEL=INPUT,OUTPUT" in err

@@ -1,0 +1,84 @@
+"""``contam cost``: what the answers in a store cost, synchronous vs batch, at prices you give.
+
+Token counts come from ``latest_answers`` (the providers' own usage figures). Prices are inputs,
+in currency units per million tokens, never built in: ``--price MODEL=INPUT,OUTPUT`` (repeatable;
+``*`` for every model without its own). The batch price is ``--batch-discount`` (default 0.5, the
+discount the three batch APIs advertise) times the synchronous one. ``--cells N`` scales each
+model's mean tokens per cell to a study of N cells (1,600 for a study the size of the paper's).
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+
+from harness.errors import UserError
+from harness.store import Store
+
+__all__ = ["cost_command", "parse_price", "ModelCost", "model_costs"]
+
+_TOKENS_SQL = """
+SELECT model, count(*) AS cells, coalesce(sum(input_tokens), 0), coalesce(sum(output_tokens), 0)
+FROM latest_answers GROUP BY model ORDER BY model
+"""
+
+
+@dataclass(frozen=True)
+class ModelCost:
+    model: str
+    cells: int
+    input_tokens: float
+    output_tokens: float
+    sync: float | None  # None: no price given for this model
+    batch: float | None
+
+
+def parse_price(text: str) -> tuple[str, float, float]:
+    """``MODEL=INPUT,OUTPUT`` -> (model, input price, output price) per million tokens."""
+    model, sep, prices = text.partition("=")
+    parts = prices.split(",")
+    try:
+        if not sep or len(parts) != 2 or not model:
+            raise ValueError
+        input_price, output_price = float(parts[0]), float(parts[1])
+    except ValueError:
+        raise UserError(f"--price {text!r}: expected MODEL=INPUT,OUTPUT (per million tokens), "
+                        "e.g. gpt-5=1.25,10") from None
+    if input_price < 0 or output_price < 0:
+        raise UserError(f"--price {text!r}: prices cannot be negative")
+    return model, input_price, output_price
+
+
+def model_costs(store: Store, prices: dict[str, tuple[float, float]], *, discount: float,
+                cells: int | None) -> list[ModelCost]:
+    costs = []
+    for model, answered, tokens_in, tokens_out in store.query(_TOKENS_SQL):
+        scale = cells / answered if cells else 1.0
+        tokens_in, tokens_out = tokens_in * scale, tokens_out * scale
+        price = prices.get(model, prices.get("*"))
+        sync = None if price is None else (tokens_in * price[0] + tokens_out * price[1]) / 1e6
+        costs.append(ModelCost(model, cells or answered, tokens_in, tokens_out, sync,
+                               None if sync is None else sync * discount))
+    return costs
+
+
+def cost_command(args: argparse.Namespace) -> int:
+    if not 0 < args.batch_discount <= 1:
+        raise UserError(f"--batch-discount must be in (0, 1], not {args.batch_discount}")
+    if args.cells is not None and args.cells <= 0:
+        raise UserError(f"--cells must be a positive number, not {args.cells}")
+    prices = {model: (i, o) for model, i, o in map(parse_price, args.price or [])}
+    with Store(args.store, read_only=True) as store:
+        costs = model_costs(store, prices, discount=args.batch_discount, cells=args.cells)
+    if not costs:
+        raise UserError(f"{args.store}: no answers to cost")
+    print(f"{'model':<24} {'cells':>7} {'input tok':>11} {'output tok':>11} {'synchronous':>12} {'batch':>10}")
+    for c in costs:
+        money = (f"{c.sync:>12.4f} {c.batch:>10.4f}" if c.sync is not None
+                 else f"{'no --price':>12} {'-':>10}")
+        print(f"{c.model:<24} {c.cells:>7} {c.input_tokens:>11.0f} {c.output_tokens:>11.0f} {money}")
+    priced = [c for c in costs if c.sync is not None]
+    if priced:
+        print(f"{'total':<24} {'':>7} {'':>11} {'':>11} {sum(c.sync for c in priced):>12.4f} "
+              f"{sum(c.batch for c in priced):>10.4f}")
+    return 0
