@@ -87,7 +87,8 @@ def _add_cost(sub: argparse._SubParsersAction) -> None:
                    help="price per million input and output tokens; repeatable; MODEL * for all")
     p.add_argument("--batch-discount", type=float, default=0.5,
                    help="batch price as a fraction of the synchronous one (default 0.5)")
-    p.add_argument("--cells", type=int, help="scale each model to a study of N cells (e.g. 1600)")
+    p.add_argument("--items", type=int,
+                   help="scale each model to N items (the paper: 400 items x 4 models = 1,600 cells)")
 
 
 def _add_judge(sub: argparse._SubParsersAction) -> None:

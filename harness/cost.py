@@ -3,8 +3,9 @@
 Token counts come from ``latest_answers`` (the providers' own usage figures). Prices are inputs,
 in currency units per million tokens, never built in: ``--price MODEL=INPUT,OUTPUT`` (repeatable;
 ``*`` for every model without its own). The batch price is ``--batch-discount`` (default 0.5, the
-discount the three batch APIs advertise) times the synchronous one. ``--cells N`` scales each
-model's mean tokens per cell to a study of N cells (1,600 for a study the size of the paper's).
+discount the three batch APIs advertise) times the synchronous one. ``--items N`` scales each
+model's mean tokens per cell to N items (a study the size of the paper's: 400 items x 4 models,
+1,600 cells).
 """
 
 from __future__ import annotations
@@ -50,14 +51,14 @@ def parse_price(text: str) -> tuple[str, float, float]:
 
 
 def model_costs(store: Store, prices: dict[str, tuple[float, float]], *, discount: float,
-                cells: int | None) -> list[ModelCost]:
+                items: int | None) -> list[ModelCost]:
     costs = []
     for model, answered, tokens_in, tokens_out in store.query(_TOKENS_SQL):
-        scale = cells / answered if cells else 1.0
+        scale = items / answered if items else 1.0
         tokens_in, tokens_out = tokens_in * scale, tokens_out * scale
         price = prices.get(model, prices.get("*"))
         sync = None if price is None else (tokens_in * price[0] + tokens_out * price[1]) / 1e6
-        costs.append(ModelCost(model, cells or answered, tokens_in, tokens_out, sync,
+        costs.append(ModelCost(model, items or answered, tokens_in, tokens_out, sync,
                                None if sync is None else sync * discount))
     return costs
 
@@ -65,11 +66,11 @@ def model_costs(store: Store, prices: dict[str, tuple[float, float]], *, discoun
 def cost_command(args: argparse.Namespace) -> int:
     if not 0 < args.batch_discount <= 1:
         raise UserError(f"--batch-discount must be in (0, 1], not {args.batch_discount}")
-    if args.cells is not None and args.cells <= 0:
-        raise UserError(f"--cells must be a positive number, not {args.cells}")
+    if args.items is not None and args.items <= 0:
+        raise UserError(f"--items must be a positive number, not {args.items}")
     prices = {model: (i, o) for model, i, o in map(parse_price, args.price or [])}
     with Store(args.store, read_only=True) as store:
-        costs = model_costs(store, prices, discount=args.batch_discount, cells=args.cells)
+        costs = model_costs(store, prices, discount=args.batch_discount, items=args.items)
     if not costs:
         raise UserError(f"{args.store}: no answers to cost")
     print(f"{'model':<24} {'cells':>7} {'input tok':>11} {'output tok':>11} {'synchronous':>12} {'batch':>10}")

@@ -4,7 +4,8 @@ One asyncio server (HTTP/1.1 keep-alive parsed by h11, so hundreds of concurrent
 little) answers OpenAI ``/v1/chat/completions`` (and ``/v1/models``), Gemini
 ``/v1beta/models/{model}:generateContent``, Anthropic ``/v1/messages`` and Ollama ``/api/generate``
 (and ``/api/version``, ``/api/tags``, ``/api/show``) with each API's real reply and error shapes
-(:mod:`providers.emulator_apis`). :class:`EmulatorSettings` adds what real servers do to clients:
+(:mod:`providers.emulator_apis`), and the batch APIs of OpenAI, Anthropic and Gemini
+(:mod:`providers.emulator_batch`: a job time, failed and expired lines). :class:`EmulatorSettings` adds what real servers do to clients:
 latency, an enforced requests-per-minute limit per (API, model) with each API's 429 hint, random
 faults, a per-day quota, a served-model substitution, key checks, and a ``script`` of exact
 outcomes for tests. Without a ``responder`` it answers questions with a reproducible stand-in and

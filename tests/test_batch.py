@@ -247,11 +247,11 @@ def test_cost_compares_synchronous_and_batch_at_given_prices(tmp_path, contam) -
         (tokens_in, tokens_out), = store.query(
             "SELECT sum(input_tokens), sum(output_tokens) FROM answers WHERE model = 'openai-m'")
     status, out, err = contam("cost", "--store", tmp_path / "s.duckdb", "--price", "openai-m=2,8",
-                              "--cells", "1600")
+                              "--items", "400")
     assert status == 0, err
     row = next(line.split() for line in out.splitlines() if line.startswith("openai-m"))
-    expected = (tokens_in * 2 + tokens_out * 8) / 1e6 * 1600 / 12
-    assert row[1] == "1600" and float(row[4]) == pytest.approx(expected, abs=1e-4)
+    expected = (tokens_in * 2 + tokens_out * 8) / 1e6 * 400 / 12
+    assert row[1] == "400" and float(row[4]) == pytest.approx(expected, abs=1e-4)
     assert float(row[5]) == pytest.approx(expected / 2, abs=1e-4)
     assert "no --price" in next(line for line in out.splitlines() if line.startswith("gemini-m"))
     status, _, err = contam("cost", "--store", tmp_path / "s.duckdb", "--price", "oops")
