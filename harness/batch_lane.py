@@ -217,17 +217,18 @@ class BatchLane:
         """Submit; after a retryable failure look for the job first (the request may have
         reached the provider), and send again only when it is not there."""
         assert self.protocol is not None
-        for attempt in range(1, self.spec.max_attempts + 1):
+        attempt = 1
+        while True:
             try:
                 return await self.protocol.submit(lines, job_tag(self.run_id, job.key))
             except ProviderError as exc:
                 if not exc.retryable or attempt == self.spec.max_attempts:
                     raise  # the job stays `submitting`: the next run looks it up by its tag
                 await anyio.sleep(exc.retry_after_s or min(self.options.poll_max_s, 2 ** attempt))
-                found = await self._find(job.key)
-                if found is not None:
-                    return found
-        raise AssertionError("unreachable")
+            found = await self._find(job.key)
+            if found is not None:
+                return found
+            attempt += 1
 
     # -- following ----------------------------------------------------------------------------
 

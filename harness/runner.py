@@ -14,11 +14,11 @@ import sys
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from functools import partial
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 import anyio
+import anyio.abc
 import duckdb
 import orjson
 from rich.console import Console
@@ -90,14 +90,22 @@ async def execute_run(store: Store, config: RunConfig, specs: Sequence[ModelSpec
         stats += [lane.stats for lane in batch_lanes]
         async with BatchWriter(store) as writer:
             async with anyio.create_task_group() as group:
-                group.start_soon(partial(engine.run, writer, notify=progress.note,
-                                         handle_signals=options.handle_signals))
+                group.start_soon(_run_engine, engine, writer, progress.note, options, group)
                 for lane in batch_lanes:
                     group.start_soon(lane.run, writer)
             if options.batch_options.fallback == "sync":
                 stats += await _sync_fallback(store, config, batch_lanes, run_id, accept, options,
                                               writer, progress.note)
     return _finish(config, engine, stats, console.file)
+
+
+async def _run_engine(engine: Engine, writer: BatchWriter, notify: Callable[[str], None],
+                      options: RunOptions, group: anyio.abc.TaskGroup) -> None:
+    """The synchronous lanes; an interrupt that drained them also ends the batch lanes (their
+    jobs are in the store: the next run polls them)."""
+    await engine.run(writer, notify=notify, handle_signals=options.handle_signals)
+    if engine.interrupted is not None:
+        group.cancel_scope.cancel()
 
 
 def _batch_lane(store: Store, spec: ModelSpec, system: str, run_id: str, accept: Any,

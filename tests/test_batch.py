@@ -3,6 +3,7 @@ synchronous path, byte-identical request bodies, follow-ups, resuming without pa
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import anyio
@@ -59,7 +60,10 @@ def test_batch_run_gives_the_synchronous_answers(tmp_path) -> None:
         jobs = store.query("SELECT provider, status, cells, succeeded FROM latest_batches ORDER BY 1")
     assert jobs == [("anthropic", "imported", 12, 12), ("gemini", "imported", 12, 12),
                     ("openai", "imported", 12, 12)]
-    assert "batch" in batch.out and "12/12 answered" in batch.out
+    assert "openai-m (batch): 12/12 answered" in batch.out
+    # each poll shows the job: status, counts, age, next poll
+    assert re.search(r"openai-m: batch batch_\w+ in_progress: 0/12 done, 0 failed, age \d+s, "
+                     r"next poll in \d+s", batch.out)
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
@@ -256,3 +260,21 @@ def test_cost_compares_synchronous_and_batch_at_given_prices(tmp_path, contam) -
     assert "no --price" in next(line for line in out.splitlines() if line.startswith("gemini-m"))
     status, _, err = contam("cost", "--store", tmp_path / "s.duckdb", "--price", "oops")
     assert status == 2 and "expected MODEL=INPUT,OUTPUT" in err
+
+
+def test_write_durably_commits_at_once(tmp_path) -> None:
+    """A job id must survive a kill the instant after the provider returned it: write_durably
+    returns only once its rows are committed, though the writer would gather for seconds."""
+    from harness.writer import BatchWriter
+
+    row = {"batch_key": "k1", "model": "m", "status": "submitting"}
+
+    async def scenario(store: Store) -> tuple[int, int]:
+        async with BatchWriter(store, max_delay_s=30, min_age_s=30) as writer:
+            await writer.write({"batches": [{**row, "batch_key": "k0"}]})
+            await writer.write_durably({"batches": [row]})
+            visible = store.con.cursor().execute("SELECT count(*) FROM batches").fetchall()[0][0]
+            return visible, writer.batches_committed
+
+    with Store(tmp_path / "s.duckdb") as store:
+        assert anyio.run(scenario, store) == (2, 1)
