@@ -12,7 +12,8 @@ A job's life in the store (``batches``, latest row per ``batch_key`` wins, and `
 A run first takes up the model's open jobs: it polls those with an id, and looks up a
 ``submitting`` one by its tag among the provider's jobs (a kill between send and reply, or a
 timed-out submit); found, it is polled; not found, it is ``abandoned`` and its cells are free
-again. Anthropic jobs carry no tag: an unknown job of the account is taken as this one when its
+again. Anthropic jobs carry no tag: an unknown job of the account, created within minutes of this
+one, is taken as this one when its
 results carry the batch key. Only then are the cells without an answer and outside an open job
 submitted, in jobs within the provider's limits. Lines that failed or expired are submitted again
 in a follow-up job (at most ``max_attempts`` rounds), or handed to the synchronous path
@@ -22,6 +23,7 @@ on the synchronous path, and every result passes the same served-model check.
 
 from __future__ import annotations
 
+import datetime as dt
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
@@ -158,7 +160,7 @@ class BatchLane:
     async def _recover(self, job: _Job) -> bool:
         """A job submitted without its id reaching the store: adopt it if the provider has it,
         else mark it abandoned (its cells are pending again)."""
-        found = await self._find(job.key)
+        found = await self._find(job)
         if found is None:
             await self._record(job, status="abandoned", error="not found at the provider")
             return False
@@ -166,25 +168,34 @@ class BatchLane:
         await self._record(job, durable=True)
         return True
 
-    async def _find(self, key: str) -> JobState | None:
+    async def _find(self, job: _Job) -> JobState | None:
+        """The provider's job for ``job`` (whose id never reached the store), or None."""
         assert self.protocol is not None
-        known = {row[0] for row in self.store.con.cursor().execute(
-            "SELECT DISTINCT job_id FROM batches WHERE job_id IS NOT NULL").fetchall()}
         while True:
             jobs = await self.protocol.list_jobs()
-            tagged = [j for j in jobs if j.tag and j.tag.endswith(f":{key}")]
+            tagged = [j for j in jobs if j.tag and j.tag.endswith(f":{job.key}")]
             if tagged:
                 return tagged[0]
             if self.spec.provider != "anthropic":
                 return None
-            unknown = [j for j in jobs if j.job_id not in known]
-            for candidate in (j for j in unknown if j.ended):
-                results = await self.protocol.results(candidate)
-                if any(r.custom_id.startswith(f"{key}-") for r in results):
-                    return candidate
-            if not any(not j.ended for j in unknown):
-                return None
+            found, waiting = await self._untagged_match(job, jobs)
+            if found is not None or not waiting:
+                return found
             await anyio.sleep(self.options.poll_max_s)  # an untagged job must end to be read
+
+    async def _untagged_match(self, job: _Job, jobs: list[JobState]) -> tuple[JobState | None, bool]:
+        """Anthropic jobs carry no tag: among the jobs the store does not know that were created
+        within minutes of this one, the ended one whose results carry its key; and whether one
+        of them has yet to end."""
+        assert self.protocol is not None
+        known = {row[0] for row in self.store.con.cursor().execute(
+            "SELECT DISTINCT job_id FROM batches WHERE job_id IS NOT NULL").fetchall()}
+        near = [j for j in jobs if j.job_id not in known and _created_near(j, job.created_at)]
+        for candidate in (j for j in near if j.ended):
+            results = await self.protocol.results(candidate)
+            if any(r.custom_id.startswith(f"{job.key}-") for r in results):
+                return candidate, False
+        return None, any(not j.ended for j in near)
 
     # -- submitting ---------------------------------------------------------------------------
 
@@ -225,7 +236,7 @@ class BatchLane:
                 if not exc.retryable or attempt == self.spec.max_attempts:
                     raise  # the job stays `submitting`: the next run looks it up by its tag
                 await anyio.sleep(exc.retry_after_s or min(self.options.poll_max_s, 2 ** attempt))
-            found = await self._find(job.key)
+            found = await self._find(job)
             if found is not None:
                 return found
             attempt += 1
@@ -376,6 +387,21 @@ class _Outcome:
     answered: int = 0
     stop: ProviderError | None = None
     seen: set[str] = field(default_factory=set)
+
+
+# How far a provider's clock and ours may disagree about when a job was created.
+_CREATION_WINDOW = dt.timedelta(minutes=10)
+
+
+def _created_near(state: JobState, created_at: dt.datetime) -> bool:
+    """Whether the provider says it created the job within the window around ``created_at``
+    (naive UTC); a job whose creation time cannot be read is kept as a candidate."""
+    text = (state.raw or {}).get("created_at")
+    try:
+        when = dt.datetime.fromisoformat(str(text)).astimezone(dt.UTC).replace(tzinfo=None)
+    except ValueError:
+        return True
+    return abs(when - created_at) <= _CREATION_WINDOW
 
 
 def _custom_id(key: str, line: int) -> str:

@@ -574,6 +574,11 @@ class Emulator:
         """Batch lines received per (API, model, question): once per paid request."""
         return self._app.batches.line_counts
 
+    @property
+    def batch_jobs(self) -> list[tuple[str, str, str | None]]:
+        """Every batch job created: (API, job id, tag)."""
+        return [(job.api, job.job_id, job.tag) for job in self._app.batches.jobs.values()]
+
     def base_url(self, provider: str) -> str:
         """The ``base_url`` a [[models]] entry of that provider needs to talk to this emulator."""
         return f"{self.url}/v1" if provider == "openai" else self.url

@@ -176,7 +176,8 @@ def _run_cancelled_after(config: Path, store_path: Path, seconds: float) -> bool
         return anyio.run(cancelled)
 
 
-def test_a_job_whose_id_never_reached_the_store_is_found_by_its_tag(tmp_path, monkeypatch) -> None:
+def test_a_job_whose_id_never_reached_the_store_is_found_by_its_tag(tmp_path, monkeypatch,
+                                                                      contam) -> None:
     real_send = BatchLane._send
 
     async def sent_then_killed(self, job, lines):
@@ -190,9 +191,16 @@ def test_a_job_whose_id_never_reached_the_store_is_found_by_its_tag(tmp_path, mo
             run_inprocess(config, tmp_path / "s.duckdb", batch=True, batch_options=FAST)
         with Store(tmp_path / "s.duckdb", read_only=True) as store:
             assert {r[0] for r in store.query("SELECT status FROM latest_batches")} == {"submitting"}
+        status, out, _ = contam("batches", "--store", tmp_path / "s.duckdb", "--provider-jobs")
+        assert status == 0
+        # the tagged jobs (OpenAI, Gemini) that reached the emulator before the crash
+        tagged = sorted(job_id for api, job_id, tag in emu.batch_jobs if tag)
+        listed = re.findall(r"not in the store: (?:openai|gemini) job (\S+) \w+ tagged contam:", out)
+        assert tagged and sorted(listed) == tagged
         monkeypatch.setattr(BatchLane, "_send", real_send)
         resumed = run_inprocess(config, tmp_path / "s.duckdb", batch=True, batch_options=FAST)
-        assert _creates(emu) == 3  # adopted (OpenAI/Gemini by tag, Anthropic by its results)
+        assert _creates(emu) == 3  # adopted by tag (OpenAI, Gemini) or results (Anthropic), or sent
+
         assert set(emu.batch_line_counts.values()) == {1}
     assert resumed.status == 0, resumed.out
     assert len(_answers(tmp_path / "s.duckdb")) == 36
