@@ -3,18 +3,47 @@
 from __future__ import annotations
 
 import tomllib
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 from harness.errors import UserError
-from harness.prompts import DEFAULT_SYSTEM_PROMPT
-from providers.base import ModelSpec
-from providers.batch import BATCH_PROTOCOLS
 
-__all__ = ["RunConfig", "load_config", "parse_model", "PROVIDERS"]
+__all__ = ["ModelSpec", "RunConfig", "load_config", "parse_model", "PROVIDERS", "BATCH_PROVIDERS",
+           "DEFAULT_SYSTEM_PROMPT"]
+
+DEFAULT_SYSTEM_PROMPT = (
+    "Answer from memory only. Do not look anything up. Reply with a bare 1-2 sentence answer."
+)
 
 PROVIDERS = ("openai", "gemini", "anthropic", "ollama", "local")
+# Providers with a batch API (providers.batch.BATCH_PROTOCOLS; a test keeps the two equal).
+BATCH_PROVIDERS = ("openai", "anthropic", "gemini")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelSpec:
+    """One configured model: the ``[[models]]`` (or ``[judge]``) table of a run config."""
+
+    name: str  # the user's label, stored in `model`
+    provider: str  # openai | gemini | anthropic | ollama | local
+    model: str  # the provider's model id
+    base_url: str | None = None
+    api_key_env: str | None = None
+    rpm: float | None = None
+    tpm: float | None = None
+    concurrency: int = 8
+    max_attempts: int = 5
+    timeout_s: float = 60.0
+    params: dict[str, Any] = field(default_factory=dict)
+    batch: bool = False  # ask through the provider's batch API (BATCH_PROVIDERS only)
+
+    def public_dict(self) -> dict[str, Any]:
+        """What may be stored in `runs.config`: everything but secrets (there are none here:
+        only the *name* of the key's environment variable is kept, never its value)."""
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+
 _MODEL_KEYS = {f.name for f in fields(ModelSpec)}
 _TOP_KEYS = {"store", "items", "prompt", "models", "judge"}
 _POSITIVE = ("rpm", "tpm", "concurrency", "max_attempts", "timeout_s")
@@ -101,9 +130,9 @@ def _refuse_bad_batch(path: Path, where: str, entry: dict[str, Any]) -> None:
     batch = entry.get("batch", False)
     if not isinstance(batch, bool):
         raise UserError(f"{path}: {where}: 'batch' must be true or false, not {batch!r}")
-    if batch and entry["provider"] not in BATCH_PROTOCOLS:
+    if batch and entry["provider"] not in BATCH_PROVIDERS:
         raise UserError(f"{path}: {where}: 'batch = true' needs a provider with a batch API "
-                        f"({', '.join(BATCH_PROTOCOLS)}), not {entry['provider']!r}")
+                        f"({', '.join(BATCH_PROVIDERS)}), not {entry['provider']!r}")
 
 
 def _refuse_duplicate_names(path: Path, models: tuple[ModelSpec, ...]) -> None:

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from batchkit import KEYS, PROVIDERS, answers, failed_attempts, server_key, write_setup  # scripts/batchkit.py
 
-from providers.emulator import EmulatorSettings, run_emulator
+from harness.emulator.server import EmulatorSettings, run_emulator
 
 _CREATES = ("/v1/batches", "/v1/messages/batches")
 

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from harness.cli import main as contam
 from harness.store import Store
-from providers.emulator import EmulatorSettings, run_emulator
+from harness.emulator.server import EmulatorSettings, run_emulator
 from batchkit import KEYS, PROVIDERS, answers, write_setup  # scripts/batchkit.py
 
 

@@ -10,12 +10,13 @@ import anyio
 import httpx
 import pytest
 
-from harness.batch_lane import BatchLane, BatchOptions
+from harness.config import ModelSpec
+from harness.emulator.server import EmulatorSettings, run_emulator
+from harness.engine.batch_lane import BatchLane, BatchOptions
 from harness.prompts import question_request
 from harness.store import Store
-from providers.base import ModelSpec, Reply
+
 from providers.batch import BatchLine, JobLimits, create_batch_protocol, split_lines
-from providers.emulator import EmulatorSettings, run_emulator
 from providers.registry import create_provider
 from tests.runkit import KEYS, model_entry, run_inprocess, write_config
 
@@ -159,8 +160,8 @@ def _run_cancelled_after(config: Path, store_path: Path, seconds: float) -> bool
     from rich.console import Console
 
     from harness.config import load_config
-    from harness.importer import import_file
-    from harness.runner import RunOptions, execute_run
+    from harness.jobs.importing import import_file
+    from harness.jobs.run import RunOptions, execute_run
 
     loaded = load_config(config)
     options = RunOptions(no_progress=True, console=Console(file=io.StringIO()), batch=True,
@@ -273,7 +274,7 @@ def test_cost_compares_synchronous_and_batch_at_given_prices(tmp_path, contam) -
 def test_write_durably_commits_at_once(tmp_path) -> None:
     """A job id must survive a kill the instant after the provider returned it: write_durably
     returns only once its rows are committed, though the writer would gather for seconds."""
-    from harness.writer import BatchWriter
+    from harness.engine.writer import BatchWriter
 
     row = {"batch_key": "k1", "model": "m", "status": "submitting"}
 
@@ -286,3 +287,10 @@ def test_write_durably_commits_at_once(tmp_path) -> None:
 
     with Store(tmp_path / "s.duckdb") as store:
         assert anyio.run(scenario, store) == (2, 1)
+
+
+def test_the_config_knows_exactly_the_providers_with_a_batch_protocol() -> None:
+    from harness.config import BATCH_PROVIDERS
+    from providers.batch import BATCH_PROTOCOLS
+
+    assert set(BATCH_PROVIDERS) == set(BATCH_PROTOCOLS)

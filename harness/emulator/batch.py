@@ -17,14 +17,15 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import orjson
 
-from providers.emulator_apis import DIALECTS, BadCall, Canned, Dialect, json_reply
+from harness.emulator.apis import DIALECTS, BadCall, Canned, Dialect, json_reply
 
-if TYPE_CHECKING:
-    from providers.emulator import RecordedRequest, _App
+# The server's request record (harness.emulator.server.RecordedRequest: method, path, headers,
+# body, raw_body) and application; not imported, as the server imports this module.
+RecordedRequest = Any
 
 __all__ = ["BatchServer"]
 
@@ -59,7 +60,7 @@ class _Job:
 class BatchServer:
     """Routes and answers the batch endpoints; returns None for any other request."""
 
-    def __init__(self, app: _App) -> None:
+    def __init__(self, app: Any) -> None:
         self.app = app
         self.jobs: dict[str, _Job] = {}
         self.files: dict[str, bytes] = {}

@@ -16,7 +16,7 @@ again. Anthropic jobs carry no tag: an unknown job of the account, created withi
 one, is taken as this one when its results carry the batch key. Only then are the cells without an answer and outside an open job
 submitted, in jobs within the provider's limits. Lines that failed or expired are submitted again
 in a follow-up job (at most ``max_attempts`` rounds), or handed to the synchronous path
-(``--batch-fallback sync``, done by the runner). Non-retryable errors stop the model as they do
+(``--batch-fallback sync``, done by ``harness.jobs.run``). Non-retryable errors stop the model as they do
 on the synchronous path, and every result passes the same served-model check.
 """
 
@@ -32,11 +32,12 @@ from typing import Any
 import anyio
 import httpx
 
-from harness.engine import Accept, Task, stop_reason
-from harness.progress import LaneStats
+from harness.config import ModelSpec
+from harness.engine.counters import LaneStats
+from harness.engine.lanes import Accept, Task, stop_reason
+from harness.engine.writer import BatchWriter, Rows
 from harness.store import Store, utc_now
-from harness.writer import BatchWriter, Rows
-from providers.base import ModelSpec, ProviderError, Transient, redact
+from providers.base import ProviderError, Transient, redact
 from providers.batch import (
     BATCH_PROTOCOLS,
     BatchLine,

@@ -4,8 +4,9 @@ One asyncio server (HTTP/1.1 keep-alive parsed by h11, so hundreds of concurrent
 little) answers OpenAI ``/v1/chat/completions`` (and ``/v1/models``), Gemini
 ``/v1beta/models/{model}:generateContent``, Anthropic ``/v1/messages`` and Ollama ``/api/generate``
 (and ``/api/version``, ``/api/tags``, ``/api/show``) with each API's real reply and error shapes
-(:mod:`providers.emulator_apis`), and the batch APIs of OpenAI, Anthropic and Gemini
-(:mod:`providers.emulator_batch`: a job time, failed and expired lines). :class:`EmulatorSettings` adds what real servers do to clients:
+(:mod:`harness.emulator.apis`), and the batch APIs of OpenAI, Anthropic and Gemini
+(:mod:`harness.emulator.batch`: a job time, failed and expired lines). :class:`EmulatorSettings`
+adds what real servers do to clients:
 latency, an enforced requests-per-minute limit per (API, model) with each API's 429 hint, random
 faults, a per-day quota, a served-model substitution, key checks, and a ``script`` of exact
 outcomes for tests. Without a ``responder`` it answers questions with a reproducible stand-in and
@@ -44,10 +45,10 @@ from urllib.parse import parse_qsl, urlsplit
 import h11
 import orjson
 
+from harness.emulator.apis import DIALECTS, BadCall, Call, Canned, Dialect, Hint, json_reply
 from harness.errors import UserError
-from harness.prompts import JUDGE_RUBRIC
-from providers.emulator_batch import BatchServer
-from providers.emulator_apis import DIALECTS, BadCall, Call, Canned, Dialect, Hint, json_reply
+from harness.emulator.batch import BatchServer
+from metrics.judge import JUDGE_RUBRIC
 
 __all__ = [
     "EmulatorSettings",
@@ -133,7 +134,7 @@ def default_answer(question: str) -> str:
     return f"Emulated answer {zlib.crc32(question.encode('utf-8')):08x}."
 
 
-# The judge request's user text (harness.prompts.judge_request); the reference comes first.
+# The judge request's user text (metrics.judge.judge_request); the reference comes first.
 _JUDGE_USER = re.compile(r"\AReference answer: (?P<reference>.*?)\nAnswer to grade: (?P<answer>.*)\Z",
                          re.DOTALL)
 # Words too common to count as "sharing part of the reference" on their own.

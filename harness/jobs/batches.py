@@ -16,9 +16,10 @@ import anyio
 import httpx
 import orjson
 
+from harness.config import ModelSpec
 from harness.errors import UserError
 from harness.store import Store, utc_now
-from providers.base import ModelSpec, ProviderError
+from providers.base import ProviderError
 from providers.batch import BatchProtocol, JobState, create_batch_protocol
 from providers.registry import create_provider
 
