@@ -149,6 +149,12 @@ def _add_emulator(sub: argparse._SubParsersAction) -> None:
                    help="requests per (API, model) before the day's quota runs out")
     p.add_argument("--jitter-ms", type=float, default=0.0, help="latency varies by +/- this much")
     p.add_argument("--seed", type=int, help="seed for fault draws and jitter (reproducible runs)")
+    p.add_argument("--batch-processing-s", type=float, default=0.0,
+                   help="seconds a batch job takes before its results are ready")
+    p.add_argument("--batch-fail-rate", type=float, default=0.0,
+                   help="probability that a batch line fails with a 500")
+    p.add_argument("--batch-expire-rate", type=float, default=0.0,
+                   help="probability that a batch line expires unprocessed")
 
 
 def _add_bench(sub: argparse._SubParsersAction) -> None:

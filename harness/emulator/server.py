@@ -656,7 +656,9 @@ def _settings_from_args(args: argparse.Namespace) -> EmulatorSettings:
         return EmulatorSettings(
             latency_ms=args.latency_ms, jitter_ms=getattr(args, "jitter_ms", 0.0) or 0.0,
             rpm=args.rpm, faults=parse_faults(args.faults or ""), served_model=args.served_model,
-            quota_per_day=args.quota_per_day, seed=getattr(args, "seed", None), record=False)
+            quota_per_day=args.quota_per_day, seed=getattr(args, "seed", None), record=False,
+            batch_processing_s=args.batch_processing_s, batch_fail_rate=args.batch_fail_rate,
+            batch_expire_rate=args.batch_expire_rate)
     except ValueError as exc:
         raise UserError(str(exc)) from None
 

@@ -111,8 +111,8 @@ async def _run_engine(engine: Engine, writer: BatchWriter, notify: Callable[[str
 
 def _batch_lane(store: Store, spec: ModelSpec, system: str, run_id: str, accept: Any,
                 options: RunOptions, notify: Callable[[str], None]) -> BatchLane:
-    stats = LaneStats(label=f"{spec.name} (batch)", total=count_pending(store.con, spec.name, options.limit),
-                      cap=max(1, count_pending(store.con, spec.name, options.limit)))
+    pending = count_pending(store.con, spec.name, options.limit)
+    stats = LaneStats(label=f"{spec.name} (batch)", total=pending, cap=max(1, pending))
     return BatchLane(store, spec, lambda: pending_tasks(store.con.cursor(), spec, system, options.limit),
                      run_id=run_id, accept=accept, options=options.batch_options, stats=stats,
                      notify=notify)
