@@ -18,7 +18,7 @@ from harness.store import Store
 
 from providers.batch import BatchLine, JobLimits, create_batch_protocol, split_lines
 from providers.registry import create_provider
-from tests.runkit import KEYS, model_entry, run_inprocess, write_config
+from tests.runkit import KEYS, model_entry, run_inprocess, store_text, write_config
 
 PROVIDERS = ("openai", "anthropic", "gemini")
 FAST = BatchOptions(poll_initial_s=0.02, poll_max_s=0.1)
@@ -55,6 +55,7 @@ def test_batch_run_gives_the_synchronous_answers(tmp_path) -> None:
         assert _creates(emu) == 3  # one job per model
     assert (sync.status, batch.status) == (0, 0), batch.err
     assert len(_answers(tmp_path / "batch.duckdb")) == 36
+    assert not any(key in store_text(tmp_path / "batch.duckdb") for key in KEYS.values())
     assert _answers(tmp_path / "batch.duckdb") == _answers(tmp_path / "sync.duckdb")
     with Store(tmp_path / "batch.duckdb", read_only=True) as store:
         assert store.query("SELECT count(*) FROM attempts WHERE outcome = 'ok'") == [(36,)]
@@ -150,6 +151,19 @@ def test_a_killed_run_resumes_by_polling_and_never_submits_again(tmp_path) -> No
         assert _creates(emu) == 3
         assert set(emu.batch_line_counts.values()) == {1}
     assert resumed.status == 0 and "resuming batch" in resumed.out
+    assert len(_answers(tmp_path / "s.duckdb")) == 36
+
+
+def test_a_run_without_batch_collects_open_jobs_instead_of_asking_again(tmp_path) -> None:
+    with run_emulator(EmulatorSettings(batch_processing_s=1.0)) as emu:
+        config = _config(tmp_path, emu)
+        assert _run_cancelled_after(config, tmp_path / "s.duckdb", 0.5)
+        later = run_inprocess(config, tmp_path / "s.duckdb", batch_options=FAST)  # no --batch
+        synchronous = [r for r in emu.requests if r.path.endswith(
+            ("/chat/completions", "/v1/messages", ":generateContent"))
+            and not r.path.endswith(":batchGenerateContent")]
+        assert _creates(emu) == 3 and synchronous == []
+    assert later.status == 0 and "still open" in later.out
     assert len(_answers(tmp_path / "s.duckdb")) == 36
 
 

@@ -50,8 +50,8 @@ from providers.batch import (
 )
 from providers.registry import check_first_reply, create_provider
 
-__all__ = ["BatchOptions", "BatchLane", "BATCH_PROVIDERS", "uses_batch", "job_tag",
-           "OPEN_JOBS_SQL"]
+__all__ = ["BatchOptions", "BatchLane", "BATCH_PROVIDERS", "uses_batch", "open_job_count",
+           "job_tag", "OPEN_JOBS_SQL"]
 
 BATCH_PROVIDERS = frozenset(BATCH_PROTOCOLS)
 _CLOSED = ("imported", "abandoned")
@@ -74,6 +74,12 @@ class BatchOptions:
 def uses_batch(spec: ModelSpec, batch_flag: bool) -> bool:
     """``--batch`` or ``batch = true``, for a provider that has a batch API."""
     return (batch_flag or spec.batch) and spec.provider in BATCH_PROVIDERS
+
+
+def open_job_count(store: Store, spec: ModelSpec) -> int:
+    """Jobs of this model not imported yet: a run polls them, whatever its mode, rather than
+    asking their cells again."""
+    return len(store.con.cursor().execute(OPEN_JOBS_SQL, {"model": spec.name}).fetchall())
 
 
 def job_tag(run_id: str, batch_key: str) -> str:

@@ -26,7 +26,7 @@ from rich.console import Console
 from harness import package_version
 from harness.config import ModelSpec, RunConfig, load_config
 from harness.display import open_progress
-from harness.engine.batch_lane import BatchLane, BatchOptions, uses_batch
+from harness.engine.batch_lane import BatchLane, BatchOptions, open_job_count, uses_batch
 from harness.engine.counters import LaneStats
 from harness.engine.lanes import Engine, Lane, ProviderFactory, RetryPolicy, Task
 from harness.engine.writer import BatchWriter, Rows
@@ -78,7 +78,7 @@ async def execute_run(store: Store, config: RunConfig, specs: Sequence[ModelSpec
     console = options.console or Console()
     run_id = new_run_id()
     accept = answer_rows(run_id, specs)
-    batched = [spec for spec in specs if uses_batch(spec, options.batch)]
+    batched = [spec for spec in specs if _batch_mode(store, spec, options, console)]
     lanes = [_lane(store, spec, config.system_prompt, options.limit)
              for spec in specs if spec not in batched]
     engine = Engine(lanes, run_id=run_id, accept=accept,
@@ -98,6 +98,18 @@ async def execute_run(store: Store, config: RunConfig, specs: Sequence[ModelSpec
                 stats += await _sync_fallback(store, config, batch_lanes, run_id, accept, options,
                                               writer, progress.note)
     return _finish(config, engine, stats, console.file)
+
+
+def _batch_mode(store: Store, spec: ModelSpec, options: RunOptions, console: Console) -> bool:
+    """Batch for --batch / ``batch = true``, and for a model with open jobs (never asked twice)."""
+    if uses_batch(spec, options.batch):
+        return True
+    open_jobs = open_job_count(store, spec)
+    if open_jobs:
+        console.print(f"{spec.name}: {open_jobs} batch job(s) of an earlier run still open: "
+                      "this run collects them in batch mode instead of asking their cells again",
+                      markup=False, highlight=False)
+    return open_jobs > 0
 
 
 async def _run_engine(engine: Engine, writer: BatchWriter, notify: Callable[[str], None],
