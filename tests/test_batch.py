@@ -308,3 +308,18 @@ def test_the_config_knows_exactly_the_providers_with_a_batch_protocol() -> None:
     from providers.batch import BATCH_PROTOCOLS
 
     assert set(BATCH_PROVIDERS) == set(BATCH_PROTOCOLS)
+
+
+def test_an_unreadable_job_reply_stops_that_model_only(tmp_path, monkeypatch) -> None:
+    from providers.openai_batch import OpenAIBatch
+
+    def garbled(self, body):
+        raise KeyError("id")
+
+    monkeypatch.setattr(OpenAIBatch, "_state", garbled)
+    with run_emulator(EmulatorSettings()) as emu:
+        result = run_inprocess(_config(tmp_path, emu), tmp_path / "s.duckdb", batch=True,
+                               batch_options=FAST)
+    assert result.status == 1
+    assert "openai-m (batch): 0/12 answered; STOPPED (internal error)" in result.out
+    assert {model for _, model in _answers(tmp_path / "s.duckdb")} == {"anthropic-m", "gemini-m"}

@@ -34,7 +34,7 @@ import httpx
 
 from harness.config import ModelSpec
 from harness.engine.counters import LaneStats
-from harness.engine.lanes import Accept, Task, stop_reason
+from harness.engine.lanes import Accept, InternalError, Task, stop_reason
 from harness.engine.writer import BatchWriter, Rows
 from harness.store import Store, utc_now
 from providers.base import ProviderError, Transient, redact
@@ -128,6 +128,8 @@ class BatchLane:
             pass
         except ProviderError as exc:
             self._stop(exc)
+        except Exception as exc:  # a reply of an unexpected shape, or a bug: stop this model only
+            self._stop(InternalError(f"model {self.spec.name!r}: {type(exc).__name__}: {exc}"))
         finally:
             self.stats.finished = time.monotonic()
         if self.options.fallback != "sync" and not self.stats.stopped:
