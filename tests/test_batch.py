@@ -323,3 +323,28 @@ def test_an_unreadable_job_reply_stops_that_model_only(tmp_path, monkeypatch) ->
     assert result.status == 1
     assert "openai-m (batch): 0/12 answered; STOPPED (internal error)" in result.out
     assert {model for _, model in _answers(tmp_path / "s.duckdb")} == {"anthropic-m", "gemini-m"}
+
+
+def test_a_submit_whose_reply_was_lost_is_found_not_sent_again(tmp_path, monkeypatch) -> None:
+    """The provider created the job but its reply never came (a timeout): the lane looks the job
+    up (by tag, or for Anthropic by its results) before it would submit again."""
+    from providers.anthropic_batch import AnthropicBatch
+    from providers.base import Timeout
+    from providers.gemini_batch import GeminiBatch
+    from providers.openai_batch import OpenAIBatch
+
+    for protocol in (OpenAIBatch, AnthropicBatch, GeminiBatch):
+        real_submit = protocol.submit
+
+        async def lost_reply(self, lines, tag, real_submit=real_submit):
+            await real_submit(self, lines, tag)
+            raise Timeout("no reply within 60 s")
+
+        monkeypatch.setattr(protocol, "submit", lost_reply)
+    with run_emulator(EmulatorSettings()) as emu:
+        result = run_inprocess(_config(tmp_path, emu), tmp_path / "s.duckdb", batch=True,
+                               batch_options=FAST)
+        assert _creates(emu) == 3
+        assert set(emu.batch_line_counts.values()) == {1}
+    assert result.status == 0, result.out
+    assert len(_answers(tmp_path / "s.duckdb")) == 36
