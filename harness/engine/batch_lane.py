@@ -139,7 +139,7 @@ class BatchLane:
         jobs = await self._resume()
         rounds = 1 if self.options.fallback == "sync" else self.spec.max_attempts
         for _ in range(rounds):
-            jobs += await self._submit_pending({cid for job in jobs for cid in job.cells.values()})
+            jobs += await self._submit_pending({item for job in jobs for item in job.cells.values()})
             if not jobs:
                 return
             await self._follow(jobs)
