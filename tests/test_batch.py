@@ -254,6 +254,18 @@ def test_batches_lists_and_cancels_jobs(tmp_path, contam) -> None:
     assert len(_answers(store)) == 36
 
 
+def test_batches_refuses_a_missing_store_and_a_missing_job_id(tmp_path, contam) -> None:
+    status, _, err = contam("batches", "--store", tmp_path / "nope.duckdb")
+    assert status == 2 and "no such store" in err and not (tmp_path / "nope.duckdb").exists()
+    Store(tmp_path / "s.duckdb").close()
+    status, out, _ = contam("batches", "--store", tmp_path / "s.duckdb")
+    assert status == 0 and "no batch jobs in this store" in out
+    status, _, err = contam("batches", "cancel", "--store", tmp_path / "s.duckdb")
+    assert status == 2 and "needs a job id" in err
+    status, _, err = contam("batches", "cancel", "batch_x", "--store", tmp_path / "s.duckdb")
+    assert status == 2 and "no batch job 'batch_x'" in err
+
+
 def test_batch_true_in_config_and_refused_for_other_providers(tmp_path, contam) -> None:
     with run_emulator(EmulatorSettings()) as emu:
         entries = [model_entry("openai", emu, batch=True), model_entry("ollama", emu)]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -39,6 +40,8 @@ def batches_command(args: argparse.Namespace) -> int:
         raise UserError("contam batches cancel needs a job id (see `contam batches`)")
     if args.action == "list" and args.job_id:
         raise UserError(f"unexpected argument {args.job_id!r}; did you mean `contam batches cancel {args.job_id}`?")
+    if not Path(args.store).exists():  # a mistyped path must not become a new, empty store
+        raise UserError(f"{args.store}: no such store")
     with Store(args.store) as store:
         if args.action == "cancel":
             print(anyio.run(_cancel, store, args.job_id))
