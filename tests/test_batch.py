@@ -122,7 +122,9 @@ def test_failed_and_expired_lines_go_into_follow_up_jobs(tmp_path) -> None:
     assert len(_answers(tmp_path / "s.duckdb")) == 36
     with Store(tmp_path / "s.duckdb", read_only=True) as store:
         outcomes = dict(store.query("SELECT outcome, count(*) FROM attempts GROUP BY 1"))
+        rounds = store.query("SELECT max(attempt) FROM attempts")[0][0]
     assert outcomes["ok"] == 36 and outcomes["transient"] > 0 and outcomes["expired"] > 0
+    assert rounds > 1  # follow-up jobs number their attempts
     # every line the server received is one attempts row: nothing asked without a record
     assert sum(counts.values()) == sum(outcomes.values())
 
@@ -202,8 +204,9 @@ def test_a_job_whose_id_never_reached_the_store_is_found_by_its_tag(tmp_path, mo
     with run_emulator(EmulatorSettings(batch_processing_s=0.2)) as emu:
         config = _config(tmp_path, emu)
         monkeypatch.setattr(BatchLane, "_send", sent_then_killed)
-        with pytest.raises(BaseException):
-            run_inprocess(config, tmp_path / "s.duckdb", batch=True, batch_options=FAST)
+        crashed = run_inprocess(config, tmp_path / "s.duckdb", batch=True, batch_options=FAST)
+        assert crashed.status == 1
+        assert crashed.out.count("(batch): 0/12 answered; STOPPED (internal error)") == 3
         with Store(tmp_path / "s.duckdb", read_only=True) as store:
             assert {r[0] for r in store.query("SELECT status FROM latest_batches")} == {"submitting"}
         status, out, _ = contam("batches", "--store", tmp_path / "s.duckdb", "--provider-jobs")

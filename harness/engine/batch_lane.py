@@ -98,6 +98,7 @@ class _Job:
     delay: float = 0.0
     next_poll: float = 0.0
     state: JobState | None = None
+    attempt: int = 1  # the round that submitted it: the attempts rows' number
 
 
 class _Stopped(Exception):
@@ -138,8 +139,9 @@ class BatchLane:
     async def _rounds(self) -> None:
         jobs = await self._resume()
         rounds = 1 if self.options.fallback == "sync" else self.spec.max_attempts
-        for _ in range(rounds):
-            jobs += await self._submit_pending({item for job in jobs for item in job.cells.values()})
+        for attempt in range(1, rounds + 1):
+            in_open_jobs = {item for job in jobs for item in job.cells.values()}
+            jobs += await self._submit_pending(in_open_jobs, attempt)
             if not jobs:
                 return
             await self._follow(jobs)
@@ -207,20 +209,22 @@ class BatchLane:
 
     # -- submitting ---------------------------------------------------------------------------
 
-    async def _submit_pending(self, in_open_jobs: set[str]) -> list[_Job]:
+    async def _submit_pending(self, in_open_jobs: set[str], attempt: int) -> list[_Job]:
         assert self.protocol is not None
         tasks = [t for t in self.tasks() if t.item_id not in in_open_jobs]
         lines = (self.protocol.line(str(n), task.request) for n, task in enumerate(tasks))
         limits = self.options.limits or self.protocol.limits
         jobs = []
         for group in split_lines(lines, limits, self.protocol.line_overhead):
-            jobs.append(await self._submit([tasks[int(line.custom_id)] for line in group], group))
+            job = await self._submit([tasks[int(line.custom_id)] for line in group], group, attempt)
+            jobs.append(job)
         return jobs
 
-    async def _submit(self, tasks: list[Task], group: list[BatchLine]) -> _Job:
+    async def _submit(self, tasks: list[Task], group: list[BatchLine], attempt: int) -> _Job:
         key = f"c{uuid.uuid4().hex[:12]}"
         lines = [BatchLine(_custom_id(key, n), line.body) for n, line in enumerate(group)]
-        job = _Job(key, {line.custom_id: task.item_id for line, task in zip(lines, tasks)}, utc_now())
+        job = _Job(key, {line.custom_id: task.item_id for line, task in zip(lines, tasks)}, utc_now(),
+                   attempt=attempt)
         await self._record(job, durable=True, cells=[
             {"batch_key": key, "line": n, "item_id": t.item_id, "model": self.spec.name}
             for n, t in enumerate(tasks)])
@@ -352,7 +356,8 @@ class BatchLane:
 
     def _attempt(self, job: _Job, item_id: str, latency: float, error: ProviderError | None,
                  http_status: int | None = None) -> dict[str, Any]:
-        return {"run_id": self.run_id, "item_id": item_id, "model": self.spec.name, "attempt": 1,
+        return {"run_id": self.run_id, "item_id": item_id, "model": self.spec.name,
+                "attempt": job.attempt,
                 "started_at": job.created_at, "latency_s": latency,
                 "outcome": error.outcome if error else "ok",
                 "http_status": error.http_status if error else http_status,
