@@ -2,8 +2,10 @@
 
 Each inline request is ``{"request": <the synchronous body>, "metadata": {"key": custom_id}}``; the
 job is a long-running operation (``batches/{id}``) whose ``metadata.displayName`` carries the tag
-and whose ``metadata.output.inlinedResponses`` (or ``response``) holds the results, in order.
-Inline requests are limited to about 20 MB per job, so large runs are split into several jobs.
+and whose ``metadata.output.inlinedResponses`` (or ``response``) holds the results. Inline requests
+are limited to about 20 MB per job: a larger job's requests travel as a JSONL file of
+``{"key", "request"}`` lines, uploaded through the Files API's resumable protocol
+(``inputConfig.fileName``), and its results come back as a file (``responsesFile``).
 """
 
 from __future__ import annotations
@@ -12,8 +14,17 @@ from typing import Any
 
 import orjson
 
-from providers.base import Fatal
-from providers.batch import BatchLine, BatchProtocol, ExpiredLine, JobLimits, JobState, LineResult
+from providers.base import Fatal, Transient
+from providers.batch import (
+    BatchLine,
+    BatchProtocol,
+    ExpiredLine,
+    JobLimits,
+    JobState,
+    LineResult,
+    jsonl,
+)
+from providers.transport import http_failures
 
 __all__ = ["GeminiBatch"]
 
@@ -24,7 +35,12 @@ _RPC_STATUS = {3: 400, 5: 404, 7: 403, 8: 429, 9: 400, 13: 500, 14: 503, 16: 401
 
 
 class GeminiBatch(BatchProtocol):
-    limits = JobLimits(max_requests=100_000, max_bytes=20_000_000)
+    limits = JobLimits(max_requests=100_000, max_bytes=2_000_000_000)  # an uploaded file: 2 GB
+    inline_max_bytes = 20_000_000  # above this, the requests go as an uploaded file
+
+    def file_jsonl(self, lines: list[BatchLine]) -> bytes:
+        return b"".join(orjson.dumps({"key": line.custom_id, "request": orjson.Fragment(line.body)})
+                        + b"\n" for line in lines)
 
     def request_json(self, lines: list[BatchLine], tag: str) -> bytes:
         requests = [{"request": orjson.Fragment(line.body), "metadata": {"key": line.custom_id}}
@@ -35,7 +51,32 @@ class GeminiBatch(BatchProtocol):
     async def submit(self, lines: list[BatchLine], tag: str) -> JobState:
         model = self.provider.served_model_id()
         url = f"{self.provider.base_url}/v1beta/models/{model}:batchGenerateContent"
-        return self._state(await self.call("POST", url, orjson.Fragment(self.request_json(lines, tag))))
+        size = sum(len(line.body) + len(line.custom_id) + self.line_overhead for line in lines)
+        if size <= self.inline_max_bytes:
+            body = self.request_json(lines, tag)
+        else:
+            file_name = await self._upload(self.file_jsonl(lines), tag)
+            body = orjson.dumps({"batch": {"displayName": tag, "inputConfig": {"fileName": file_name}}})
+        return self._state(await self.call("POST", url, orjson.Fragment(body)))
+
+    async def _upload(self, content: bytes, tag: str) -> str:
+        """The Files API's resumable upload in one chunk; the file's name (``files/...``)."""
+        url = f"{self.provider.base_url}/upload/v1beta/files"
+        start = {**self.provider.headers(), "x-goog-upload-protocol": "resumable",
+                 "x-goog-upload-command": "start",
+                 "x-goog-upload-header-content-length": str(len(content)),
+                 "x-goog-upload-header-content-type": "application/jsonl"}
+        with http_failures(self.label, url, self.timeout):
+            started = await self.client.post(url, headers=start, timeout=self.timeout,
+                                             json={"file": {"displayName": tag}})
+            self.decoded(started)
+            upload_url = started.headers.get("x-goog-upload-url")
+            if not upload_url:
+                raise Transient(f"{self.label}: the Files API gave no upload URL")
+            done = await self.client.post(upload_url, content=content, timeout=self.timeout, headers={
+                **self.provider.headers(), "x-goog-upload-command": "upload, finalize",
+                "x-goog-upload-offset": "0"})
+        return str(self.decoded(done)["file"]["name"])
 
     async def poll(self, job_id: str) -> JobState:
         return self._state(await self.call("GET", f"{self.provider.base_url}/v1beta/{job_id}"))
@@ -59,11 +100,15 @@ class GeminiBatch(BatchProtocol):
         if job.status == "BATCH_STATE_FAILED":
             raise Fatal(f"{self.label}: batch {job.job_id} failed: {job.error}")
         output = raw.get("response") or (raw.get("metadata") or {}).get("output") or {}
+        if output.get("responsesFile"):
+            url = f"{self.provider.base_url}/download/v1beta/{output['responsesFile']}:download?alt=media"
+            return [self._line(item) for item in jsonl(await self.download(url))]
         items = (output.get("inlinedResponses") or {}).get("inlinedResponses") or []
         return [self._line(item) for item in items]
 
     def _line(self, item: dict[str, Any]) -> LineResult:
-        custom_id = str((item.get("metadata") or {}).get("key"))
+        # inline results echo the request's metadata; file results carry the line's key
+        custom_id = str(item.get("key") or (item.get("metadata") or {}).get("key"))
         if "response" in item:
             return self.reply(custom_id, item["response"])
         error = item.get("error") or {}

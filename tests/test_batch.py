@@ -363,3 +363,19 @@ def test_a_submit_whose_reply_was_lost_is_found_not_sent_again(tmp_path, monkeyp
         assert set(emu.batch_line_counts.values()) == {1}
     assert result.status == 0, result.out
     assert len(_answers(tmp_path / "s.duckdb")) == 36
+
+
+def test_a_large_gemini_job_goes_as_an_uploaded_file(tmp_path, monkeypatch) -> None:
+    from providers.gemini_batch import GeminiBatch
+
+    monkeypatch.setattr(GeminiBatch, "inline_max_bytes", 1000)  # 12 requests are larger
+    with run_emulator(EmulatorSettings()) as emu:
+        config = write_config(tmp_path, [model_entry("gemini", emu)], items=12)
+        sync = run_inprocess(config, tmp_path / "sync.duckdb")
+        batch = run_inprocess(config, tmp_path / "batch.duckdb", batch=True, batch_options=FAST)
+        paths = [r.path for r in emu.requests]
+    assert (sync.status, batch.status) == (0, 0), batch.out
+    assert paths.count("/upload/v1beta/files") == 2  # start, then upload + finalize
+    assert any(p.startswith("/download/v1beta/files/") for p in paths)
+    assert _answers(tmp_path / "batch.duckdb") == _answers(tmp_path / "sync.duckdb")
+    assert len(_answers(tmp_path / "batch.duckdb")) == 12

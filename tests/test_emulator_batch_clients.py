@@ -79,3 +79,20 @@ def test_google_genai_client_runs_a_batch(emu) -> None:
     response = done.dest.inlined_responses[0]
     assert response.response.text == ANSWER and response.metadata == {"key": "cell-1"}
     assert [j.name for j in client.batches.list()] == [job.name]
+
+
+def test_google_genai_client_runs_a_batch_from_an_uploaded_file(emu) -> None:
+    import io
+
+    client = genai.Client(api_key="gemini-client-test",
+                          http_options=genai_types.HttpOptions(base_url=emu.url, api_version="v1beta"))
+    line = {"key": "cell-1", "request": {"contents": [{"role": "user", "parts": [{"text": QUESTION}]}]}}
+    uploaded = client.files.upload(file=io.BytesIO(json.dumps(line).encode()),
+                                   config={"mime_type": "jsonl", "display_name": "requests"})
+    assert uploaded.name.startswith("files/")
+    job = client.batches.create(model="gemini-emu", src=uploaded.name)
+    done = _until(lambda: (j := client.batches.get(name=job.name)).done and j or None)
+    assert done.dest.file_name.startswith("files/")
+    results = [json.loads(raw) for raw in client.files.download(file=done.dest.file_name).splitlines()]
+    assert results[0]["key"] == "cell-1"
+    assert results[0]["response"]["candidates"][0]["content"]["parts"][0]["text"] == ANSWER

@@ -64,6 +64,7 @@ class BatchServer:
         self.app = app
         self.jobs: dict[str, _Job] = {}
         self.files: dict[str, bytes] = {}
+        self.uploads: dict[str, bytes] = {}  # Gemini resumable uploads in progress
         self.line_counts: Counter[tuple[str, str, str]] = Counter()
         self._routes: list[tuple[str, str, str, Callable[..., Canned]]] = [
             ("POST", "/v1/files", "", self._openai_upload),
@@ -81,6 +82,9 @@ class BatchServer:
             ("GET", "/v1beta/batches", "", self._list_of("gemini")),
             ("POST", "/v1beta/batches/", ":cancel", self._cancel_of("gemini")),
             ("GET", "/v1beta/batches/", "", self._get_of("gemini")),
+            ("POST", "/upload/v1beta/files", "", self._gemini_upload),
+            ("GET", "/download/v1beta/files/", ":download", self._gemini_download),
+            ("GET", "/v1beta/files/", ":download", self._gemini_download),
         ]
 
     @property
@@ -147,12 +151,44 @@ class BatchServer:
 
     def _gemini_create(self, incoming: RecordedRequest, model: str) -> Canned:
         batch = (incoming.body or {}).get("batch") if isinstance(incoming.body, dict) else None
-        requests = (((batch or {}).get("inputConfig") or {}).get("requests") or {}).get("requests")
-        if not isinstance(requests, list) or not requests:
-            return DIALECTS["gemini"].error(400, "batch.inputConfig.requests is required")
-        lines = [(str((r.get("metadata") or {}).get("key")), r.get("request")) for r in requests]
-        job = self._new_job("gemini", model, lines, batch.get("displayName"))
+        source = (batch or {}).get("inputConfig") or {}
+        if source.get("fileName") in self.files:  # a JSONL file of {"key", "request"} lines
+            items = [orjson.loads(raw) for raw in self.files[source["fileName"]].splitlines() if raw.strip()]
+            lines = [(str(item.get("key")), item.get("request")) for item in items]
+        else:
+            requests = (source.get("requests") or {}).get("requests") or []
+            lines = [(str((r.get("metadata") or {}).get("key")), r.get("request")) for r in requests]
+        if not lines:
+            return DIALECTS["gemini"].error(400, "batch.inputConfig needs requests or a fileName")
+        job = self._new_job("gemini", model, lines, batch.get("displayName"),
+                            from_file="fileName" in source)
         return json_reply(200, self._gemini_object(job))
+
+    def _gemini_upload(self, incoming: RecordedRequest, _: str) -> Canned:
+        """The Files API's resumable upload: ``start`` hands out an upload URL, then ``upload``
+        chunks follow, the last one with ``finalize``."""
+        command = incoming.headers.get("x-goog-upload-command", "")
+        if "start" in command:
+            upload_id = str(next(_ids))
+            self.uploads[upload_id] = b""
+            url = (f"http://{incoming.headers.get('host')}/upload/v1beta/files?"
+                   f"upload_id={upload_id}&upload_protocol=resumable")
+            return Canned(200, b"{}", (("x-goog-upload-url", url), ("x-goog-upload-status", "active")))
+        upload_id = incoming.query.get("upload_id", "")
+        if upload_id not in self.uploads:
+            return DIALECTS["gemini"].error(404, "no such upload")
+        self.uploads[upload_id] += incoming.raw_body
+        if "finalize" not in command:
+            return Canned(200, b"", (("x-goog-upload-status", "active"),))
+        name = self._stored([self.uploads.pop(upload_id)], prefix="files/emu")
+        return json_reply(200, {"file": _gemini_file_object(name, len(self.files[name]))},
+                          (("x-goog-upload-status", "final"),))
+
+    def _gemini_download(self, incoming: RecordedRequest, file_id: str) -> Canned:
+        content = self.files.get(f"files/{file_id}")
+        if content is None:
+            return DIALECTS["gemini"].error(404, f"files/{file_id} not found")
+        return Canned(200, content, content_type="application/octet-stream")
 
     # -- reading, cancelling, listing ----------------------------------------------------------
 
@@ -263,12 +299,20 @@ class BatchServer:
                                   (("output_file_id", output), ("error_file_id", errors))}
         return job.extra["files"]
 
-    def _stored(self, lines: list[bytes]) -> str | None:
+    def _stored(self, lines: list[bytes], prefix: str = "file-emu") -> str | None:
         if not lines:
             return None
-        file_id = f"file-emu{next(_ids):010d}"
+        file_id = f"{prefix}{next(_ids):010d}"
         self.files[file_id] = b"\n".join(lines) + b"\n"
         return file_id
+
+    def _responses_file(self, job: _Job, responses: list[dict[str, Any]]) -> str | None:
+        """A file-mode job's results: one ``{"key", "response" | "error"}`` line per request."""
+        if "responses_file" not in job.extra:
+            lines = [orjson.dumps({"key": r["metadata"]["key"],
+                                   **{k: v for k, v in r.items() if k != "metadata"}}) for r in responses]
+            job.extra["responses_file"] = self._stored(lines, prefix="files/emu")
+        return job.extra["responses_file"]
 
     def _anthropic_object(self, job: _Job) -> dict[str, Any]:
         phase, counts = self._progress(job)
@@ -299,9 +343,18 @@ class BatchServer:
                            "pendingRequestCount": str(len(job.lines) if phase == "running" else 0)}}
         if phase == "ended":
             meta["endTime"] = _iso(time.time())
-            meta["output"] = {"inlinedResponses": {"inlinedResponses": [
-                _gemini_line(cid, kind, payload) for cid, kind, payload in self._results(job)]}}
+            responses = [_gemini_line(cid, kind, payload) for cid, kind, payload in self._results(job)]
+            meta["output"] = ({"responsesFile": self._responses_file(job, responses)}
+                              if job.extra.get("from_file") else
+                              {"inlinedResponses": {"inlinedResponses": responses}})
         return {"name": job.job_id, "metadata": meta, "done": phase == "ended"}
+
+
+def _gemini_file_object(name: str, size: int) -> dict[str, Any]:
+    now = _iso(time.time())
+    return {"name": name, "mimeType": "application/jsonl", "sizeBytes": str(size),
+            "createTime": now, "updateTime": now, "expirationTime": _iso(time.time() + 172800),
+            "sha256Hash": "", "state": "ACTIVE", "source": "UPLOADED"}
 
 
 def _openai_line(custom_id: str, kind: str, payload: Any) -> bytes:
