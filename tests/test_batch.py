@@ -48,7 +48,7 @@ def _creates(emu) -> int:
 
 
 def test_batch_run_gives_the_synchronous_answers(tmp_path) -> None:
-    with run_emulator(EmulatorSettings(batch_processing_s=0.05)) as emu:
+    with run_emulator(EmulatorSettings(batch_processing_s=1.0)) as emu:
         config = _config(tmp_path, emu)
         sync = run_inprocess(config, tmp_path / "sync.duckdb")
         batch = run_inprocess(config, tmp_path / "batch.duckdb", batch=True, batch_options=FAST)
