@@ -145,9 +145,9 @@ def test_fallback_sync_asks_the_failed_lines_synchronously(tmp_path) -> None:
 
 
 def test_a_killed_run_resumes_by_polling_and_never_submits_again(tmp_path) -> None:
-    with run_emulator(EmulatorSettings(batch_processing_s=1.5)) as emu:
+    with run_emulator(EmulatorSettings(batch_processing_s=3.0)) as emu:
         config = _config(tmp_path, emu)
-        interrupted = _run_cancelled_after(config, tmp_path / "s.duckdb", 0.8)
+        interrupted = _run_cancelled_once_submitted(config, tmp_path / "s.duckdb")
         assert interrupted and _creates(emu) == 3
         resumed = run_inprocess(config, tmp_path / "s.duckdb", batch=True, batch_options=FAST)
         assert _creates(emu) == 3
@@ -157,9 +157,9 @@ def test_a_killed_run_resumes_by_polling_and_never_submits_again(tmp_path) -> No
 
 
 def test_a_run_without_batch_collects_open_jobs_instead_of_asking_again(tmp_path) -> None:
-    with run_emulator(EmulatorSettings(batch_processing_s=1.0)) as emu:
+    with run_emulator(EmulatorSettings(batch_processing_s=3.0)) as emu:
         config = _config(tmp_path, emu)
-        assert _run_cancelled_after(config, tmp_path / "s.duckdb", 0.5)
+        assert _run_cancelled_once_submitted(config, tmp_path / "s.duckdb")
         later = run_inprocess(config, tmp_path / "s.duckdb", batch_options=FAST)  # no --batch
         synchronous = [r for r in emu.requests if r.path.endswith(
             ("/chat/completions", "/v1/messages", ":generateContent"))
@@ -169,8 +169,9 @@ def test_a_run_without_batch_collects_open_jobs_instead_of_asking_again(tmp_path
     assert len(_answers(tmp_path / "s.duckdb")) == 36
 
 
-def _run_cancelled_after(config: Path, store_path: Path, seconds: float) -> bool:
-    """A batch run whose task is cancelled after ``seconds`` (as a kill would stop it)."""
+def _run_cancelled_once_submitted(config: Path, store_path: Path, jobs: int = 3) -> bool:
+    """A batch run cancelled (as a kill would stop it) once ``jobs`` job ids are in the store;
+    False if it ended first."""
     import io
 
     from rich.console import Console
@@ -182,11 +183,19 @@ def _run_cancelled_after(config: Path, store_path: Path, seconds: float) -> bool
     loaded = load_config(config)
     options = RunOptions(no_progress=True, console=Console(file=io.StringIO()), batch=True,
                          batch_options=FAST, handle_signals=False)
+    sql = "SELECT count(*) FROM latest_batches WHERE job_id IS NOT NULL"
 
     async def cancelled() -> bool:
-        with anyio.move_on_after(seconds) as scope:
+        async with anyio.create_task_group() as group:
+            async def kill_when_submitted() -> None:
+                with anyio.fail_after(60):
+                    while store.con.cursor().execute(sql).fetchall()[0][0] < jobs:
+                        await anyio.sleep(0.01)
+                group.cancel_scope.cancel()
+
+            group.start_soon(kill_when_submitted)
             await execute_run(store, loaded, loaded.models, options)
-        return scope.cancelled_caught
+        return group.cancel_scope.cancel_called
 
     with Store(store_path) as store:
         import_file(store, "items", loaded.items)
@@ -236,10 +245,10 @@ def test_a_substituted_model_stops_that_model(tmp_path) -> None:
 
 
 def test_batches_lists_and_cancels_jobs(tmp_path, contam) -> None:
-    with run_emulator(EmulatorSettings(batch_processing_s=3)) as emu:
+    with run_emulator(EmulatorSettings(batch_processing_s=5)) as emu:
         config = _config(tmp_path, emu)
         store = tmp_path / "s.duckdb"
-        assert _run_cancelled_after(config, store, 0.5)
+        assert _run_cancelled_once_submitted(config, store)
         status, out, _ = contam("batches", "--store", str(store))
         assert status == 0 and out.count("submitted") == 0
         with Store(store, read_only=True) as opened:
