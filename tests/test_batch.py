@@ -11,11 +11,9 @@ import httpx
 import pytest
 
 from harness.config import ModelSpec
-from harness.emulator.server import EmulatorSettings, run_emulator
 from harness.engine.batch_lane import BatchLane, BatchOptions
 from harness.prompts import question_request
 from harness.store import Store
-
 from providers.batch import BatchLine, JobLimits, create_batch_protocol, split_lines
 from providers.registry import create_provider
 from tests.runkit import KEYS, model_entry, run_inprocess, store_text, write_config
@@ -23,11 +21,7 @@ from tests.runkit import KEYS, model_entry, run_inprocess, store_text, write_con
 PROVIDERS = ("openai", "anthropic", "gemini")
 FAST = BatchOptions(poll_initial_s=0.02, poll_max_s=0.1)
 
-
-@pytest.fixture(autouse=True)
-def keys(monkeypatch):
-    for name, value in KEYS.items():
-        monkeypatch.setenv(name, value)
+pytestmark = pytest.mark.usefixtures("keys")
 
 
 def _config(folder: Path, emu, *, items: int = 12, **overrides) -> Path:
@@ -47,12 +41,12 @@ def _creates(emu) -> int:
         r.path in ("/v1/batches", "/v1/messages/batches") or r.path.endswith(":batchGenerateContent")))
 
 
-def test_batch_run_gives_the_synchronous_answers(tmp_path) -> None:
-    with run_emulator(EmulatorSettings(batch_processing_s=1.0)) as emu:
-        config = _config(tmp_path, emu)
-        sync = run_inprocess(config, tmp_path / "sync.duckdb")
-        batch = run_inprocess(config, tmp_path / "batch.duckdb", batch=True, batch_options=FAST)
-        assert _creates(emu) == 3  # one job per model
+def test_batch_run_gives_the_synchronous_answers(tmp_path, emulator) -> None:
+    emu = emulator(batch_processing_s=1.0)
+    config = _config(tmp_path, emu)
+    sync = run_inprocess(config, tmp_path / "sync.duckdb")
+    batch = run_inprocess(config, tmp_path / "batch.duckdb", batch=True, batch_options=FAST)
+    assert _creates(emu) == 3  # one job per model
     assert (sync.status, batch.status) == (0, 0), batch.err
     assert len(_answers(tmp_path / "batch.duckdb")) == 36
     assert not any(key in store_text(tmp_path / "batch.duckdb") for key in KEYS.values())
@@ -69,25 +63,25 @@ def test_batch_run_gives_the_synchronous_answers(tmp_path) -> None:
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
-def test_batch_line_body_is_the_synchronous_body_byte_for_byte(provider) -> None:
+def test_batch_line_body_is_the_synchronous_body_byte_for_byte(provider, emulator) -> None:
     request = question_request("Answer briefly.", "Pokémon Gold", "Which region follows Johto?",
                                max_output_tokens=64)
-    with run_emulator(EmulatorSettings()) as emu:
-        spec = ModelSpec(name="m", provider=provider, model=f"emu-{provider}",
-                         base_url=emu.base_url(provider), params={"temperature": 0})
+    emu = emulator()
+    spec = ModelSpec(name="m", provider=provider, model=f"emu-{provider}",
+                     base_url=emu.base_url(provider), params={"temperature": 0})
 
-        async def both() -> BatchLine:
-            async with httpx.AsyncClient() as client:
-                sync_provider = create_provider(spec, client)
-                await sync_provider.generate(request)
-                protocol = create_batch_protocol(sync_provider, client)
-                line = protocol.line("cell-1", request)
-                await protocol.submit([line], "contam:test:cell")
-                return line
+    async def both() -> BatchLine:
+        async with httpx.AsyncClient() as client:
+            sync_provider = create_provider(spec, client)
+            await sync_provider.generate(request)
+            protocol = create_batch_protocol(sync_provider, client)
+            line = protocol.line("cell-1", request)
+            await protocol.submit([line], "contam:test:cell")
+            return line
 
-        line = anyio.run(both)
-        sent = emu.requests[0].raw_body
-        uploaded = emu.requests[-1].raw_body if provider != "openai" else emu.requests[1].raw_body
+    line = anyio.run(both)
+    sent = emu.requests[0].raw_body
+    uploaded = emu.requests[-1].raw_body if provider != "openai" else emu.requests[1].raw_body
     assert line.body == sent
     assert sent in uploaded  # the job carries those bytes unchanged
 
@@ -101,23 +95,22 @@ def test_split_lines_honours_requests_and_bytes() -> None:
     assert [line for group in by_bytes for line in group] == lines
 
 
-def test_a_large_model_is_split_into_several_jobs(tmp_path) -> None:
+def test_a_large_model_is_split_into_several_jobs(tmp_path, emulator) -> None:
     options = BatchOptions(poll_initial_s=0.02, poll_max_s=0.1,
                            limits=JobLimits(max_requests=5, max_bytes=10**6))
-    with run_emulator(EmulatorSettings()) as emu:
-        result = run_inprocess(_config(tmp_path, emu), tmp_path / "s.duckdb", batch=True,
-                               batch_options=options)
-        assert _creates(emu) == 9  # 12 cells in jobs of at most 5, per model
+    emu = emulator()
+    result = run_inprocess(_config(tmp_path, emu), tmp_path / "s.duckdb", batch=True,
+                           batch_options=options)
+    assert _creates(emu) == 9  # 12 cells in jobs of at most 5, per model
     assert result.status == 0
     assert len(_answers(tmp_path / "s.duckdb")) == 36
 
 
-def test_failed_and_expired_lines_go_into_follow_up_jobs(tmp_path) -> None:
-    settings = EmulatorSettings(batch_fail_rate=0.25, batch_expire_rate=0.15, seed=7)
-    with run_emulator(settings) as emu:
-        result = run_inprocess(_config(tmp_path, emu, max_attempts=10), tmp_path / "s.duckdb",
-                               batch=True, batch_options=FAST)
-        counts = dict(emu.batch_line_counts)
+def test_failed_and_expired_lines_go_into_follow_up_jobs(tmp_path, emulator) -> None:
+    emu = emulator(batch_fail_rate=0.25, batch_expire_rate=0.15, seed=7)
+    result = run_inprocess(_config(tmp_path, emu, max_attempts=10), tmp_path / "s.duckdb",
+                           batch=True, batch_options=FAST)
+    counts = dict(emu.batch_line_counts)
     assert result.status == 0, result.out
     assert len(_answers(tmp_path / "s.duckdb")) == 36
     with Store(tmp_path / "s.duckdb", read_only=True) as store:
@@ -129,42 +122,42 @@ def test_failed_and_expired_lines_go_into_follow_up_jobs(tmp_path) -> None:
     assert sum(counts.values()) == sum(outcomes.values())
 
 
-def test_fallback_sync_asks_the_failed_lines_synchronously(tmp_path) -> None:
-    settings = EmulatorSettings(batch_fail_rate=0.5, seed=3)
-    with run_emulator(settings) as emu:
-        options = BatchOptions(poll_initial_s=0.02, poll_max_s=0.1, fallback="sync")
-        result = run_inprocess(_config(tmp_path, emu), tmp_path / "s.duckdb", batch=True,
-                               batch_options=options)
-        sync_calls = [r for r in emu.requests if r.path.endswith(("/chat/completions", "/messages",
-                                                                   ":generateContent"))
-                      and not r.path.endswith(":batchGenerateContent")]
-        assert _creates(emu) == 3
+def test_fallback_sync_asks_the_failed_lines_synchronously(tmp_path, emulator) -> None:
+    emu = emulator(batch_fail_rate=0.5, seed=3)
+    options = BatchOptions(poll_initial_s=0.02, poll_max_s=0.1, fallback="sync")
+    result = run_inprocess(_config(tmp_path, emu), tmp_path / "s.duckdb", batch=True,
+                           batch_options=options)
+    sync_calls = [r for r in emu.requests if r.path.endswith(("/chat/completions", "/messages",
+                                                               ":generateContent"))
+                  and not r.path.endswith(":batchGenerateContent")]
+    assert _creates(emu) == 3
     assert result.status == 0, result.err
     assert len(_answers(tmp_path / "s.duckdb")) == 36
     assert 0 < len(sync_calls) < 36
 
 
-def test_a_killed_run_resumes_by_polling_and_never_submits_again(tmp_path) -> None:
-    with run_emulator(EmulatorSettings(batch_processing_s=3.0)) as emu:
-        config = _config(tmp_path, emu)
-        interrupted = _run_cancelled_once_submitted(config, tmp_path / "s.duckdb")
-        assert interrupted and _creates(emu) == 3
-        resumed = run_inprocess(config, tmp_path / "s.duckdb", batch=True, batch_options=FAST)
-        assert _creates(emu) == 3
-        assert set(emu.batch_line_counts.values()) == {1}
+def test_a_killed_run_resumes_by_polling_and_never_submits_again(tmp_path, emulator) -> None:
+    emu = emulator(batch_processing_s=3.0)
+    config = _config(tmp_path, emu)
+    interrupted = _run_cancelled_once_submitted(config, tmp_path / "s.duckdb")
+    assert interrupted and _creates(emu) == 3
+    resumed = run_inprocess(config, tmp_path / "s.duckdb", batch=True, batch_options=FAST)
+    assert _creates(emu) == 3
+    assert set(emu.batch_line_counts.values()) == {1}
     assert resumed.status == 0 and "resuming batch" in resumed.out
     assert len(_answers(tmp_path / "s.duckdb")) == 36
 
 
-def test_a_run_without_batch_collects_open_jobs_instead_of_asking_again(tmp_path) -> None:
-    with run_emulator(EmulatorSettings(batch_processing_s=3.0)) as emu:
-        config = _config(tmp_path, emu)
-        assert _run_cancelled_once_submitted(config, tmp_path / "s.duckdb")
-        later = run_inprocess(config, tmp_path / "s.duckdb", batch_options=FAST)  # no --batch
-        synchronous = [r for r in emu.requests if r.path.endswith(
-            ("/chat/completions", "/v1/messages", ":generateContent"))
-            and not r.path.endswith(":batchGenerateContent")]
-        assert _creates(emu) == 3 and synchronous == []
+def test_a_run_without_batch_collects_open_jobs_instead_of_asking_again(tmp_path,
+                                                                        emulator) -> None:
+    emu = emulator(batch_processing_s=3.0)
+    config = _config(tmp_path, emu)
+    assert _run_cancelled_once_submitted(config, tmp_path / "s.duckdb")
+    later = run_inprocess(config, tmp_path / "s.duckdb", batch_options=FAST)  # no --batch
+    synchronous = [r for r in emu.requests if r.path.endswith(
+        ("/chat/completions", "/v1/messages", ":generateContent"))
+        and not r.path.endswith(":batchGenerateContent")]
+    assert _creates(emu) == 3 and synchronous == []
     assert later.status == 0 and "still open" in later.out
     assert len(_answers(tmp_path / "s.duckdb")) == 36
 
@@ -203,40 +196,39 @@ def _run_cancelled_once_submitted(config: Path, store_path: Path, jobs: int = 3)
 
 
 def test_a_job_whose_id_never_reached_the_store_is_found_by_its_tag(tmp_path, monkeypatch,
-                                                                      contam) -> None:
+                                                                      contam, emulator) -> None:
     real_send = BatchLane._send
 
     async def sent_then_killed(self, job, lines):
         await real_send(self, job, lines)
         raise RuntimeError("killed between the provider's reply and the store's commit")
 
-    with run_emulator(EmulatorSettings(batch_processing_s=0.2)) as emu:
-        config = _config(tmp_path, emu)
-        monkeypatch.setattr(BatchLane, "_send", sent_then_killed)
-        crashed = run_inprocess(config, tmp_path / "s.duckdb", batch=True, batch_options=FAST)
-        assert crashed.status == 1
-        assert crashed.out.count("(batch): 0/12 answered; STOPPED (internal error)") == 3
-        with Store(tmp_path / "s.duckdb", read_only=True) as store:
-            assert {r[0] for r in store.query("SELECT status FROM latest_batches")} == {"submitting"}
-        status, out, _ = contam("batches", "--store", tmp_path / "s.duckdb", "--provider-jobs")
-        assert status == 0
-        # the tagged jobs (OpenAI, Gemini) that reached the emulator before the crash
-        tagged = sorted(job_id for api, job_id, tag in emu.batch_jobs if tag)
-        listed = re.findall(r"not in the store: (?:openai|gemini) job (\S+) \w+ tagged contam:", out)
-        assert tagged and sorted(listed) == tagged
-        monkeypatch.setattr(BatchLane, "_send", real_send)
-        resumed = run_inprocess(config, tmp_path / "s.duckdb", batch=True, batch_options=FAST)
-        assert _creates(emu) == 3  # adopted by tag (OpenAI, Gemini) or results (Anthropic), or sent
-
-        assert set(emu.batch_line_counts.values()) == {1}
+    emu = emulator(batch_processing_s=0.2)
+    config = _config(tmp_path, emu)
+    monkeypatch.setattr(BatchLane, "_send", sent_then_killed)
+    crashed = run_inprocess(config, tmp_path / "s.duckdb", batch=True, batch_options=FAST)
+    assert crashed.status == 1
+    assert crashed.out.count("(batch): 0/12 answered; STOPPED (internal error)") == 3
+    with Store(tmp_path / "s.duckdb", read_only=True) as store:
+        assert {r[0] for r in store.query("SELECT status FROM latest_batches")} == {"submitting"}
+    status, out, _ = contam("batches", "--store", tmp_path / "s.duckdb", "--provider-jobs")
+    assert status == 0
+    # the tagged jobs (OpenAI, Gemini) that reached the emulator before the crash
+    tagged = sorted(job_id for api, job_id, tag in emu.batch_jobs if tag)
+    listed = re.findall(r"not in the store: (?:openai|gemini) job (\S+) \w+ tagged contam:", out)
+    assert tagged and sorted(listed) == tagged
+    monkeypatch.setattr(BatchLane, "_send", real_send)
+    resumed = run_inprocess(config, tmp_path / "s.duckdb", batch=True, batch_options=FAST)
+    assert _creates(emu) == 3  # adopted by tag (OpenAI, Gemini) or results (Anthropic), or sent
+    assert set(emu.batch_line_counts.values()) == {1}
     assert resumed.status == 0, resumed.out
     assert len(_answers(tmp_path / "s.duckdb")) == 36
 
 
-def test_a_substituted_model_stops_that_model(tmp_path) -> None:
-    with run_emulator(EmulatorSettings(served_model="emu-impostor")) as emu:
-        result = run_inprocess(_config(tmp_path, emu), tmp_path / "s.duckdb", batch=True,
-                               batch_options=FAST)
+def test_a_substituted_model_stops_that_model(tmp_path, emulator) -> None:
+    emu = emulator(served_model="emu-impostor")
+    result = run_inprocess(_config(tmp_path, emu), tmp_path / "s.duckdb", batch=True,
+                           batch_options=FAST)
     assert result.status == 1
     assert "STOPPED (substitution)" in result.out
     assert _answers(tmp_path / "s.duckdb") == {}
@@ -244,24 +236,24 @@ def test_a_substituted_model_stops_that_model(tmp_path) -> None:
         assert store.query("SELECT DISTINCT outcome FROM attempts") == [("fatal",)]
 
 
-def test_batches_lists_and_cancels_jobs(tmp_path, contam) -> None:
-    with run_emulator(EmulatorSettings(batch_processing_s=5)) as emu:
-        config = _config(tmp_path, emu)
-        store = tmp_path / "s.duckdb"
-        assert _run_cancelled_once_submitted(config, store)
-        status, out, _ = contam("batches", "--store", str(store))
-        assert status == 0 and out.count("submitted") == 0
-        with Store(store, read_only=True) as opened:
-            job_ids = [r[0] for r in opened.query("SELECT job_id FROM latest_batches ORDER BY 1")]
-        assert all(job_id in out for job_id in job_ids) and len(job_ids) == 3
-        for job_id in job_ids:
-            status, out, err = contam("batches", "cancel", job_id, "--store", str(store))
-            assert status == 0 and job_id in out, err
-        with Store(store, read_only=True) as opened:
-            statuses = {r[0] for r in opened.query("SELECT status FROM latest_batches")}
-        assert statuses == {"cancelled", "ended", "BATCH_STATE_CANCELLED"}
-        resumed = run_inprocess(config, store, batch=True, batch_options=FAST)
-        assert _creates(emu) == 6  # the cancelled jobs' cells went into follow-up jobs
+def test_batches_lists_and_cancels_jobs(tmp_path, contam, emulator) -> None:
+    emu = emulator(batch_processing_s=5)
+    config = _config(tmp_path, emu)
+    store = tmp_path / "s.duckdb"
+    assert _run_cancelled_once_submitted(config, store)
+    status, out, _ = contam("batches", "--store", str(store))
+    assert status == 0 and out.count("submitted") == 0
+    with Store(store, read_only=True) as opened:
+        job_ids = [r[0] for r in opened.query("SELECT job_id FROM latest_batches ORDER BY 1")]
+    assert all(job_id in out for job_id in job_ids) and len(job_ids) == 3
+    for job_id in job_ids:
+        status, out, err = contam("batches", "cancel", job_id, "--store", str(store))
+        assert status == 0 and job_id in out, err
+    with Store(store, read_only=True) as opened:
+        statuses = {r[0] for r in opened.query("SELECT status FROM latest_batches")}
+    assert statuses == {"cancelled", "ended", "BATCH_STATE_CANCELLED"}
+    resumed = run_inprocess(config, store, batch=True, batch_options=FAST)
+    assert _creates(emu) == 6  # the cancelled jobs' cells went into follow-up jobs
     assert resumed.status == 0, resumed.out
     assert len(_answers(store)) == 36
 
@@ -278,22 +270,23 @@ def test_batches_refuses_a_missing_store_and_a_missing_job_id(tmp_path, contam) 
     assert status == 2 and "no batch job 'batch_x'" in err
 
 
-def test_batch_true_in_config_and_refused_for_other_providers(tmp_path, contam) -> None:
-    with run_emulator(EmulatorSettings()) as emu:
-        entries = [model_entry("openai", emu, batch=True), model_entry("ollama", emu)]
-        config = write_config(tmp_path, entries, items=4)
-        result = run_inprocess(config, tmp_path / "s.duckdb", batch_options=FAST)
-        assert _creates(emu) == 1
-        assert sum(1 for r in emu.requests if r.path == "/api/generate") == 4
+def test_batch_true_in_config_and_refused_for_other_providers(tmp_path, contam,
+                                                               emulator) -> None:
+    emu = emulator()
+    entries = [model_entry("openai", emu, batch=True), model_entry("ollama", emu)]
+    config = write_config(tmp_path, entries, items=4)
+    result = run_inprocess(config, tmp_path / "s.duckdb", batch_options=FAST)
+    assert _creates(emu) == 1
+    assert sum(1 for r in emu.requests if r.path == "/api/generate") == 4
     assert result.status == 0 and len(_answers(tmp_path / "s.duckdb")) == 8
     bad = write_config(tmp_path, [model_entry("ollama", emu, batch=True)], items=1)
     status, _, err = contam("run", str(bad), "--store", str(tmp_path / "t.duckdb"))
     assert status == 2 and "'batch = true' needs a provider with a batch API" in err
 
 
-def test_cost_compares_synchronous_and_batch_at_given_prices(tmp_path, contam) -> None:
-    with run_emulator(EmulatorSettings()) as emu:
-        run_inprocess(_config(tmp_path, emu), tmp_path / "s.duckdb", batch=True, batch_options=FAST)
+def test_cost_compares_synchronous_and_batch_at_given_prices(tmp_path, contam, emulator) -> None:
+    emu = emulator()
+    run_inprocess(_config(tmp_path, emu), tmp_path / "s.duckdb", batch=True, batch_options=FAST)
     with Store(tmp_path / "s.duckdb", read_only=True) as store:
         (tokens_in, tokens_out), = store.query(
             "SELECT sum(input_tokens), sum(output_tokens) FROM answers WHERE model = 'openai-m'")
@@ -334,22 +327,23 @@ def test_the_config_knows_exactly_the_providers_with_a_batch_protocol() -> None:
     assert set(BATCH_PROVIDERS) == set(BATCH_PROTOCOLS)
 
 
-def test_an_unreadable_job_reply_stops_that_model_only(tmp_path, monkeypatch) -> None:
+def test_an_unreadable_job_reply_stops_that_model_only(tmp_path, monkeypatch, emulator) -> None:
     from providers.openai_batch import OpenAIBatch
 
     def garbled(self, body):
         raise KeyError("id")
 
     monkeypatch.setattr(OpenAIBatch, "_state", garbled)
-    with run_emulator(EmulatorSettings()) as emu:
-        result = run_inprocess(_config(tmp_path, emu), tmp_path / "s.duckdb", batch=True,
-                               batch_options=FAST)
+    emu = emulator()
+    result = run_inprocess(_config(tmp_path, emu), tmp_path / "s.duckdb", batch=True,
+                           batch_options=FAST)
     assert result.status == 1
     assert "openai-m (batch): 0/12 answered; STOPPED (internal error)" in result.out
     assert {model for _, model in _answers(tmp_path / "s.duckdb")} == {"anthropic-m", "gemini-m"}
 
 
-def test_a_submit_whose_reply_was_lost_is_found_not_sent_again(tmp_path, monkeypatch) -> None:
+def test_a_submit_whose_reply_was_lost_is_found_not_sent_again(tmp_path, monkeypatch,
+                                                                emulator) -> None:
     """The provider created the job but its reply never came (a timeout): the lane looks the job
     up (by tag, or for Anthropic by its results) before it would submit again."""
     from providers.anthropic_batch import AnthropicBatch
@@ -365,26 +359,73 @@ def test_a_submit_whose_reply_was_lost_is_found_not_sent_again(tmp_path, monkeyp
             raise Timeout("no reply within 60 s")
 
         monkeypatch.setattr(protocol, "submit", lost_reply)
-    with run_emulator(EmulatorSettings()) as emu:
-        result = run_inprocess(_config(tmp_path, emu), tmp_path / "s.duckdb", batch=True,
-                               batch_options=FAST)
-        assert _creates(emu) == 3
-        assert set(emu.batch_line_counts.values()) == {1}
+    emu = emulator()
+    result = run_inprocess(_config(tmp_path, emu), tmp_path / "s.duckdb", batch=True,
+                           batch_options=FAST)
+    assert _creates(emu) == 3
+    assert set(emu.batch_line_counts.values()) == {1}
     assert result.status == 0, result.out
     assert len(_answers(tmp_path / "s.duckdb")) == 36
 
 
-def test_a_large_gemini_job_goes_as_an_uploaded_file(tmp_path, monkeypatch) -> None:
+def test_a_large_gemini_job_goes_as_an_uploaded_file(tmp_path, monkeypatch, emulator) -> None:
     from providers.gemini_batch import GeminiBatch
 
     monkeypatch.setattr(GeminiBatch, "inline_max_bytes", 1000)  # 12 requests are larger
-    with run_emulator(EmulatorSettings()) as emu:
-        config = write_config(tmp_path, [model_entry("gemini", emu)], items=12)
-        sync = run_inprocess(config, tmp_path / "sync.duckdb")
-        batch = run_inprocess(config, tmp_path / "batch.duckdb", batch=True, batch_options=FAST)
-        paths = [r.path for r in emu.requests]
+    emu = emulator()
+    config = write_config(tmp_path, [model_entry("gemini", emu)], items=12)
+    sync = run_inprocess(config, tmp_path / "sync.duckdb")
+    batch = run_inprocess(config, tmp_path / "batch.duckdb", batch=True, batch_options=FAST)
+    paths = [r.path for r in emu.requests]
     assert (sync.status, batch.status) == (0, 0), batch.out
     assert paths.count("/upload/v1beta/files") == 2  # start, then upload + finalize
     assert any(p.startswith("/download/v1beta/files/") for p in paths)
     assert _answers(tmp_path / "batch.duckdb") == _answers(tmp_path / "sync.duckdb")
     assert len(_answers(tmp_path / "batch.duckdb")) == 12
+
+
+def test_lines_failing_every_round_fail_the_run_with_their_cause(tmp_path, emulator) -> None:
+    emu = emulator(batch_fail_rate=1.0)
+    config = write_config(tmp_path, [model_entry("openai", emu, max_attempts=2)], items=3)
+    result = run_inprocess(config, tmp_path / "s.duckdb", batch=True, batch_options=FAST)
+    assert _creates(emu) == 2  # the job and one follow-up round
+    assert result.status == 1
+    assert "openai-m (batch): 0/3 answered, 3 failed after all attempts" in result.out
+    assert re.search(r"openai-m \(batch\): 3 failed — \w+: .*HTTP 500.* \(3\)", result.out)
+    assert "contam run: 3 cell(s) failed after all attempts" in result.err
+
+
+def test_a_batch_model_without_its_key_is_refused_before_anything_is_sent(
+        tmp_path, monkeypatch, emulator) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
+    emu = emulator()
+    result = run_inprocess(_config(tmp_path, emu), tmp_path / "s.duckdb", batch=True,
+                           batch_options=FAST)
+    assert result.status == 1
+    assert "anthropic-m (batch): 0/12 answered; STOPPED (missing key)" in result.out
+    assert not any(r.path.startswith("/v1/messages") for r in emu.requests)
+    assert {model for _, model in _answers(tmp_path / "s.duckdb")} == {"openai-m", "gemini-m"}
+
+
+def test_the_api_runs_batch_mode_and_lists_and_prices_its_jobs(tmp_path, emulator) -> None:
+    from harness import api
+
+    emu = emulator()
+    store = tmp_path / "s.duckdb"
+    config = write_config(tmp_path, [model_entry("gemini", emu)], items=3)
+    result = api.run(config, store=store, options=api.RunOptions(
+        no_progress=True, batch=True, batch_options=FAST))
+    assert result.exit_status == 0 and result.summary[-1] == "gemini-m (batch): 3/3 answered"
+    jobs = api.list_batches(store)
+    assert [(row["model"], row["status"], row["cells"]) for row in jobs.rows] == [
+        ("gemini-m", "imported", 3)]
+    priced = api.cost(store, api.CostOptions(prices={"*": (1.0, 1.0)})).costs
+    assert [(c.model, c.cells) for c in priced] == [("gemini-m", 3)]
+    assert priced[0].batch == pytest.approx(priced[0].sync / 2)
+
+
+def test_batch_poll_max_must_be_positive(tmp_path, contam, emulator) -> None:
+    config = write_config(tmp_path, [model_entry("openai", emulator())], items=1)
+    status, _, err = contam("run", config, "--store", tmp_path / "s.duckdb", "--batch",
+                            "--batch-poll-max", "0")
+    assert status == 2 and "--batch-poll-max must be a positive number" in err

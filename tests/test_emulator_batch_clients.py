@@ -13,16 +13,15 @@ import pytest
 from google import genai
 from google.genai import types as genai_types
 
-from harness.emulator.server import EmulatorSettings, default_answer, run_emulator
+from harness.emulator.server import default_answer
 
 QUESTION = "Game: Pokemon Gold\nQuestion: Which region follows Johto?"
 ANSWER = default_answer(QUESTION)
 
 
 @pytest.fixture
-def emu():
-    with run_emulator(EmulatorSettings(batch_processing_s=0.2)) as running:
-        yield running
+def emu(emulator):
+    return emulator(batch_processing_s=0.2)
 
 
 def _until(check, timeout: float = 10.0):

@@ -31,10 +31,14 @@ from typing import Any
 
 import anyio
 import httpx
+import stamina
 
 from harness.config import ModelSpec
 from harness.engine.counters import LaneStats
-from harness.engine.lanes import Accept, InternalError, Task, stop_reason
+from harness.engine.lanes import (
+    RETRY_WAIT_INITIAL, RETRY_WAIT_JITTER, Accept, InternalError, Task, failure_cause, retry_wait,
+    stop_reason,
+)
 from harness.engine.writer import BatchWriter, Rows
 from harness.store import Store, utc_now
 from providers.base import ProviderError, Transient, redact
@@ -110,17 +114,24 @@ class BatchLane:
 
     def __init__(self, store: Store, spec: ModelSpec, tasks: Callable[[], Iterator[Task]], *,
                  run_id: str, accept: Accept, options: BatchOptions, stats: LaneStats,
-                 notify: Callable[[str], None]) -> None:
+                 opening: str | None = None) -> None:
         self.store, self.spec, self.tasks = store, spec, tasks
-        self.run_id, self.accept, self.options = run_id, accept, options
-        self.stats, self.notify = stats, notify
+        self.run_id, self.accept, self.options, self.stats = run_id, accept, options, stats
+        self.opening = opening  # a note shown when the lane starts
+        self.refused: ProviderError | None = None  # known before the run (a missing key)
         self.protocol: BatchProtocol | None = None
         self.writer: BatchWriter | None = None
+        self.notify: Callable[[str], None] = print
+        self._last_errors: dict[str, str] = {}  # item id -> cause, while its last outcome failed
 
-    async def run(self, writer: BatchWriter) -> None:
-        self.writer = writer
+    async def run(self, writer: BatchWriter, notify: Callable[[str], None]) -> None:
+        self.writer, self.notify = writer, notify
         self.stats.started = time.monotonic()
+        if self.opening:
+            notify(self.opening)
         try:
+            if self.refused is not None:
+                raise self.refused
             async with httpx.AsyncClient(timeout=max(self.spec.timeout_s, 60.0)) as client:
                 provider = create_provider(self.spec, client)
                 self.protocol = create_batch_protocol(provider, client)
@@ -135,6 +146,7 @@ class BatchLane:
             self.stats.finished = time.monotonic()
         if self.options.fallback != "sync" and not self.stats.stopped:
             self.stats.failed = max(0, self.stats.total - self.stats.done)
+            self.stats.failures.update(self._last_errors.values())
 
     async def _rounds(self) -> None:
         jobs = await self._resume()
@@ -240,18 +252,18 @@ class BatchLane:
         """Submit; after a retryable failure look for the job first (the request may have
         reached the provider), and send again only when it is not there."""
         assert self.protocol is not None
-        attempt = 1
-        while True:
-            try:
-                return await self.protocol.submit(lines, job_tag(self.run_id, job.key))
-            except ProviderError as exc:
-                if not exc.retryable or attempt == self.spec.max_attempts:
-                    raise  # the job stays `submitting`: the next run looks it up by its tag
-                await anyio.sleep(exc.retry_after_s or min(self.options.poll_max_s, 2 ** attempt))
-            found = await self._find(job)
-            if found is not None:
-                return found
-            attempt += 1
+        state: JobState | None = None
+        # A failure that outlasts the attempts leaves the job `submitting`: the next run looks
+        # it up by its tag.
+        async for attempt in stamina.retry_context(
+                on=retry_wait, attempts=self.spec.max_attempts, timeout=None,
+                wait_initial=min(RETRY_WAIT_INITIAL, self.options.poll_max_s),
+                wait_max=self.options.poll_max_s, wait_jitter=RETRY_WAIT_JITTER):
+            with attempt:
+                state = await self._find(job) if attempt.num > 1 else None
+                state = state or await self.protocol.submit(lines, job_tag(self.run_id, job.key))
+        assert state is not None
+        return state
 
     # -- following ----------------------------------------------------------------------------
 
@@ -329,6 +341,7 @@ class BatchLane:
         for item_id in set(job.cells.values()) - outcome.seen:
             error = Transient(f"{self.spec.name}: batch {job.job_id} returned no result for this request")
             rows["attempts"].append(self._attempt(job, item_id, latency, error))
+            self._last_errors[item_id] = failure_cause(error)
         return rows, outcome
 
     def _result_rows(self, job: _Job, item_id: str, result: LineResult, latency: float,
@@ -347,10 +360,12 @@ class BatchLane:
                     rows.setdefault(table, []).extend(table_rows)
                 rows["attempts"].append(self._attempt(job, item_id, latency, None,
                                                       result.reply.http_status))
+                self._last_errors.pop(item_id, None)
                 outcome.answered += 1
                 return
         assert error is not None
         rows["attempts"].append(self._attempt(job, item_id, latency, error))
+        self._last_errors[item_id] = failure_cause(error)
         if not error.retryable and outcome.stop is None:
             outcome.stop = error
 

@@ -3,13 +3,14 @@
 The provider, base URL and key variable of a job come from the ``runs`` row of the run that
 submitted it (no config needed). ``--provider-jobs`` also lists the providers' jobs tagged by
 contam that the store does not know (one created in the instant before a kill; the next
-``contam run --batch`` adopts it by its tag).
+``contam run --batch`` adopts it by its tag). Each call returns a result object; ``harness.cli``
+prints it.
 """
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,12 +20,12 @@ import orjson
 
 from harness.config import ModelSpec
 from harness.errors import UserError
-from harness.store import Store, utc_now
+from harness.store import DEFAULT_STORE, Store, utc_now
 from providers.base import ProviderError
 from providers.batch import BatchProtocol, JobState, create_batch_protocol
 from providers.registry import create_provider
 
-__all__ = ["batches_command", "job_lines"]
+__all__ = ["list_batches", "cancel_batch", "BatchJobs", "CancelledJob", "job_lines"]
 
 _LIST_SQL = """
 SELECT job_id, model, provider, status, cells, succeeded, failed, created_at, finished_at, run_id,
@@ -35,23 +36,46 @@ _COLUMNS = ("job_id", "model", "provider", "status", "cells", "succeeded", "fail
             "created_at", "finished_at", "run_id")
 
 
-def batches_command(args: argparse.Namespace) -> int:
-    if args.action == "cancel" and not args.job_id:
-        raise UserError("contam batches cancel needs a job id (see `contam batches`)")
-    if args.action == "list" and args.job_id:
-        raise UserError(f"unexpected argument {args.job_id!r}; did you mean `contam batches cancel {args.job_id}`?")
-    if not Path(args.store).exists():  # a mistyped path must not become a new, empty store
-        raise UserError(f"{args.store}: no such store")
-    with Store(args.store) as store:
-        if args.action == "cancel":
-            print(anyio.run(_cancel, store, args.job_id))
-            return 0
-        for line in job_lines(store.query_dicts(_LIST_SQL)):
-            print(line)
-        if args.provider_jobs:
-            for line in anyio.run(_untracked, store):
-                print(line)
-    return 0
+@dataclass(frozen=True)
+class BatchJobs:
+    """The store's batch jobs (the latest row of each) and, when asked for, a line per job of
+    the providers that carries a contam tag but is not in the store."""
+
+    rows: list[dict[str, Any]]
+    untracked: list[str] | None = None
+
+    def lines(self) -> list[str]:
+        return job_lines(self.rows) + (self.untracked or [])
+
+
+@dataclass(frozen=True)
+class CancelledJob:
+    job_id: str
+    model: str
+    status: str  # the provider's word after the cancel
+
+    def line(self) -> str:
+        return (f"batch {self.job_id} ({self.model}): {self.status}; the next `contam run --batch` "
+                "imports what it answered and asks the rest again")
+
+
+def list_batches(store: str | Path = DEFAULT_STORE, *, provider_jobs: bool = False) -> BatchJobs:
+    """``contam batches``: the store's jobs; ``provider_jobs`` also asks the providers."""
+    with _existing(store) as opened:
+        rows = opened.query_dicts(_LIST_SQL)
+        return BatchJobs(rows, anyio.run(_untracked, opened) if provider_jobs else None)
+
+
+def cancel_batch(job_id: str, *, store: str | Path = DEFAULT_STORE) -> CancelledJob:
+    """``contam batches cancel ID``: ask the provider to cancel the job and record its status."""
+    with _existing(store) as opened:
+        return anyio.run(_cancel, opened, job_id)
+
+
+def _existing(store: str | Path) -> Store:
+    if not Path(store).exists():  # a mistyped path must not become a new, empty store
+        raise UserError(f"{store}: no such store")
+    return Store(store)
 
 
 def job_lines(rows: Sequence[dict[str, Any]]) -> list[str]:
@@ -79,7 +103,7 @@ def _spec(store: Store, run_id: str, model: str) -> ModelSpec:
     raise UserError(f"{store.path}: run {run_id} has no model {model!r} on record")
 
 
-async def _cancel(store: Store, job_id: str) -> str:
+async def _cancel(store: Store, job_id: str) -> CancelledJob:
     rows = store.query_dicts("SELECT * FROM latest_batches WHERE job_id = ?", [job_id])
     if not rows:
         raise UserError(f"{store.path}: no batch job {job_id!r} (see `contam batches`)")
@@ -90,8 +114,7 @@ async def _cancel(store: Store, job_id: str) -> str:
                                                       "provider_model", "job_id", "cells",
                                                       "created_at")},
                               "status": state.status, "updated_at": utc_now()}])
-    return (f"batch {job_id} ({row['model']}): {state.status}; the next `contam run --batch` "
-            "imports what it answered and asks the rest again")
+    return CancelledJob(job_id, row["model"], state.status)
 
 
 async def _with_protocol(spec: ModelSpec, action: Any) -> Any:

@@ -5,18 +5,19 @@ in currency units per million tokens, never built in: ``--price MODEL=INPUT,OUTP
 ``*`` for every model without its own). The batch price is ``--batch-discount`` (default 0.5, the
 discount the three batch APIs advertise) times the synchronous one. ``--items N`` scales each
 model's mean tokens per cell to N items (a study the size of the paper's: 400 items x 4 models,
-1,600 cells).
+1,600 cells). :func:`cost` returns a :class:`CostResult`; ``harness.cli`` prints its lines.
 """
 
 from __future__ import annotations
 
-import argparse
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
 
 from harness.errors import UserError
-from harness.store import Store
+from harness.store import DEFAULT_STORE, Store
 
-__all__ = ["cost_command", "parse_price", "ModelCost", "model_costs"]
+__all__ = ["cost", "CostOptions", "CostResult", "parse_price", "ModelCost", "model_costs"]
 
 _TOKENS_SQL = """
 SELECT model, count(*) AS cells, coalesce(sum(input_tokens), 0), coalesce(sum(output_tokens), 0)
@@ -63,23 +64,44 @@ def model_costs(store: Store, prices: dict[str, tuple[float, float]], *, discoun
     return costs
 
 
-def cost_command(args: argparse.Namespace) -> int:
-    if not 0 < args.batch_discount <= 1:
-        raise UserError(f"--batch-discount must be in (0, 1], not {args.batch_discount}")
-    if args.items is not None and args.items <= 0:
-        raise UserError(f"--items must be a positive number, not {args.items}")
-    prices = {model: (i, o) for model, i, o in map(parse_price, args.price or [])}
-    with Store(args.store, read_only=True) as store:
-        costs = model_costs(store, prices, discount=args.batch_discount, items=args.items)
+@dataclass(frozen=True, kw_only=True)
+class CostOptions:
+    prices: Mapping[str, tuple[float, float]] = field(default_factory=dict)  # model or * -> in, out
+    batch_discount: float = 0.5  # the batch price as a fraction of the synchronous one
+    items: int | None = None  # scale each model to this many items
+
+
+@dataclass(frozen=True)
+class CostResult:
+    costs: list[ModelCost]
+
+    def lines(self) -> list[str]:
+        """A table: a header, a line per model, and the total of the priced ones."""
+        lines = [f"{'model':<24} {'cells':>7} {'input tok':>11} {'output tok':>11} "
+                 f"{'synchronous':>12} {'batch':>10}"]
+        for c in self.costs:
+            money = (f"{c.sync:>12.4f} {c.batch:>10.4f}" if c.sync is not None and c.batch is not None
+                     else f"{'no --price':>12} {'-':>10}")
+            lines.append(f"{c.model:<24} {c.cells:>7} {c.input_tokens:>11.0f} "
+                         f"{c.output_tokens:>11.0f} {money}")
+        priced = [c for c in self.costs if c.sync is not None and c.batch is not None]
+        if priced:
+            lines.append(f"{'total':<24} {'':>7} {'':>11} {'':>11} "
+                         f"{sum(c.sync or 0 for c in priced):>12.4f} "
+                         f"{sum(c.batch or 0 for c in priced):>10.4f}")
+        return lines
+
+
+def cost(store: str | Path = DEFAULT_STORE, options: CostOptions | None = None) -> CostResult:
+    """``contam cost``: each model's answers in ``store`` priced synchronous and batch."""
+    options = options or CostOptions()
+    if not 0 < options.batch_discount <= 1:
+        raise UserError(f"--batch-discount must be in (0, 1], not {options.batch_discount}")
+    if options.items is not None and options.items <= 0:
+        raise UserError(f"--items must be a positive number, not {options.items}")
+    with Store(store, read_only=True) as opened:
+        costs = model_costs(opened, dict(options.prices), discount=options.batch_discount,
+                            items=options.items)
     if not costs:
-        raise UserError(f"{args.store}: no answers to cost")
-    print(f"{'model':<24} {'cells':>7} {'input tok':>11} {'output tok':>11} {'synchronous':>12} {'batch':>10}")
-    for c in costs:
-        money = (f"{c.sync:>12.4f} {c.batch:>10.4f}" if c.sync is not None
-                 else f"{'no --price':>12} {'-':>10}")
-        print(f"{c.model:<24} {c.cells:>7} {c.input_tokens:>11.0f} {c.output_tokens:>11.0f} {money}")
-    priced = [c for c in costs if c.sync is not None]
-    if priced:
-        print(f"{'total':<24} {'':>7} {'':>11} {'':>11} {sum(c.sync for c in priced):>12.4f} "
-              f"{sum(c.batch for c in priced):>10.4f}")
-    return 0
+        raise UserError(f"{store}: no answers to cost")
+    return CostResult(costs)
