@@ -121,7 +121,7 @@ class BatchLane:
         self.refused: ProviderError | None = None  # known before the run (a missing key)
         self.protocol: BatchProtocol | None = None
         self.writer: BatchWriter | None = None
-        self.notify: Callable[[str], None] = print
+        self.notify: Callable[[str], None] = lambda message: None  # run() gets the display's
         self._last_errors: dict[str, str] = {}  # item id -> cause, while its last outcome failed
 
     async def run(self, writer: BatchWriter, notify: Callable[[str], None]) -> None:
