@@ -9,13 +9,16 @@ from typing import Any
 
 from harness.errors import UserError
 
-__all__ = ["ModelSpec", "RunConfig", "load_config", "parse_model", "PROVIDERS", "DEFAULT_SYSTEM_PROMPT"]
+__all__ = ["ModelSpec", "RunConfig", "load_config", "model_names", "parse_model", "PROVIDERS",
+           "BATCH_PROVIDERS", "DEFAULT_SYSTEM_PROMPT"]
 
 DEFAULT_SYSTEM_PROMPT = (
     "Answer from memory only. Do not look anything up. Reply with a bare 1-2 sentence answer."
 )
 
 PROVIDERS = ("openai", "gemini", "anthropic", "ollama", "local")
+# Providers with a batch API (providers.batch.BATCH_PROTOCOLS; a test keeps the two equal).
+BATCH_PROVIDERS = ("openai", "anthropic", "gemini")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -33,6 +36,7 @@ class ModelSpec:
     max_attempts: int = 5
     timeout_s: float = 60.0
     params: dict[str, Any] = field(default_factory=dict)
+    batch: bool = False  # ask through the provider's batch API (BATCH_PROVIDERS only)
 
     def public_dict(self) -> dict[str, Any]:
         """What may be stored in `runs.config`: everything but secrets (there are none here:
@@ -105,6 +109,7 @@ def parse_model(path: Path, where: str, entry: dict[str, Any]) -> ModelSpec:
         raise UserError(f"{path}: {where}: provider {entry['provider']!r} is not one of "
                         f"{', '.join(PROVIDERS)}")
     _refuse_non_positive(path, where, entry)
+    _refuse_bad_batch(path, where, entry)
     return ModelSpec(**{**entry, "name": entry.get("name") or entry["model"], "params": dict(entry.get("params", {}))})
 
 
@@ -121,9 +126,24 @@ def _refuse_non_positive(path: Path, where: str, entry: dict[str, Any]) -> None:
             raise UserError(f"{path}: {where}: '{key}' must be a positive number, not {value!r}")
 
 
+def _refuse_bad_batch(path: Path, where: str, entry: dict[str, Any]) -> None:
+    batch = entry.get("batch", False)
+    if not isinstance(batch, bool):
+        raise UserError(f"{path}: {where}: 'batch' must be true or false, not {batch!r}")
+    if batch and entry["provider"] not in BATCH_PROVIDERS:
+        raise UserError(f"{path}: {where}: 'batch = true' needs a provider with a batch API "
+                        f"({', '.join(BATCH_PROVIDERS)}), not {entry['provider']!r}")
+
+
 def _refuse_duplicate_names(path: Path, models: tuple[ModelSpec, ...]) -> None:
     seen: set[str] = set()
     for spec in models:
         if spec.name in seen:
             raise UserError(f"{path}: two [[models]] entries are named {spec.name!r}")
         seen.add(spec.name)
+
+
+def model_names(models: str | None) -> list[str] | None:
+    """``--models a,b`` as a list of names; None when none are given."""
+    names = [name.strip() for name in models.split(",") if name.strip()] if models else []
+    return names or None

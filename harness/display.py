@@ -6,8 +6,7 @@ its own snapshots, so what it costs does not grow with concurrency.
 
 - :class:`LiveProgress`: a rich ``Live`` table refreshed at 4 Hz from the event loop.
 - :class:`PlainProgress`: a line per model every few seconds, for ``--no-progress``, pipes and CI.
-- :class:`CountProgress`: one counted task outside the engine (rows scored, pairs matched): a rich
-  bar with its rate on a terminal, a plain line every few seconds otherwise.
+- :class:`BatchProgress`: the batch jobs' (``contam score``) bar or plain lines, per metric.
 
 Only model labels and already-redacted messages are ever shown; keys never reach a display.
 """
@@ -29,7 +28,7 @@ from rich.segment import Segment
 from harness.engine.counters import LaneStats
 
 __all__ = ["LaneStats", "RateMeter", "LiveProgress", "PlainProgress", "open_progress",
-           "QuietProgress", "render_table", "plain_lines", "COLUMNS", "CountProgress"]
+           "render_table", "plain_lines", "COLUMNS", "BatchProgress"]
 
 NOW_WINDOW_S = 10.0  # "answers/s now" averages over the last ten seconds
 REFRESH_PER_S = 4
@@ -278,23 +277,6 @@ class PlainProgress:
         self.print_lines()
 
 
-class QuietProgress:
-    """No display at all (library use and tests); notes still go to ``file`` when given."""
-
-    def __init__(self, file: TextIO | None = None) -> None:
-        self.file = file
-
-    def note(self, message: str) -> None:
-        if self.file is not None:
-            print(message, file=self.file, flush=True)
-
-    def __enter__(self) -> "QuietProgress":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        pass
-
-
 def open_progress(lanes: Sequence[LaneStats], *, no_progress: bool = False,
                   console: Console | None = None, interval_s: float = 5.0
                   ) -> LiveProgress | PlainProgress:
@@ -305,47 +287,75 @@ def open_progress(lanes: Sequence[LaneStats], *, no_progress: bool = False,
     return LiveProgress(lanes, console)
 
 
-# -- one counted task (the score job) -----------------------------------------------------------
+# -- batch jobs ---------------------------------------------------------------------------------
 
-class CountProgress:
-    """``with CountProgress(label, total, unit, live) as advance: advance(n)``: a rich bar with
-    done/total, the rate in ``unit``/s, elapsed and remaining time when ``live``; otherwise a plain
-    ``label: done/total (rate unit/s)`` line on stderr every ``interval_s`` seconds."""
+_PLAIN_EVERY_S = 2.0  # seconds between plain progress lines of a batch job
 
-    def __init__(self, label: str, total: int, unit: str, live: bool,
-                 interval_s: float = 2.0) -> None:
-        self.label, self.total, self.unit, self.interval_s = label, total, unit, interval_s
-        self.done = 0
-        self.started = self.last = time.monotonic()
-        self.bar = _count_bar(label, total, unit) if live and total else None
 
+class BatchProgress:
+    """The display of a batch job (``contam score``): a rich progress bar per metric on a
+    terminal; otherwise a plain line every few seconds. Both on stderr."""
+
+    def __init__(self, live: bool) -> None:
+        self.live = live
+
+    def task(self, metric: str, total: int, unit: str = "rows") -> "_Task":
+        """A task counted in ``unit`` (its rate is shown as ``unit``/s)."""
+        return (_RichTask(metric, total, unit) if self.live and total else
+                _PlainTask(metric, total, unit))
+
+    @staticmethod
+    def note(message: str) -> None:
+        print(message, file=sys.stderr, flush=True)
+
+
+class _Task:
     def __enter__(self) -> Callable[[int], None]:
-        if self.bar is not None:
-            self.bar[0].start()
         return self.advance
 
     def __exit__(self, *exc: object) -> None:
-        if self.bar is not None:
-            self.bar[0].stop()
+        pass
+
+    def advance(self, n: int) -> None:
+        raise NotImplementedError
+
+
+class _PlainTask(_Task):
+    def __init__(self, metric: str, total: int, unit: str) -> None:
+        self.metric, self.total, self.unit, self.done = metric, total, unit, 0
+        self.started = self.last = time.monotonic()
 
     def advance(self, n: int) -> None:
         self.done += n
         now = time.monotonic()
-        rate = f"{self.done / max(now - self.started, 1e-9):,.0f}"
-        if self.bar is not None:
-            self.bar[0].update(self.bar[1], advance=n, rate=rate)
-        elif now - self.last >= self.interval_s and self.done < self.total:
+        if now - self.last >= _PLAIN_EVERY_S and self.done < self.total:
             self.last = now
-            print(f"{self.label}: {self.done}/{self.total} ({rate} {self.unit}/s)",
+            rate = self.done / max(now - self.started, 1e-9)
+            print(f"{self.metric}: {self.done}/{self.total} ({rate:,.0f} {self.unit}/s)",
                   file=sys.stderr, flush=True)
 
 
-def _count_bar(label: str, total: int, unit: str):
-    """A rich ``Progress`` on stderr and its one task."""
-    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
-                               TimeElapsedColumn, TimeRemainingColumn)
+class _RichTask(_Task):
+    def __init__(self, metric: str, total: int, unit: str) -> None:
+        from rich.console import Console
+        from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
+                                   TimeElapsedColumn, TimeRemainingColumn)
 
-    rate = TextColumn(f"{{task.fields[rate]}} {unit}/s", style="progress.data.speed")
-    progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), rate,
-                        TimeElapsedColumn(), TimeRemainingColumn(), console=Console(stderr=True))
-    return progress, progress.add_task(label, total=total, rate="-")
+        rate = TextColumn(f"{{task.fields[rate]}} {unit}/s", style="progress.data.speed")
+        self.progress = Progress(TextColumn("{task.description}"), BarColumn(),
+                                 MofNCompleteColumn(), rate, TimeElapsedColumn(),
+                                 TimeRemainingColumn(), console=Console(stderr=True))
+        self.task_id = self.progress.add_task(metric, total=total, rate="-")
+        self.done, self.started = 0, time.monotonic()
+
+    def __enter__(self) -> Callable[[int], None]:
+        self.progress.start()
+        return self.advance
+
+    def __exit__(self, *exc: object) -> None:
+        self.progress.stop()
+
+    def advance(self, n: int) -> None:
+        self.done += n
+        rate = self.done / max(time.monotonic() - self.started, 1e-9)
+        self.progress.update(self.task_id, advance=n, rate=f"{rate:,.0f}")

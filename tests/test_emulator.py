@@ -3,38 +3,30 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import signal
 import subprocess
 import sys
+import time
 
 import httpx
 import orjson
 import pytest
 
-from harness.cli import build_parser
+from harness.cli import build_parser, emulator_settings_from_args
 from harness.errors import UserError
 from harness.store import Store, utc_now
 from metrics.judge import JUDGE_RUBRIC, judge_request
 from harness.emulator.server import (
     EmulatorSettings,
     Step,
-    _settings_from_args,
     default_answer,
     judge_label,
     parse_faults,
     parse_step,
-    run_emulator,
 )
 
 OPENAI_BODY = {"model": "gpt-emu", "messages": [{"role": "user", "content": "Who?"}]}
-
-
-@pytest.fixture
-def emulator():
-    with contextlib.ExitStack() as stack:
-        yield lambda **settings: stack.enter_context(run_emulator(EmulatorSettings(**settings)))
 
 
 def chat(client: httpx.Client, emu, model: str = "gpt-emu", **headers) -> httpx.Response:
@@ -84,13 +76,13 @@ def test_cli_arguments_become_settings() -> None:
     args = build_parser().parse_args(["emulator", "--latency-ms", "200", "--rpm", "60",
                                       "--faults", "500=0.05,hang=0.01", "--served-model", "x",
                                       "--quota-per-day", "100", "--seed", "3"])
-    settings = _settings_from_args(args)
+    settings = emulator_settings_from_args(args)
     assert (settings.latency_ms, settings.rpm, settings.served_model, settings.quota_per_day,
             settings.seed) == (200, 60, "x", 100, 3)
     assert settings.faults == {"500": 0.05, "hang": 0.01}
     assert settings.record is False  # a long-running server must not grow without bound
     with pytest.raises(UserError, match="teapot"):
-        _settings_from_args(build_parser().parse_args(["emulator", "--faults", "teapot=1"]))
+        emulator_settings_from_args(build_parser().parse_args(["emulator", "--faults", "teapot=1"]))
 
 
 # ----------------------------------------------------------------------------- behaviour
@@ -101,6 +93,22 @@ def test_script_is_consumed_in_order_then_normal_service(emulator) -> None:
     assert statuses == [500, 429, 529, 200, 200]
     emu.push_script("503")
     assert [r.status_code for r in calls(emu, "/v1/chat/completions", OPENAI_BODY, 2)] == [503, 200]
+
+
+def test_on_sent_sees_each_answer_after_it_went_out_with_its_arrival_time(emulator) -> None:
+    sent = []
+    emu = emulator(latency_ms=50, script=["500"],
+                   on_sent=lambda request, answer: sent.append((request, answer, time.time())))
+    with httpx.Client(timeout=5) as client:
+        before = time.time()
+        statuses = [chat(client, emu).status_code for _ in range(2)]
+    deadline = time.monotonic() + 2
+    while len(sent) < 2 and time.monotonic() < deadline:  # on_sent runs on the server's thread,
+        time.sleep(0.01)  # after the reply is on the socket: the client may have read it first
+    assert statuses == [500, 200] and [answer.status for _, answer, _ in sent] == [500, 200]
+    request, answer, at = sent[1]
+    assert request.path == "/v1/chat/completions" and b"Emulated answer" in answer.body
+    assert before <= sent[0][0].received_at <= request.received_at <= at - 0.04  # 50 ms latency
 
 
 def test_rpm_is_enforced_per_api_and_model(emulator) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import socket
 import sys
 import types
@@ -11,7 +10,6 @@ import httpx
 import pytest
 
 from harness.config import ModelSpec
-from harness.emulator.server import EmulatorSettings, run_emulator
 from providers.base import Fatal, MissingKey, Reply, Request, ServedModelMismatch
 from providers.ollama import OllamaProvider, normalise_model_id
 from providers.registry import PROVIDER_CLASSES, check_first_reply, create_provider, served_model_id
@@ -19,20 +17,9 @@ from providers.registry import PROVIDER_CLASSES, check_first_reply, create_provi
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 @pytest.fixture(autouse=True)
 def no_ollama_key(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("OLLAMA_API_KEY", raising=False)
-
-
-@pytest.fixture
-def emulator():
-    with contextlib.ExitStack() as stack:
-        yield lambda **settings: stack.enter_context(run_emulator(EmulatorSettings(**settings)))
 
 
 def ollama_spec(base_url: str, model: str = "llama3.2", **overrides) -> ModelSpec:
@@ -149,3 +136,48 @@ def test_local_provider_is_imported_lazily_by_name(monkeypatch) -> None:
 
 def test_default_base_urls_follow_the_design() -> None:
     assert OllamaProvider(ollama_spec(None), None).endpoint() == "http://localhost:11434/api/generate"
+
+
+def compatible_server(show_status: int, show_body: bytes) -> httpx.MockTransport:
+    """An Ollama-compatible server: /api/version and /api/generate work, /api/show answers as told."""
+    def handle(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/api/version":
+            return httpx.Response(200, json={"version": "0.0-compatible"})
+        if request.url.path == "/api/show":
+            return httpx.Response(show_status, content=show_body)
+        return httpx.Response(200, json={"model": "llama3.2", "response": "hi", "done": True})
+    return httpx.MockTransport(handle)
+
+
+@pytest.mark.parametrize("body", [b"404 page not found", b'{"error": "no such endpoint"}', b""])
+async def test_a_404_without_ollamas_no_model_body_is_noted_and_the_lane_goes_on(body) -> None:
+    spec = ollama_spec("http://compatible.test")
+    async with httpx.AsyncClient(transport=compatible_server(404, body)) as client:
+        provider = OllamaProvider(spec, client)
+        text = await provider.preflight()
+        reply = await provider.generate(Request(system="s", user="u"))
+    assert "could not inspect it: HTTP 404" in text and reply.text == "hi"
+
+
+@pytest.mark.parametrize("body", [b'{"error": "model \'llama3.2\' not found"}',
+                                  b'{"error":"model \\"llama3.2\\" not found, try pulling it first"}'])
+async def test_ollamas_own_model_not_found_404_stops_the_lane(body) -> None:
+    async with httpx.AsyncClient(transport=compatible_server(404, body)) as client:
+        with pytest.raises(Fatal, match="has no model 'llama3.2'"):
+            await OllamaProvider(ollama_spec("http://compatible.test"), client).preflight()
+
+
+def test_the_config_knows_exactly_the_registered_providers() -> None:
+    from harness.config import PROVIDERS
+
+    assert PROVIDERS == tuple(PROVIDER_CLASSES)
+
+
+def test_every_registered_class_is_a_provider() -> None:
+    import importlib
+
+    from providers.base import Provider
+
+    for module_name, class_name in PROVIDER_CLASSES.values():
+        cls = getattr(importlib.import_module(module_name), class_name)
+        assert issubclass(cls, Provider)

@@ -7,21 +7,17 @@ per batch. The rows of one ``write`` always land in the same transaction, so an 
 committed without its attempt row (or the reverse).
 
 When a batch is committed: once ``max_writes`` (50) writes are waiting and the oldest of them has
-waited ``min_age_s`` (0.25 s); and in any case ``max_delay_s`` (1 s) after the first of them. A
-kill -9 therefore loses at most the writes not committed yet: a quarter of a second's worth, or
-50 when they come slower, never more than a second's (and the next run asks them again).
+waited ``min_age_s`` (0.25 s); and in any case ``max_delay_s`` (1 s) after the first of them.
+A kill -9 loses no reply even so: each write that brings a reply is appended to the store's
+journal (:mod:`harness.store.journal`) before it joins the batch, and the next writer to open the
+store replays what the store lacks. Only failed attempts' rows can be lost (and the next run asks
+those items again).
 
-Why those rules and not "every 50 rows": a DuckDB INSERT costs ~0.5-1 ms of CPU and a COMMIT
-~0.5 ms whatever their size, so a commit of two tables costs 2-4 ms. Replies come in bursts (a wave of requests sent together comes back
-together, spread over the milliseconds it takes to process them, and the lanes' waves drift
-apart by a tenth of a second or two): letting a batch gather for a quarter of a second takes the
-lanes' bursts in one commit where "50 and go" took them in two or three, and it bounds the
-commits to four a second (each batch's first write comes after the previous commit). In
-`contam bench --emulator` that cut the commits from 14 to 8, ~20 us less CPU per reply.
+Why a quarter second: a commit costs 2-4 ms whatever its size and replies come in bursts, so a
+batch that gathers a little takes a burst in one commit (``contam bench --emulator`` measures it).
 
-The commit runs on the event loop's own thread, blocking it for those few milliseconds (at most
-four times a second): a worker thread would not block it, but the two threads' hand-overs of the
-GIL made every request of the run ~10% dearer in CPU, far more than the commits themselves.
+The commit runs on the event loop's own thread (at most four times a second): a worker thread's
+GIL hand-overs cost every request more CPU than the commits themselves.
 DuckDB runs on one thread while the writer is open (``SET threads = 1``, reset on exit): these
 transactions are far too small to gain from parallel execution, and scheduling it cost a fifth
 of each INSERT.
@@ -44,6 +40,7 @@ import anyio
 import anyio.lowlevel
 from anyio.abc import TaskGroup
 
+from harness.store.journal import Journal, journal_path, reply_key
 from harness.store import TABLE_COLUMNS, Store
 
 __all__ = ["BatchWriter", "Rows", "insert_statements"]
@@ -55,8 +52,10 @@ class BatchWriter:
     """``async with BatchWriter(store) as writer: await writer.write({"answers": [...]})``."""
 
     def __init__(self, store: Store, *, max_writes: int = 50, max_delay_s: float = 1.0,
-                 min_age_s: float = 0.25, buffer: int = 4096) -> None:
+                 min_age_s: float = 0.25, buffer: int = 4096, journal: bool = True) -> None:
         self.store = store
+        self.journal: Journal | None = None
+        self._use_journal = journal
         self.max_writes = max_writes
         self.max_delay_s = max_delay_s
         self.min_age_s = min_age_s
@@ -68,6 +67,9 @@ class BatchWriter:
         self._wake = anyio.Event()  # set when the drain task has reason to look again
         self._room = anyio.Event()  # set when a commit takes the pending writes
         self._closed = False
+        self._commit_failed = False
+        self._urgent = False  # a write_durably is waiting: commit without gathering
+        self._committed = anyio.Event()  # set after each commit
         self._task_group: TaskGroup | None = None
 
     async def write(self, rows: Rows) -> None:
@@ -81,6 +83,8 @@ class BatchWriter:
                     await self._room.wait()
         if self._closed:
             raise anyio.ClosedResourceError("the writer is closed")
+        if self.journal is not None and reply_key(rows) is not None:
+            self.journal.append(rows)
         if not self._pending:
             self._first_at = anyio.current_time()
             self._wake.set()  # the drain task starts the max_delay_s clock
@@ -88,7 +92,20 @@ class BatchWriter:
         if len(self._pending) == self.max_writes:
             self._wake.set()
 
+    async def write_durably(self, rows: Rows) -> None:
+        """Queue the rows and return once they are committed, without waiting for a batch to
+        gather: for what must survive a kill the instant after (a batch job's id)."""
+        await self.write(rows)
+        target = self.batches_committed + 1  # the next batch to be taken holds these rows
+        self._urgent = True
+        self._wake.set()
+        with anyio.CancelScope(shield=True):
+            while self.batches_committed < target and not self._closed:
+                await self._committed.wait()
+
     async def __aenter__(self) -> "BatchWriter":
+        if self._use_journal:
+            self.journal = Journal(journal_path(self.store.path))
         self.store.con.execute("SET threads = 1")
         self._task_group = anyio.create_task_group()
         await self._task_group.__aenter__()
@@ -104,13 +121,25 @@ class BatchWriter:
             return await self._task_group.__aexit__(*exc_info)
         finally:
             self.store.con.execute("RESET threads")
+            if self.journal is not None:
+                self.journal.close(committed=not self._pending and not self._commit_failed)
 
     async def _drain(self) -> None:
         with anyio.CancelScope(shield=True):
             while batch := await self._next_batch():
-                self._commit(insert_statements(batch))
+                try:
+                    self._commit(insert_statements(batch))
+                except BaseException:
+                    self._commit_failed = True  # the journal keeps the batch for a replay
+                    raise
+                if self.journal is not None:
+                    # Nothing awaits between taking a batch and committing it, so no write came
+                    # in meanwhile: every journaled reply is in the store now.
+                    self.journal.clear()
                 self.rows_committed += sum(len(rows) for writes in batch for rows in writes.values())
                 self.batches_committed += 1
+                committed, self._committed = self._committed, anyio.Event()
+                committed.set()
                 await anyio.lowlevel.checkpoint()  # let the workers run before the next batch
 
     async def _next_batch(self) -> list[Rows]:
@@ -120,10 +149,12 @@ class BatchWriter:
         pending."""
         await self._until(lambda: bool(self._pending) or self._closed)
         with anyio.move_on_at(self._first_at + self.max_delay_s):
-            await self._until(lambda: len(self._pending) >= self.max_writes or self._closed)
+            await self._until(lambda: len(self._pending) >= self.max_writes or self._closed
+                              or self._urgent)
             with anyio.move_on_at(self._first_at + self.min_age_s):
-                await self._until(lambda: self._closed or len(self._pending) >= self.buffer)
-        batch, self._pending = self._pending, []
+                await self._until(lambda: self._closed or len(self._pending) >= self.buffer
+                                  or self._urgent)
+        batch, self._pending, self._urgent = self._pending, [], False
         room, self._room = self._room, anyio.Event()
         room.set()
         return batch
@@ -143,8 +174,8 @@ class BatchWriter:
 
 
 def insert_statements(writes: Sequence[Rows]) -> list[tuple[str, list]]:
-    """One ``INSERT`` per table for a batch of writes: Store.append_batch's statement, built
-    apart from its execution. Each column travels as one list parameter that DuckDB unnests;
+    """One ``INSERT`` per table for a batch of writes, built apart from its execution (the
+    writer thread runs it). Each column travels as one list parameter that DuckDB unnests;
     a column that is NULL in every row is left out (NULL is every column's default)."""
     merged: dict[str, list[Mapping[str, Any]]] = {}
     for rows in writes:

@@ -8,6 +8,7 @@ Nothing is ever UPDATEd or DELETEd: a correction is a newer row (higher ``seq``)
 from __future__ import annotations
 
 import datetime as dt
+import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -15,8 +16,8 @@ from typing import Any
 import duckdb
 import pandas as pd  # the importers hand over DataFrames
 
-from harness.errors import UserError
-from harness.text import ABSTENTION_PATTERN
+from harness.errors import UserError, first_line
+from harness.store.journal import replay
 
 __all__ = ["Store", "DEFAULT_STORE", "utc_now", "TABLE_COLUMNS"]
 
@@ -53,7 +54,9 @@ CREATE TABLE scores (
 # Labels are kept as raters wrote them (after case-normalisation); the views expose one column per
 # regime. `human_label` prefers the plain `human` rater, then the first `human:<name>`;
 # `judge_label` takes the first `judge:<model>` rater (the report's --judge picks another).
-_VIEWS = f"""
+# Frozen as literal SQL: `abstained` holds harness.text.ABSTENTION_PATTERN as it was when this
+# migration shipped; a changed pattern is a new migration, so old and new stores cannot differ.
+_VIEWS = r"""
 CREATE OR REPLACE VIEW latest_items AS
     SELECT * EXCLUDE (rn) FROM (SELECT *, row_number() OVER (PARTITION BY item_id ORDER BY seq DESC) AS rn
                                FROM items) WHERE rn = 1;
@@ -83,9 +86,9 @@ surface AS (
 SELECT p.item_id, i.title, i.subset, i.question, i.reference, p.model,
        a.answer, a.answer_raw, h.label AS human_label, j.label AS judge_label,
        s.bleu2, s.bertscore_f1,
-       CASE WHEN a.answer IS NULL THEN NULL ELSE len(string_split_regex(trim(a.answer), '\\s+'))
+       CASE WHEN a.answer IS NULL THEN NULL ELSE len(string_split_regex(trim(a.answer), '\s+'))
             * (trim(a.answer) <> '')::INT END AS answer_words,
-       coalesce(regexp_matches(a.answer, '{ABSTENTION_PATTERN.replace("'", "''")}'), false) AS abstained,
+       coalesce(regexp_matches(a.answer, '(?i)\b(i\s+(do\s+not|don''?t|cannot|can''?t)\s+(know|recall|remember|say|be\s+sure|answer)|i''?m\s+not\s+(sure|familiar|aware|certain)|i\s+am\s+not\s+(sure|familiar|aware|certain)|i\s+have\s+no\s+(information|knowledge|idea)|i\s+(don''?t|do\s+not)\s+have\s+(information|enough\s+information|any\s+information|knowledge|details)|not\s+familiar\s+with|unable\s+to\s+(answer|provide|recall|determine)|no\s+(reliable\s+)?information\s+(about|on))'), false) AS abstained,
        coalesce(trim(i.reference), '') = '' AS reference_empty
 FROM pairs p
 LEFT JOIN latest_items i USING (item_id)
@@ -95,10 +98,29 @@ LEFT JOIN judge j USING (item_id, model)
 LEFT JOIN surface s USING (item_id, model);
 """
 
+# Batch jobs (``contam run --batch``): a row per state a job was seen in, the latest one wins. A
+# job's first row ("submitting") is committed before it is sent, with its cells in batch_cells
+# (line = the number in its custom id); its second, with the provider's job id, the moment the
+# provider returns it. ``imported``: its results are in answers/attempts (same transaction).
+_BATCHES = """
+CREATE TABLE batches (
+    seq BIGINT DEFAULT nextval('row_seq'), batch_key VARCHAR NOT NULL, run_id VARCHAR,
+    model VARCHAR, provider VARCHAR, provider_model VARCHAR, job_id VARCHAR, status VARCHAR,
+    cells INTEGER, succeeded INTEGER, failed INTEGER, error VARCHAR, created_at TIMESTAMP,
+    finished_at TIMESTAMP, updated_at TIMESTAMP);
+CREATE TABLE batch_cells (
+    seq BIGINT DEFAULT nextval('row_seq'), batch_key VARCHAR NOT NULL, line INTEGER NOT NULL,
+    item_id VARCHAR NOT NULL, model VARCHAR NOT NULL);
+CREATE OR REPLACE VIEW latest_batches AS
+    SELECT * EXCLUDE (rn) FROM (SELECT *, row_number() OVER (PARTITION BY batch_key ORDER BY seq DESC) AS rn
+                               FROM batches) WHERE rn = 1;
+"""
+
 # Numbered and append-only themselves: a schema change is a new entry, never an edit of an old one.
 MIGRATIONS: list[tuple[int, str, str]] = [
     (1, "initial tables", _TABLES),
     (2, "latest views and cells", _VIEWS),
+    (3, "batch jobs", _BATCHES),
 ]
 
 TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
@@ -112,6 +134,9 @@ TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
     "labels": ("item_id", "model", "rater", "label", "rubric_sha256", "run_id", "source_file",
                "created_at"),
     "scores": ("item_id", "model", "metric", "value", "params", "created_at"),
+    "batches": ("batch_key", "run_id", "model", "provider", "provider_model", "job_id", "status",
+                "cells", "succeeded", "failed", "error", "created_at", "finished_at", "updated_at"),
+    "batch_cells": ("batch_key", "line", "item_id", "model"),
 }
 
 
@@ -126,20 +151,42 @@ class Store:
     def __init__(self, path: str | Path = DEFAULT_STORE, *, read_only: bool = False) -> None:
         self.path = Path(path)
         self.read_only = read_only
+        self.replayed = 0
         self.con = self._connect()
         if not read_only:
             self.migrate()
+            self.replayed = replay(self)  # replies a killed run received but had not committed
 
     def _connect(self) -> duckdb.DuckDBPyConnection:
         if self.read_only and not self.path.exists():
             raise UserError(f"{self.path}: no such store")
         if not self.read_only:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._check_writable()
         try:
-            return duckdb.connect(str(self.path), read_only=self.read_only)
-        except duckdb.IOException as exc:
-            first_line = str(exc).splitlines()[0]
-            raise UserError(f"{self.path}: cannot open store ({first_line})") from exc
+            con = duckdb.connect(str(self.path), read_only=self.read_only)
+        except duckdb.Error as exc:  # not a DuckDB file, locked by another process, ...
+            raise UserError(f"{self.path}: cannot open store ({first_line(exc)})") from None
+        return con
+
+    def _check_writable(self) -> None:
+        """A writer needs its folder (for the store, its WAL and the reply journal) and the file
+        writable; found out here, before anything is sent or half-written."""
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with tempfile.TemporaryFile(dir=self.path.parent):
+                pass
+            if self.path.exists():
+                self.path.open("r+b").close()
+        except (FileExistsError, NotADirectoryError):  # mkdir met a file on the way
+            raise UserError(f"{self.path}: cannot write the store there "
+                            f"({self._file_in_the_way()} is a file, not a folder)") from None
+        except OSError as exc:
+            raise UserError(f"{self.path}: cannot write the store there "
+                            f"({exc.strerror or type(exc).__name__})") from None
+
+    def _file_in_the_way(self) -> Path:
+        return next((p for p in self.path.parents if p.exists() and not p.is_dir()),
+                    self.path.parent)
 
     # -- schema -------------------------------------------------------------------------------
 
@@ -168,14 +215,6 @@ class Store:
         """Insert rows (dicts keyed by column name) in one statement. Missing columns are NULL,
         unknown ones refused."""
         return self._append_lists(table, rows) if rows else 0
-
-    def append_batch(self, batch: Mapping[str, Sequence[Mapping[str, Any]]]) -> int:
-        """Rows for several tables (``{table: rows}``), one INSERT per table; the single writer's
-        fast path. Same rows as :meth:`append`: dicts keyed by column name, missing columns NULL,
-        unknown ones refused. Call it inside :meth:`transaction`.
-
-        """
-        return sum(self._append_lists(table, rows) for table, rows in batch.items() if rows)
 
     def _append_lists(self, table: str, rows: Sequence[Mapping[str, Any]]) -> int:
         # Each column travels as one list parameter that DuckDB unnests, with no DataFrame in
