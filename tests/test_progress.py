@@ -94,10 +94,11 @@ def test_the_live_display_renders_to_the_terminal():
     assert "gpt-test" in text and "STOPPED: quota" in text and "Ollama 0.13.0" in text
 
 
-def test_count_progress_prints_done_total_and_rate_in_its_unit(capsys):
-    from harness.display import CountProgress
+def test_batch_progress_plain_lines_give_the_rate_in_the_task_unit(capsys, monkeypatch):
+    import harness.display as display
 
-    with CountProgress("bertscore_f1", 10, "pairs", live=False, interval_s=0) as advance:
+    monkeypatch.setattr(display, "_PLAIN_EVERY_S", 0)
+    with display.BatchProgress(live=False).task("bertscore_f1", 10, "pairs") as advance:
         advance(4)
         advance(6)  # the last: the job prints its own summary line, not a progress line
     lines = capsys.readouterr().err.splitlines()
@@ -105,11 +106,11 @@ def test_count_progress_prints_done_total_and_rate_in_its_unit(capsys):
     assert lines[0].endswith(" pairs/s)")
 
 
-def test_count_progress_live_bar_shows_the_rate(capsys):
-    from harness.display import CountProgress
+def test_batch_progress_live_bar_shows_the_rate(capsys):
+    from harness.display import BatchProgress
 
-    progress = CountProgress("bleu2", 5, "rows", live=True)
-    bar, task = progress.bar
-    with progress as advance:
+    task = BatchProgress(live=True).task("bleu2", 5, "rows")
+    with task as advance:
         advance(5)
-    assert bar.tasks[task].completed == 5 and bar.tasks[task].fields["rate"] != "-"
+    shown = task.progress.tasks[0]
+    assert shown.completed == 5 and shown.fields["rate"] != "-"
