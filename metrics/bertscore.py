@@ -248,18 +248,16 @@ class BertScore:
 
     def f1_chunks(self, pairs: Sequence[Pair], baseline: Baseline | None = None,
                   ) -> Iterator[tuple[list[int], list[float]]]:
-        """(pair indices, F1 values) chunk by chunk over the scorable pairs, each distinct pair
-        scored once. Blank pairs are simply absent: they never reach the model."""
-        groups = _distinct_scorable(pairs)
-        if not groups:
+        """(pair indices, F1 values) chunk by chunk over the scorable pairs; every distinct text
+        is encoded once (a repeated pair is only matched again, which is cheap). Blank pairs are
+        simply absent: they never reach the model."""
+        scorable = [i for i, (a, r) in enumerate(pairs) if not (is_blank(a) or is_blank(r))]
+        if not scorable:
             return
-        distinct = list(groups)
-        chunks = score_chunks(self.encoder, [a for a, _ in distinct], [r for _, r in distinct])
+        chunks = score_chunks(self.encoder, [pairs[i][0] for i in scorable],
+                              [pairs[i][1] for i in scorable])
         for positions, raw in chunks:
-            f1 = rescale(raw, baseline)[:, 2].tolist()
-            members = [groups[distinct[p]] for p in positions.tolist()]
-            yield ([i for group in members for i in group],
-                   [v for group, v in zip(members, f1) for _ in group])
+            yield [scorable[p] for p in positions.tolist()], rescale(raw, baseline)[:, 2].tolist()
 
     def baseline_from_pairs(self, pairs: Sequence[tuple[str, str]], n: int = BASELINE_PAIRS,
                             seed: int = BASELINE_SEED) -> Baseline:
@@ -281,14 +279,6 @@ class BertScore:
             "bert_score": _version("bert-score"), "transformers": _version("transformers"),
             "torch": _version("torch"),
         }
-
-
-def _distinct_scorable(pairs: Sequence[Pair]) -> dict[tuple[str, str], list[int]]:
-    groups: dict[tuple[str, str], list[int]] = {}
-    for i, (answer, reference) in enumerate(pairs):
-        if not (is_blank(answer) or is_blank(reference)):
-            groups.setdefault((answer, reference), []).append(i)
-    return groups
 
 
 def _quietly(function, *args):

@@ -117,6 +117,7 @@ def score_store(store: Store, metrics: Iterable[str] = DEFAULT_METRICS, *,
     cells = _read_cells(store)
     passes = [_BertScorePass(store, cells, options) if name == "bertscore" else
               _SurfacePass(name, store, cells) for name in chosen]  # every check happens here
+    del cells  # each pass keeps only what it still needs: a million cells weigh
     reporter = BatchProgress(progress)
     return [run(store, reporter) for run in passes]
 
@@ -209,11 +210,12 @@ class _BertScorePass:
     def __init__(self, store: Store, cells: Sequence[_Cell], options: _BertScoreOptions) -> None:
         from metrics.bertscore import BertScore, EncoderUnavailable, resolve_encoder
 
-        self.cells, self.unavailable = cells, None
+        self.total, self.unavailable = len(cells), None
         self.scorer = BertScore(resolve_encoder(options.model, options.layer),
                                 device=options.device, precision=options.precision,
                                 token_budget=options.token_budget)
         self.baseline = _choose_baseline(store, self.scorer, cells, options)
+        self.cells = cells if self.baseline is _TO_COMPUTE else None  # for the baseline only
         self.todo = self._todo(store)
         if self.todo is None or any(not (c.blank or c.flagged) for c in self.todo):
             try:
@@ -234,9 +236,10 @@ class _BertScorePass:
             reporter.note(f"{self.metric}: no shipped baseline for {self.scorer.choice.name} "
                           f"layer {self.scorer.choice.layer}; computing one from shuffled pairs")
             self.baseline = self.scorer.baseline_from_pairs(_scorable_pairs(self.cells))
+            self.cells = None
             self.todo = self._todo(store)
         params = self.scorer.params(self.baseline)
-        summary = MetricSummary(self.metric, skipped=len(self.cells) - len(self.todo),
+        summary = MetricSummary(self.metric, skipped=self.total - len(self.todo),
                                 params=params)
         unscorable = [c for c in self.todo if c.blank or c.flagged]
         scorable = [c for c in self.todo if not (c.blank or c.flagged)]
