@@ -59,6 +59,8 @@ def _toml_value(value: Any) -> str:
         return "true" if value else "false"
     if isinstance(value, int | float):
         return repr(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
     if isinstance(value, dict):
         return "{ " + ", ".join(f"{k} = {_toml_value(v)}" for k, v in value.items()) + " }"
     return '"' + str(value).replace("\\", "\\\\").replace('"', '\\"') + '"'
@@ -88,12 +90,13 @@ class RunResult:
 
 
 def run_inprocess(config_path: Path, store_path: Path, *, models: list[str] | None = None,
-                  limit: int | None = None, provider_factory: Any = None) -> RunResult:
+                  limit: int | None = None, provider_factory: Any = None,
+                  retry: RetryPolicy = FAST_RETRY) -> RunResult:
     """`contam run` minus the argument parsing, with fast retries and captured output."""
     config = load_config(config_path)
     out, err = io.StringIO(), io.StringIO()
     options = RunOptions(limit=limit, no_progress=True, console=Console(file=out, width=200),
-                         retry=FAST_RETRY, provider_factory=provider_factory, handle_signals=False)
+                         retry=retry, provider_factory=provider_factory, handle_signals=False)
     with Store(store_path) as store, redirect_stderr(err):
         if config.items:
             import_file(store, "items", config.items)
