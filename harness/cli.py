@@ -119,6 +119,8 @@ def _add_emulator(sub: argparse._SubParsersAction) -> None:
                    help="requests per (API, model) before the day's quota runs out")
     p.add_argument("--jitter-ms", type=float, default=0.0, help="latency varies by +/- this much")
     p.add_argument("--seed", type=int, help="seed for fault draws and jitter (reproducible runs)")
+    p.add_argument("--slots", type=int,
+                   help="requests worked on at once, the rest queue (a served model's batch size)")
 
 
 def _add_bench(sub: argparse._SubParsersAction) -> None:

@@ -172,6 +172,7 @@ class EmulatorSettings:
     latency_ms: float = 0.0  # added before every answer except 429s and auth failures
     jitter_ms: float = 0.0  # latency varies uniformly by +/- this much
     rpm: float | None = None  # enforced per (API, model) over a sliding 60 s window
+    slots: int | None = None  # requests worked on at once, the rest queue (a served model's batch)
     faults: Mapping[str, float] = field(default_factory=dict)  # outcome -> probability
     script: Sequence[str] = ()  # exact outcomes for the first requests, consumed in order
     served_model: str | None = None  # answer as this model whatever was asked for
@@ -191,6 +192,8 @@ class EmulatorSettings:
             raise ValueError("latency and jitter must be >= 0 and rpm > 0")
         if self.quota_per_day is not None and self.quota_per_day < 0:
             raise ValueError("quota_per_day must be >= 0")
+        if self.slots is not None and self.slots < 1:
+            raise ValueError("slots must be >= 1")
 
 
 @dataclass(frozen=True, slots=True)
@@ -253,6 +256,9 @@ class _App:
         self._windows: defaultdict[tuple[str, str], deque[float]] = defaultdict(deque)
         self._day_counts: Counter[tuple[str, str]] = Counter()
         self._seen_models: dict[str, set[str]] = defaultdict(set)
+        # A replica of a served model works on `slots` requests at a time: the others wait their
+        # turn, so its throughput is slots / latency whatever the clients send.
+        self._slots = asyncio.Semaphore(settings.slots) if settings.slots else None
 
     async def respond(self, incoming: RecordedRequest) -> Canned | str:
         route = _route(incoming.method, incoming.path)
@@ -346,7 +352,10 @@ class _App:
         settings = self.settings
         jitter = self._rng.uniform(-settings.jitter_ms, settings.jitter_ms) if settings.jitter_ms else 0.0
         seconds = max(0.0, settings.latency_ms + jitter) / 1000
-        if seconds:
+        if self._slots is not None:
+            async with self._slots:
+                await asyncio.sleep(seconds)
+        elif seconds:
             await asyncio.sleep(seconds)
 
     def _success(self, dialect: Dialect, call: Call) -> Canned:
@@ -634,7 +643,8 @@ def _settings_from_args(args: argparse.Namespace) -> EmulatorSettings:
         return EmulatorSettings(
             latency_ms=args.latency_ms, jitter_ms=getattr(args, "jitter_ms", 0.0) or 0.0,
             rpm=args.rpm, faults=parse_faults(args.faults or ""), served_model=args.served_model,
-            quota_per_day=args.quota_per_day, seed=getattr(args, "seed", None), record=False)
+            quota_per_day=args.quota_per_day, seed=getattr(args, "seed", None),
+            slots=getattr(args, "slots", None), record=False)
     except ValueError as exc:
         raise UserError(str(exc)) from None
 
@@ -645,6 +655,7 @@ def _banner(url: str, settings: EmulatorSettings) -> str:
               f"  {api:<10} base_url = \"{url}\"" for api in DIALECTS]
     faults = ",".join(f"{k}={v:g}" for k, v in settings.faults.items()) or "none"
     lines.append(f"latency {settings.latency_ms:g} ms, rpm {settings.rpm or 'unlimited'}, "
+                 f"slots {settings.slots or 'unlimited'}, "
                  f"faults {faults}, served model {settings.served_model or 'as asked'}, "
                  f"quota/day {settings.quota_per_day or 'unlimited'}; Ctrl-C stops it")
     lines.append("judge requests (the judge rubric as system prompt) get a label: right when the "
