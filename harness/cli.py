@@ -84,6 +84,10 @@ def _add_score(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--device", help="cpu, cuda, cuda:1 ... (default cuda when available)")
     p.add_argument("--batch-size", type=int,
                    help="BERTScore batch size (default 64 on CPU, 256 on CUDA)")
+    p.add_argument("--ray", nargs="?", const="local", metavar="ADDRESS",
+                   help="score BERTScore on a Ray cluster: no value for a local Ray, 'auto' for "
+                        "the cluster this node joined, or ray://host:10001 (pip install "
+                        "'contam[ray]')")
     _progress(p)
 
 
