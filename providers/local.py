@@ -31,8 +31,8 @@ import contextlib
 import importlib
 import os
 import threading
-import unittest.mock
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -42,7 +42,7 @@ import anyio
 import anyio.from_thread
 import anyio.to_thread
 
-from providers.base import Fatal, ModelSettings, Reply, Request, Timeout
+from providers.base import Fatal, ModelSettings, Provider, Reply, Request, Timeout
 
 __all__ = [
     "LocalProvider",
@@ -169,14 +169,20 @@ def _from_disk(artifact: LocalArtifact, device: str) -> tuple[Any, Any]:
     return tokenizer, model.to(device).eval()
 
 
-def _quiet_gguf_conversion() -> contextlib.AbstractContextManager:
+@contextlib.contextmanager
+def _quiet_gguf_conversion() -> Iterator[None]:
     """transformers' GGUF conversion draws a tqdm bar that its progress-bar switch does not
-    reach; silence that one bar while loading (the load lock keeps this patch to one thread)."""
+    reach; silence that one bar while loading (the load lock keeps this swap to one thread)."""
     module = importlib.import_module("transformers.modeling_gguf_pytorch_utils")
     bar = getattr(module, "tqdm", None)
     if bar is None:
-        return contextlib.nullcontext()
-    return unittest.mock.patch.object(module, "tqdm", partial(bar, disable=True))
+        yield
+        return
+    module.tqdm = partial(bar, disable=True)
+    try:
+        yield
+    finally:
+        module.tqdm = bar
 
 
 def _served_name(model: Any, artifact: LocalArtifact) -> str:
@@ -262,7 +268,7 @@ def _reply(loaded: _Loaded, new_tokens: list[int], prompt_length: int, max_new_t
                  input_tokens=prompt_length, output_tokens=len(new_tokens), http_status=None)
 
 
-class LocalProvider:
+class LocalProvider(Provider):
     """One configured local model. The weights load on first use (or in :meth:`preflight`)."""
 
     def __init__(self, spec: ModelSettings, client: Any = None) -> None:

@@ -12,7 +12,6 @@ from harness.config import ModelSpec, load_config
 from harness.display import RateMeter, plain_lines, render_table
 from harness.emulator.server import EmulatorSettings, run_emulator
 from harness.engine.counters import LaneStats, ReplicaStats
-from harness.engine.lanes import RetryPolicy
 from harness.engine.limits import LaneLimits
 from harness.engine.replicas import Replica, ReplicaSet
 from harness.errors import UserError
@@ -129,8 +128,7 @@ def test_a_lane_over_two_replicas_answers_everything_through_the_healthy_one(tmp
         urls = [broken.base_url(provider), healthy.base_url(provider)]
         entry = model_entry(provider, broken, base_url=urls, max_attempts=5)
         config = write_config(tmp_path, [entry], items=12)
-        result = run_inprocess(config, tmp_path / "s.duckdb",
-                               retry=RetryPolicy(wait_initial=0.2, wait_max=2.0, wait_jitter=0.0))
+        result = run_inprocess(config, tmp_path / "s.duckdb")
     assert result.status == 0, result.err + result.out
     with Store(tmp_path / "s.duckdb", read_only=True) as store:
         assert store.count("latest_answers") == 12
