@@ -4,6 +4,7 @@
     api.import_path("items", "items.csv", store="runs/study.duckdb")
     api.run("study.toml", store="runs/study.duckdb", options=api.JobOptions(limit=10))
     api.score("runs/study.duckdb", api.ScoreOptions(metrics=["bleu2"]))
+    api.score("runs/study.duckdb", api.ScoreOptions(ray=api.RayOptions("auto")))  # on a Ray cluster
     api.cells("runs/study.duckdb")  # a pandas DataFrame of the cells view
 
 Each call returns the job's result object (what ``contam`` prints); nothing is printed.
@@ -21,12 +22,13 @@ from harness.jobs.lane_job import JobOptions, JobResult
 from harness.jobs.report import ReportResult, report
 from harness.jobs.run import run
 from harness.jobs.score import MetricSummary, ScoreOptions, score
+from harness.jobs.score_ray import RayOptions
 from harness.jobs.sql import QueryResult, sql
 from harness.store import DEFAULT_STORE, Store
 
 __all__ = ["import_path", "run", "judge", "score", "report", "sql", "cells", "JobOptions",
            "ScoreOptions", "ImportResult", "JobResult", "JudgeResult", "MetricSummary",
-           "ReportResult", "QueryResult"]
+           "ReportResult", "QueryResult", "RayOptions"]
 
 
 def cells(store: str | Path = DEFAULT_STORE) -> pd.DataFrame:

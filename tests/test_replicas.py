@@ -141,6 +141,18 @@ def test_a_lane_over_two_replicas_answers_everything_through_the_healthy_one(tmp
     assert by_replica[urls[1]] == ["ok:200"] and ok_replicas == [(urls[1],)]
 
 
+def test_a_replica_whose_preflight_fails_is_left_out_and_the_others_answer(tmp_path):
+    with run_emulator(EmulatorSettings()) as healthy:
+        unreachable = "http://127.0.0.1:9"  # the discard port: nothing listens there
+        entry = model_entry("ollama", healthy, base_url=[unreachable, healthy.base_url("ollama")])
+        result = run_inprocess(write_config(tmp_path, [entry], items=6), tmp_path / "s.duckdb")
+    assert result.status == 0, result.err + result.out
+    assert f"ollama-m: replica {unreachable} left out:" in result.out + result.err
+    with Store(tmp_path / "s.duckdb", read_only=True) as store:
+        assert store.count("latest_answers") == 6
+        assert store.query("SELECT DISTINCT replica FROM attempts") == [(healthy.base_url("ollama"),)]
+
+
 # -- the display -------------------------------------------------------------------------------
 
 def replicated_lane() -> LaneStats:

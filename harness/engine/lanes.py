@@ -263,25 +263,27 @@ class _LaneRun:
         server up, is the tag local or proxied; local: load the weights). Of several replicas,
         one whose preflight fails is left out; the lane stops when none is left. False: stopped."""
         try:
-            candidates = self._build_replicas(clients)
+            self._use_replicas(await self._ready_replicas(self._build_replicas(clients)))
         except ProviderError as exc:
             self._stop(exc)
             return False
-        ready, first_error = [], None
+        return True
+
+    async def _ready_replicas(self, candidates: list[Replica]) -> list[Replica]:
+        """The replicas whose preflight passed; raises the first failure when none did."""
+        ready, failures = [], []
         for replica in candidates:
             try:
                 await self._preflight(replica)
                 ready.append(replica)
             except ProviderError as exc:
-                first_error = first_error or exc
+                failures.append(exc)
                 if len(candidates) > 1:
                     self.engine.notify(f"{self.spec.name}: replica {replica.url} left out: "
                                        f"{redact(str(exc))}")
         if not ready:
-            self._stop(first_error)
-            return False
-        self._use_replicas(ready)
-        return True
+            raise failures[0]
+        return ready
 
     def _build_replicas(self, clients: Sequence[httpx.AsyncClient]) -> list[Replica]:
         if self.lane.provider is not None:
