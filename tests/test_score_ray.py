@@ -157,6 +157,23 @@ def test_a_ray_pass_killed_halfway_resumes_with_only_the_rest(filled, single_pro
     assert_same_numbers(scores(path), single_process[0])
 
 
+@pytest.mark.slow
+def test_contam_score_ray_without_an_address_starts_a_ray_of_its_own(tmp_path):
+    path = tmp_path / "small.duckdb"
+    with Store(path) as store:
+        store.append("items", [{"item_id": f"i{i}", "reference": f"{WORDS[i]} {WORDS[i + 1]}",
+                                "added_at": utc_now()} for i in range(6)])
+        store.append("answers", [{"item_id": f"i{i}", "model": "m", "answer": WORDS[i + 2],
+                                  "created_at": utc_now()} for i in range(6)])
+    done = subprocess.run([sys.executable, "-m", "harness.cli", "score", "--store", str(path),
+                           "--metric", "bertscore", "--ray", "--no-rescale", "--bertscore-model",
+                           OFFLINE_ENCODER, "--no-progress"], capture_output=True, text=True,
+                          timeout=600, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.startswith("bertscore_f1: 6 scored (0 NULL)")
+    assert len(scores(path)) == 6 and None not in scores(path).values()
+
+
 def test_without_ray_the_flag_says_how_to_get_it(filled, contam, monkeypatch):
     monkeypatch.setitem(sys.modules, "ray", None)  # import ray now raises ImportError
     status, out, err = contam("score", "--store", filled, "--metric", "bertscore", "--ray",

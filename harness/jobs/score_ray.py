@@ -105,11 +105,11 @@ class RayShards:
     def _connect(self) -> None:
         if self.ray.is_initialized():
             return  # a caller's Ray (a notebook, a test) is used as it is
-        address = self.options.address
-        local = {"address": None, "include_dashboard": False} if address == LOCAL else {}
+        address = self.options.address  # "local": Ray's own word for a new Ray of this machine
+        dashboard = {"include_dashboard": False} if address == LOCAL else {}
         try:
             self.ray.init(address=address, logging_level=logging.ERROR, log_to_driver=False,
-                          **local)
+                          **dashboard)
         except (ConnectionError, TimeoutError, RuntimeError, ValueError) as exc:
             raise UserError(f"--ray {address}: cannot reach the Ray cluster "
                             f"({_first_line(exc)})") from None
