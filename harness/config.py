@@ -10,13 +10,16 @@ from typing import Any
 
 from harness.errors import UserError
 
-__all__ = ["ModelSpec", "RunConfig", "load_config", "model_names", "parse_model", "PROVIDERS", "DEFAULT_SYSTEM_PROMPT"]
+__all__ = ["ModelSpec", "RunConfig", "load_config", "model_names", "parse_model", "PROVIDERS",
+           "BATCH_PROVIDERS", "DEFAULT_SYSTEM_PROMPT"]
 
 DEFAULT_SYSTEM_PROMPT = (
     "Answer from memory only. Do not look anything up. Reply with a bare 1-2 sentence answer."
 )
 
 PROVIDERS = ("openai", "gemini", "anthropic", "ollama", "local")
+# Providers with a batch API (providers.batch.BATCH_PROTOCOLS; a test keeps the two equal).
+BATCH_PROVIDERS = ("openai", "anthropic", "gemini")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -34,6 +37,7 @@ class ModelSpec:
     max_attempts: int = 5
     timeout_s: float = 60.0
     params: dict[str, Any] = field(default_factory=dict)
+    batch: bool = False  # ask through the provider's batch API (BATCH_PROVIDERS only)
 
     def public_dict(self) -> dict[str, Any]:
         """What may be stored in `runs.config`: everything but secrets (there are none here:
@@ -114,6 +118,7 @@ def parse_model(path: Path, where: str, entry: dict[str, Any]) -> ModelSpec:
         raise UserError(f"{path}: {where}: provider {entry['provider']!r} is not one of "
                         f"{', '.join(PROVIDERS)}")
     _refuse_non_positive(path, where, entry)
+    _refuse_bad_batch(path, where, entry)
     return ModelSpec(**{**entry, "name": entry.get("name") or entry["model"],
                         "base_url": _base_url(path, where, entry.get("base_url")),
                         "params": dict(entry.get("params", {}))})
@@ -140,6 +145,18 @@ def _refuse_non_positive(path: Path, where: str, entry: dict[str, Any]) -> None:
         value = entry.get(key)
         if value is not None and (not isinstance(value, int | float) or value <= 0):
             raise UserError(f"{path}: {where}: '{key}' must be a positive number, not {value!r}")
+
+
+def _refuse_bad_batch(path: Path, where: str, entry: dict[str, Any]) -> None:
+    batch = entry.get("batch", False)
+    if not isinstance(batch, bool):
+        raise UserError(f"{path}: {where}: 'batch' must be true or false, not {batch!r}")
+    if batch and entry["provider"] not in BATCH_PROVIDERS:
+        raise UserError(f"{path}: {where}: 'batch = true' needs a provider with a batch API "
+                        f"({', '.join(BATCH_PROVIDERS)}), not {entry['provider']!r}")
+    if batch and isinstance(entry.get("base_url"), list):
+        raise UserError(f"{path}: {where}: 'batch = true' sends to one batch API, not to "
+                        "replicas: give one base_url")
 
 
 def _refuse_duplicate_names(path: Path, models: tuple[ModelSpec, ...]) -> None:

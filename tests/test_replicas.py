@@ -51,6 +51,14 @@ def test_a_base_url_that_is_neither_is_refused(tmp_path, value):
         config_with(tmp_path, value)
 
 
+def test_a_batch_model_takes_one_base_url(tmp_path):
+    path = tmp_path / "run.toml"
+    path.write_text('[[models]]\nprovider = "openai"\nmodel = "m"\nbatch = true\n'
+                    'base_url = ["http://a/v1", "http://b/v1"]\n')
+    with pytest.raises(UserError, match="'batch = true' sends to one batch API, not to replicas"):
+        load_config(path)
+
+
 # -- choosing and cooling down -----------------------------------------------------------------
 
 def replica_set(n: int, backoff=(1.0, 8.0)) -> ReplicaSet:
