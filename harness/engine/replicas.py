@@ -15,7 +15,7 @@ backoff is the only other wait.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 import anyio
 
@@ -51,9 +51,6 @@ class ReplicaSet:
                  backoff_s: tuple[float, float] = (1.0, 60.0)) -> None:
         self.replicas, self.limits, self.backoff_s = list(replicas), limits, backoff_s
         self.single = len(self.replicas) == 1
-
-    def __iter__(self) -> Iterator[Replica]:
-        return iter(self.replicas)
 
     async def choose(self) -> Replica:
         """The open replica with the fewest in flight; waits while every replica cools down."""
