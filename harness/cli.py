@@ -11,8 +11,10 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
+import duckdb
+
 from harness.config import model_names
-from harness.errors import UserError
+from harness.errors import UserError, first_line
 from harness.store import DEFAULT_STORE
 
 __all__ = ["main", "build_parser", "print_result"]
@@ -352,6 +354,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return HANDLERS[args.command](args)
     except UserError as exc:
         print(f"contam {args.command}: {exc}", file=sys.stderr)
+        return 2
+    except duckdb.Error as exc:  # a store that broke mid-command (cut off, its folder read-only)
+        where = getattr(args, "store", None) or "the store"
+        print(f"contam {args.command}: {where}: store error ({first_line(exc)})", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"contam {args.command}: interrupted", file=sys.stderr)

@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 
 import httpx
 import orjson
@@ -93,6 +94,22 @@ def test_script_is_consumed_in_order_then_normal_service(emulator) -> None:
     assert statuses == [500, 429, 529, 200, 200]
     emu.push_script("503")
     assert [r.status_code for r in calls(emu, "/v1/chat/completions", OPENAI_BODY, 2)] == [503, 200]
+
+
+def test_on_sent_sees_each_answer_after_it_went_out_with_its_arrival_time(emulator) -> None:
+    sent = []
+    emu = emulator(latency_ms=50, script=["500"],
+                   on_sent=lambda request, answer: sent.append((request, answer, time.time())))
+    with httpx.Client(timeout=5) as client:
+        before = time.time()
+        statuses = [chat(client, emu).status_code for _ in range(2)]
+    deadline = time.monotonic() + 2
+    while len(sent) < 2 and time.monotonic() < deadline:  # on_sent runs on the server's thread,
+        time.sleep(0.01)  # after the reply is on the socket: the client may have read it first
+    assert statuses == [500, 200] and [answer.status for _, answer, _ in sent] == [500, 200]
+    request, answer, at = sent[1]
+    assert request.path == "/v1/chat/completions" and b"Emulated answer" in answer.body
+    assert before <= sent[0][0].received_at <= request.received_at <= at - 0.04  # 50 ms latency
 
 
 def test_rpm_is_enforced_per_api_and_model(emulator) -> None:

@@ -120,6 +120,14 @@ def test_when_every_replica_cools_down_a_request_waits_for_the_first_to_reopen()
     assert 0.08 <= time.monotonic() - started < 0.3
 
 
+def test_a_hint_beyond_max_hint_s_cools_nothing_down_the_lane_stops_instead():
+    spec = ModelSpec(name="m", provider="openai", model="m")
+    replicas = ReplicaSet([Replica("http://a", None), Replica("http://b", None)],
+                          LaneLimits(spec), max_hint_s=600)
+    replicas.failed(replicas.replicas[0], RateLimited("429", http_status=429, retry_after_s=3600))
+    assert replicas.replicas[0].cooling_for() == 0 and replicas.replicas[0].stats.errors == 1
+
+
 def test_one_replica_keeps_the_lane_gate():
     replicas = replica_set(1)
     replicas.failed(replicas.replicas[0], RateLimited("429", http_status=429, retry_after_s=5))

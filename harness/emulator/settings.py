@@ -8,9 +8,12 @@ import unicodedata
 import zlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from metrics.judge import JUDGE_RUBRIC
+
+if TYPE_CHECKING:
+    from harness.emulator.apis import Canned
 
 __all__ = ["EmulatorSettings", "RecordedRequest", "Step", "parse_step", "parse_faults",
            "default_answer", "default_reply", "judge_label", "RESET", "HANG"]
@@ -135,6 +138,8 @@ class EmulatorSettings:
     batch_processing_s: float = 0.0  # a batch job ends this long after it was created
     batch_fail_rate: float = 0.0  # probability that a batch line fails with a 500
     batch_expire_rate: float = 0.0  # probability that a batch line expires unprocessed
+    # Called with each request and its answer once the answer is on the socket (a soak's ledger).
+    on_sent: Callable[[RecordedRequest, Canned], None] | None = None
 
     def __post_init__(self) -> None:
         for step in self.script:
@@ -161,3 +166,4 @@ class RecordedRequest:
     body: Any
     raw_body: bytes
     client: tuple[str, int] | None = None  # the peer address: one per keep-alive connection
+    received_at: float = 0.0  # time.time() when the whole request had arrived

@@ -57,7 +57,19 @@ from harness.engine.replicas import Replica, ReplicaSet
 from harness.engine.writer import BatchWriter, Rows
 from harness.store import utc_now
 from providers.base import (
-    Fatal, MissingKey, Provider, ProviderError, QuotaExhausted, RateLimited, Reply, Request, ServedModelMismatch, Timeout, Transient, redact,
+    BadKey,
+    Fatal,
+    MissingKey,
+    Provider,
+    ProviderError,
+    QuotaExhausted,
+    RateLimited,
+    Reply,
+    Request,
+    ServedModelMismatch,
+    Timeout,
+    Transient,
+    redact,
 )
 from providers.registry import check_first_reply, create_provider
 
@@ -127,14 +139,27 @@ class InternalError(Fatal):
     """A provider or ``accept`` raised something unclassified: a bug, which stops its lane."""
 
 
+class WaitTooLong(QuotaExhausted):
+    """The server asked for a wait beyond the model's ``max_hint_s``: stopped like a quota, and the
+    next run resumes, rather than a lane cooling down for hours (or, with a hostile hint, years)."""
+
+
+# A hint longer than this (the model's max_hint_s; 10 minutes unless configured) stops the lane.
+DEFAULT_MAX_HINT_S = 600.0
+
+
 def stop_reason(exc: BaseException) -> str:
     """The short reason a lane stopped, as the display and the summary show it."""
+    if isinstance(exc, WaitTooLong):
+        return "wait too long"
     if isinstance(exc, QuotaExhausted):
         return "quota"
     if isinstance(exc, ServedModelMismatch):
         return "substitution"
     if isinstance(exc, MissingKey):
         return "missing key"
+    if isinstance(exc, BadKey):
+        return "bad key"
     if isinstance(exc, Fatal) and exc.http_status in (401, 403):
         return "auth"
     if isinstance(exc, Transient):  # only a preflight stops a lane on a retryable error
@@ -298,7 +323,8 @@ class _LaneRun:
             self.engine.notify(f"{self.spec.name}: {report}")
 
     def _use_replicas(self, replicas: list[Replica]) -> None:
-        self.replicas = ReplicaSet(replicas, self.limits, (RETRY_WAIT_INITIAL, RETRY_WAIT_MAX))
+        self.replicas = ReplicaSet(replicas, self.limits, (RETRY_WAIT_INITIAL, RETRY_WAIT_MAX),
+                                   max_hint_s=self._max_hint_s())
         self.stats.cooling_for = self.replicas.cooling_for
         if len(self.spec.replica_urls()) > 1:
             self.stats.replicas = [replica.stats for replica in replicas]
@@ -443,12 +469,29 @@ class _LaneRun:
             f"model {self.spec.name!r}: {type(exc).__name__}: {exc}")
         if isinstance(error, RateLimited):
             self.stats.rate_limited += 1
+        too_long = self._wait_too_long(error)
         row = self._attempt_row(task, number, started_at, latency, error.outcome,
                                 error.http_status, error.retry_after_s, str(error),
                                 replica=replica)
         await self.engine.writer.write({"attempts": [row]})
+        if too_long is not None:
+            raise too_long from exc
         if error is not exc:
             raise error from exc
+
+    def _max_hint_s(self) -> float:
+        return getattr(self.spec, "max_hint_s", None) or DEFAULT_MAX_HINT_S
+
+    def _wait_too_long(self, error: ProviderError) -> WaitTooLong | None:
+        """A stop for a hint beyond the model's ceiling, or None."""
+        ceiling = self._max_hint_s()
+        hint = error.retry_after_s
+        if not error.retryable or hint is None or hint <= ceiling:
+            return None
+        return WaitTooLong(f"model {self.spec.name!r}: the server asks to wait {hint:,.0f} s, more "
+                           f"than max_hint_s = {ceiling:g} s; this model is stopped, and running "
+                           "`contam run` again later resumes it without asking answered items "
+                           "again", http_status=error.http_status, retry_after_s=hint)
 
     def _attempt_row(self, task: Task, number: int, started_at: Any, latency: float,
                      outcome: str, http_status: int | None, retry_after_s: float | None = None,

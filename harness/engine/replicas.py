@@ -45,11 +45,14 @@ class Replica:
 
 
 class ReplicaSet:
-    """Where a lane's requests go. ``backoff_s``: (first, longest) cool-down without a hint."""
+    """Where a lane's requests go. ``backoff_s``: (first, longest) cool-down without a hint;
+    a hint beyond ``max_hint_s`` cools nothing down (the lane stops instead)."""
 
     def __init__(self, replicas: Sequence[Replica], limits: LaneLimits,
-                 backoff_s: tuple[float, float] = (1.0, 60.0)) -> None:
+                 backoff_s: tuple[float, float] = (1.0, 60.0),
+                 max_hint_s: float = float("inf")) -> None:
         self.replicas, self.limits, self.backoff_s = list(replicas), limits, backoff_s
+        self.max_hint_s = max_hint_s
         self.single = len(self.replicas) == 1
 
     async def choose(self) -> Replica:
@@ -70,7 +73,8 @@ class ReplicaSet:
     def failed(self, replica: Replica, error: BaseException) -> None:
         """A failed exchange: cool the replica down (or, with one replica, the lane on a hint)."""
         replica.stats.errors += 1
-        if not isinstance(error, ProviderError) or not error.retryable:
+        if not isinstance(error, ProviderError) or not error.retryable or \
+                (error.retry_after_s or 0) > self.max_hint_s:
             return  # the lane stops: nothing to cool down
         if self.single:
             # The server named a time before which this model's requests are refused (a 429, or
