@@ -114,6 +114,10 @@ def _add_score(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--token-budget", type=int,
                    help="tokens per encoder batch, padding included "
                         "(default 8192 on CPU, 65536 on CUDA)")
+    p.add_argument("--ray", nargs="?", const="local", metavar="ADDRESS",
+                   help="score BERTScore on a Ray cluster: no value for a local Ray, 'auto' for "
+                        "the cluster this node joined, or ray://host:10001 (pip install "
+                        "'contam[ray]')")
     _progress(p)
 
 
@@ -151,6 +155,8 @@ def _add_emulator(sub: argparse._SubParsersAction) -> None:
                    help="requests per (API, model) before the day's quota runs out")
     p.add_argument("--jitter-ms", type=float, default=0.0, help="latency varies by +/- this much")
     p.add_argument("--seed", type=int, help="seed for fault draws and jitter (reproducible runs)")
+    p.add_argument("--slots", type=int,
+                   help="requests worked on at once, the rest queue (a served model's batch size)")
     p.add_argument("--batch-processing-s", type=float, default=0.0,
                    help="seconds a batch job takes before its results are ready")
     p.add_argument("--batch-fail-rate", type=float, default=0.0,
@@ -256,11 +262,13 @@ def print_result(result: Any, out: TextIO | None = None, err: TextIO | None = No
 
 def _score(args: argparse.Namespace) -> int:
     from harness.jobs.score import DEFAULT_METRICS, ScoreOptions, score
+    from harness.jobs.score_ray import RayOptions
 
     options = ScoreOptions(
         metrics=args.metric or DEFAULT_METRICS, bertscore_model=args.bertscore_model,
         layer=args.bertscore_layers, rescale=not args.no_rescale, baseline=args.baseline,
         device=args.device, precision=args.precision, token_budget=args.token_budget,
+        ray=RayOptions(address=args.ray) if args.ray else None,
         progress=not args.no_progress and sys.stderr.isatty())
     summaries = score(args.store, options)
     for summary in summaries:
@@ -300,7 +308,7 @@ def emulator_settings_from_args(args: argparse.Namespace) -> Any:
 
     return emulator_settings(latency_ms=args.latency_ms, jitter_ms=args.jitter_ms or 0.0,
                              rpm=args.rpm, faults=args.faults or "", served_model=args.served_model,
-                             quota_per_day=args.quota_per_day, seed=args.seed,
+                             quota_per_day=args.quota_per_day, seed=args.seed, slots=args.slots,
                              batch_processing_s=args.batch_processing_s,
                              batch_fail_rate=args.batch_fail_rate,
                              batch_expire_rate=args.batch_expire_rate)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import tomllib
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -28,7 +29,7 @@ class ModelSpec:
     name: str  # the user's label, stored in `model`
     provider: str  # openai | gemini | anthropic | ollama | local
     model: str  # the provider's model id
-    base_url: str | None = None
+    base_url: str | tuple[str, ...] | None = None  # a tuple: replicas of one served model
     api_key_env: str | None = None
     rpm: float | None = None
     tpm: float | None = None
@@ -42,6 +43,14 @@ class ModelSpec:
         """What may be stored in `runs.config`: everything but secrets (there are none here:
         only the *name* of the key's environment variable is kept, never its value)."""
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+    def replica_urls(self) -> tuple[str | None, ...]:
+        """One entry per replica: the listed URLs, or the one ``base_url`` (None: the default)."""
+        return self.base_url if isinstance(self.base_url, tuple) else (self.base_url,)
+
+    def for_replica(self, url: str | None) -> "ModelSpec":
+        """This model as one replica's provider sees it: a single ``base_url``."""
+        return dataclasses.replace(self, base_url=url)
 
 
 _MODEL_KEYS = {f.name for f in fields(ModelSpec)}
@@ -110,7 +119,19 @@ def parse_model(path: Path, where: str, entry: dict[str, Any]) -> ModelSpec:
                         f"{', '.join(PROVIDERS)}")
     _refuse_non_positive(path, where, entry)
     _refuse_bad_batch(path, where, entry)
-    return ModelSpec(**{**entry, "name": entry.get("name") or entry["model"], "params": dict(entry.get("params", {}))})
+    return ModelSpec(**{**entry, "name": entry.get("name") or entry["model"],
+                        "base_url": _base_url(path, where, entry.get("base_url")),
+                        "params": dict(entry.get("params", {}))})
+
+
+def _base_url(path: Path, where: str, value: Any) -> str | tuple[str, ...] | None:
+    """A URL, or a non-empty list of URLs (replicas), which becomes a tuple."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, list) and value and all(isinstance(url, str) and url for url in value):
+        return tuple(value)
+    raise UserError(f"{path}: {where}: 'base_url' must be a URL or a non-empty list of URLs, "
+                    f"not {value!r}")
 
 
 def _refuse_unknown(path: Path, where: str, table: dict[str, Any], allowed: set[str]) -> None:
@@ -133,6 +154,9 @@ def _refuse_bad_batch(path: Path, where: str, entry: dict[str, Any]) -> None:
     if batch and entry["provider"] not in BATCH_PROVIDERS:
         raise UserError(f"{path}: {where}: 'batch = true' needs a provider with a batch API "
                         f"({', '.join(BATCH_PROVIDERS)}), not {entry['provider']!r}")
+    if batch and isinstance(entry.get("base_url"), list):
+        raise UserError(f"{path}: {where}: 'batch = true' sends to one batch API, not to "
+                        "replicas: give one base_url")
 
 
 def _refuse_duplicate_names(path: Path, models: tuple[ModelSpec, ...]) -> None:

@@ -214,8 +214,9 @@ class BertScore:
 
     def __init__(self, choice: EncoderChoice, *, device: str | None = None,
                  precision: str | None = None, token_budget: int | None = None) -> None:
-        self.choice, self.device, self.token_budget = choice, device, token_budget
+        self.choice, self.token_budget, self._device_asked = choice, token_budget, device
         devices = resolve_devices(device)
+        self.device = ",".join(devices)  # where it scores (a Ray actor reports it)
         self.precision = check_precision(precision or default_precision(devices), devices)
         self._encoder: Encoder | None = None
 
@@ -224,7 +225,7 @@ class BertScore:
         """The loaded encoder; raises :class:`EncoderUnavailable` where the model cannot be had."""
         if self._encoder is None:
             where = locate_model(self.choice.model_type, offline_hint())
-            self._encoder = _quietly(load_encoder, where, self.choice.layer, self.device,
+            self._encoder = _quietly(load_encoder, where, self.choice.layer, self._device_asked,
                                      self.precision, self.token_budget, self.choice.name)
         return self._encoder
 

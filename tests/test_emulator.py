@@ -67,7 +67,8 @@ def test_parse_faults() -> None:
 
 
 def test_settings_refuse_bad_values() -> None:
-    for bad in ({"script": ["nope"]}, {"faults": {"500": 2.0}}, {"rpm": 0}, {"latency_ms": -1}):
+    for bad in ({"script": ["nope"]}, {"faults": {"500": 2.0}}, {"rpm": 0}, {"latency_ms": -1},
+                {"slots": 0}):
         with pytest.raises(ValueError):
             EmulatorSettings(**bad)
 
@@ -319,6 +320,28 @@ def test_keep_alive_serves_many_requests_on_one_connection(emulator) -> None:
     with httpx.Client() as client:
         assert all(chat(client, emu).status_code == 200 for _ in range(20))
     assert len({r.client for r in emu.requests}) == 1
+
+
+def test_slots_make_requests_beyond_them_wait_their_turn(emulator) -> None:
+    """A replica with 2 slots and 200 ms per request answers 6 requests sent at once in three
+    rounds; the CLI's --slots sets it."""
+    emu = emulator(latency_ms=200, slots=2)
+
+    async def six_at_once() -> list[float]:
+        async with httpx.AsyncClient(timeout=5) as client:
+            started = asyncio.get_running_loop().time()
+
+            async def one() -> float:
+                response = await client.post(f"{emu.url}/v1/chat/completions", json=OPENAI_BODY)
+                assert response.status_code == 200
+                return asyncio.get_running_loop().time() - started
+
+            return sorted(await asyncio.gather(*(one() for _ in range(6))))
+
+    done = asyncio.run(six_at_once())
+    assert done[1] < 0.38 and 0.38 < done[2] < 0.58 and done[5] > 0.58
+    args = build_parser().parse_args(["emulator", "--slots", "4"])
+    assert emulator_settings_from_args(args).slots == 4
 
 
 def test_hundreds_of_concurrent_connections(emulator) -> None:

@@ -124,6 +124,7 @@ class EmulatorSettings:
     latency_ms: float = 0.0  # added before every answer except 429s and auth failures
     jitter_ms: float = 0.0  # latency varies uniformly by +/- this much
     rpm: float | None = None  # enforced per (API, model) over a sliding 60 s window
+    slots: int | None = None  # requests worked on at once, the rest queue (a served model's batch)
     faults: Mapping[str, float] = field(default_factory=dict)  # outcome -> probability
     script: Sequence[str] = ()  # exact outcomes for the first requests, consumed in order
     served_model: str | None = None  # answer as this model whatever was asked for
@@ -148,6 +149,8 @@ class EmulatorSettings:
             raise ValueError("latency and jitter must be >= 0 and rpm > 0")
         if self.quota_per_day is not None and self.quota_per_day < 0:
             raise ValueError("quota_per_day must be >= 0")
+        if self.slots is not None and self.slots < 1:
+            raise ValueError("slots must be >= 1")
         if self.batch_processing_s < 0 or not 0 <= self.batch_fail_rate + self.batch_expire_rate <= 1:
             raise ValueError("batch_processing_s must be >= 0 and the batch rates add up to 0..1")
 

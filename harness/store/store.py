@@ -121,13 +121,15 @@ MIGRATIONS: list[tuple[int, str, str]] = [
     (1, "initial tables", _TABLES),
     (2, "latest views and cells", _VIEWS),
     (3, "batch jobs", _BATCHES),
+    (4, "attempts.replica: the server of a replicated model",
+     "ALTER TABLE attempts ADD COLUMN replica VARCHAR;"),
 ]
 
 TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
     "items": ("item_id", "title", "subset", "question", "reference", "extra", "source_file", "added_at"),
     "runs": ("run_id", "kind", "started_at", "finished_at", "config", "prompt_sha256", "harness_version"),
     "attempts": ("run_id", "item_id", "model", "attempt", "started_at", "latency_s", "outcome",
-                 "http_status", "retry_after_s", "error"),
+                 "http_status", "retry_after_s", "error", "replica"),
     "answers": ("run_id", "item_id", "model", "provider", "provider_model", "served_model",
                 "answer_raw", "answer", "finish_reason", "input_tokens", "output_tokens",
                 "latency_s", "created_at"),
