@@ -41,14 +41,14 @@ _PAGE = 512  # rows fetched from the store at a time: the task list is never hel
 
 
 def run_command(args: argparse.Namespace) -> int:
-    config = load_config(args.config)
+    config = load_config(args.config, store_flag=args.store)
     specs = config.select(model_names(args.models))
     if not specs:
         raise UserError(f"{config.path}: no [[models]] to run")
     if args.limit is not None and args.limit <= 0:
         raise UserError(f"--limit must be a positive number, not {args.limit}")
     options = RunOptions(limit=args.limit, no_progress=args.no_progress)
-    with Store(args.store or config.store or DEFAULT_STORE) as store:
+    with Store(config.store or DEFAULT_STORE) as store:
         _import_items(store, config)
         return anyio.run(execute_run, store, config, specs, options)
 
@@ -221,12 +221,12 @@ def _finish(config: RunConfig, engine: Engine, out: TextIO) -> int:
     if engine.interrupted is not None:
         name = signal.Signals(engine.interrupted).name
         print(f"contam run: interrupted by {name}; every answer received was committed; run "
-              f"`contam run {config.path}` again to resume", file=sys.stderr)
+              f"`{config.command('run')}` again to resume", file=sys.stderr)
         return 128 + engine.interrupted
     stopped = [s.label for s in engine.stats if s.stopped]
     if stopped:
         print(f"contam run: {len(stopped)} model(s) stopped ({', '.join(stopped)}); the others "
-              f"finished; run `contam run {config.path}` again to resume", file=sys.stderr)
+              f"finished; run `{config.command('run')}` again to resume", file=sys.stderr)
         return 1
     return 0
 

@@ -151,12 +151,12 @@ def _plan(cells: Sequence[JudgeCell], limit: int | None) -> _Plan:
 # -- the command -------------------------------------------------------------------------------
 
 def judge_command(args: argparse.Namespace) -> int:
-    config = load_config(args.config)
+    config = load_config(args.config, store_flag=args.store)
     if args.limit is not None and args.limit <= 0:
         raise UserError(f"--limit must be a positive number, not {args.limit}")
     options = RunOptions(limit=args.limit, no_progress=args.no_progress)
     models = [name.strip() for name in (args.models or "").split(",") if name.strip()] or None
-    with Store(args.store or config.store or DEFAULT_STORE) as store:
+    with Store(config.store or DEFAULT_STORE) as store:
         return anyio.run(execute_judge, store, config, options, models).exit_status
 
 
@@ -289,11 +289,11 @@ def _finish(config: RunConfig, engine: Engine, result: JudgeResult, out: TextIO)
         print(line, file=out)
     if engine.interrupted is not None:
         print(f"contam judge: interrupted by {signal.Signals(engine.interrupted).name}; every "
-              f"label received was committed; run `contam judge {config.path}` again to resume",
+              f"label received was committed; run `{config.command('judge')}` again to resume",
               file=sys.stderr)
         return 128 + engine.interrupted
     if result.stats and result.stats.stopped:
         print(f"contam judge: the judge stopped ({result.stats.stopped}); run "
-              f"`contam judge {config.path}` again to resume", file=sys.stderr)
+              f"`{config.command('judge')}` again to resume", file=sys.stderr)
         return 1
     return 0

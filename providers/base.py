@@ -57,6 +57,7 @@ class ModelSpec:
     concurrency: int = 8
     max_attempts: int = 5
     timeout_s: float = 60.0
+    max_hint_s: float = 600.0  # the longest server-asked wait (Retry-After ...) a lane accepts
     params: dict[str, Any] = field(default_factory=dict)
 
     def public_dict(self) -> dict[str, Any]:
