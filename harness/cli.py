@@ -18,15 +18,15 @@ __all__ = ["main", "build_parser"]
 
 # subcommand -> "module:function"; each function takes the parsed args and returns an exit status.
 HANDLERS = {
-    "demo": "harness.demo:demo_command",
-    "import": "harness.importer:import_command",
-    "run": "harness.engine:run_command",
-    "judge": "metrics.judge:judge_command",
-    "score": "harness.scoring:score_command",
-    "report": "harness.report:report_command",
-    "sql": "harness.sqlcmd:sql_command",
-    "emulator": "providers.emulator:emulator_command",
-    "bench": "harness.bench:bench_command",
+    "demo": "harness.jobs.demo:demo_command",
+    "import": "harness.jobs.importing:import_command",
+    "run": "harness.jobs.run:run_command",
+    "judge": "harness.jobs.judge:judge_command",
+    "score": "harness.jobs.score:score_command",
+    "report": "harness.jobs.report:report_command",
+    "sql": "harness.jobs.sql:sql_command",
+    "emulator": "harness.emulator.server:emulator_command",
+    "bench": "harness.jobs.bench:bench_command",
 }
 
 

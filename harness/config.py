@@ -4,17 +4,42 @@ from __future__ import annotations
 
 import shlex
 import tomllib
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from harness.config_schema import (MODEL_FIELDS, PROMPT_FIELDS, PROVIDERS, TOP_FIELDS, check_table,
                                    did_you_mean)
 from harness.errors import UserError
-from harness.prompts import DEFAULT_SYSTEM_PROMPT
-from providers.base import ModelSpec
 
-__all__ = ["RunConfig", "load_config", "parse_model", "PROVIDERS"]
+__all__ = ["ModelSpec", "RunConfig", "load_config", "parse_model", "PROVIDERS", "DEFAULT_SYSTEM_PROMPT"]
+
+DEFAULT_SYSTEM_PROMPT = (
+    "Answer from memory only. Do not look anything up. Reply with a bare 1-2 sentence answer."
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelSpec:
+    """One configured model: the ``[[models]]`` (or ``[judge]``) table of a run config."""
+
+    name: str  # the user's label, stored in `model`
+    provider: str  # openai | gemini | anthropic | ollama | local
+    model: str  # the provider's model id
+    base_url: str | None = None
+    api_key_env: str | None = None
+    rpm: float | None = None
+    tpm: float | None = None
+    concurrency: int = 8
+    max_attempts: int = 5
+    timeout_s: float = 60.0
+    max_hint_s: float = 600.0  # the longest server-asked wait (Retry-After ...) a lane accepts
+    params: dict[str, Any] = field(default_factory=dict)
+
+    def public_dict(self) -> dict[str, Any]:
+        """What may be stored in `runs.config`: everything but secrets (there are none here:
+        only the *name* of the key's environment variable is kept, never its value)."""
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
 
 
 @dataclass(frozen=True, kw_only=True)

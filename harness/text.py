@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 
-__all__ = ["normalise_answer", "is_blank", "word_count", "ABSTENTION_PATTERN"]
+__all__ = ["normalise_answer", "is_blank", "word_count", "sha256_text", "ABSTENTION_PATTERN"]
 
 _FENCE = re.compile(r"^```[\w+-]*\s*\n?(.*?)\n?```$", re.DOTALL)
 _ANSWER_LABEL = re.compile(r"^\s*(?:\*\*)?(?:final\s+)?answer(?:\*\*)?\s*[:：]\s*(?:\*\*)?", re.IGNORECASE)
@@ -51,3 +52,7 @@ ABSTENTION_PATTERN = (
     r"enough\s+information|any\s+information|knowledge|details)|not\s+familiar\s+with"
     r"|unable\s+to\s+(answer|provide|recall|determine)|no\s+(reliable\s+)?information\s+(about|on))"
 )
+
+
+def sha256_text(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()

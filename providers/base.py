@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 __all__ = [
-    "ModelSpec",
+    "ModelSettings",
     "Request",
     "Reply",
     "Provider",
@@ -43,27 +43,16 @@ DEFAULT_KEY_ENV: dict[str, str | None] = {
 }
 
 
-@dataclass(frozen=True, kw_only=True)
-class ModelSpec:
-    """One configured model: the ``[[models]]`` (or ``[judge]``) table of a run config."""
+class ModelSettings(Protocol):
+    """What a provider reads of one configured model (``harness.config.ModelSpec`` fits it)."""
 
     name: str  # the user's label, stored in `model`
-    provider: str  # openai | gemini | anthropic | ollama | local
+    provider: str
     model: str  # the provider's model id
-    base_url: str | None = None
-    api_key_env: str | None = None
-    rpm: float | None = None
-    tpm: float | None = None
-    concurrency: int = 8
-    max_attempts: int = 5
-    timeout_s: float = 60.0
-    max_hint_s: float = 600.0  # the longest server-asked wait (Retry-After ...) a lane accepts
-    params: dict[str, Any] = field(default_factory=dict)
-
-    def public_dict(self) -> dict[str, Any]:
-        """What may be stored in `runs.config`: everything but secrets (there are none here:
-        only the *name* of the key's environment variable is kept, never its value)."""
-        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+    base_url: str | None
+    api_key_env: str | None
+    timeout_s: float
+    params: dict[str, Any]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -141,12 +130,12 @@ class MissingKey(Fatal):
 class Provider(Protocol):
     """One class per module; constructed once per configured model by the engine."""
 
-    spec: ModelSpec
+    spec: ModelSettings
 
     async def generate(self, request: Request) -> Reply: ...
 
 
-def resolve_api_key(spec: ModelSpec, *, required: bool = True) -> str | None:
+def resolve_api_key(spec: ModelSettings, *, required: bool = True) -> str | None:
     """The key from the environment. Raised errors name the variable, never a value."""
     env_name = spec.api_key_env or DEFAULT_KEY_ENV.get(spec.provider)
     key = os.environ.get(env_name, "").strip() if env_name else ""

@@ -46,7 +46,7 @@ import anyio
 import anyio.from_thread
 import anyio.to_thread
 
-from providers.base import Fatal, ModelSpec, Reply, Request, Timeout
+from providers.base import Fatal, ModelSettings, Reply, Request, Timeout
 
 __all__ = [
     "LocalProvider",
@@ -330,7 +330,7 @@ def _reply(loaded: _Loaded, new_tokens: list[int], prompt_length: int, *, hit_li
 class LocalProvider:
     """One configured local model. The weights load on first use (or in :meth:`preflight`)."""
 
-    def __init__(self, spec: ModelSpec, client: Any = None) -> None:
+    def __init__(self, spec: ModelSettings, client: Any = None) -> None:
         # ``client`` is the engine's httpx client, handed to every provider; nothing here is HTTP.
         self.spec = spec
         self.label = f"local model {spec.name!r}"

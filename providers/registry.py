@@ -10,7 +10,9 @@ import importlib
 
 import httpx
 
-from providers.base import Fatal, ModelSpec, Provider, Reply, ServedModelMismatch, served_model_matches
+from providers.base import (
+    Fatal, ModelSettings, Provider, Reply, ServedModelMismatch, served_model_matches,
+)
 
 __all__ = ["create_provider", "served_model_id", "check_first_reply", "PROVIDER_CLASSES"]
 
@@ -24,7 +26,7 @@ PROVIDER_CLASSES: dict[str, tuple[str, str]] = {
 }
 
 
-def create_provider(spec: ModelSpec, client: httpx.AsyncClient | None) -> Provider:
+def create_provider(spec: ModelSettings, client: httpx.AsyncClient | None) -> Provider:
     """The provider for ``spec``, built around the engine's client (``local`` ignores it).
 
     Construction already checks what can be checked offline: the key's environment variable

@@ -25,7 +25,7 @@ except ImportError:  # pragma: no cover - depends on the environment
 from providers.lean import LeanClient
 from providers.base import (
     Fatal,
-    ModelSpec,
+    ModelSettings,
     ProviderError,
     QuotaExhausted,
     RateLimited,
@@ -78,7 +78,7 @@ def _all_keys(value: Any) -> Iterator[str]:
             yield from _all_keys(inner)
 
 
-def refuse_unsafe_params(spec: ModelSpec, reserved: Iterable[str]) -> None:
+def refuse_unsafe_params(spec: ModelSettings, reserved: Iterable[str]) -> None:
     """Fatal if ``params`` could enable tools/retrieval (R2) or overwrite the request itself (R1)."""
     for key in _all_keys(spec.params):
         if any(word in _squash(key) for word in _TOOL_WORDS):
@@ -153,7 +153,7 @@ class HTTPProvider:
     key_required: ClassVar[bool] = True
     reserved_params: ClassVar[frozenset[str]] = frozenset()
 
-    def __init__(self, spec: ModelSpec, client: httpx.AsyncClient) -> None:
+    def __init__(self, spec: ModelSettings, client: httpx.AsyncClient) -> None:
         refuse_unsafe_params(spec, self.reserved_params)
         self.spec = spec
         self.client = client

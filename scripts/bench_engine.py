@@ -30,10 +30,10 @@ import time
 from contextlib import redirect_stdout
 from pathlib import Path
 
-from harness.bench_floor import emulator_process
 from harness.cli import main as contam
+from harness.emulator.server import EmulatorSettings, run_emulator
+from harness.jobs.bench_floor import emulator_process
 from harness.store import Store
-from providers.emulator import EmulatorSettings, run_emulator
 
 PROVIDERS = ("openai", "gemini", "anthropic", "ollama")
 KEYS = {"OPENAI_API_KEY": "sk-bench", "GEMINI_API_KEY": "gm-bench", "ANTHROPIC_API_KEY": "an-bench"}

@@ -16,9 +16,9 @@ import anyio
 from rich.console import Console
 
 from harness.config import load_config
-from harness.engine import RetryPolicy
-from harness.importer import import_file
-from harness.runner import RunOptions, execute_run
+from harness.engine.lanes import RetryPolicy
+from harness.jobs.importing import import_file
+from harness.jobs.run import RunOptions, execute_run
 from harness.store import Store
 from providers.base import RateLimited, Reply, Request
 from providers.registry import create_provider

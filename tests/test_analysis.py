@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from harness.analysis import build_report, parse_contrast
 from harness.errors import UserError
+from harness.report.analysis import build_report, parse_contrast
 from harness.store import Store, utc_now
 from tests.paper_data import CLAUDE, GEMINI, GEMMA, GPT, JUDGE, MODELS, build_paper_store
 
@@ -382,7 +382,7 @@ def test_judge_gap_without_human_labels(store_path):
 
 
 def test_figure_regime_picks_the_best_available(store_path, tmp_path):
-    from harness.analysis import figure_regime
+    from harness.report.analysis import figure_regime
 
     with surface_store(store_path) as store:
         assert figure_regime(build_report(store, contrast=("canon", "hack"))) == "surface"

@@ -12,7 +12,7 @@ import pytest
 
 import metrics.bertscore as bertscore
 from harness.errors import UserError
-from harness.scoring import score_store
+from harness.jobs.score import score_store
 from harness.store import Store, utc_now
 from metrics.bertscore import (OFFLINE_ENCODER, Baseline, BertScore, offline_encoder_dir,
                                read_baseline, resolve_encoder, shipped_baseline,

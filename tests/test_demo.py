@@ -8,8 +8,10 @@ import duckdb
 import pytest
 
 from harness.config import load_config
-from harness.demo import DEMO_MAX_NEW_TOKENS, DEMO_MODEL_LABEL, demo_items_path, write_demo_config
-from harness.importer import import_file
+from harness.jobs.demo import (
+    DEMO_MAX_NEW_TOKENS, DEMO_MODEL_LABEL, demo_items_path, write_demo_config,
+)
+from harness.jobs.importing import import_file
 from harness.store import Store
 from providers.local import DEFAULT_LOCAL_MODEL
 

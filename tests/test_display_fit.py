@@ -10,7 +10,7 @@ import time
 import pytest
 from rich.console import Console
 
-from harness.progress import LaneStats, RateMeter, open_progress, plain_lines, rate_text, render_table
+from harness.display import LaneStats, RateMeter, open_progress, plain_lines, rate_text, render_table
 
 NOW = 1000.0
 

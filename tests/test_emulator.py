@@ -15,9 +15,9 @@ import pytest
 
 from harness.cli import build_parser
 from harness.errors import UserError
-from harness.prompts import JUDGE_RUBRIC, judge_request
 from harness.store import Store, utc_now
-from providers.emulator import (
+from metrics.judge import JUDGE_RUBRIC, judge_request
+from harness.emulator.server import (
     EmulatorSettings,
     Step,
     _settings_from_args,

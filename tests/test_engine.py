@@ -8,19 +8,12 @@ import gc
 import anyio
 import pytest
 
-from harness.engine import Engine, Lane, RetryPolicy, Task, stop_reason
+from harness.config import ModelSpec
+from harness.engine.lanes import Engine, Lane, RetryPolicy, Task, stop_reason
+from harness.engine.writer import BatchWriter
 from harness.store import Store
-from harness.writer import BatchWriter
 from providers.base import (
-    Fatal,
-    MissingKey,
-    ModelSpec,
-    QuotaExhausted,
-    RateLimited,
-    Reply,
-    Request,
-    ServedModelMismatch,
-    Transient,
+    Fatal, MissingKey, QuotaExhausted, RateLimited, Reply, Request, ServedModelMismatch, Transient,
 )
 
 FAST = RetryPolicy(wait_initial=0.001, wait_max=0.002, wait_jitter=0.0)
@@ -251,7 +244,7 @@ class Hanging:
 
 
 def test_a_request_past_its_deadline_is_a_timeout_attempt_and_retried(store, monkeypatch):
-    monkeypatch.setattr("harness.engine.DEADLINE_MARGIN_S", 0.0)
+    monkeypatch.setattr("harness.engine.lanes.DEADLINE_MARGIN_S", 0.0)
     lane_spec = spec(concurrency=1, max_attempts=2, timeout_s=0.05)
     provider = Hanging(lane_spec)
     engine = run(store, [Lane(spec=lane_spec, tasks=tasks("fake", 1), total=1, provider=provider)])

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from harness.errors import InputError
-from harness.importer import import_file
+from harness.jobs.importing import import_file
 from harness.store import Store
 
 ITEMS = [

@@ -16,12 +16,12 @@ import pytest
 from rich.console import Console
 
 from harness.config import load_config
-from harness.engine import RetryPolicy
-from harness.prompts import JUDGE_RUBRIC, rubric_sha256
-from harness.runner import RunOptions
+from harness.emulator.server import EmulatorSettings, run_emulator
+from harness.engine.lanes import RetryPolicy
+from harness.jobs.judge import BYPASS_SOURCE, execute_judge
+from harness.jobs.run import RunOptions
 from harness.store import Store, utc_now
-from metrics.judge import BYPASS_SOURCE, MalformedLabel, execute_judge, parse_label
-from providers.emulator import EmulatorSettings, run_emulator
+from metrics.judge import JUDGE_RUBRIC, MalformedLabel, parse_label, rubric_sha256
 
 KEY_ENV, KEY = "CONTAM_TEST_JUDGE_KEY", "sk-judge-test-9f8e7d"
 JUDGE_MODELS = {"openai": "gpt-emu-judge", "anthropic": "claude-emu-judge",

@@ -1,4 +1,4 @@
-"""The engine's client (providers.lean.LeanClient over harness.pool's transport): the same requests
+"""The engine's client (providers.lean.LeanClient over harness.engine.pool's transport): the same requests
 as httpx's client layer sends, nothing kept from one reply to the next, and the proxies the
 environment names.
 """
@@ -12,9 +12,10 @@ import httpx
 import orjson
 import pytest
 
-from harness.pool import environment_proxy, lane_client
-from providers.base import ModelSpec, Request
-from providers.emulator import EmulatorSettings, run_emulator
+from harness.config import ModelSpec
+from harness.emulator.server import EmulatorSettings, run_emulator
+from harness.engine.pool import environment_proxy, lane_client
+from providers.base import Request
 from providers.lean import LeanClient
 from providers.registry import create_provider
 

@@ -7,8 +7,9 @@ import time
 import anyio
 import pytest
 
-from harness.limits import OUTPUT_TOKENS_GUESS, LaneLimits, bucket, estimate_tokens
-from providers.base import ModelSpec, Request
+from harness.config import ModelSpec
+from harness.engine.limits import OUTPUT_TOKENS_GUESS, LaneLimits, bucket, estimate_tokens
+from providers.base import Request
 
 
 def spec(**overrides) -> ModelSpec:

@@ -10,8 +10,9 @@ from importlib import resources
 import anyio
 import pytest
 
+from harness.config import ModelSpec
 from harness.prompts import DEFAULT_SYSTEM_PROMPT, question_request
-from providers.base import Fatal, ModelSpec, Timeout
+from providers.base import Fatal, Timeout
 from providers.local import DEFAULT_LOCAL_MODEL, LocalProvider, resolve_local_model
 from providers.registry import check_first_reply
 

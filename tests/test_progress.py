@@ -7,15 +7,10 @@ import time
 
 from rich.console import Console
 
-from harness.progress import (
-    LaneStats,
-    LiveProgress,
-    PlainProgress,
-    RateMeter,
-    open_progress,
-    plain_lines,
-    render_table,
+from harness.display import (
+    LiveProgress, PlainProgress, RateMeter, open_progress, plain_lines, render_table,
 )
+from harness.engine.counters import LaneStats
 
 
 def lanes() -> list[LaneStats]:

@@ -13,7 +13,8 @@ import httpx
 import orjson
 import pytest
 
-from providers.base import Fatal, ModelSpec, QuotaExhausted, RateLimited, Reply, Request, Timeout, Transient
+from harness.config import ModelSpec
+from providers.base import Fatal, QuotaExhausted, RateLimited, Reply, Request, Timeout, Transient
 from providers.hints import (
     longest,
     seconds_from_duration,

@@ -10,8 +10,9 @@ import types
 import httpx
 import pytest
 
-from providers.base import Fatal, MissingKey, ModelSpec, Reply, Request, ServedModelMismatch
-from providers.emulator import EmulatorSettings, run_emulator
+from harness.config import ModelSpec
+from harness.emulator.server import EmulatorSettings, run_emulator
+from providers.base import Fatal, MissingKey, Reply, Request, ServedModelMismatch
 from providers.ollama import OllamaProvider, normalise_model_id
 from providers.registry import PROVIDER_CLASSES, check_first_reply, create_provider, served_model_id
 

@@ -14,19 +14,11 @@ import json
 import httpx
 import pytest
 
+from harness.config import ModelSpec
 from providers.base import (
-    Fatal,
-    MissingKey,
-    ModelSpec,
-    QuotaExhausted,
-    RateLimited,
-    Reply,
-    Request,
-    ServedModelMismatch,
-    Timeout,
-    Transient,
+    Fatal, MissingKey, QuotaExhausted, RateLimited, Reply, Request, ServedModelMismatch, Timeout, Transient,
 )
-from providers.emulator import EmulatorSettings, default_answer, run_emulator
+from harness.emulator.server import EmulatorSettings, default_answer, run_emulator
 from providers.lean import LeanClient
 from providers.registry import check_first_reply, create_provider
 

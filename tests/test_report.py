@@ -9,9 +9,9 @@ import re
 import orjson
 import pytest
 
-from harness import figures
-from harness.analysis import build_report
-from harness.report import report_json
+from harness.jobs.report import report_json
+from harness.report import figures
+from harness.report.analysis import build_report
 from harness.store import Store
 from tests.paper_data import build_paper_store
 from tests.test_analysis import ITEMS, judge_only_labels, make_store, small_store, surface_store

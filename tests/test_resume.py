@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from harness.emulator.server import EmulatorSettings, run_emulator
 from harness.store import Store
-from providers.emulator import EmulatorSettings, run_emulator
 from tests.runkit import KEYS, model_entry, question_number, run_inprocess, write_config
 
 ROOT = Path(__file__).resolve().parents[1]

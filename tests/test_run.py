@@ -7,8 +7,8 @@ import logging
 
 import pytest
 
+from harness.emulator.server import EmulatorSettings, run_emulator
 from harness.store import Store
-from providers.emulator import EmulatorSettings, run_emulator
 from tests.runkit import (
     KEYS,
     Recorder,

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from harness.errors import UserError
-from harness.scoring import score_store
+from harness.jobs.score import score_store
 from harness.store import Store, utc_now
 from metrics.bleu import BLEU2_PARAMS, bleu2
 

@@ -8,7 +8,7 @@
   and payload) at the same concurrency against the same server, sent by the plainest client a
   careful httpx user would write: for each protocol, ``concurrency`` asyncio tasks, each with an
   ``httpx.AsyncClient`` of its own (one keep-alive connection, the arrangement the harness's
-  :mod:`harness.pool` gives its workers) sharing one TLS context, ``orjson`` to encode each
+  :mod:`harness.engine.pool` gives its workers) sharing one TLS context, ``orjson`` to encode each
   payload and decode each reply. No limiter, no retries, no store, no display. It runs under the
   garbage-collector settings the engine gives itself (:func:`harness.engine.collector_tuned`), so
   the CPU ratio counts the harness's own work, not an interpreter setting either could use. The
@@ -17,7 +17,7 @@
   limiter, the retries, the store and the display.
 
 Why one client per worker rather than one client with a pool of ``concurrency`` connections: that
-is what the harness does (see :mod:`harness.pool`), so the CPU ratio compares like with like;
+is what the harness does (see :mod:`harness.engine.pool`), so the CPU ratio compares like with like;
 httpcore's shared pool costs O(connections x idle connections) per request, which would make the
 floor slower than the harness and the ratio flattering.
 """
@@ -37,7 +37,7 @@ from dataclasses import dataclass
 import httpx
 import orjson
 
-from harness.engine import collector_tuned
+from harness.engine.lanes import collector_tuned
 
 __all__ = ["BareTarget", "BareResult", "bare_loop", "emulator_process", "EmulatorProcess",
            "process_cpu_s"]

@@ -2,7 +2,7 @@
 
 Every reply and error body here follows the provider's documented (and observed) shape closely
 enough that the official openai, anthropic, google-genai and ollama clients parse it. The
-emulator core (:mod:`providers.emulator`) decides *what* to answer; a :class:`Dialect` only
+emulator core (:mod:`harness.emulator.server`) decides *what* to answer; a :class:`Dialect` only
 decides how that answer looks on the wire for its API.
 """
 

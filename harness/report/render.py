@@ -15,7 +15,7 @@ from importlib import resources
 from string import Template
 from typing import Any
 
-from harness.analysis import figure_regime
+from harness.report.analysis import figure_regime
 
 __all__ = ["Table", "Section", "sections", "render_markdown", "render_html", "figure_caption",
            "fmt_pct", "fmt_ci", "fmt_p", "fmt_or", "fmt_num"]
@@ -442,5 +442,5 @@ def render_html(report: dict, figures_png: dict[str, bytes]) -> str:
         body += [_html_table(t) for t in section.tables]
         body += [_html_figure(name, figures_png[name], figure_caption(name, report))
                  for name in section.figures if name in figures_png]
-    template = Template(resources.files("harness").joinpath("report_template.html").read_text("utf-8"))
+    template = Template(resources.files("harness.report").joinpath("report_template.html").read_text("utf-8"))
     return template.substitute(title="contam report", body="\n".join(body))

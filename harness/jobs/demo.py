@@ -113,7 +113,7 @@ params = {{ max_new_tokens = {max_new_tokens} }}
 
 
 def _import_items(store: Store) -> None:
-    from harness.importer import import_file
+    from harness.jobs.importing import import_file
 
     result = import_file(store, "items", demo_items_path())
     print(f"items: {result.read} bundled demo items, {result.added} new in the store")
@@ -122,7 +122,7 @@ def _import_items(store: Store) -> None:
 # -- answering --------------------------------------------------------------------------------------
 
 def _answer(store: Store, config: RunConfig, *, no_progress: bool) -> int:
-    from harness.runner import RunOptions, count_pending, execute_run
+    from harness.jobs.run import RunOptions, count_pending, execute_run
 
     spec = config.models[0]
     pending = count_pending(store.con.cursor(), spec.name, None)
@@ -156,7 +156,7 @@ def _score(store: Store, *, no_progress: bool) -> None:
     """BLEU-2, and BERTScore-F1 on the offline encoder at layer 5: bert-score ships no baseline
     for it, so the rescaling baseline is computed from shuffled pairs of this store (and reused
     by later runs; ``scores.params`` records which)."""
-    from harness.scoring import score_store
+    from harness.jobs.score import score_store
     from metrics.bertscore import OFFLINE_ENCODER
 
     summaries = score_store(store, ("bleu2", "bertscore"), bertscore_model=OFFLINE_ENCODER,
@@ -166,8 +166,8 @@ def _score(store: Store, *, no_progress: bool) -> None:
 
 
 def _report(store: Store, out: Path) -> list[Path]:
-    from harness.analysis import build_report
-    from harness.report import write_report
+    from harness.report.analysis import build_report
+    from harness.jobs.report import write_report
 
     return write_report(build_report(store), out)
 

@@ -11,7 +11,7 @@ is refused.
 
 ``contam bench --emulator`` does the same against a ``contam emulator`` child process, with one
 model per protocol (openai, gemini, anthropic, ollama), and then the floor
-(:mod:`harness.bench_floor`): a bare httpx loop sending the same requests at the same concurrency
+(:mod:`harness.jobs.bench_floor`): a bare httpx loop sending the same requests at the same concurrency
 to the same server. It reports the CPU seconds per request of both (process CPU, every thread:
 the writer's DuckDB commits and the display included) and their ratio, and the wall time of both
 against the latency floor ``ceil(requests / concurrency) x latency``.
@@ -39,17 +39,20 @@ import anyio
 import numpy as np
 from rich.console import Console
 
-from harness.bench_floor import BareResult, BareTarget, bare_loop, emulator_process, process_cpu_s
-from harness.bench_output import print_report
-from harness.config import load_config
-from harness.engine import Engine, Lane, RetryPolicy, Task
+from harness.config import ModelSpec, load_config
+from harness.display import open_progress
+from harness.engine.counters import LaneStats
+from harness.engine.lanes import Engine, Lane, RetryPolicy, Task
+from harness.engine.writer import BatchWriter, Rows
 from harness.errors import UserError
-from harness.progress import LaneStats, open_progress
+from harness.jobs.bench_floor import (
+    BareResult, BareTarget, bare_loop, emulator_process, process_cpu_s,
+)
+from harness.jobs.bench_output import print_report
+from harness.jobs.run import answer_rows, model_names, new_run_id, recorded_run, run_row
 from harness.prompts import DEFAULT_SYSTEM_PROMPT, prompt_sha256, question_request
-from harness.runner import answer_rows, model_names, new_run_id, recorded_run, run_row
 from harness.store import Store
-from harness.writer import BatchWriter, Rows
-from providers.base import ModelSpec, Reply, Request
+from providers.base import Reply, Request
 from providers.registry import PROVIDER_CLASSES, create_provider
 
 __all__ = ["bench_command", "BenchSettings", "EnginePhase", "run_engine_phase", "bench_emulator",

@@ -4,7 +4,7 @@ One asyncio server (HTTP/1.1 keep-alive parsed by h11, so hundreds of concurrent
 little) answers OpenAI ``/v1/chat/completions`` (and ``/v1/models``), Gemini
 ``/v1beta/models/{model}:generateContent``, Anthropic ``/v1/messages`` and Ollama ``/api/generate``
 (and ``/api/version``, ``/api/tags``, ``/api/show``) with each API's real reply and error shapes
-(:mod:`providers.emulator_apis`). :class:`EmulatorSettings` adds what real servers do to clients:
+(:mod:`harness.emulator.apis`). :class:`EmulatorSettings` adds what real servers do to clients:
 latency, an enforced requests-per-minute limit per (API, model) with each API's 429 hint, random
 faults, a per-day quota, a served-model substitution, key checks, and a ``script`` of exact
 outcomes for tests. Without a ``responder`` it answers questions with a reproducible stand-in and
@@ -43,9 +43,9 @@ from urllib.parse import parse_qsl, urlsplit
 import h11
 import orjson
 
+from harness.emulator.apis import DIALECTS, BadCall, Call, Canned, Dialect, Hint, json_reply
 from harness.errors import UserError
-from harness.prompts import JUDGE_RUBRIC
-from providers.emulator_apis import DIALECTS, BadCall, Call, Canned, Dialect, Hint, json_reply
+from metrics.judge import JUDGE_RUBRIC
 
 __all__ = [
     "EmulatorSettings",
@@ -131,7 +131,7 @@ def default_answer(question: str) -> str:
     return f"Emulated answer {zlib.crc32(question.encode('utf-8')):08x}."
 
 
-# The judge request's user text (harness.prompts.judge_request); the reference comes first.
+# The judge request's user text (metrics.judge.judge_request); the reference comes first.
 _JUDGE_USER = re.compile(r"\AReference answer: (?P<reference>.*?)\nAnswer to grade: (?P<answer>.*)\Z",
                          re.DOTALL)
 # Words too common to count as "sharing part of the reference" on their own.

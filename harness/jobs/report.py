@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from harness.analysis import build_report, parse_contrast
+from harness.report.analysis import build_report, parse_contrast
 from harness.store import Store
 
 __all__ = ["report_command", "write_report", "report_json", "default_out_dir", "render"]
@@ -47,7 +47,7 @@ def report_json(report: dict[str, Any]) -> bytes:
 
 def render(report: dict[str, Any], fmt: str) -> str:
     """One format as text, for stdout (Markdown without figure links; HTML with them embedded)."""
-    from harness import report_render
+    from harness.report import render as report_render
 
     if fmt == "json":
         return report_json(report).decode("utf-8")
@@ -58,7 +58,7 @@ def render(report: dict[str, Any], fmt: str) -> str:
 
 def write_report(report: dict[str, Any], out: Path) -> list[Path]:
     """All three formats and every figure as PNG and PDF; returns the paths written."""
-    from harness import report_render
+    from harness.report import render as report_render
 
     out.mkdir(parents=True, exist_ok=True)
     pngs = _figure_pngs(report, out)
@@ -71,7 +71,7 @@ def write_report(report: dict[str, Any], out: Path) -> list[Path]:
 
 def _figure_pngs(report: dict[str, Any], out: Path | None = None) -> dict[str, bytes]:
     """Each figure as PNG bytes (what the HTML embeds); with ``out``, also saved as PNG and PDF."""
-    from harness import figures
+    from harness.report import figures
 
     pngs = {}
     for name, fig in figures.draw_figures(report).items():

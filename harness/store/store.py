@@ -2,7 +2,7 @@
 
 Nothing is ever UPDATEd or DELETEd: a correction is a newer row (higher ``seq``) and the
 ``latest_*`` views pick it. One process writes; inside it :class:`BatchWriter` (see
-``harness.writer``) is the single task that calls :meth:`Store.append`.
+``harness.engine.writer``) is the single task that calls :meth:`Store.append`.
 """
 
 from __future__ import annotations

@@ -23,15 +23,16 @@ import orjson
 from rich.console import Console
 
 from harness import package_version
-from harness.config import RunConfig, load_config
-from harness.engine import Engine, Lane, ProviderFactory, RetryPolicy, Task
+from harness.config import ModelSpec, RunConfig, load_config
+from harness.display import open_progress
+from harness.engine.counters import LaneStats
+from harness.engine.lanes import Engine, Lane, ProviderFactory, RetryPolicy, Task
+from harness.engine.writer import BatchWriter, Rows
 from harness.errors import UserError
-from harness.progress import LaneStats, open_progress
 from harness.prompts import prompt_sha256, question_request
 from harness.store import DEFAULT_STORE, Store, utc_now
 from harness.text import normalise_answer
-from harness.writer import BatchWriter, Rows
-from providers.base import ModelSpec, Reply
+from providers.base import Reply
 
 __all__ = ["run_command", "execute_run", "RunOptions", "pending_tasks", "count_pending",
            "new_run_id", "summary_lines", "answer_rows", "harness_version", "run_row",
@@ -183,7 +184,7 @@ def harness_version() -> str:
 
 def _import_items(store: Store, config: RunConfig) -> None:
     if config.items is not None:
-        from harness.importer import import_file
+        from harness.jobs.importing import import_file
 
         print(import_file(store, "items", config.items).summary())
     if store.count("items") == 0:

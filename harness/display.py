@@ -19,12 +19,14 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TextIO
 
 from rich.console import Console, ConsoleOptions
 from rich.live import Live
 from rich.segment import Segment
+
+from harness.engine.counters import LaneStats
 
 __all__ = ["LaneStats", "RateMeter", "LiveProgress", "PlainProgress", "open_progress",
            "QuietProgress", "render_table", "plain_lines", "rate_text", "COLUMNS"]
@@ -33,46 +35,6 @@ NOW_WINDOW_S = 10.0  # "answers/s now" averages over the last ten seconds
 REFRESH_PER_S = 4
 RPM_WINDOW_S = 60.0
 ETA_SMOOTHING_S = 30.0  # time constant of the rate an ETA divides by
-
-
-@dataclass(eq=False, kw_only=True)
-class LaneStats:
-    """Counters of one lane. Written by the lane's workers, read by a display thread."""
-
-    label: str
-    total: int
-    cap: int
-    rpm_limit: float | None = None
-    done: int = 0  # tasks accepted (answers written)
-    failed: int = 0  # tasks that used up their attempts
-    in_flight: int = 0
-    sent: int = 0  # attempts sent, retries included
-    retries: int = 0
-    rate_limited: int = 0  # 429s
-    stopped: str | None = None  # why it stopped: quota, substitution, auth, missing key, fatal ...
-    stop_message: str | None = None
-    interrupted: bool = False  # drained after SIGINT/SIGTERM
-    started: float = field(default_factory=time.monotonic)
-    finished: float | None = None
-    cooling_for: Callable[[], float] = lambda: 0.0  # seconds left in the lane's cool-down
-
-    @property
-    def remaining(self) -> int:
-        return max(0, self.total - self.done - self.failed)
-
-    @property
-    def state(self) -> str:
-        if self.stopped:
-            return f"STOPPED: {self.stopped}"
-        if self.interrupted:
-            return "interrupted"
-        if self.finished is not None:
-            return "done"
-        return "cooling down" if self.cooling_for() > 0 else "running"
-
-    def average_rate(self, now: float) -> float:
-        elapsed = (self.finished or now) - self.started
-        return self.done / elapsed if elapsed > 0 else 0.0
 
 
 class RateMeter:
@@ -370,7 +332,7 @@ class LiveProgress:
     Inside a running event loop (every command), the refresh is a callback on that loop, not
     rich's own refresh thread: a render takes ~5 ms of CPU whatever the load, and from a second
     thread the hand-overs of the GIL with the event loop doubled that and taxed every request
-    too (the same lesson as the writer's, see :mod:`harness.writer`). Without a running loop it
+    too (the same lesson as the writer's, see :mod:`harness.engine.writer`). Without a running loop it
     falls back to rich's thread.
     """
 

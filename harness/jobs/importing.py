@@ -15,7 +15,7 @@ import orjson
 import pandas as pd
 
 from harness.errors import InputError
-from harness.io import KINDS, Record, normalise_label, read_records
+from harness.jobs.records import KINDS, Record, normalise_label, read_records
 from harness.store import Store, utc_now
 from harness.text import normalise_answer
 

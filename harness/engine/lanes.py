@@ -8,7 +8,7 @@ A caller (``contam run``, ``contam judge``, a benchmark) describes its work as l
         async with BatchWriter(store) as writer:
             await engine.run(writer, notify=progress.note)
 
-Per lane (see :mod:`harness.limits`): an RPM bucket, an optional TPM bucket, exactly
+Per lane (see :mod:`harness.engine.limits`): an RPM bucket, an optional TPM bucket, exactly
 ``spec.concurrency`` workers pulling from the lane's lazy task iterator, and a cool-down gate that
 a 429 with a hint closes for the whole lane. Retries are stamina's, on retryable errors only
 (:class:`RateLimited`, :class:`Transient`, :class:`Timeout`), at most ``spec.max_attempts``
@@ -29,11 +29,11 @@ holds the signal number. The engine needs anyio's asyncio backend (aiolimiter is
 
 What a request costs on top of httpx (``contam bench --emulator`` measures it against a bare httpx
 loop): one anyio cancel scope (shield and deadline in one), two flag checks, its rows appended to
-the writer's list without yielding, and a share of a batched commit (:mod:`harness.writer`). A
+the writer's list without yielding, and a share of a batched commit (:mod:`harness.engine.writer`). A
 profile showed where the rest had gone: a second cancel scope and two ``checkpoint_if_cancelled``
 per request, a wake-up of the writer task per reply, a DuckDB commit every 25 replies whose
 thread hand-overs of the GIL taxed every request, and the garbage collector re-traversing the
-start-up objects; see :func:`collector_tuned`, :mod:`harness.writer` and :mod:`harness.pool`. A
+start-up objects; see :func:`collector_tuned`, :mod:`harness.engine.writer` and :mod:`harness.engine.pool`. A
 later profile found httpx's client layer (auth flow, redirects, cookie jar) costing about as much
 as all of that: the providers' requests skip it (:mod:`providers.lean`), which pays for the rest.
 """
@@ -55,30 +55,19 @@ import httpx
 import stamina
 from stamina.instrumentation import set_on_retry_hooks
 
-from harness.limits import LaneLimits
-from harness.pool import lane_client, set_worker_slot
-from harness.progress import LaneStats
+from harness.config import ModelSpec
+from harness.engine.counters import LaneStats
+from harness.engine.limits import LaneLimits
+from harness.engine.pool import lane_client, set_worker_slot
+from harness.engine.writer import BatchWriter, Rows
 from harness.store import utc_now
-from harness.writer import BatchWriter, Rows
 from providers.base import (
-    Fatal,
-    MissingKey,
-    ModelSpec,
-    Provider,
-    ProviderError,
-    QuotaExhausted,
-    RateLimited,
-    Reply,
-    Request,
-    ServedModelMismatch,
-    Timeout,
-    Transient,
-    redact,
+    Fatal, MissingKey, Provider, ProviderError, QuotaExhausted, RateLimited, Reply, Request, ServedModelMismatch, Timeout, Transient, redact,
 )
 from providers.registry import check_first_reply, create_provider
 
 __all__ = ["Task", "Lane", "Accept", "RetryPolicy", "Engine", "ProviderFactory", "InternalError",
-           "run_command", "stop_reason", "collector_tuned"]
+           "stop_reason", "collector_tuned"]
 
 # Seconds the engine waits beyond ``spec.timeout_s`` before abandoning a request the provider's
 # own timeout did not end (httpx times each phase, not the whole exchange).
@@ -304,7 +293,7 @@ class _LaneRun:
     # -- the per-request path -----------------------------------------------------------------
 
     async def _worker(self, slot: int) -> None:
-        set_worker_slot(slot)  # this worker's own connection (see harness.pool)
+        set_worker_slot(slot)  # this worker's own connection (see harness.engine.pool)
         for task in self._tasks:
             await self._ask(task)
 
@@ -419,11 +408,4 @@ class _LaneRun:
                 "attempt": number, "started_at": started_at, "latency_s": latency,
                 "outcome": outcome, "http_status": http_status, "retry_after_s": retry_after_s,
                 "error": redact(error) if error else None}
-
-
-def run_command(args: Any) -> int:
-    """``contam run``: see :mod:`harness.runner`."""
-    from harness.runner import run_command as run
-
-    return run(args)
 

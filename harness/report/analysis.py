@@ -28,8 +28,9 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from harness import package_version, stats
+from harness import package_version
 from harness.errors import UserError
+from harness.report import stats
 from harness.store import Store, utc_now
 
 __all__ = ["build_report", "parse_contrast", "figure_regime", "LABELS", "METRICS"]

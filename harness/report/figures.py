@@ -5,7 +5,7 @@ fig2_contamination_gap    documented vs undocumented accuracy per model, largest
 fig3_metric_disagreement  human, judge, BLEU-2, BERTScore-F1 side by side, models in human order
 
 Without human labels, figures 1 and 2 show the best regime the store has
-(:func:`harness.analysis.figure_regime`): LLM-judge strict accuracy with Wilson bars, else the
+(:func:`harness.report.analysis.figure_regime`): LLM-judge strict accuracy with Wilson bars, else the
 mean BLEU-2 and BERTScore-F1 with Student-t bars; their titles say so, so that neither is read
 as human-labelled accuracy.
 """
@@ -24,7 +24,7 @@ matplotlib.use("Agg")  # files only, never a window; must precede pyplot
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from harness.analysis import figure_regime  # noqa: E402
+from harness.report.analysis import figure_regime  # noqa: E402
 
 __all__ = ["FIGURES", "draw_figures", "png_bytes", "save_pdf", "close"]
 

@@ -1,0 +1,1 @@
+"""`contam emulator`: a loopback server of the four provider APIs (dialects, faults, limits)."""

@@ -1,0 +1,1 @@
+"""The async engine: lanes, workers, retries, limits, HTTP pools, the batched writer, lane counters."""

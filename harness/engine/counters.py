@@ -1,0 +1,49 @@
+"""The counters of one lane: plain integers the workers bump and a display samples."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+__all__ = ["LaneStats"]
+
+
+@dataclass(eq=False, kw_only=True)
+class LaneStats:
+    """Counters of one lane. Written by the lane's workers, read by a display thread."""
+
+    label: str
+    total: int
+    cap: int
+    rpm_limit: float | None = None
+    done: int = 0  # tasks accepted (answers written)
+    failed: int = 0  # tasks that used up their attempts
+    in_flight: int = 0
+    sent: int = 0  # attempts sent, retries included
+    retries: int = 0
+    rate_limited: int = 0  # 429s
+    stopped: str | None = None  # why it stopped: quota, substitution, auth, missing key, fatal ...
+    stop_message: str | None = None
+    interrupted: bool = False  # drained after SIGINT/SIGTERM
+    started: float = field(default_factory=time.monotonic)
+    finished: float | None = None
+    cooling_for: Callable[[], float] = lambda: 0.0  # seconds left in the lane's cool-down
+
+    @property
+    def remaining(self) -> int:
+        return max(0, self.total - self.done - self.failed)
+
+    @property
+    def state(self) -> str:
+        if self.stopped:
+            return f"STOPPED: {self.stopped}"
+        if self.interrupted:
+            return "interrupted"
+        if self.finished is not None:
+            return "done"
+        return "cooling down" if self.cooling_for() > 0 else "running"
+
+    def average_rate(self, now: float) -> float:
+        elapsed = (self.finished or now) - self.started
+        return self.done / elapsed if elapsed > 0 else 0.0

@@ -1,0 +1,1 @@
+"""One module per command: typed options in, a result object out."""

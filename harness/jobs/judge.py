@@ -1,0 +1,281 @@
+"""``contam judge CONFIG.toml``: the stateless LLM judge of DESIGN.md, through the run engine.
+
+One call per (item, answering model) cell, built by :func:`metrics.judge.judge_request` from
+the fixed rubric, that item's reference and that one answer, nothing else (no item id, no
+question, no other answer, label or statistic). The judge is the config's ``[judge]`` model, on
+any provider; it runs as the single lane of :class:`harness.engine.Engine`, so limits, retries,
+cool-downs, quota and fatal stops, the progress display and SIGINT handling are those of
+``contam run``.
+
+- A reply must be exactly one of the rubric's labels once whitespace, case and trailing
+  punctuation are ignored. Anything else is :class:`MalformedLabel`: a retryable error, so the
+  engine records it in ``attempts`` (outcome ``malformed``, the reply shown in ``error``) and asks
+  again; a cell still malformed after ``max_attempts`` stays unlabelled and the next
+  ``contam judge`` asks again. Never guessed.
+- A blank answer is labelled ``wrong`` without a call (``labels.source_file`` says so; no
+  ``attempts`` row). An empty reference is flagged: no call, no label, counted on every run.
+- Labels land in ``labels`` with ``rater = judge:<judge name>``, the rubric's sha256 and the
+  run's id. ``attempts`` rows of a judge run (``runs.kind = 'judge'``) name the answering model
+  in ``model``, so they point at the cell being judged.
+- Resume: a cell is judged again unless its latest label from this rater carries the current
+  rubric's sha256 and is newer than the cell's latest answer and its item's latest reference
+  (every table draws ``seq`` from one sequence). A changed rubric or a corrected answer or
+  reference is therefore judged again; nothing else is.
+- ``--limit N`` bounds the cells that get a label (calls and blank-answer bypasses), in item
+  order; flagged cells cost nothing and are always counted.
+
+The reply is capped at ``judge_request``'s 16 output tokens, plenty for a bare label. A reasoning
+model spends its cap on thinking first: give it a larger one in ``[judge].params``
+(``max_completion_tokens`` for openai, ``max_tokens`` for anthropic, ...), which takes precedence.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TextIO
+
+import anyio
+import duckdb
+from rich.console import Console
+
+from harness.config import ModelSpec, RunConfig, load_config
+from harness.display import open_progress
+from harness.engine.counters import LaneStats
+from harness.engine.lanes import Engine, Lane, Task
+from harness.engine.writer import BatchWriter, Rows
+from harness.errors import UserError
+from harness.jobs.run import RunOptions, new_run_id, recorded_run, run_row
+from harness.store import DEFAULT_STORE, Store, utc_now
+from harness.text import is_blank
+from metrics.judge import MalformedLabel, judge_request, parse_label, rubric_sha256
+from providers.base import Reply
+
+__all__ = ["judge_command", "execute_judge", "JudgeResult", "JudgeCell", "judge_rater",
+           "pending_cells", "summary_lines", "BYPASS_SOURCE"]
+
+# labels.source_file of a label decided by rule instead of by a call.
+BYPASS_SOURCE = "rule:empty-answer"
+_EXAMPLES = 5  # flagged cells named in the summary
+
+
+def judge_rater(spec: ModelSpec) -> str:
+    return f"judge:{spec.name}"
+
+
+
+# -- the work ----------------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class JudgeCell:
+    item_id: str
+    model: str
+    reference: str | None
+    answer: str | None
+
+    @property
+    def flagged(self) -> bool:
+        """No reference to judge against (whatever the answer): flagged, never guessed."""
+        return is_blank(self.reference)
+
+    @property
+    def bypassed(self) -> bool:
+        """A blank answer against a real reference is wrong; no judge is needed to say so."""
+        return not self.flagged and is_blank(self.answer)
+
+
+_PENDING_SQL = """
+WITH first_seen AS (SELECT item_id, min(seq) AS first_seq FROM items GROUP BY item_id)
+SELECT a.item_id, a.model, i.reference, a.answer
+FROM latest_answers a
+LEFT JOIN latest_items i USING (item_id)
+LEFT JOIN first_seen f USING (item_id)
+LEFT JOIN latest_labels l ON l.item_id = a.item_id AND l.model = a.model AND l.rater = $rater
+WHERE NOT coalesce(l.rubric_sha256 = $rubric AND l.seq > greatest(a.seq, coalesce(i.seq, 0)), false)
+  {models}
+ORDER BY f.first_seq NULLS LAST, a.item_id, a.model
+"""
+
+
+def pending_cells(con: duckdb.DuckDBPyConnection, rater: str, rubric: str,
+                  models: Sequence[str] | None = None) -> list[JudgeCell]:
+    """Cells without an up-to-date label from ``rater`` under ``rubric``, in item order."""
+    params: dict[str, Any] = {"rater": rater, "rubric": rubric}
+    where = ""
+    if models:
+        params["models"], where = list(models), "AND list_contains($models, a.model)"
+    rows = con.execute(_PENDING_SQL.format(models=where), params).fetchall()
+    return [JudgeCell(*row) for row in rows]
+
+
+@dataclass
+class _Plan:
+    """The pending cells split three ways; ``--limit`` counts the cells that get a label."""
+
+    ask: list[JudgeCell] = field(default_factory=list)
+    bypass: list[JudgeCell] = field(default_factory=list)
+    flagged: list[JudgeCell] = field(default_factory=list)
+
+
+def _plan(cells: Sequence[JudgeCell], limit: int | None) -> _Plan:
+    plan = _Plan()
+    for cell in cells:
+        if cell.flagged:
+            plan.flagged.append(cell)
+        elif limit is None or len(plan.ask) + len(plan.bypass) < limit:
+            (plan.bypass if cell.bypassed else plan.ask).append(cell)
+    return plan
+
+
+# -- the command -------------------------------------------------------------------------------
+
+def judge_command(args: argparse.Namespace) -> int:
+    config = load_config(args.config, store_flag=args.store)
+    if args.limit is not None and args.limit <= 0:
+        raise UserError(f"--limit must be a positive number, not {args.limit}")
+    options = RunOptions(limit=args.limit, no_progress=args.no_progress)
+    models = [name.strip() for name in (args.models or "").split(",") if name.strip()] or None
+    with Store(config.store or DEFAULT_STORE) as store:
+        return anyio.run(execute_judge, store, config, options, models).exit_status
+
+
+@dataclass
+class JudgeResult:
+    """What one ``contam judge`` did."""
+
+    run_id: str
+    rater: str
+    judged: int = 0  # labels from a judge call
+    bypassed: int = 0  # blank answers labelled wrong without a call
+    flagged: list[tuple[str, str]] = field(default_factory=list)  # (item_id, model)
+    malformed: int = 0  # replies that were not a bare label (each asked again)
+    failed: int = 0  # cells still unlabelled after max_attempts
+    stats: LaneStats | None = None
+    exit_status: int = 0
+
+
+async def execute_judge(store: Store, config: RunConfig, options: RunOptions,
+                        models: Sequence[str] | None = None) -> JudgeResult:
+    """The whole judge pass on an open store; prints its summary to the console's file."""
+    spec = _judge_spec(config)
+    rater, rubric = judge_rater(spec), rubric_sha256()
+    _check_models(store, models)
+    plan = _plan(pending_cells(store.con, rater, rubric, models), options.limit)
+    result = JudgeResult(run_id=new_run_id(), rater=rater, bypassed=len(plan.bypass),
+                         flagged=[(c.item_id, c.model) for c in plan.flagged])
+    console = options.console or Console()
+    with recorded_run(store, _run_row(result.run_id, config, spec, models, options.limit)):
+        _write_bypass(store, plan.bypass, rater, rubric, result.run_id)
+        engine = await _run_engine(store, spec, plan.ask, result, options, console)
+    result.exit_status = _finish(config, engine, result, console.file)
+    return result
+
+
+def _judge_spec(config: RunConfig) -> ModelSpec:
+    if config.judge is None:
+        raise UserError(f"{config.path}: no [judge] table (provider and model of the judge)")
+    return config.judge
+
+
+def _check_models(store: Store, models: Sequence[str] | None) -> None:
+    known = {row[0] for row in store.query("SELECT DISTINCT model FROM latest_answers")}
+    if not known:
+        raise UserError(f"{store.path}: no answers to judge; run `contam run` or "
+                        "`contam import answers` first")
+    missing = [name for name in models or () if name not in known]
+    if missing:
+        raise UserError(f"{store.path}: no answers from model {', '.join(missing)}")
+
+
+def _write_bypass(store: Store, cells: Sequence[JudgeCell], rater: str, rubric: str,
+                  run_id: str) -> None:
+    now = utc_now()
+    rows = [{"item_id": c.item_id, "model": c.model, "rater": rater, "label": "wrong",
+             "rubric_sha256": rubric, "run_id": run_id, "source_file": BYPASS_SOURCE,
+             "created_at": now} for c in cells]
+    with store.transaction():
+        store.append("labels", rows)
+
+
+async def _run_engine(store: Store, spec: ModelSpec, cells: Sequence[JudgeCell],
+                      result: JudgeResult, options: RunOptions, console: Console) -> Engine:
+    lane = Lane(spec=spec, tasks=_tasks(cells), total=len(cells))
+    engine = Engine([lane], run_id=result.run_id, accept=_label_rows(result),
+                    retry=options.retry, provider_factory=options.provider_factory)
+    with open_progress(engine.stats, no_progress=options.no_progress, console=console) as progress:
+        async with BatchWriter(store) as writer:
+            await engine.run(writer, notify=progress.note, handle_signals=options.handle_signals)
+    result.stats = engine.stats[0]
+    result.judged, result.failed = result.stats.done, result.stats.failed
+    return engine
+
+
+def _tasks(cells: Sequence[JudgeCell]) -> Iterator[Task]:
+    for cell in cells:
+        # Task.model is the answering model: attempts rows then name the cell being judged.
+        yield Task(item_id=cell.item_id, model=cell.model,
+                   request=judge_request(cell.reference or "", cell.answer or ""))
+
+
+def _label_rows(result: JudgeResult):
+    """The engine's accept hook: a bare label becomes a labels row; anything else is raised."""
+    rubric = rubric_sha256()
+
+    def accept(task: Task, reply: Reply, latency_s: float) -> Rows:
+        try:
+            label = parse_label(reply.text)
+        except MalformedLabel:
+            result.malformed += 1
+            raise
+        return {"labels": [{"item_id": task.item_id, "model": task.model, "rater": result.rater,
+                            "label": label, "rubric_sha256": rubric, "run_id": result.run_id,
+                            "created_at": utc_now()}]}
+
+    return accept
+
+
+def _run_row(run_id: str, config: RunConfig, spec: ModelSpec, models: Sequence[str] | None,
+             limit: int | None) -> dict[str, Any]:
+    public = {"config_file": str(config.path), "judge": spec.public_dict(),
+              "models": list(models) if models else None, "limit": limit,
+              "rubric_sha256": rubric_sha256()}  # names of key variables only, never values
+    return run_row(run_id, "judge", public, rubric_sha256())
+
+
+# -- the end: summary and exit status ----------------------------------------------------------
+
+def summary_lines(result: JudgeResult) -> list[str]:
+    stats = result.stats
+    total = stats.total if stats else 0
+    lines = [f"{result.rater}: {result.judged}/{total} cells labelled by the judge, "
+             f"{result.bypassed} blank answers labelled wrong without a call",
+             f"{result.malformed} malformed judge replies (recorded in attempts, asked again)"]
+    if result.failed:
+        lines.append(f"{result.failed} cells unlabelled after all attempts (asked again by the "
+                     "next `contam judge`)")
+    if result.flagged:
+        examples = ", ".join(f"{item}/{model}" for item, model in result.flagged[:_EXAMPLES])
+        more = ", ..." if len(result.flagged) > _EXAMPLES else ""
+        lines.append(f"{len(result.flagged)} cells flagged: empty reference (not judged, no "
+                     f"label): {examples}{more}")
+    if stats and stats.stopped:
+        lines.append(f"judge STOPPED ({stats.stopped}): {stats.stop_message}")
+    return lines
+
+
+def _finish(config: RunConfig, engine: Engine, result: JudgeResult, out: TextIO) -> int:
+    for line in summary_lines(result):
+        print(line, file=out)
+    if engine.interrupted is not None:
+        print(f"contam judge: interrupted by {signal.Signals(engine.interrupted).name}; every "
+              f"label received was committed; run `{config.command('judge')}` again to resume",
+              file=sys.stderr)
+        return 128 + engine.interrupted
+    if result.stats and result.stats.stopped:
+        print(f"contam judge: the judge stopped ({result.stats.stopped}); run "
+              f"`{config.command('judge')}` again to resume", file=sys.stderr)
+        return 1
+    return 0

@@ -1,0 +1,1 @@
+"""The report: analysis (SQL + statistics), stats, render (md/html/tex/csv), figures."""
