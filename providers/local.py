@@ -47,6 +47,7 @@ import anyio.from_thread
 import anyio.to_thread
 
 from providers.base import Fatal, ModelSettings, Reply, Request, Timeout
+from providers.local_cache import cache_root, find_converted, save_converted
 
 __all__ = [
     "LocalProvider",
@@ -170,21 +171,45 @@ def _load_uncached(artifact: LocalArtifact, device: str) -> _Loaded:
 
 
 def _from_disk(artifact: LocalArtifact, device: str) -> tuple[Any, Any]:
-    """Tokenizer and model, from local files only (a GGUF file is de-quantised on the way)."""
+    """Tokenizer and model, from local files only. A GGUF file is de-quantised on its first load
+    and read from the converted copy (:mod:`providers.local_cache`) after that."""
     _go_offline()
-    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()  # its tqdm bars would tear through the live display
-    where: dict[str, Any] = {"local_files_only": True}
-    if artifact.gguf_file:
-        where["gguf_file"] = artifact.gguf_file
+    if not artifact.gguf_file:
+        return _from_folder(artifact.directory, device)
+    gguf = artifact.directory / artifact.gguf_file
+    converted = find_converted(gguf)
+    if converted is not None:
+        return _from_folder(converted, device)
+    tokenizer, model = _from_gguf(artifact, device)
+    save_converted(gguf, model, tokenizer)
+    return tokenizer, model
+
+
+def _from_folder(folder: Path, device: str) -> tuple[Any, Any]:
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
+    model = AutoModelForCausalLM.from_pretrained(folder, local_files_only=True)
+    return tokenizer, model.to(device).eval()
+
+
+def _from_gguf(artifact: LocalArtifact, device: str) -> tuple[Any, Any]:
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    where = {"local_files_only": True, "gguf_file": artifact.gguf_file}
     with _quiet_gguf_conversion():
         tokenizer = AutoTokenizer.from_pretrained(artifact.directory, **where)
-        # The config read once and handed on: otherwise the model's load parses the GGUF again.
-        config = AutoConfig.from_pretrained(artifact.directory, **where)
-        model = AutoModelForCausalLM.from_pretrained(artifact.directory, config=config, **where)
+        model = AutoModelForCausalLM.from_pretrained(artifact.directory, **where)
     return tokenizer, model.to(device).eval()
+
+
+def prepare_default() -> None:
+    """Converts the packaged model once (scripts/setup calls this), so the first run loads fast."""
+    loaded = _load(resolve_local_model(DEFAULT_LOCAL_MODEL), "cpu")
+    print(f"local model ready: {loaded.served_model} (converted copy in {cache_root()})")
 
 
 def _quiet_gguf_conversion() -> contextlib.AbstractContextManager:

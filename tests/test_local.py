@@ -259,3 +259,29 @@ def test_a_sentence_cap_ends_a_long_answer_at_a_sentence(provider):
     assert reply.finish_reason == "stop" and reply.output_tokens < 200
     text = reply.text.strip()
     assert text[-1] in ".!?" and not any(mark + " " in text for mark in ".!?")  # one sentence
+
+
+@pytest.mark.slow
+def test_a_gguf_is_converted_once_and_the_copy_answers_the_same(provider, converted_models_cache):
+    """The provider fixture's load converted the GGUF; a fresh load reads the copy instead, in a
+    fraction of the time, and greedy answers are identical."""
+    from providers import local
+    from providers.local_cache import find_converted
+
+    artifact = provider.artifact
+    copy = find_converted(artifact.directory / artifact.gguf_file)
+    assert copy is not None and copy.parent == converted_models_cache
+    assert "quantization_config" not in (copy / "config.json").read_text()
+    first = local._LOADED[(artifact, provider.device)]
+    again = local._load_uncached(artifact, provider.device)
+    assert again.served_model == DEFAULT_LOCAL_MODEL
+    assert again.load_seconds < first.load_seconds / 3
+    request = question_request(DEFAULT_SYSTEM_PROMPT, "Pokémon Red", "Who is the first Gym Leader?")
+    answers = []
+    try:
+        for loaded in (again, first):
+            local._LOADED[(artifact, provider.device)] = loaded
+            answers.append(anyio.run(provider.generate, request).text)
+    finally:
+        local._LOADED[(artifact, provider.device)] = first
+    assert answers[0] == answers[1] and answers[0].strip()
