@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import logging
 import signal
 import threading
 import time
@@ -65,6 +66,8 @@ from providers.base import (
     Fatal, MissingKey, Provider, ProviderError, QuotaExhausted, RateLimited, Reply, Request, ServedModelMismatch, Timeout, Transient, redact,
 )
 from providers.registry import check_first_reply, create_provider
+
+log = logging.getLogger(__name__)
 
 __all__ = ["Task", "Lane", "Accept", "RetryPolicy", "Engine", "ProviderFactory", "InternalError",
            "stop_reason", "collector_tuned"]
@@ -208,6 +211,7 @@ class Engine:
             async for signum in signals:
                 if self.interrupted is None:
                     self.interrupted = signum
+                    log.warning("%s: draining the run", signal.Signals(signum).name)
                     self.notify(f"{signal.Signals(signum).name}: sending nothing new, waiting for "
                                 "the requests in flight (again to abandon them)")
                     self.drain()
@@ -262,6 +266,7 @@ class _LaneRun:
             if preflight is not None:
                 report = await preflight()
                 if report:
+                    log.info("%s: preflight: %s", self.spec.name, report)
                     self.engine.notify(f"{self.spec.name}: {report}")
         except ProviderError as exc:
             self._stop(exc)
@@ -284,6 +289,8 @@ class _LaneRun:
         if self.stats.stopped is None:
             self.stats.stopped = stop_reason(exc)
             self.stats.stop_message = redact(str(exc)) or type(exc).__name__
+            log.warning("%s: STOPPED (%s): %s", self.spec.name, self.stats.stopped,
+                        self.stats.stop_message)
             self.engine.notify(f"{self.spec.name}: STOPPED ({self.stats.stopped}): "
                                f"{self.stats.stop_message}")
         self._halted = True
@@ -308,6 +315,8 @@ class _LaneRun:
         except ProviderError as exc:
             if exc.retryable:
                 self.stats.failed += 1  # attempts used up: recorded, asked again next run
+                log.info("%s: item %s failed after all attempts (%s)", self.spec.name,
+                         task.item_id, exc)
             else:
                 self._stop(exc)
 
@@ -391,9 +400,14 @@ class _LaneRun:
             f"model {self.spec.name!r}: {type(exc).__name__}: {exc}")
         if isinstance(error, RateLimited):
             self.stats.rate_limited += 1
+        log.info("%s: item %s attempt %d/%d: %s (HTTP %s)%s: %s", self.spec.name, task.item_id,
+                 number, self.spec.max_attempts, error.outcome, error.http_status or "-",
+                 "" if error.retry_after_s is None else f", server asks {error.retry_after_s:g} s",
+                 error)
         if error.retryable and error.retry_after_s:
             # The server named a time before which this model's requests are refused (a 429, or
             # a 503 with Retry-After): nothing of the lane goes out until then.
+            log.info("%s: cool-down of %g s for the whole lane", self.spec.name, error.retry_after_s)
             self.limits.cool_down(error.retry_after_s)
         row = self._attempt_row(task, number, started_at, latency, error.outcome,
                                 error.http_status, error.retry_after_s, str(error))

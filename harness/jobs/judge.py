@@ -32,6 +32,7 @@ model spends its cap on thinking first: give it a larger one in ``[judge].params
 from __future__ import annotations
 
 import argparse
+import logging
 import signal
 import sys
 from collections.abc import Iterator, Sequence
@@ -48,11 +49,14 @@ from harness.engine.counters import LaneStats
 from harness.engine.lanes import Engine, Lane, Task
 from harness.engine.writer import BatchWriter, Rows
 from harness.errors import UserError
+from harness.logs import run_log
 from harness.jobs.run import RunOptions, new_run_id, recorded_run, run_row
 from harness.store import DEFAULT_STORE, Store, utc_now
 from harness.text import is_blank
 from metrics.judge import MalformedLabel, judge_request, parse_label, rubric_sha256
 from providers.base import Reply
+
+log = logging.getLogger(__name__)
 
 __all__ = ["judge_command", "execute_judge", "JudgeResult", "JudgeCell", "judge_rater",
            "pending_cells", "summary_lines", "BYPASS_SOURCE"]
@@ -167,10 +171,16 @@ async def execute_judge(store: Store, config: RunConfig, options: RunOptions,
     result = JudgeResult(run_id=new_run_id(), rater=rater, bypassed=len(plan.bypass),
                          flagged=[(c.item_id, c.model) for c in plan.flagged])
     console = options.console or Console()
-    with recorded_run(store, _run_row(result.run_id, config, spec, models, options.limit)):
+    with run_log(store.path, result.run_id) as log_path, \
+            recorded_run(store, _run_row(result.run_id, config, spec, models, options.limit)):
+        log.info("judge %s: %s labels %d cells -> %s", result.run_id, rater, len(plan.ask),
+                 store.path)
         _write_bypass(store, plan.bypass, rater, rubric, result.run_id)
         engine = await _run_engine(store, spec, plan.ask, result, options, console)
+        for line in summary_lines(result):
+            log.info("%s", line)
     result.exit_status = _finish(config, engine, result, console.file)
+    print(f"log: {log_path}", file=console.file)
     return result
 
 

@@ -9,6 +9,7 @@ two ``runs`` rows with the same ``run_id``: one when it starts, one with ``finis
 from __future__ import annotations
 
 import argparse
+import logging
 import signal
 import sys
 import uuid
@@ -29,10 +30,13 @@ from harness.engine.counters import LaneStats
 from harness.engine.lanes import Engine, Lane, ProviderFactory, RetryPolicy, Task
 from harness.engine.writer import BatchWriter, Rows
 from harness.errors import UserError
+from harness.logs import run_log
 from harness.prompts import prompt_sha256, question_request
 from harness.store import DEFAULT_STORE, Store, utc_now
 from harness.text import normalise_answer
 from providers.base import Reply
+
+log = logging.getLogger(__name__)
 
 __all__ = ["run_command", "execute_run", "RunOptions", "pending_tasks", "count_pending",
            "new_run_id", "summary_lines", "answer_rows", "harness_version", "run_row",
@@ -75,11 +79,17 @@ async def execute_run(store: Store, config: RunConfig, specs: Sequence[ModelSpec
     lanes = [_lane(store, spec, config.system_prompt, options.limit) for spec in specs]
     engine = Engine(lanes, run_id=run_id, accept=answer_rows(run_id, specs),
                     retry=options.retry, provider_factory=options.provider_factory)
-    with recorded_run(store, _run_row(run_id, config, specs, options)), \
+    with run_log(store.path, run_id) as log_path, \
+            recorded_run(store, _run_row(run_id, config, specs, options)), \
             open_progress(engine.stats, no_progress=options.no_progress, console=console) as progress:
+        log.info("run %s: %s -> %s", run_id, ", ".join(s.name for s in specs), store.path)
         async with BatchWriter(store) as writer:
             await engine.run(writer, notify=progress.note, handle_signals=options.handle_signals)
-    return _finish(config, engine, console.file)
+        for line in summary_lines(engine.stats):
+            log.info("%s", line)
+    status = _finish(config, engine, console.file)
+    print(f"log: {log_path}", file=console.file)
+    return status
 
 
 # -- the work: cells without an answer, in item order ------------------------------------------
