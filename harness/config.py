@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shlex
 import tomllib
 from dataclasses import dataclass, field, replace
@@ -102,7 +103,8 @@ def _build(path: Path, raw: dict[str, Any]) -> RunConfig:
 
 def _beside(config_path: Path, named: str | None) -> Path | None:
     """A path the config names, relative to the config file (absolute ones as they are)."""
-    return config_path.parent / Path(named).expanduser() if named else None
+    # normpath, not resolve: "examples/../runs/x" reads as "runs/x"; symbolic links are kept.
+    return Path(os.path.normpath(config_path.parent / Path(named).expanduser())) if named else None
 
 
 def parse_model(path: Path, where: str, entry: dict[str, Any]) -> ModelSpec:

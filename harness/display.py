@@ -295,8 +295,8 @@ def _row(stats: LaneStats, now: float, rate_now: float, rpm_now: float) -> list[
 def _totals(lanes: Sequence[LaneStats], now: float, meter: RateMeter,
             rates: Sequence[float]) -> list[Cell]:
     done, total = sum(s.done for s in lanes), sum(s.total for s in lanes)
-    rate_now = sum(rate for s, rate in zip(lanes, rates) if _active(s))
-    values = ["total", "", f"{done}/{total}", rate_text(rate_now),
+    active = [rate for s, rate in zip(lanes, rates) if _active(s)]
+    values = ["total", "", f"{done}/{total}", rate_text(sum(active)) if active else "-",
               rate_text(sum(s.average_rate(now) for s in lanes)),
               f"{sum(s.in_flight for s in lanes)}/{sum(s.cap for s in lanes)}", "",
               str(sum(s.retries for s in lanes)), str(sum(s.rate_limited for s in lanes)), "",
@@ -312,7 +312,7 @@ def plain_lines(lanes: Sequence[LaneStats], meter: RateMeter, now: float | None 
     lines, rates = [], []
     for s in lanes:
         rate_now, rpm_now = meter.sample(s, now)
-        rates.append(rate_now if _active(s) else 0.0)
+        rates.append(rate_now if _active(s) else None)
         cooling = s.cooling_for()
         lines.append(
             f"{s.label}: {s.done}/{s.total} answered, {rate_text(rate_now)} now, "
@@ -321,7 +321,8 @@ def plain_lines(lanes: Sequence[LaneStats], meter: RateMeter, now: float | None 
             + (f"cooling down {cooling:.1f}s, " if cooling > 0 else "")
             + f"failed {s.failed}, {s.state}")
     done, total = sum(s.done for s in lanes), sum(s.total for s in lanes)
-    lines.append(f"total: {done}/{total} answered, {rate_text(sum(rates))}, "
+    active = [rate for rate in rates if rate is not None]
+    lines.append(f"total: {done}/{total} answered, {rate_text(sum(active)) if active else '-'}, "
                  f"elapsed {_elapsed(lanes, now)}, ETA {_eta(lanes, meter, now)}")
     return lines
 
