@@ -71,8 +71,10 @@ class RateMeter:
 
     def _smooth(self, stats: LaneStats, now: float, rate: float) -> None:
         previous = self._smoothed.get(id(stats))
-        if previous is None:  # start from the average: the first ten seconds are noisy
-            self._smoothed[id(stats)] = (now, stats.average_rate(now))
+        if previous is None or now - stats.started < ETA_SMOOTHING_S:
+            # Young lane: its last-minute rate is its average since the start, smooth enough
+            # already, and a slow first reply must not linger in the ETA.
+            self._smoothed[id(stats)] = (now, rate)
             return
         weight = 1 - math.exp(-max(0.0, now - previous[0]) / ETA_SMOOTHING_S)
         self._smoothed[id(stats)] = (now, previous[1] + weight * (rate - previous[1]))

@@ -134,3 +134,14 @@ def test_very_narrow_terminals_wrap_details_instead_of_cutting_them():
     text = shown(50)
     assert max(len(line) for line in text.splitlines()) <= 50
     assert "fail 1" in _lane_block(text, "gpt-emu") and "cool 2.5s" in _lane_block(text, "gpt-emu")
+
+
+def test_the_eta_settles_within_seconds_of_the_start():
+    """The first refresh sees no answer yet: the ETA must not stay inflated by that start."""
+    stats = LaneStats(label="m", total=300, cap=4, started=0.0)
+    meter = RateMeter()
+    for tick in range(1, 81):  # four refreshes a second for 20 s, half an answer a second
+        now = tick / 4
+        stats.done = stats.sent = int(now / 2)
+        meter.sample(stats, now)
+    assert meter.eta_rate(stats, 20.0) == pytest.approx(0.5, rel=0.15)
