@@ -22,25 +22,24 @@ converted from (transformers keeps no trace of it on the model), else the loaded
 ``params`` may hold ``max_new_tokens`` (default 64; it wins over the harness's per-request limit,
 as with the HTTP providers' output limits), ``max_sentences`` (default 2, matching the prompt's
 "1-2 sentence answer"; generation stops once that many sentences are complete; 0 lifts the cap),
-``threads`` (torch threads while generating; default half the usable cores), ``device`` (default ``cuda`` when available, else
-``cpu``), and ``temperature = 0`` / ``seed`` (accepted because greedy decoding already is what they
+``threads`` (torch threads while generating; default half the usable cores), ``device`` (default
+``cuda`` when available, else ``cpu``), and ``temperature = 0`` / ``seed`` (accepted because greedy decoding already is what they
 ask for). Generation is serialised per provider: parallel ``generate`` calls on a CPU gain nothing.
 """
 
 from __future__ import annotations
 
 import contextlib
-import importlib
-import io
 import importlib.util
+import io
 import os
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
-from collections.abc import Iterator
 
 import anyio
 import anyio.from_thread
@@ -238,9 +237,9 @@ def _stop_token_ids(model: Any, tokenizer: Any) -> frozenset[int]:
 def _sentence_token_ids(tokenizer: Any) -> dict[str, frozenset[int]]:
     """Which tokens end a sentence and which begin a word, read off the vocabulary once."""
     texts = tokenizer.batch_decode([[i] for i in range(len(tokenizer))])
-    return {"sentence_end_ids": frozenset(i for i, t in enumerate(texts) if t.rstrip().endswith(_SENTENCE_ENDS)
-                                          and t.strip()),
-            "word_start_ids": frozenset(i for i, t in enumerate(texts) if t[:1].isspace())}
+    ends = frozenset(i for i, text in enumerate(texts) if text.rstrip().endswith(_SENTENCE_ENDS))
+    starts = frozenset(i for i, text in enumerate(texts) if text[:1].isspace())
+    return {"sentence_end_ids": ends, "word_start_ids": starts}
 
 
 def _first_line(exc: BaseException) -> str:
