@@ -7,29 +7,20 @@ so `contam sql` never pays for importing torch.
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
 from collections.abc import Callable, Sequence
+from typing import Any, TextIO
 
 from harness import __version__
+from harness.config import model_names
 from harness.errors import UserError
 from harness.logs import configure_logging
 from harness.store import DEFAULT_STORE
 
-__all__ = ["main", "build_parser"]
+__all__ = ["main", "build_parser", "print_result"]
 
-# subcommand -> "module:function"; each function takes the parsed args and returns an exit status.
-HANDLERS = {
-    "demo": "harness.jobs.demo:demo_command",
-    "import": "harness.jobs.importing:import_command",
-    "run": "harness.jobs.run:run_command",
-    "judge": "harness.jobs.judge:judge_command",
-    "score": "harness.jobs.score:score_command",
-    "report": "harness.jobs.report:report_command",
-    "sql": "harness.jobs.sql:sql_command",
-    "emulator": "harness.emulator.server:emulator_command",
-    "bench": "harness.jobs.bench:bench_command",
-}
+# Each subcommand's handler below turns the parsed args into a job's typed options, calls the job
+# (imported only then) and prints what it returns; it returns the exit status.
 
 
 def _store(parser: argparse.ArgumentParser, default: str | None = DEFAULT_STORE) -> None:
@@ -54,22 +45,25 @@ def _add_import(sub: argparse._SubParsersAction) -> None:
     _store(p)
 
 
-def _add_run(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("run", help="ask every configured model every unanswered item")
+def _add_lane_job(sub: argparse._SubParsersAction, name: str, help: str, models: str,
+                  limit: str) -> None:
+    """run and judge take the same arguments: a config, a store, models, a limit, progress."""
+    p = sub.add_parser(name, help=help)
     p.add_argument("config")
     _store(p, default=None)
-    p.add_argument("--models", help="comma-separated model names from the config")
-    p.add_argument("--limit", type=int, help="at most N items per model")
+    p.add_argument("--models", help=models)
+    p.add_argument("--limit", type=int, help=limit)
     _progress(p)
+
+
+def _add_run(sub: argparse._SubParsersAction) -> None:
+    _add_lane_job(sub, "run", "ask every configured model every unanswered item",
+                  "comma-separated model names from the config", "at most N items per model")
 
 
 def _add_judge(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("judge", help="label every answer with the config's [judge] model")
-    p.add_argument("config")
-    _store(p, default=None)
-    p.add_argument("--models", help="judge only these answering models")
-    p.add_argument("--limit", type=int, help="at most N cells")
-    _progress(p)
+    _add_lane_job(sub, "judge", "label every answer with the config's [judge] model",
+                  "judge only these answering models", "at most N cells")
 
 
 def _add_score(sub: argparse._SubParsersAction) -> None:
@@ -100,6 +94,8 @@ def _add_report(sub: argparse._SubParsersAction) -> None:
                    help="documented,undocumented subsets (default official,fan)")
     p.add_argument("--judge", help="judge rater, e.g. judge:claude-sonnet-5")
     p.add_argument("--human", help="human rater (default: human, else the first human:<name>)")
+    p.add_argument("--figure-titles", action="store_true",
+                   help="draw each figure's title inside it (default: none; the captions carry them)")
 
 
 def _add_sql(sub: argparse._SubParsersAction) -> None:
@@ -182,16 +178,134 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _handler(command: str) -> Callable[[argparse.Namespace], int]:
-    module_name, function_name = HANDLERS[command].split(":")
-    return getattr(importlib.import_module(module_name), function_name)
+def _import(args: argparse.Namespace) -> int:
+    from harness.jobs.importing import import_path
+
+    print(import_path(args.kind, args.file, store=args.store).summary())
+    return 0
+
+
+def _job_options(args: argparse.Namespace) -> Any:
+    from harness.jobs.lane_job import JobOptions
+
+    return JobOptions(limit=args.limit, no_progress=args.no_progress, models=model_names(args.models))
+
+
+def _run(args: argparse.Namespace) -> int:
+    from harness.jobs.run import run
+
+    return print_result(run(args.config, store=args.store, options=_job_options(args)))
+
+
+def _judge(args: argparse.Namespace) -> int:
+    from harness.jobs.judge import judge
+
+    return print_result(judge(args.config, store=args.store, options=_job_options(args)))
+
+
+def print_result(result: Any, out: TextIO | None = None, err: TextIO | None = None) -> int:
+    """A lane job's summary on stdout, its problems on stderr; returns its exit status."""
+    for line in result.summary:
+        print(line, file=out or sys.stdout)
+    for line in result.problems:
+        print(line, file=err or sys.stderr)
+    if result.log_path is not None:
+        print(f"log: {result.log_path}", file=out or sys.stdout)
+    return result.exit_status
+
+
+def _score(args: argparse.Namespace) -> int:
+    from harness.jobs.score import DEFAULT_METRICS, ScoreOptions, score
+
+    options = ScoreOptions(
+        metrics=args.metric or DEFAULT_METRICS, bertscore_model=args.bertscore_model,
+        layer=args.bertscore_layers, rescale=not args.no_rescale, baseline=args.baseline,
+        device=args.device, batch_size=args.batch_size,
+        progress=not args.no_progress and sys.stderr.isatty())
+    for summary in score(args.store, options):
+        print(summary.line())
+    return 0
+
+
+def _report(args: argparse.Namespace) -> int:
+    from harness.jobs.report import report
+
+    result = report(args.store, out=args.out, format=args.format, contrast=args.contrast,
+                    human=args.human, judge=args.judge, figure_titles=args.figure_titles)
+    if result.out is not None:
+        print(f"wrote {len(result.written)} files to {result.out}/",
+              file=sys.stderr if args.format else sys.stdout)
+    if result.text is not None:
+        sys.stdout.write(result.text)
+    return 0
+
+
+def _sql(args: argparse.Namespace) -> int:
+    from harness.jobs.sql import sql
+
+    result = sql(args.query, store=args.store)
+    sys.stdout.write(result.text(args.format))
+    if args.format == "table":
+        print(result.count_line(), file=sys.stderr)
+    return 0
+
+
+def emulator_settings_from_args(args: argparse.Namespace) -> Any:
+    from harness.emulator.server import emulator_settings
+
+    return emulator_settings(latency_ms=args.latency_ms, jitter_ms=args.jitter_ms or 0.0,
+                             rpm=args.rpm, faults=args.faults or "", served_model=args.served_model,
+                             quota_per_day=args.quota_per_day, seed=args.seed)
+
+
+def _emulator(args: argparse.Namespace) -> int:
+    from harness.emulator.server import banner, serve_until_signal
+
+    settings = emulator_settings_from_args(args)
+    serve_until_signal(settings, args.host, args.port,
+                       on_ready=lambda url: print(banner(url, settings), flush=True))
+    return 0
+
+
+def _bench(args: argparse.Namespace) -> int:
+    from dataclasses import fields
+
+    from harness.jobs.bench import BenchOptions, bench
+    from harness.jobs.bench_output import print_report
+
+    flags = {f.name: getattr(args, f.name) for f in fields(BenchOptions)}
+    result = bench(BenchOptions(**{**flags, "models": model_names(args.models)}))
+    print_report(result.report, args.format)
+    return result.exit_status
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from harness.jobs.demo import demo
+
+    return demo(args.out, no_progress=args.no_progress)
+
+
+HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "demo": _demo, "import": _import, "run": _run, "judge": _judge, "score": _score,
+    "report": _report, "sql": _sql, "emulator": _emulator, "bench": _bench,
+}
+
+
+def _quiet_retries() -> None:
+    """The attempts table and the display already record every retry; stamina's default hook
+    would add a warning per retry on stderr, underneath the live display. The CLI owns the
+    process, so it is the one to switch that hook off."""
+    from stamina.instrumentation import set_on_retry_hooks
+
+    set_on_retry_hooks([])
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     configure_logging(args.verbose)
+    _quiet_retries()
     try:
-        return int(_handler(args.command)(args) or 0)
+        return HANDLERS[args.command](args)
     except UserError as exc:
         print(f"contam {args.command}: {exc}", file=sys.stderr)
         return 2

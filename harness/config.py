@@ -13,7 +13,7 @@ from harness.config_schema import (MODEL_FIELDS, PROMPT_FIELDS, PROVIDERS, TOP_F
                                    did_you_mean)
 from harness.errors import UserError
 
-__all__ = ["ModelSpec", "RunConfig", "load_config", "parse_model", "PROVIDERS", "DEFAULT_SYSTEM_PROMPT"]
+__all__ = ["ModelSpec", "RunConfig", "load_config", "model_names", "parse_model", "PROVIDERS", "DEFAULT_SYSTEM_PROMPT"]
 
 DEFAULT_SYSTEM_PROMPT = (
     "Answer from memory only. Do not look anything up. Reply with a bare 1-2 sentence answer."
@@ -119,3 +119,9 @@ def _refuse_duplicate_names(path: Path, models: tuple[ModelSpec, ...]) -> None:
         if spec.name in seen:
             raise UserError(f"{path}: two [[models]] entries are named {spec.name!r}")
         seen.add(spec.name)
+
+
+def model_names(models: str | None) -> list[str] | None:
+    """``--models a,b`` as a list of names; None when none are given."""
+    names = [name.strip() for name in models.split(",") if name.strip()] if models else []
+    return names or None

@@ -7,6 +7,7 @@ its own snapshots, so what it costs does not grow with concurrency.
 - :class:`LiveProgress`: a rich ``Live`` table refreshed at 4 Hz from the event loop, laid out
   for the terminal's width (narrower: no bar, then each model's details on a second line).
 - :class:`PlainProgress`: a line per model every few seconds, for ``--no-progress``, pipes and CI.
+- :class:`BatchProgress`: the batch jobs' (``contam score``) bar or plain lines, per metric.
 
 Only model labels and already-redacted messages are ever shown; keys never reach a display.
 """
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import sys
 import threading
 import time
 from collections import deque
@@ -29,7 +31,7 @@ from rich.segment import Segment
 from harness.engine.counters import LaneStats
 
 __all__ = ["LaneStats", "RateMeter", "LiveProgress", "PlainProgress", "open_progress",
-           "QuietProgress", "render_table", "plain_lines", "rate_text", "COLUMNS"]
+           "render_table", "plain_lines", "rate_text", "COLUMNS", "BatchProgress"]
 
 NOW_WINDOW_S = 10.0  # "answers/s now" averages over the last ten seconds
 REFRESH_PER_S = 4
@@ -412,23 +414,6 @@ class PlainProgress:
         self.print_lines()
 
 
-class QuietProgress:
-    """No display at all (library use and tests); notes still go to ``file`` when given."""
-
-    def __init__(self, file: TextIO | None = None) -> None:
-        self.file = file
-
-    def note(self, message: str) -> None:
-        if self.file is not None:
-            print(message, file=self.file, flush=True)
-
-    def __enter__(self) -> "QuietProgress":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        pass
-
-
 def open_progress(lanes: Sequence[LaneStats], *, no_progress: bool = False,
                   console: Console | None = None, interval_s: float = 5.0
                   ) -> LiveProgress | PlainProgress:
@@ -437,3 +422,71 @@ def open_progress(lanes: Sequence[LaneStats], *, no_progress: bool = False,
     if no_progress or not console.is_terminal:
         return PlainProgress(lanes, console.file, interval_s)
     return LiveProgress(lanes, console)
+
+
+# -- batch jobs ---------------------------------------------------------------------------------
+
+_PLAIN_EVERY_S = 2.0  # seconds between plain progress lines of a batch job
+
+
+class BatchProgress:
+    """The display of a batch job (``contam score``): a rich progress bar per metric on a
+    terminal; otherwise a plain line every few seconds. Both on stderr."""
+
+    def __init__(self, live: bool) -> None:
+        self.live = live
+
+    def task(self, metric: str, total: int) -> "_Task":
+        return _RichTask(metric, total) if self.live and total else _PlainTask(metric, total)
+
+    @staticmethod
+    def note(message: str) -> None:
+        print(message, file=sys.stderr, flush=True)
+
+
+class _Task:
+    def __enter__(self) -> Callable[[int], None]:
+        return self.advance
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+    def advance(self, n: int) -> None:
+        raise NotImplementedError
+
+
+class _PlainTask(_Task):
+    def __init__(self, metric: str, total: int) -> None:
+        self.metric, self.total, self.done = metric, total, 0
+        self.started = self.last = time.monotonic()
+
+    def advance(self, n: int) -> None:
+        self.done += n
+        now = time.monotonic()
+        if now - self.last >= _PLAIN_EVERY_S and self.done < self.total:
+            self.last = now
+            rate = self.done / max(now - self.started, 1e-9)
+            print(f"{self.metric}: {self.done}/{self.total} ({rate:.0f}/s)", file=sys.stderr,
+                  flush=True)
+
+
+class _RichTask(_Task):
+    def __init__(self, metric: str, total: int) -> None:
+        from rich.console import Console
+        from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
+                                   TimeElapsedColumn, TimeRemainingColumn)
+
+        self.progress = Progress(TextColumn("{task.description}"), BarColumn(),
+                                 MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn(),
+                                 console=Console(stderr=True))
+        self.task_id = self.progress.add_task(metric, total=total)
+
+    def __enter__(self) -> Callable[[int], None]:
+        self.progress.start()
+        return self.advance
+
+    def __exit__(self, *exc: object) -> None:
+        self.progress.stop()
+
+    def advance(self, n: int) -> None:
+        self.progress.advance(self.task_id, n)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import re
 
-__all__ = ["normalise_answer", "is_blank", "word_count", "sha256_text", "ABSTENTION_PATTERN"]
+__all__ = ["normalise_answer", "is_blank", "sha256_text", "ABSTENTION_PATTERN"]
 
 _FENCE = re.compile(r"^```[\w+-]*\s*\n?(.*?)\n?```$", re.DOTALL)
 _ANSWER_LABEL = re.compile(r"^\s*(?:\*\*)?(?:final\s+)?answer(?:\*\*)?\s*[:：]\s*(?:\*\*)?", re.IGNORECASE)
@@ -37,10 +37,6 @@ def normalise_answer(raw: str | None) -> str:
 
 def is_blank(text: str | None) -> bool:
     return text is None or not text.strip()
-
-
-def word_count(text: str | None) -> int:
-    return len((text or "").split())
 
 
 # Declining to answer, as opposed to confabulating. Kept as a regular expression so that the

@@ -31,6 +31,7 @@ _RESET_HEADERS = ("anthropic-ratelimit-requests-reset", "anthropic-ratelimit-tok
 class AnthropicProvider(HTTPProvider):
     """One ``generate`` = one Messages call with exactly one user message."""
 
+    key_env = "ANTHROPIC_API_KEY"
     default_base_url = "https://api.anthropic.com"
     reserved_params = frozenset({"model", "messages", "system", "stream"})
 

@@ -27,20 +27,10 @@ __all__ = [
     "Fatal",
     "ServedModelMismatch",
     "MissingKey",
-    "DEFAULT_KEY_ENV",
     "resolve_api_key",
     "served_model_matches",
     "redact",
 ]
-
-# Each provider's conventional environment variable for its key; ``api_key_env`` overrides it.
-DEFAULT_KEY_ENV: dict[str, str | None] = {
-    "openai": "OPENAI_API_KEY",
-    "gemini": "GEMINI_API_KEY",
-    "anthropic": "ANTHROPIC_API_KEY",
-    "ollama": None,  # a local server needs no key; OLLAMA_API_KEY is used when set
-    "local": None,
-}
 
 
 class ModelSettings(Protocol):
@@ -127,17 +117,35 @@ class MissingKey(Fatal):
 
 
 
-class Provider(Protocol):
-    """One class per module; constructed once per configured model by the engine."""
+class Provider:
+    """The base of every provider class (one per module, built once per configured model).
+    ``generate`` is what a provider must do; the hooks' defaults fit a provider with nothing more
+    to say, and a provider overrides the ones it has."""
 
     spec: ModelSettings
 
-    async def generate(self, request: Request) -> Reply: ...
+    @classmethod
+    def resolve_key(cls, spec: ModelSettings) -> str | None:
+        """The key from the environment, or MissingKey before anything is sent. Default: no key."""
+        return None
+
+    def served_model_id(self) -> str:
+        """The id a reply's ``served_model`` must match (see registry.check_first_reply)."""
+        return self.spec.model
+
+    async def preflight(self) -> str | None:
+        """Checked once before the lane starts: a one-line report, or None when nothing to say."""
+        return None
+
+    async def generate(self, request: Request) -> Reply:
+        raise NotImplementedError
 
 
-def resolve_api_key(spec: ModelSettings, *, required: bool = True) -> str | None:
-    """The key from the environment. Raised errors name the variable, never a value."""
-    env_name = spec.api_key_env or DEFAULT_KEY_ENV.get(spec.provider)
+def resolve_api_key(spec: ModelSettings, default_env: str | None = None, *,
+                    required: bool = True) -> str | None:
+    """The key from ``spec.api_key_env``, else ``default_env`` (the provider's conventional
+    variable). Raised errors name the variable, never a value."""
+    env_name = spec.api_key_env or default_env
     key = os.environ.get(env_name, "").strip() if env_name else ""
     if key:
         _REGISTERED_SECRETS.add(key)

@@ -29,6 +29,7 @@ _QUOTA_FAILURE = "type.googleapis.com/google.rpc.QuotaFailure"
 class GeminiProvider(HTTPProvider):
     """One ``generate`` = one generateContent call with exactly one ``contents`` entry."""
 
+    key_env = "GEMINI_API_KEY"
     default_base_url = "https://generativelanguage.googleapis.com"
     reserved_params = frozenset({"model", "contents", "systemInstruction", "cachedContent"})
 

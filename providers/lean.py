@@ -1,11 +1,7 @@
 """The engine's HTTP client: an ``httpx.AsyncClient`` with a lean path for the providers' requests.
 
-Profiled against the emulator, httpx's client layer cost as much CPU per request as the rest of the
-harness together: for every request it builds an auth flow, a redirect loop, a cookie jar update
-(``Cookies.extract_cookies``) and a stream wrapper, none of which a provider's request uses. A
-request to an API of these providers is one POST with its key in a header; a redirect is not
-followed (httpx's default too) and is answered like any other status; and a cookie the server sets
-must not travel with the next question (R1: every question stateless).
+Why: httpx's client layer (auth flow, redirect loop, cookie jar, stream wrapper) costs as much CPU
+per request as the rest of the harness, and none of it serves a provider's stateless POST (R1).
 
 :meth:`LeanClient.exchange` therefore hands the request straight to the client's transport (the
 engine's connection pools) and reads the reply whole: about a fifth less CPU per request than

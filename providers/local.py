@@ -45,7 +45,7 @@ import anyio
 import anyio.from_thread
 import anyio.to_thread
 
-from providers.base import Fatal, ModelSettings, Reply, Request, Timeout
+from providers.base import Fatal, ModelSettings, Provider, Reply, Request, Timeout
 from providers.local_cache import cache_root, find_converted, save_converted
 
 __all__ = [
@@ -351,7 +351,7 @@ def _reply(loaded: _Loaded, new_tokens: list[int], prompt_length: int, *, hit_li
                  input_tokens=prompt_length, output_tokens=len(new_tokens), http_status=None)
 
 
-class LocalProvider:
+class LocalProvider(Provider):
     """One configured local model. The weights load on first use (or in :meth:`preflight`)."""
 
     def __init__(self, spec: ModelSettings, client: Any = None) -> None:

@@ -12,12 +12,13 @@ requested ids are both compared after :func:`normalise_model_id` (see ``served_m
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 import httpx
 
-from providers.base import Fatal, ProviderError, Reply, Request, Transient, resolve_api_key
+from providers.base import (
+    Fatal, ModelSettings, ProviderError, Reply, Request, Transient, resolve_api_key,
+)
 from providers.hints import seconds_from_retry_after
 from providers.transport import HTTPProvider, decode_json, error_for_status, send
 
@@ -46,15 +47,16 @@ class OllamaProvider(HTTPProvider):
     """One ``generate`` = one non-streaming /api/generate call."""
 
     default_base_url = "http://localhost:11434"
+    key_env = DEFAULT_KEY_ENV
     key_required = False
     reserved_params = frozenset({"model", "prompt", "system", "stream", "context", "images",
                                  "suffix", "options"})
 
-    def _resolve_key(self) -> str | None:
-        if self.spec.api_key_env:  # named in the config: the user expects it to be set
-            return resolve_api_key(self.spec)
-        return resolve_api_key(dataclasses.replace(self.spec, api_key_env=DEFAULT_KEY_ENV),
-                               required=False)
+    @classmethod
+    def resolve_key(cls, spec: ModelSettings) -> str | None:
+        # Named in the config: the user expects it to be set. Else OLLAMA_API_KEY if set (a
+        # local server needs no key).
+        return resolve_api_key(spec, cls.key_env, required=bool(spec.api_key_env))
 
     def served_model_id(self) -> str:
         return normalise_model_id(self.spec.model) or self.spec.model

@@ -36,6 +36,7 @@ def _millis(value: str | None) -> float | None:
 class OpenAIProvider(HTTPProvider):
     """One ``generate`` = one Chat Completions call with a system and a single user message."""
 
+    key_env = "OPENAI_API_KEY"
     default_base_url = "https://api.openai.com/v1"
     reserved_params = frozenset({"model", "messages", "stream", "stream_options", "n"})
 

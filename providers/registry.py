@@ -11,12 +11,14 @@ import importlib
 import httpx
 
 from providers.base import (
-    Fatal, ModelSettings, Provider, Reply, ServedModelMismatch, served_model_matches,
+    Fatal, MissingKey, ModelSettings, Provider, Reply, ServedModelMismatch, served_model_matches,
 )
 
-__all__ = ["create_provider", "served_model_id", "check_first_reply", "PROVIDER_CLASSES"]
+__all__ = ["create_provider", "provider_class", "missing_key", "served_model_id", "check_first_reply", "PROVIDER_CLASSES"]
 
-# provider name -> (module, class); each module holds exactly that one provider class.
+# provider name -> (module, class); each module holds exactly that one provider class. The one
+# list of provider names (harness.config.PROVIDERS repeats it below the providers' layer, and a
+# test holds the two equal).
 PROVIDER_CLASSES: dict[str, tuple[str, str]] = {
     "openai": ("providers.openai", "OpenAIProvider"),
     "gemini": ("providers.gemini", "GeminiProvider"),
@@ -32,20 +34,32 @@ def create_provider(spec: ModelSettings, client: httpx.AsyncClient | None) -> Pr
     Construction already checks what can be checked offline: the key's environment variable
     (MissingKey) and params that would enable tools or rewrite the request (Fatal).
     """
+    return provider_class(spec)(spec, client=client)
+
+
+def provider_class(spec: ModelSettings) -> type[Provider]:
+    """The class that speaks ``spec``'s protocol, imported on first use."""
     try:
         module_name, class_name = PROVIDER_CLASSES[spec.provider]
     except KeyError:
         raise Fatal(f"model {spec.name!r}: unknown provider {spec.provider!r} (one of "
                     f"{', '.join(PROVIDER_CLASSES)})") from None
-    provider_class = getattr(importlib.import_module(module_name), class_name)
-    return provider_class(spec, client=client)
+    return getattr(importlib.import_module(module_name), class_name)
+
+
+def missing_key(spec: ModelSettings) -> MissingKey | None:
+    """The MissingKey error ``spec`` would stop on, found before anything is sent; else None."""
+    try:
+        provider_class(spec).resolve_key(spec)
+    except MissingKey as exc:
+        return exc
+    return None
 
 
 def served_model_id(provider: Provider) -> str:
     """The id a reply's ``served_model`` must match: the provider's normalised form of the
-    requested id where it offers one (Ollama strips ``-cloud`` and ``:latest``), else ``spec.model``."""
-    normalise = getattr(provider, "served_model_id", None)
-    return normalise() if callable(normalise) else provider.spec.model
+    requested id (Ollama strips ``-cloud`` and ``:latest``); ``spec.model`` by default."""
+    return provider.served_model_id()
 
 
 def check_first_reply(provider: Provider, reply: Reply) -> None:

@@ -2,7 +2,7 @@
 
 Everything that is the same for every provider lives here, once: sending a request and translating
 httpx's exceptions into the error hierarchy of :mod:`providers.base` (the only place in the package
-that catches them; an ``httpx2.AsyncClient`` works too and is translated the same way), decoding a JSON body, mapping an HTTP status onto a retry decision, and refusing
+that catches them), decoding a JSON body, mapping an HTTP status onto a retry decision, and refusing
 sampling parameters that would break R1 or R2. :class:`HTTPProvider` strings them together; each
 provider module subclasses it and supplies only its own dialect: URL, headers, payload, reply
 parsing and how its error bodies spell their message, hint and quota.
@@ -17,15 +17,11 @@ from typing import Any, ClassVar
 import httpx
 import orjson
 
-try:  # httpx's successor, whose connection pool scales to hundreds of connections; optional
-    import httpx2
-except ImportError:  # pragma: no cover - depends on the environment
-    httpx2 = None
-
 from providers.lean import LeanClient
 from providers.base import (
     Fatal,
     ModelSettings,
+    Provider,
     ProviderError,
     QuotaExhausted,
     RateLimited,
@@ -55,12 +51,6 @@ QUOTA_ADVICE = ("the day's quota (or the account's usage limit) is used up: this
 _TOOL_WORDS = ("tool", "function", "grounding", "retrieval", "search", "plugin", "mcp",
                "codeexecution", "urlcontext")
 _MESSAGE_LIMIT = 500
-# The engine may hand providers an httpx or an httpx2 client; both raise their own exceptions.
-_HTTP_MODULES = tuple(module for module in (httpx, httpx2) if module is not None)
-_TIMEOUTS = tuple(module.TimeoutException for module in _HTTP_MODULES)
-_BAD_URLS = tuple(cls for module in _HTTP_MODULES
-                  for cls in (module.UnsupportedProtocol, module.InvalidURL))
-_TRANSPORT_FAILURES = tuple(module.TransportError for module in _HTTP_MODULES)
 
 
 def _squash(key: str) -> str:
@@ -102,11 +92,11 @@ async def send(client: httpx.AsyncClient, method: str, url: str, *, label: str, 
             return await client.exchange(method, url, headers=headers, content=content,
                                          timeout=timeout)
         return await client.request(method, url, content=content, headers=headers, timeout=timeout)
-    except _TIMEOUTS as exc:
+    except httpx.TimeoutException as exc:
         raise Timeout(f"{label}: no reply within {timeout:g} s ({type(exc).__name__})") from exc
-    except _BAD_URLS as exc:
+    except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
         raise Fatal(f"{label}: cannot send to {url!r}: {exc}") from exc
-    except _TRANSPORT_FAILURES as exc:  # connect/read/write errors, resets, protocol breakage
+    except httpx.TransportError as exc:  # connect/read/write errors, resets, protocol breakage
         raise Transient(f"{label}: connection failed ({type(exc).__name__}: {exc})") from exc
 
 
@@ -142,7 +132,7 @@ def error_for_status(status: int, detail: str, *, label: str, retry_after_s: flo
     return Fatal(text, http_status=status)
 
 
-class HTTPProvider:
+class HTTPProvider(Provider):
     """The shape every wire protocol shares; subclasses fill in their dialect.
 
     Subclasses set ``default_base_url`` and implement ``endpoint``, ``headers``, ``payload``,
@@ -150,6 +140,7 @@ class HTTPProvider:
     """
 
     default_base_url: ClassVar[str]
+    key_env: ClassVar[str | None] = None  # the conventional variable; api_key_env overrides it
     key_required: ClassVar[bool] = True
     reserved_params: ClassVar[frozenset[str]] = frozenset()
 
@@ -159,18 +150,12 @@ class HTTPProvider:
         self.client = client
         self.base_url = (spec.base_url or self.default_base_url).rstrip("/")
         self.label = f"{spec.provider} model {spec.name!r}"
-        self._api_key = self._resolve_key()
+        self._api_key = self.resolve_key(spec)
 
-    def _resolve_key(self) -> str | None:
-        return resolve_api_key(self.spec, required=self.key_required)
-
-    def served_model_id(self) -> str:
-        """The id a reply's ``served_model`` is compared with (see registry.check_first_reply)."""
-        return self.spec.model
-
-    async def preflight(self) -> str | None:
-        """A one-line description of the endpoint, or None when there is nothing to check."""
-        return None
+    @classmethod
+    def resolve_key(cls, spec: ModelSettings) -> str | None:
+        """The key from the environment; MissingKey where the protocol needs one and none is set."""
+        return resolve_api_key(spec, cls.key_env, required=cls.key_required)
 
     async def generate(self, request: Request) -> Reply:
         response = await send(self.client, "POST", self.endpoint(), label=self.label,

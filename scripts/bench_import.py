@@ -14,7 +14,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.filesets import write_fileset  # noqa: E402
+from scripts.filesets import write_fileset  # noqa: E402
 
 MODELS = ["gpt", "claude", "gemini", "gemma"]
 

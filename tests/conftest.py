@@ -1,13 +1,16 @@
-"""Shared fixtures: a real DuckDB store in a temporary folder and an in-process `contam`."""
+"""Shared fixtures: a real DuckDB store, the loopback emulator, the fake keys, an in-process
+`contam`, and retries without waits."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
 from pathlib import Path
 
 import pytest
+import stamina
 
 # Nothing in the test suite may reach a model hub.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -22,6 +25,13 @@ def converted_models_cache():
     os.environ["CONTAM_CACHE_DIR"] = folder
     yield Path(folder)
     shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture(autouse=True)
+def retries_without_waits():
+    """stamina's test mode: every backoff is zero; ``cap`` keeps each model's max_attempts."""
+    with stamina.set_testing(True, attempts=1_000, cap=True):
+        yield
 
 
 @pytest.fixture
@@ -40,3 +50,36 @@ def contam(capsys):
         return status, captured.out, captured.err
 
     return run
+
+
+@pytest.fixture
+def store(store_path):
+    """An open, migrated store."""
+    from harness.store import Store
+
+    with Store(store_path) as opened:
+        yield opened
+
+
+@pytest.fixture
+def emulator():
+    """A factory: ``emulator(**settings)`` starts a loopback emulator, stopped after the test."""
+    from harness.emulator.server import EmulatorSettings, run_emulator
+
+    with contextlib.ExitStack() as stack:
+        yield lambda **settings: stack.enter_context(run_emulator(EmulatorSettings(**settings)))
+
+
+@pytest.fixture
+def keys(monkeypatch):
+    """The distinctive fake keys of tests.runkit in their providers' variables."""
+    from tests.runkit import KEYS
+
+    for name, value in KEYS.items():
+        monkeypatch.setenv(name, value)
+    return KEYS
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"

@@ -1,5 +1,5 @@
 """Helpers for the engine/run tests: item files, run configs pointing at an emulator, an in-process
-`contam run` with fast retries, and a provider wrapper that timestamps what a lane sends."""
+`contam run` (retries without waits: see conftest), and a provider wrapper that timestamps what a lane sends."""
 
 from __future__ import annotations
 
@@ -15,21 +15,20 @@ from typing import Any
 import anyio
 from rich.console import Console
 
+from harness.cli import print_result
 from harness.config import load_config
-from harness.engine.lanes import RetryPolicy
 from harness.jobs.importing import import_file
 from harness.jobs.run import RunOptions, execute_run
 from harness.store import Store
-from providers.base import RateLimited, Reply, Request
+from providers.base import Provider, RateLimited, Reply, Request
 from providers.registry import create_provider
 
-__all__ = ["KEYS", "FAST_RETRY", "write_items", "model_entry", "write_config", "run_inprocess",
+__all__ = ["KEYS", "write_items", "model_entry", "write_config", "run_inprocess",
            "RunResult", "Recorder", "store_text", "question_number"]
 
 # Distinctive fake keys: a test greps the store and every output for them.
 KEYS = {"OPENAI_API_KEY": "sk-test-OPENAI-d0n0tl3ak", "GEMINI_API_KEY": "AIza-test-GEMINI-d0n0tl3ak",
         "ANTHROPIC_API_KEY": "sk-ant-test-ANTHROPIC-d0n0tl3ak"}
-FAST_RETRY = RetryPolicy(wait_initial=0.01, wait_max=0.05, wait_jitter=0.0)
 
 
 def write_items(path: Path, n: int) -> Path:
@@ -93,11 +92,12 @@ def run_inprocess(config_path: Path, store_path: Path, *, models: list[str] | No
     config = load_config(config_path)
     out, err = io.StringIO(), io.StringIO()
     options = RunOptions(limit=limit, no_progress=True, console=Console(file=out, width=200),
-                         retry=FAST_RETRY, provider_factory=provider_factory, handle_signals=False)
+                         provider_factory=provider_factory, handle_signals=False)
     with Store(store_path) as store, redirect_stderr(err):
         if config.items:
             import_file(store, "items", config.items)
-        status = anyio.run(execute_run, store, config, config.select(models), options)
+        result = anyio.run(execute_run, store, config, config.select(models), options)
+    status = print_result(result, out, err)
     return RunResult(status, out.getvalue(), err.getvalue())
 
 
@@ -115,7 +115,7 @@ class Recorder:
         return [t for name, t, _ in self.sent if name == lane]
 
 
-class _Recording:
+class _Recording(Provider):
     def __init__(self, inner: Any, recorder: Recorder) -> None:
         self.inner, self.recorder, self.spec = inner, recorder, inner.spec
 

@@ -12,7 +12,7 @@ from harness.emulator.server import EmulatorSettings, run_emulator
 from harness.jobs.bench import EMULATOR_KEY_ENV, PROBE_QUESTION, PROBE_TITLE
 from harness.prompts import DEFAULT_SYSTEM_PROMPT
 from harness.store import Store
-from tests.runkit import KEYS, model_entry, write_config
+from tests.runkit import model_entry, write_config
 
 MODEL_KEYS = {"model", "provider", "requests", "ok", "rate_limited", "failed", "retries", "wall_s",
               "requests_per_s", "latency_p50_s", "latency_p95_s", "latency_p99_s", "achieved_rpm",
@@ -25,9 +25,7 @@ MACHINE_KEYS = {"cpus", "cpu_model", "python", "platform", "load_avg_before", "l
 
 
 @pytest.fixture(autouse=True)
-def keys(monkeypatch):
-    for name, value in KEYS.items():
-        monkeypatch.setenv(name, value)
+def bench_keys(keys, monkeypatch):
     monkeypatch.setenv(EMULATOR_KEY_ENV, "bench-test-key")
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import signal
 import subprocess
@@ -13,28 +12,20 @@ import httpx
 import orjson
 import pytest
 
-from harness.cli import build_parser
+from harness.cli import build_parser, emulator_settings_from_args
 from harness.errors import UserError
 from harness.store import Store, utc_now
 from metrics.judge import JUDGE_RUBRIC, judge_request
 from harness.emulator.server import (
     EmulatorSettings,
     Step,
-    _settings_from_args,
     default_answer,
     judge_label,
     parse_faults,
     parse_step,
-    run_emulator,
 )
 
 OPENAI_BODY = {"model": "gpt-emu", "messages": [{"role": "user", "content": "Who?"}]}
-
-
-@pytest.fixture
-def emulator():
-    with contextlib.ExitStack() as stack:
-        yield lambda **settings: stack.enter_context(run_emulator(EmulatorSettings(**settings)))
 
 
 def chat(client: httpx.Client, emu, model: str = "gpt-emu", **headers) -> httpx.Response:
@@ -84,13 +75,13 @@ def test_cli_arguments_become_settings() -> None:
     args = build_parser().parse_args(["emulator", "--latency-ms", "200", "--rpm", "60",
                                       "--faults", "500=0.05,hang=0.01", "--served-model", "x",
                                       "--quota-per-day", "100", "--seed", "3"])
-    settings = _settings_from_args(args)
+    settings = emulator_settings_from_args(args)
     assert (settings.latency_ms, settings.rpm, settings.served_model, settings.quota_per_day,
             settings.seed) == (200, 60, "x", 100, 3)
     assert settings.faults == {"500": 0.05, "hang": 0.01}
     assert settings.record is False  # a long-running server must not grow without bound
     with pytest.raises(UserError, match="teapot"):
-        _settings_from_args(build_parser().parse_args(["emulator", "--faults", "teapot=1"]))
+        emulator_settings_from_args(build_parser().parse_args(["emulator", "--faults", "teapot=1"]))
 
 
 # ----------------------------------------------------------------------------- behaviour

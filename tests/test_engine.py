@@ -9,25 +9,20 @@ import anyio
 import pytest
 
 from harness.config import ModelSpec
-from harness.engine.lanes import Engine, Lane, RetryPolicy, Task, stop_reason
+from harness.engine.lanes import Engine, Lane, Task, stop_reason
 from harness.engine.writer import BatchWriter
 from harness.store import Store
 from providers.base import (
-    Fatal, MissingKey, QuotaExhausted, RateLimited, Reply, Request, ServedModelMismatch, Transient,
+    Fatal, MissingKey, Provider, QuotaExhausted, RateLimited, Reply, Request, ServedModelMismatch, Transient,
 )
 
-FAST = RetryPolicy(wait_initial=0.001, wait_max=0.002, wait_jitter=0.0)
 
-
-class FakeProvider:
+class FakeProvider(Provider):
     """Answers ``answer <user>``; ``script`` maps a call number (1-based) to an exception."""
 
     def __init__(self, spec: ModelSpec, script=None, served=None, gate: anyio.Event | None = None):
         self.spec, self.script, self.served, self.gate = spec, script or {}, served, gate
         self.calls: list[str] = []
-
-    def served_model_id(self) -> str:
-        return self.spec.model
 
     async def generate(self, request: Request) -> Reply:
         self.calls.append(request.user)
@@ -59,7 +54,7 @@ def keep_answer(task: Task, reply: Reply, latency_s: float):
 
 
 def run(store: Store, lanes, accept=keep_answer, notes=None):
-    engine = Engine(lanes, run_id="r1", accept=accept, retry=FAST)
+    engine = Engine(lanes, run_id="r1", accept=accept)
 
     async def main():
         async with BatchWriter(store) as writer:
@@ -67,12 +62,6 @@ def run(store: Store, lanes, accept=keep_answer, notes=None):
 
     anyio.run(main)
     return engine
-
-
-@pytest.fixture
-def store(tmp_path):
-    with Store(tmp_path / "s.duckdb") as opened:
-        yield opened
 
 
 def attempts(store, model="fake"):
@@ -194,7 +183,7 @@ def test_a_provider_that_cannot_be_built_stops_its_lane(store):
         raise MissingKey("environment variable NOPE_KEY is not set")
 
     engine = Engine([Lane(spec=spec(), tasks=tasks("fake", 3), total=3)], run_id="r1",
-                    accept=keep_answer, retry=FAST, provider_factory=factory)
+                    accept=keep_answer, provider_factory=factory)
 
     async def main():
         async with BatchWriter(store) as writer:
@@ -210,7 +199,7 @@ def test_drain_lets_in_flight_requests_finish_and_sends_nothing_new(store):
     gate = anyio.Event()
     provider = FakeProvider(lane_spec, gate=gate)
     engine = Engine([Lane(spec=lane_spec, tasks=tasks("fake", 20), total=20, provider=provider)],
-                    run_id="r1", accept=keep_answer, retry=FAST)
+                    run_id="r1", accept=keep_answer)
 
     async def interrupt():
         while len(provider.calls) < 3:
@@ -228,14 +217,11 @@ def test_drain_lets_in_flight_requests_finish_and_sends_nothing_new(store):
     assert engine.stats[0].interrupted and engine.stats[0].state == "interrupted"
 
 
-class Hanging:
+class Hanging(Provider):
     """A provider whose requests never come back."""
 
     def __init__(self, spec: ModelSpec):
         self.spec, self.calls = spec, 0
-
-    def served_model_id(self) -> str:
-        return self.spec.model
 
     async def generate(self, request: Request) -> Reply:
         self.calls += 1
@@ -257,7 +243,7 @@ def test_abandon_gives_up_in_flight_requests_without_recording_them(store):
     lane_spec = spec(concurrency=3)
     provider = Hanging(lane_spec)
     engine = Engine([Lane(spec=lane_spec, tasks=tasks("fake", 10), total=10, provider=provider)],
-                    run_id="r1", accept=keep_answer, retry=FAST)
+                    run_id="r1", accept=keep_answer)
 
     async def interrupt():
         while provider.calls < 3:
@@ -426,3 +412,42 @@ def test_writer_refuses_a_bad_row_loudly(store):
     with pytest.raises(Exception) as caught:
         anyio.run(main)
     assert "no_such_column" in str(caught.value) or "no_such_column" in repr(caught.value.exceptions)
+
+
+def test_a_refused_lane_is_reported_once_before_any_lane_sends(store):
+    events: list[str] = []
+
+    class Logged(FakeProvider):
+        async def generate(self, request: Request) -> Reply:
+            events.append(f"send {self.spec.name}")
+            return await super().generate(request)
+
+    keyless, fine = spec("keyless"), spec("fine")
+    lanes = [Lane(spec=fine, tasks=tasks("fine", 3), total=3, provider=Logged(fine)),
+             Lane(spec=keyless, tasks=tasks("keyless", 3), total=3, provider=Logged(keyless),
+                  refused=MissingKey("model 'keyless': environment variable K is not set"))]
+    engine = run(store, lanes, notes=events)
+    assert events[0] == "keyless: STOPPED (missing key): model 'keyless': environment variable K is not set"
+    assert sum("keyless" in e for e in events) == 1  # reported once, never sent
+    assert events.count("send fine") == 3
+    assert engine.stats[1].stopped == "missing key" and engine.stats[1].done == 0
+
+
+def test_failed_tasks_count_their_last_error_by_cause(store):
+    import httpx
+
+    def unreachable() -> Transient:
+        try:
+            raise httpx.ConnectError("All connection attempts failed")
+        except httpx.ConnectError as exc:
+            try:
+                raise Transient("openai model 'fake': connection failed") from exc
+            except Transient as wrapped:
+                return wrapped
+
+    script = {n: unreachable() for n in range(1, 7)}
+    lane = Lane(spec=spec(max_attempts=2, concurrency=1), tasks=tasks("fake", 3), total=3,
+                provider=FakeProvider(spec(), script=script))
+    engine = run(store, [lane])
+    assert engine.stats[0].failed == 3
+    assert engine.stats[0].top_failures() == [("ConnectError: All connection attempts failed", 3)]

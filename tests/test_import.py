@@ -9,7 +9,6 @@ import pytest
 
 from harness.errors import InputError
 from harness.jobs.importing import import_file
-from harness.store import Store
 
 ITEMS = [
     {"item_id": "red-01", "title": "Pokémon Red", "subset": "official",
@@ -45,12 +44,6 @@ def write_jsonl(path, rows):
 
 def counts(store):
     return {t: store.count(t) for t in TABLES}
-
-
-@pytest.fixture
-def store(store_path):
-    with Store(store_path) as s:
-        yield s
 
 
 @pytest.fixture
@@ -198,7 +191,7 @@ def test_cli_import_reports_and_refuses(contam, tmp_path, store_path):
 
 
 def test_a_400_by_4_file_set_gives_1600_cells(contam, tmp_path, store_path):
-    from tests.filesets import write_fileset
+    from scripts.filesets import write_fileset
 
     paths = write_fileset(tmp_path, 400, ["gpt", "claude", "gemini", "gemma"])
     for kind in ("items", "answers", "labels"):

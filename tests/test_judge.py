@@ -15,9 +15,9 @@ import orjson
 import pytest
 from rich.console import Console
 
+from harness.cli import print_result
 from harness.config import load_config
 from harness.emulator.server import EmulatorSettings, run_emulator
-from harness.engine.lanes import RetryPolicy
 from harness.jobs.judge import BYPASS_SOURCE, execute_judge
 from harness.jobs.run import RunOptions
 from harness.store import Store, utc_now
@@ -26,7 +26,6 @@ from metrics.judge import JUDGE_RUBRIC, MalformedLabel, parse_label, rubric_sha2
 KEY_ENV, KEY = "CONTAM_TEST_JUDGE_KEY", "sk-judge-test-9f8e7d"
 JUDGE_MODELS = {"openai": "gpt-emu-judge", "anthropic": "claude-emu-judge",
                 "gemini": "gemini-emu-judge", "ollama": "llama-emu-judge:8b"}
-FAST = RetryPolicy(wait_initial=0.001, wait_max=0.01, wait_jitter=0.0)
 
 # item_id, title, question, reference: ids, titles and questions are distinctive strings so a
 # test can prove none of them reached the judge.
@@ -93,9 +92,10 @@ def write_config(tmp_path: Path, emu, provider: str = "anthropic", *, max_attemp
 def judge(store_path: Path, config_path: Path, *, models=None, limit=None):
     out = io.StringIO()
     options = RunOptions(limit=limit, no_progress=True, console=Console(file=out, width=200),
-                         retry=FAST, handle_signals=False)
+                         handle_signals=False)
     with Store(store_path) as store:
         result = anyio.run(execute_judge, store, load_config(config_path), options, models)
+    print_result(result, out, io.StringIO())
     return result, out.getvalue()
 
 
@@ -227,8 +227,9 @@ def test_always_malformed_stays_unlabelled_and_is_judged_by_a_later_run(tmp_path
         assert labels(store_path) == {}
         outcomes = query(store_path, "SELECT outcome FROM attempts")
         assert outcomes == [("malformed",)] * 3
-        assert first.malformed == 3 and first.failed == 1 and first.exit_status == 0
+        assert first.malformed == 3 and first.failed == 1 and first.exit_status == 1
         assert "1 cells unlabelled after all attempts" in out
+        assert "emu-judge: 1 failed — MalformedLabel: malformed judge reply" in out
 
         reply["text"] = "Wrong"
         second, _ = judge(store_path, config)
@@ -364,3 +365,17 @@ def test_a_stopped_judge_exits_non_zero_and_leaves_cells_for_the_next_run(tmp_pa
     assert query(store_path, "SELECT count(*) FROM labels") == [(0,)]
     # Requests already in flight when the first 401 came back may add more rows; none is ok.
     assert {o for (o,) in query(store_path, "SELECT outcome FROM attempts")} == {"fatal"}
+
+
+def test_contam_judge_without_its_key_sends_nothing_and_exits_non_zero(tmp_path, contam, monkeypatch):
+    monkeypatch.delenv(KEY_ENV)
+    store_path = tmp_path / "s.duckdb"
+    seed(store_path)
+    with run_emulator(EmulatorSettings()) as emu:
+        config = write_config(tmp_path, emu)
+        status, out, err = contam("judge", config, "--store", store_path, "--no-progress")
+        sent = generate_requests(emu)
+    assert status == 1 and sent == []
+    assert sum(KEY_ENV in line for line in out.splitlines()) == 2  # the notice, then the summary
+    assert "judge STOPPED (missing key)" in out and "contam judge: the judge stopped" in err
+    assert query(store_path, "SELECT count(*) FROM attempts") == [(0,)]

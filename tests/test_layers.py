@@ -42,3 +42,14 @@ def test_the_checker_reports_a_circle_and_upward_imports(tmp_path: Path) -> None
     assert "upward: harness.engine.lanes -> harness.jobs.run" in lines
     assert "upward: providers.base -> harness.config" in lines
     assert "upward: harness.config -> providers.base" in lines
+
+
+def test_scripts_import_nothing_from_the_tests() -> None:
+    import ast
+
+    for path in sorted((ROOT / "scripts").glob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        modules = [alias.name for node in ast.walk(tree) if isinstance(node, ast.Import)
+                   for alias in node.names]
+        modules += [node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)]
+        assert not [m for m in modules if m == "tests" or m.startswith("tests.")], path.name

@@ -26,11 +26,6 @@ REPLY = {"id": "x", "model": "gpt-mock", "choices": [{"message": {"content": "Bl
                                                       "finish_reason": "stop"}]}
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 @pytest.fixture(autouse=True)
 def environment_without_proxies(monkeypatch):
     """No proxy from the machine's environment, and a key for the OpenAI provider."""

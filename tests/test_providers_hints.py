@@ -31,11 +31,6 @@ SECRET = "sk-mock-SECRET-42f0c8d1"
 QUESTION = Request(system="Answer briefly.", user="Game: Pokemon Red\nQuestion: Who is the rival?")
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 @pytest.fixture(autouse=True)
 def secret_keys(monkeypatch: pytest.MonkeyPatch) -> None:
     for env in ("OPENAI_API_KEY", "GEMINI_API_KEY", "ANTHROPIC_API_KEY", "OLLAMA_API_KEY"):

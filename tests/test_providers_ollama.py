@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import socket
 import sys
 import types
@@ -11,7 +10,6 @@ import httpx
 import pytest
 
 from harness.config import ModelSpec
-from harness.emulator.server import EmulatorSettings, run_emulator
 from providers.base import Fatal, MissingKey, Reply, Request, ServedModelMismatch
 from providers.ollama import OllamaProvider, normalise_model_id
 from providers.registry import PROVIDER_CLASSES, check_first_reply, create_provider, served_model_id
@@ -19,20 +17,9 @@ from providers.registry import PROVIDER_CLASSES, check_first_reply, create_provi
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 @pytest.fixture(autouse=True)
 def no_ollama_key(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("OLLAMA_API_KEY", raising=False)
-
-
-@pytest.fixture
-def emulator():
-    with contextlib.ExitStack() as stack:
-        yield lambda **settings: stack.enter_context(run_emulator(EmulatorSettings(**settings)))
 
 
 def ollama_spec(base_url: str, model: str = "llama3.2", **overrides) -> ModelSpec:
@@ -149,3 +136,19 @@ def test_local_provider_is_imported_lazily_by_name(monkeypatch) -> None:
 
 def test_default_base_urls_follow_the_design() -> None:
     assert OllamaProvider(ollama_spec(None), None).endpoint() == "http://localhost:11434/api/generate"
+
+
+def test_the_config_knows_exactly_the_registered_providers() -> None:
+    from harness.config import PROVIDERS
+
+    assert PROVIDERS == tuple(PROVIDER_CLASSES)
+
+
+def test_every_registered_class_is_a_provider() -> None:
+    import importlib
+
+    from providers.base import Provider
+
+    for module_name, class_name in PROVIDER_CLASSES.values():
+        cls = getattr(importlib.import_module(module_name), class_name)
+        assert issubclass(cls, Provider)

@@ -3,12 +3,11 @@
 Every test runs once per wire protocol (openai, gemini, anthropic, ollama): the engine's own client
 (:class:`providers.lean.LeanClient` over httpx's transport), a real HTTP/1.1 server, the providers'
 own classification of what came back. The last tests repeat the classification through a plain
-``httpx.AsyncClient`` and an ``httpx2`` one, which a caller may pass instead.
+``httpx.AsyncClient``, which a caller may pass instead.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 
 import httpx
@@ -18,7 +17,7 @@ from harness.config import ModelSpec
 from providers.base import (
     Fatal, MissingKey, QuotaExhausted, RateLimited, Reply, Request, ServedModelMismatch, Timeout, Transient,
 )
-from harness.emulator.server import EmulatorSettings, default_answer, run_emulator
+from harness.emulator.server import default_answer
 from providers.lean import LeanClient
 from providers.registry import check_first_reply, create_provider
 
@@ -40,11 +39,6 @@ QUESTION = Request(system="Answer from memory only.",
 TOOL_WORDS = ("tool", "function", "grounding", "retrieval", "search", "plugin")
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 @pytest.fixture(params=list(PROVIDERS))
 def provider(request: pytest.FixtureRequest) -> str:
     return request.param
@@ -57,12 +51,6 @@ def keys(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
     for name, (_, env, _, _) in PROVIDERS.items():
         monkeypatch.setenv(env, secrets[name])
     return secrets
-
-
-@pytest.fixture
-def emulator():
-    with contextlib.ExitStack() as stack:
-        yield lambda **settings: stack.enter_context(run_emulator(EmulatorSettings(**settings)))
 
 
 def engine_client() -> LeanClient:
@@ -317,15 +305,11 @@ async def test_params_cannot_rewrite_the_question(provider, keys, emulator):
 
 # ----------------------------------------------------------------------------- other clients
 
-@pytest.mark.parametrize("client_module", ["httpx", "httpx2"])
 @pytest.mark.parametrize("script", ["ok", "429:2.5", "500", "reset", "malformed", "hang"])
-async def test_a_callers_own_client_is_classified_the_same(provider, keys, emulator, script,
-                                                           client_module):
-    """A caller may pass a plain httpx client, or httpx2's (its pool scales better): outcomes
-    must not change."""
-    module = pytest.importorskip(client_module)
+async def test_a_callers_own_client_is_classified_the_same(provider, keys, emulator, script):
+    """A caller may pass a plain httpx client instead of the engine's: outcomes must not change."""
     emu = emulator(script=[script], hang_s=10)
-    async with module.AsyncClient() as client:
+    async with httpx.AsyncClient() as client:
         llm = create_provider(spec_for(provider, emu, timeout_s=0.3), client)
         try:
             result = await llm.generate(QUESTION)

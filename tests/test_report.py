@@ -18,10 +18,10 @@ from tests.test_analysis import ITEMS, judge_only_labels, make_store, small_stor
 
 DOCUMENTED_KEYS = {"contrast", "human_rater", "judge_rater", "overall", "per_title", "gap", "judge",
                    "agreement", "rank_correlation", "metric_validity"}
-EXTRA_KEYS = {"regimes", "mcnemar", "inter_annotator", "abstention", "missing", "answer_length", "notes", "meta",
+EXTRA_KEYS = {"regimes", "mcnemar", "cmh", "logistic", "provenance", "inter_annotator", "abstention", "missing", "answer_length", "notes", "meta",
               "judge_gap", "surface_by_subset"}
 PNG, PDF = b"\x89PNG\r\n\x1a\n", b"%PDF-"
-FIGURES = ("fig1_leaderboard", "fig2_contamination_gap", "fig3_metric_disagreement")
+FIGURES = ("fig1_leaderboard", "fig2_contamination_gap", "fig3_metric_disagreement", "fig4_per_title")
 
 
 @pytest.fixture(scope="module")
@@ -74,7 +74,7 @@ def test_json_has_inf_odds_ratio_and_fractions(paper_out):
 def test_html_is_self_contained_and_embeds_the_figures(paper_out):
     page = (paper_out / "report.html").read_text("utf-8")
     images = re.findall(r'src="data:image/png;base64,([A-Za-z0-9+/=]+)"', page)
-    assert len(images) == 3 and all(base64.b64decode(i).startswith(PNG) for i in images)
+    assert len(images) == 4 and all(base64.b64decode(i).startswith(PNG) for i in images)
     assert not re.search(r'(src|href)="(https?:|//)', page)
     assert "7.5 × 10⁻⁷²" in page and "<table>" in page and "$body" not in page
 
@@ -92,7 +92,7 @@ def test_format_md_and_html_to_stdout(contam, paper_path):
     status, md, _ = contam("report", "--store", paper_path, "--format", "md", "--contrast", "official,fan")
     assert status == 0 and "| claude-opus-5 | 95.0% (190/200)" in md and ".png)" not in md
     status, page, _ = contam("report", "--store", paper_path, "--format", "html")
-    assert status == 0 and page.count("data:image/png;base64,") == 3
+    assert status == 0 and page.count("data:image/png;base64,") == 4
 
 
 def test_default_folder_is_beside_the_store(contam, tmp_path):
@@ -115,8 +115,9 @@ def test_no_judge_store_reports_and_draws_with_notes(contam, tmp_path):
     assert "## LLM judge" not in md and "no judge labels in the store" in md
     with Store(path, read_only=True) as store:
         fig = figures.metric_disagreement(build_report(store, contrast=("canon", "hack")))
-    texts = [t.get_text() for ax in fig.axes for t in ax.texts]
-    assert "no judge labels in the store" in texts and "no BERTScore-F1 scores in the store" in texts
+    titles = [ax.get_title(loc="left") for ax in fig.axes]
+    assert titles == ["(a) Human: strict accuracy (%)", "(b) BLEU-2: mean score"]  # empty regimes left out
+    assert len(fig.axes) == 2 and fig.get_figwidth() == pytest.approx(figures.FULL)
     assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == ["m1", "m2", "m3"]  # human order
     figures.close(fig)
 
@@ -213,11 +214,12 @@ def test_no_labels_report_says_so_and_shows_surface_metrics(contam, tmp_path):
     top = md.split("## ")[0]
     assert "accuracy sections need human labels: `contam import labels FILE`; the judge: `contam judge CONFIG`" in top
     assert "## Overall accuracy" not in md and "## The contamination gap" not in md
-    assert "| m1 | 0.500 [0.252, 0.748] (n=3) | 0.200 [-0.048, 0.448] (n=3) | 0.300 |" in md
+    assert re.search(r"\| m1 \| 0\.500 \[0\.4\d\d, 0\.6\d\d\] \(n=3\) \| 0\.200 \[0\.1\d\d, 0\.3\d\d\] \(n=3\) "
+                     r"\| 0\.300 \|", md)  # bootstrap limits stay inside the scores' range
     assert re.search(r"\| m1 \| 0\.200 .*\| 0\.300 \| .* \| — \|", md)  # BERTScore: no ratio
     assert "| m2 | Doc A | canon | 2 | 0.200 | 0.550 | 2.0 |" in md  # per title
     status, page, _ = contam("report", "--store", path, "--contrast", "canon,hack", "--format", "html")
-    assert page.count("data:image/png;base64,") == 3 and "Student-t" in page
+    assert page.count("data:image/png;base64,") == 3 and "BCa bootstrap" in page  # no fig4 without labels
 
 
 def test_no_labels_figures_show_surface_means_not_accuracy(store_path):
@@ -225,15 +227,15 @@ def test_no_labels_figures_show_surface_means_not_accuracy(store_path):
         report = build_report(store, contrast=("canon", "hack"))
     fig = figures.leaderboard(report)
     bleu, bert = fig.axes
-    assert "NOT accuracy" in fig.get_suptitle() and "no human or judge labels" in fig.get_suptitle()
-    assert (bleu.get_title(), bert.get_title()) == ("BLEU-2: mean score", "BERTScore-F1: mean score")
+    assert fig.get_suptitle() == ""  # the caption says what it is
+    assert "not accuracy (no labels)" in bleu.get_xlabel() and "not accuracy" in bert.get_xlabel()
+    assert (bleu.get_title(loc="left"), bert.get_title(loc="left")) == ("BLEU-2: mean score", "BERTScore-F1: mean score")
     assert [t.get_text().split()[0] for t in bleu.get_yticklabels()] == ["m2", "m1"]  # by mean BERTScore
     assert [p.get_width() for p in bleu.patches] == pytest.approx([0.15, 0.35])
-    assert "Student-t" in bleu.get_xlabel()
     figures.close(fig)
     fig = figures.contamination_gap(report)
     bert, bleu = fig.axes
-    assert "no human or judge labels" in fig.get_suptitle() and "NOT accuracy" in fig.get_suptitle()
+    assert "not accuracy" in bert.get_ylabel() and "not accuracy" in bleu.get_ylabel()
     assert [t.get_text() for t in bert.get_xticklabels()] == ["m2", "m1"]  # BERTScore difference 0.4 > 0.3
     assert [p.get_height() for p in bert.patches] == pytest.approx([0.6, 0.2, 0.2, -0.1])
     assert {t.get_text() for t in bert.texts} == {"ratio 3.00×", "Δ +0.300 (no ratio)"}
@@ -249,14 +251,14 @@ def test_judge_only_figures_show_judge_accuracy_and_say_so(contam, tmp_path):
         report = build_report(store, contrast=("canon", "hack"))
     fig = figures.leaderboard(report)
     (ax,) = fig.axes
-    assert "LLM-judge accuracy" in fig.get_suptitle() and "NOT human accuracy" in fig.get_suptitle()
+    assert ax.get_xlabel() == "strict accuracy (%), LLM judge, not human (judge:j)"
     assert [t.get_text().split()[0] for t in ax.get_yticklabels()] == ["m3", "m1", "m2"]  # best first
     assert [p.get_width() for p in ax.patches] == pytest.approx([100, 50, 50])
     figures.close(fig)
     fig = figures.contamination_gap(report)
     (ax,) = fig.axes
     assert [t.get_text() for t in ax.get_xticklabels()] == ["m1", "m2", "m3"]  # by judge gap
-    assert "regime: LLM-judge strict accuracy (judge:j); no human labels" in ax.get_title()
+    assert ax.get_ylabel() == "strict accuracy (%), LLM judge, not human"
     figures.close(fig)
     status, md, _ = contam("report", "--store", path, "--contrast", "canon,hack", "--format", "md")
     top = md.split("## ")[0]

@@ -20,10 +20,7 @@ from tests.runkit import (
 )
 
 
-@pytest.fixture(autouse=True)
-def keys(monkeypatch):
-    for name, value in KEYS.items():
-        monkeypatch.setenv(name, value)
+pytestmark = pytest.mark.usefixtures("keys")
 
 
 def query(store_path, sql):
@@ -126,8 +123,10 @@ def test_exhausted_attempts_are_failed_rows_and_the_next_run_asks_again(tmp_path
         asked_first = len(emu.requests)
         second = run_inprocess(config, store)
         asked_second = len(emu.requests) - asked_first
-    assert first.status == 0
+    assert first.status == 1  # a cell that failed after all attempts is a run that did not finish
     assert "1 failed after all attempts" in first.out
+    assert "openai-m: 1 failed — Transient: " in first.out and "HTTP 503" in first.out
+    assert "1 cell(s) failed after all attempts" in first.err
     assert outcomes(store, "openai-m", "q0000")[:2] == ["transient", "transient"]
     assert "q0000" not in {row[0] for row in query(store, "SELECT item_id FROM answers WHERE run_id = "
                                                           "(SELECT run_id FROM runs ORDER BY seq LIMIT 1)")}
@@ -259,3 +258,38 @@ def test_cli_refuses_an_unknown_model_and_a_bad_limit(tmp_path, contam):
         assert status == 2 and "nope" in err
         status, _, err = contam("run", config, "--store", tmp_path / "s.duckdb", "--limit", "0")
         assert status == 2 and "--limit" in err
+
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def test_cli_run_exits_non_zero_and_names_the_cause_when_cells_fail(tmp_path, contam):
+    unreachable = {"base_url": f"http://127.0.0.1:{_closed_port()}/v1", "max_attempts": 1}
+    with run_emulator() as emu:
+        config = write_config(tmp_path, [model_entry("openai", emu, name="gpt", **unreachable),
+                                         model_entry("ollama", emu)], items=3)
+        status, out, err = contam("run", config, "--store", tmp_path / "s.duckdb", "--no-progress")
+    assert status == 1
+    assert "gpt: 3 failed — ConnectError: All connection attempts failed (3)" in out
+    assert "ollama-m: 3/3 answered" in out
+    assert "3 cell(s) failed after all attempts" in err
+
+
+def test_cli_run_reports_a_missing_key_once_and_runs_the_others(tmp_path, contam, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY")
+    with run_emulator() as emu:
+        config = write_config(tmp_path, [model_entry("openai", emu), model_entry("ollama", emu)],
+                              items=3)
+        status, out, err = contam("run", config, "--store", tmp_path / "s.duckdb", "--no-progress")
+        paths = {request.path for request in emu.requests}
+    assert status == 1
+    assert "/v1/chat/completions" not in paths
+    notices = [line for line in out.splitlines() if "OPENAI_API_KEY" in line]
+    assert notices[0].startswith("openai-m: STOPPED (missing key)")  # before the run, once
+    assert notices[1].startswith("openai-m: 0/3 answered; STOPPED (missing key)")  # the summary
+    assert len(notices) == 2 and "ollama-m: 3/3 answered" in out

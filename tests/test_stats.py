@@ -200,9 +200,33 @@ def test_pairwise_kappas_use_only_shared_subjects():
     assert rows[0]["exact"] == pytest.approx(2 / 3)
 
 
-def test_mean_interval_is_students_t():
-    values = np.array([0.2, 0.4, 0.1, 0.5, 0.3])
-    low, high = stats.mean_interval(values.mean(), values.std(ddof=1), len(values))
-    expected = sps.t.interval(0.95, len(values) - 1, loc=values.mean(), scale=sps.sem(values))
-    assert (low, high) == pytest.approx(expected)
-    assert all(math.isnan(x) for x in stats.mean_interval(0.3, 0.1, 1))
+def test_bootstrap_interval_is_scipys_bca_with_the_fixed_seed():
+    values = np.array([0.2, 0.4, 0.1, 0.5, 0.3, 0.9, 0.0, 0.25])
+    low, high = stats.bootstrap_mean_interval(values)
+    expected = sps.bootstrap((values,), np.mean, n_resamples=stats.BOOTSTRAP_RESAMPLES, method="BCa",
+                             rng=np.random.default_rng(stats.BOOTSTRAP_SEED)).confidence_interval
+    assert (low, high) == pytest.approx((expected.low, expected.high))
+    assert stats.bootstrap_mean_interval(values) == (low, high)  # same store, same interval
+
+
+def test_bootstrap_interval_never_leaves_the_scores_range():
+    bleu = np.array([0.0] * 40 + [0.05, 0.6])  # mostly zero, like BLEU-2 on short answers
+    t_low = sps.t.interval(0.95, len(bleu) - 1, loc=bleu.mean(), scale=sps.sem(bleu))[0]
+    assert t_low < 0  # Student-t would leave [0, 1]
+    low, high = stats.bootstrap_mean_interval(bleu)
+    assert 0 <= low <= bleu.mean() <= high <= 1
+    assert stats.bootstrap_mean_interval([1.0] * 9 + [0.9])[1] <= 1
+
+
+def test_bootstrap_interval_degenerate_samples():
+    assert stats.bootstrap_mean_interval([0.3, 0.3, 0.3]) == pytest.approx((0.3, 0.3))
+    assert all(math.isnan(x) for x in stats.bootstrap_mean_interval([0.3]))
+    assert all(math.isnan(x) for x in stats.bootstrap_mean_interval([]))
+
+
+def test_holm_by_hand_and_undefined_p_left_out():
+    # sorted 0.01, 0.03, 0.04 times 3, 2, 1 -> 0.03, 0.06, 0.04 -> step-down maximum 0.03, 0.06, 0.06
+    adjusted = stats.holm([0.01, 0.04, 0.03, math.nan])
+    assert adjusted[:3] == pytest.approx([0.03, 0.06, 0.06]) and math.isnan(adjusted[3])
+    assert stats.holm([0.5, 0.9]) == pytest.approx([1.0, 1.0])  # capped at 1
+    assert stats.holm([]) == []

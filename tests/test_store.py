@@ -83,3 +83,13 @@ def test_no_statement_updates_or_deletes_rows():
     offenders = [f"{p.relative_to(ROOT)}: {m.group(0)}" for p in sources
                  for m in _MUTATION.finditer(p.read_text(encoding="utf-8"))]
     assert offenders == []
+
+
+def test_migrations_are_literal_sql_and_agree_with_the_abstention_rule() -> None:
+    """A migration is frozen text: no placeholder is left to fill in, and the `abstained` column of
+    the cells view uses the pattern the Python side uses (a changed pattern is a new migration)."""
+    from harness.text import ABSTENTION_PATTERN
+
+    views = dict((version, sql) for version, _, sql in MIGRATIONS)[2]
+    assert "{" not in views  # no f-string leftovers
+    assert f"regexp_matches(a.answer, '{ABSTENTION_PATTERN.replace(chr(39), chr(39) * 2)}')" in views

@@ -17,35 +17,27 @@ thread with its own event loop; ``emu.url`` is the address, ``emu.base_url("open
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import hashlib
-import http
 import math
 import random
-import re
 import signal
-import socket
-import struct
 import threading
 import time
-import unicodedata
-import zlib
 from collections import Counter, defaultdict, deque
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta, timezone
 from email.utils import format_datetime
 from typing import Any
-from urllib.parse import parse_qsl, urlsplit
-
-import h11
-import orjson
 
 from harness.emulator.apis import DIALECTS, BadCall, Call, Canned, Dialect, Hint, json_reply
+from harness.emulator.http import HTTPServer, Unparseable
+from harness.emulator.settings import (
+    HANG, RESET, EmulatorSettings, RecordedRequest, Step, default_answer, default_reply,
+    judge_label, parse_faults, parse_step,
+)
 from harness.errors import UserError
-from metrics.judge import JUDGE_RUBRIC
 
 __all__ = [
     "EmulatorSettings",
@@ -59,151 +51,13 @@ __all__ = [
     "default_answer",
     "default_reply",
     "judge_label",
-    "emulator_command",
+    "emulator_settings",
+    "banner",
+    "serve_until_signal",
 ]
 
 OLLAMA_VERSION = "0.13.0"
 _MALFORMED_BODY = b'{"id": "emu-broken", "choices": [{"message": {"content": "cut off mid-'
-_RESET, _HANG = "reset", "hang"  # outcomes that are not an HTTP answer
-_STEP_WORDS = {"ok", "quota", "reset", "malformed", "hang"}
-
-
-# ------------------------------------------------------------------------------ settings, steps
-
-@dataclass(frozen=True, slots=True)
-class Step:
-    """One scripted or drawn outcome: ok, an HTTP error status, a 429 with a hint, and so on."""
-
-    kind: str  # ok | status | rate | rate_date | quota | reset | malformed | hang
-    status: int | None = None
-    seconds: float | None = None
-
-
-def parse_step(text: str) -> Step:
-    """``ok``, ``500``, ``529``, ``429`` / ``429:1.5`` (hint in seconds), ``429date:3`` (the hint as
-    an HTTP date), ``quota``, ``reset``, ``malformed`` or ``hang``."""
-    word, _, arg = text.strip().lower().partition(":")
-    if word in _STEP_WORDS and not arg:
-        return Step(word)
-    if word in ("429", "429date"):
-        seconds = _non_negative_float(arg, text) if arg else 1.0
-        return Step("rate_date" if word == "429date" else "rate", 429, seconds)
-    if word.isdigit() and 400 <= int(word) <= 599 and not arg:
-        return Step("status", int(word))
-    raise ValueError(f"unknown emulator outcome {text!r}: expected ok, an HTTP status 400-599, "
-                     "429:SECONDS, 429date:SECONDS, quota, reset, malformed or hang")
-
-
-def _non_negative_float(value: str, context: str) -> float:
-    try:
-        number = float(value)
-    except ValueError:
-        raise ValueError(f"{context!r}: {value!r} is not a number") from None
-    if not math.isfinite(number) or number < 0:
-        raise ValueError(f"{context!r}: {value!r} must be a non-negative number")
-    return number
-
-
-def parse_faults(spec: str) -> dict[str, float]:
-    """``500=0.05,529=0.02,reset=0.01,malformed=0.01,hang=0.01`` -> {outcome: probability}."""
-    faults: dict[str, float] = {}
-    for item in filter(None, (part.strip() for part in spec.split(","))):
-        name, sep, rate = item.partition("=")
-        if not sep:
-            raise ValueError(f"fault {item!r}: expected OUTCOME=PROBABILITY, e.g. 500=0.05")
-        parse_step(name)
-        faults[name.strip()] = _non_negative_float(rate, item)
-    _check_faults(faults)
-    return faults
-
-
-def _check_faults(faults: Mapping[str, float]) -> None:
-    for name, rate in faults.items():
-        parse_step(name)
-        if not 0 <= rate <= 1:
-            raise ValueError(f"fault {name!r}: probability {rate} is not between 0 and 1")
-    if sum(faults.values()) > 1 + 1e-9:
-        raise ValueError(f"fault probabilities add up to {sum(faults.values()):g}, more than 1")
-
-
-def default_answer(question: str) -> str:
-    """A short answer that depends only on the question, so reruns are reproducible."""
-    return f"Emulated answer {zlib.crc32(question.encode('utf-8')):08x}."
-
-
-# The judge request's user text (metrics.judge.judge_request); the reference comes first.
-_JUDGE_USER = re.compile(r"\AReference answer: (?P<reference>.*?)\nAnswer to grade: (?P<answer>.*)\Z",
-                         re.DOTALL)
-# Words too common to count as "sharing part of the reference" on their own.
-_FUNCTION_WORDS = frozenset(
-    "a an the of in on at to for from by with and or is was are were it its his her their".split())
-
-
-def _words(text: str) -> set[str]:
-    return set(re.findall(r"\w+", unicodedata.normalize("NFKC", text).casefold()))
-
-
-def judge_label(reference: str, answer: str) -> str:
-    """A deterministic stand-in for an LLM judge, in the rubric's reply vocabulary: ``right``
-    when the answer holds every word of the reference, ``partially right`` when it holds some of
-    its content words, else ``wrong``."""
-    wanted, given = _words(reference), _words(answer)
-    if wanted and wanted <= given:
-        return "right"
-    if (wanted - _FUNCTION_WORDS) & given:
-        return "partially right"
-    return "wrong"
-
-
-def default_reply(system: str, user: str) -> str:
-    """What the emulator answers without a ``responder``: a bare label to a judge request (its
-    system prompt is the judge rubric), so ``contam judge`` works against ``contam emulator``;
-    :func:`default_answer` to anything else, including a judge request it cannot parse."""
-    graded = _JUDGE_USER.match(user) if system.strip() == JUDGE_RUBRIC.strip() else None
-    if graded is None:
-        return default_answer(user)
-    return judge_label(graded["reference"], graded["answer"])
-
-
-@dataclass(frozen=True, kw_only=True)
-class EmulatorSettings:
-    """How the emulator behaves. Every field is optional; the default is a fast, faultless server."""
-
-    latency_ms: float = 0.0  # added before every answer except 429s and auth failures
-    jitter_ms: float = 0.0  # latency varies uniformly by +/- this much
-    rpm: float | None = None  # enforced per (API, model) over a sliding 60 s window
-    faults: Mapping[str, float] = field(default_factory=dict)  # outcome -> probability
-    script: Sequence[str] = ()  # exact outcomes for the first requests, consumed in order
-    served_model: str | None = None  # answer as this model whatever was asked for
-    quota_per_day: int | None = None  # requests per (API, model) before the day's quota is gone
-    api_keys: frozenset[str] | None = None  # when set, other keys get each API's auth error
-    responder: Callable[[str], str] | None = None  # question text -> answer; default_reply if None
-    known_models: frozenset[str] | None = None  # when set, other models are 404 (Ollama: not pulled)
-    hang_s: float = 600.0  # how long a "hang" holds the connection open without answering
-    seed: int | None = None  # for the fault draws and the jitter
-    record: bool = True  # keep every request in Emulator.requests
-
-    def __post_init__(self) -> None:
-        for step in self.script:
-            parse_step(step)
-        _check_faults(self.faults)
-        if self.latency_ms < 0 or self.jitter_ms < 0 or (self.rpm is not None and self.rpm <= 0):
-            raise ValueError("latency and jitter must be >= 0 and rpm > 0")
-        if self.quota_per_day is not None and self.quota_per_day < 0:
-            raise ValueError("quota_per_day must be >= 0")
-
-
-@dataclass(frozen=True, slots=True)
-class RecordedRequest:
-    """One request as received: lower-cased header names, the JSON body parsed (None if none)."""
-
-    method: str
-    path: str
-    query: dict[str, str]
-    headers: dict[str, str]
-    body: Any
-    raw_body: bytes
-    client: tuple[str, int] | None = None  # the peer address: one per keep-alive connection
 
 
 # ----------------------------------------------------------------------------- the application
@@ -268,7 +122,7 @@ class _App:
 
     async def _generate(self, dialect: Dialect, path_model: str | None, incoming: RecordedRequest,
                         body: Any) -> Canned | str:
-        if body is _Unparseable:
+        if body is Unparseable:
             return dialect.error(400, "The request body is not valid JSON.")
         try:
             call = dialect.call_from(path_model, incoming.headers, incoming.query, body)
@@ -324,7 +178,7 @@ class _App:
             return dialect.rate_limited(call, self._hint(step))
         if kind == "quota":
             return dialect.quota_exhausted(call, self.settings.quota_per_day)
-        if kind in (_RESET, _HANG):
+        if kind in (RESET, HANG):
             return kind
         await self._delay()
         if kind == "status":
@@ -406,134 +260,6 @@ class _App:
         return entry
 
 
-class _UnparseableType:
-    """Marks a body that was sent but is not JSON (None means no body at all)."""
-
-    def __repr__(self) -> str:
-        return "<unparseable body>"
-
-
-_Unparseable = _UnparseableType()
-
-
-# ---------------------------------------------------------------------------- the HTTP server
-
-def _incoming(request: h11.Request, body: bytes,
-              client: tuple[str, int] | None) -> RecordedRequest:
-    target = urlsplit(request.target.decode("latin-1"))
-    headers: dict[str, str] = {}
-    for name, value in request.headers:
-        key, text = name.decode("latin-1").lower(), value.decode("latin-1")
-        headers[key] = f"{headers[key]}, {text}" if key in headers else text
-    return RecordedRequest(request.method.decode("ascii"), target.path,
-                           dict(parse_qsl(target.query)), headers, _parse_body(body), body, client)
-
-
-def _parse_body(raw: bytes) -> Any:
-    if not raw:
-        return None
-    try:
-        return orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        return _Unparseable
-
-
-async def _read_request(conn: h11.Connection, reader: asyncio.StreamReader,
-                        client: tuple[str, int] | None) -> RecordedRequest | None:
-    """The next complete request on this connection, or None when the client closed it."""
-    request, chunks = None, []
-    while True:
-        event = conn.next_event()
-        if event is h11.NEED_DATA:
-            conn.receive_data(await reader.read(65536))
-        elif isinstance(event, h11.Request):
-            request = event
-        elif isinstance(event, h11.Data):
-            chunks.append(event.data)
-        elif isinstance(event, h11.EndOfMessage):
-            return _incoming(request, b"".join(chunks), client)
-        else:  # ConnectionClosed, or PAUSED after a client's Connection: close
-            return None
-
-
-def _encode(conn: h11.Connection, canned: Canned) -> bytes:
-    headers = [("content-type", canned.content_type), ("content-length", str(len(canned.body))),
-               ("server", "contam-emulator"), *canned.headers]
-    try:
-        reason = http.HTTPStatus(canned.status).phrase.encode()
-    except ValueError:  # 529 is Anthropic's own
-        reason = b"Overloaded" if canned.status == 529 else b""
-    out = conn.send(h11.Response(status_code=canned.status, headers=headers, reason=reason))
-    if canned.body:
-        out += conn.send(h11.Data(data=canned.body))
-    return out + conn.send(h11.EndOfMessage())
-
-
-def _reset(writer: asyncio.StreamWriter) -> None:
-    """Close with a TCP RST (SO_LINGER 0) instead of a polite FIN: a real connection reset."""
-    sock = writer.get_extra_info("socket")
-    if sock is not None:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-    writer.transport.abort()
-
-
-async def _hang(reader: asyncio.StreamReader, seconds: float) -> None:
-    """Hold the connection without answering until the client gives up (EOF) or time runs out."""
-    with contextlib.suppress(TimeoutError, ConnectionError):
-        await asyncio.wait_for(reader.read(), timeout=seconds)
-
-
-class _HTTPServer:
-    """asyncio streams + h11: HTTP/1.1 with keep-alive, one task per connection."""
-
-    def __init__(self, app: _App) -> None:
-        self.app = app
-        self._server: asyncio.Server | None = None
-        self._tasks: set[asyncio.Task[None]] = set()
-
-    async def start(self, host: str, port: int) -> int:
-        self._server = await asyncio.start_server(self._connection, host, port, backlog=2048)
-        return self._server.sockets[0].getsockname()[1]
-
-    async def close(self) -> None:
-        if self._server is not None:
-            self._server.close()
-        for task in list(self._tasks):
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
-
-    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        self._tasks.add(task)
-        try:
-            await self._serve(h11.Connection(h11.SERVER), reader, writer)
-        except (ConnectionError, h11.RemoteProtocolError, h11.LocalProtocolError):
-            pass  # the client went away or spoke broken HTTP: nothing left to answer
-        except asyncio.CancelledError:
-            # Only close() cancels these tasks. Ending normally rather than re-raising keeps
-            # Python 3.11's stream callback from logging a CancelledError per open connection.
-            pass
-        finally:
-            self._tasks.discard(task)
-            writer.close()
-
-    async def _serve(self, conn: h11.Connection, reader: asyncio.StreamReader,
-                     writer: asyncio.StreamWriter) -> None:
-        peer = writer.get_extra_info("peername")
-        client = (str(peer[0]), int(peer[1])) if peer else None
-        while (incoming := await _read_request(conn, reader, client)) is not None:
-            outcome = await self.app.respond(incoming)
-            if outcome == _RESET:
-                return _reset(writer)
-            if outcome == _HANG:
-                return await _hang(reader, self.app.settings.hang_s)
-            writer.write(_encode(conn, outcome))
-            await writer.drain()
-            if conn.our_state is not h11.DONE or conn.their_state is not h11.DONE:
-                return
-            conn.start_next_cycle()
-
-
 # --------------------------------------------------------------------------- running it
 
 class Emulator:
@@ -592,7 +318,7 @@ class Emulator:
     async def _serve_until_stopped(self) -> None:
         self._loop = asyncio.get_running_loop()
         self._stop = asyncio.Event()
-        server = _HTTPServer(self._app)
+        server = HTTPServer(self._app)
         self.port = await server.start(self.host, self.port)
         self._ready.set()
         try:
@@ -617,7 +343,7 @@ async def serve(settings: EmulatorSettings, *, host: str = "127.0.0.1", port: in
                 on_ready: Callable[[str], None] | None = None,
                 stop: asyncio.Event | None = None) -> None:
     """Serve on the current event loop until ``stop`` is set (or the task is cancelled)."""
-    server = _HTTPServer(_App(settings))
+    server = HTTPServer(_App(settings))
     bound = await server.start(host, port)
     if on_ready is not None:
         on_ready(f"http://{host}:{bound}")
@@ -629,17 +355,19 @@ async def serve(settings: EmulatorSettings, *, host: str = "127.0.0.1", port: in
 
 # --------------------------------------------------------------------------- contam emulator
 
-def _settings_from_args(args: argparse.Namespace) -> EmulatorSettings:
+def emulator_settings(*, latency_ms: float = 0.0, jitter_ms: float = 0.0, rpm: float | None = None,
+                      faults: str = "", served_model: str | None = None,
+                      quota_per_day: int | None = None, seed: int | None = None) -> EmulatorSettings:
+    """The settings of ``contam emulator``'s flags (``faults`` as on the command line)."""
     try:
         return EmulatorSettings(
-            latency_ms=args.latency_ms, jitter_ms=getattr(args, "jitter_ms", 0.0) or 0.0,
-            rpm=args.rpm, faults=parse_faults(args.faults or ""), served_model=args.served_model,
-            quota_per_day=args.quota_per_day, seed=getattr(args, "seed", None), record=False)
+            latency_ms=latency_ms, jitter_ms=jitter_ms, rpm=rpm, faults=parse_faults(faults),
+            served_model=served_model, quota_per_day=quota_per_day, seed=seed, record=False)
     except ValueError as exc:
         raise UserError(str(exc)) from None
 
 
-def _banner(url: str, settings: EmulatorSettings) -> str:
+def banner(url: str, settings: EmulatorSettings) -> str:
     lines = [f"contam emulator listening on {url}"]
     lines += [f"  {api:<10} base_url = \"{url}/v1\"" if api == "openai" else
               f"  {api:<10} base_url = \"{url}\"" for api in DIALECTS]
@@ -652,20 +380,19 @@ def _banner(url: str, settings: EmulatorSettings) -> str:
     return "\n".join(lines)
 
 
-def emulator_command(args: argparse.Namespace) -> int:
+def serve_until_signal(settings: EmulatorSettings, host: str, port: int,
+                       on_ready: Callable[[str], None]) -> None:
     """``contam emulator``: serve in the foreground until SIGINT or SIGTERM."""
-    settings = _settings_from_args(args)
     try:
-        asyncio.run(_serve_until_signal(settings, args.host, args.port))
+        asyncio.run(_serve_until_signal(settings, host, port, on_ready))
     except OSError as exc:
-        raise UserError(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from None
-    return 0
+        raise UserError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
 
 
-async def _serve_until_signal(settings: EmulatorSettings, host: str, port: int) -> None:
+async def _serve_until_signal(settings: EmulatorSettings, host: str, port: int,
+                              on_ready: Callable[[str], None]) -> None:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
-    await serve(settings, host=host, port=port, stop=stop,
-                on_ready=lambda url: print(_banner(url, settings), flush=True))
+    await serve(settings, host=host, port=port, stop=stop, on_ready=on_ready)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -19,6 +20,7 @@ class LaneStats:
     rpm_limit: float | None = None
     done: int = 0  # tasks accepted (answers written)
     failed: int = 0  # tasks that used up their attempts
+    failures: Counter[str] = field(default_factory=Counter)  # last error of each failed task
     in_flight: int = 0
     sent: int = 0  # attempts sent, retries included
     retries: int = 0
@@ -47,3 +49,7 @@ class LaneStats:
     def average_rate(self, now: float) -> float:
         elapsed = (self.finished or now) - self.started
         return self.done / elapsed if elapsed > 0 else 0.0
+
+    def top_failures(self, count: int = 3) -> list[tuple[str, int]]:
+        """The commonest causes of the failed tasks, most frequent first."""
+        return self.failures.most_common(count)

@@ -27,15 +27,8 @@ On SIGINT/SIGTERM (``handle_signals=True``) no new request is sent, in-flight on
 by their timeout) and are committed; a second signal abandons them. ``engine.interrupted`` then
 holds the signal number. The engine needs anyio's asyncio backend (aiolimiter is asyncio-only).
 
-What a request costs on top of httpx (``contam bench --emulator`` measures it against a bare httpx
-loop): one anyio cancel scope (shield and deadline in one), two flag checks, its rows appended to
-the writer's list without yielding, and a share of a batched commit (:mod:`harness.engine.writer`). A
-profile showed where the rest had gone: a second cancel scope and two ``checkpoint_if_cancelled``
-per request, a wake-up of the writer task per reply, a DuckDB commit every 25 replies whose
-thread hand-overs of the GIL taxed every request, and the garbage collector re-traversing the
-start-up objects; see :func:`collector_tuned`, :mod:`harness.engine.writer` and :mod:`harness.engine.pool`. A
-later profile found httpx's client layer (auth flow, redirects, cookie jar) costing about as much
-as all of that: the providers' requests skip it (:mod:`providers.lean`), which pays for the rest.
+Speed: the per-request path holds one cancel scope, two flag checks and a non-yielding write;
+why each costs what it does is said where it is (``contam bench --emulator`` measures it).
 """
 
 from __future__ import annotations
@@ -54,7 +47,6 @@ import anyio
 import anyio.lowlevel
 import httpx
 import stamina
-from stamina.instrumentation import set_on_retry_hooks
 
 from harness.config import ModelSpec
 from harness.engine.counters import LaneStats
@@ -69,12 +61,15 @@ from providers.registry import check_first_reply, create_provider
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Task", "Lane", "Accept", "RetryPolicy", "Engine", "ProviderFactory", "InternalError",
-           "stop_reason", "collector_tuned"]
+__all__ = ["Task", "Lane", "Accept", "Engine", "ProviderFactory", "InternalError",
+           "stop_reason", "failure_cause", "collector_tuned"]
 
 # Seconds the engine waits beyond ``spec.timeout_s`` before abandoning a request the provider's
 # own timeout did not end (httpx times each phase, not the whole exchange).
 DEADLINE_MARGIN_S = 5.0
+# stamina's exponential backoff (seconds) for retryable errors that carry no hint. Tests make
+# every wait zero with stamina.set_testing.
+RETRY_WAIT_INITIAL, RETRY_WAIT_MAX, RETRY_WAIT_JITTER = 1.0, 60.0, 1.0
 # Container allocations between two collections of the youngest generation (CPython's default is
 # 700). Every request allocates a few hundred short-lived objects (httpx's request and response,
 # h11's events, the rows), so at 700 most of them are still alive at a collection and get
@@ -114,24 +109,17 @@ Accept = Callable[[Task, Reply, float], Rows]
 ProviderFactory = Callable[[ModelSpec, httpx.AsyncClient], Provider]
 
 
-@dataclass(frozen=True, kw_only=True)
-class RetryPolicy:
-    """Backoff for retryable errors that carry no hint (stamina's exponential backoff)."""
-
-    wait_initial: float = 1.0
-    wait_max: float = 60.0
-    wait_jitter: float = 1.0
-
-
 @dataclass(kw_only=True, eq=False)
 class Lane:
     """A configured model and its work. ``tasks`` is consumed lazily, exactly once;
-    ``total`` is its length (for the display). ``provider`` is built from ``spec`` when None."""
+    ``total`` is its length (for the display). ``provider`` is built from ``spec`` when None.
+    A lane with ``refused`` set is reported stopped before any lane sends anything."""
 
     spec: ModelSpec
     tasks: Iterable[Task]
     total: int
     provider: Provider | None = None
+    refused: ProviderError | None = None  # known before the run (a missing key): never starts
 
 
 class InternalError(Fatal):
@@ -155,6 +143,17 @@ def stop_reason(exc: BaseException) -> str:
     return "fatal"
 
 
+_CAUSE_CHARS = 120  # of an error message, in the summary's failure causes
+
+
+def failure_cause(exc: ProviderError) -> str:
+    """What a failed task's last error was, as the summary counts it: the underlying exception
+    (``ConnectError: All connection attempts failed``) when there is one, else the error itself."""
+    cause = exc.__cause__ if isinstance(exc.__cause__, Exception) else exc
+    text = redact(str(cause)) or "(no message)"
+    return f"{type(cause).__name__}: {text[:_CAUSE_CHARS]}"
+
+
 def _retry_wait(exc: Exception) -> bool | float:
     """stamina's backoff hook: retry only what is named retryable; a hint is the wait."""
     if not isinstance(exc, ProviderError) or not exc.retryable:
@@ -166,11 +165,9 @@ class Engine:
     """Runs lanes concurrently; see the module docstring for the contract."""
 
     def __init__(self, lanes: Sequence[Lane], *, run_id: str, accept: Accept,
-                 retry: RetryPolicy = RetryPolicy(),
                  provider_factory: ProviderFactory | None = None) -> None:
         self.run_id = run_id
         self.accept = accept
-        self.retry = retry
         self.provider_factory = provider_factory or create_provider
         self.interrupted: int | None = None
         self._lanes = [_LaneRun(self, lane) for lane in lanes]
@@ -179,15 +176,14 @@ class Engine:
     async def run(self, writer: BatchWriter, *, notify: Callable[[str], None] = print,
                   handle_signals: bool = False) -> list[LaneStats]:
         """Run every lane to its end (or its stop); returns the lanes' final counters."""
-        # The attempts table and the display already record every retry; stamina's default hook
-        # would add a warning per retry on stderr, underneath the live display.
-        set_on_retry_hooks([])
         self.writer, self.notify = writer, notify
         with collector_tuned():
             await self._run_lanes(handle_signals)
         return self.stats
 
     async def _run_lanes(self, handle_signals: bool) -> None:
+        for lane in self._lanes:
+            lane.refuse_if_known()
         async with anyio.create_task_group() as outer:
             if handle_signals and threading.current_thread() is threading.main_thread():
                 outer.start_soon(self._watch_signals)
@@ -237,10 +233,14 @@ class _LaneRun:
 
     # -- life cycle ---------------------------------------------------------------------------
 
+    def refuse_if_known(self) -> None:
+        if self.lane.refused is not None:
+            self._stop(self.lane.refused)
+
     async def run(self) -> None:
         self.stats.started = time.monotonic()
         try:
-            if self.lane.total > 0 and not self._draining:
+            if self.lane.total > 0 and not self._halted:
                 await self._run_with_client()
         finally:
             self.stats.finished = time.monotonic()
@@ -262,12 +262,10 @@ class _LaneRun:
         try:
             if self.provider is None:
                 self.provider = self.engine.provider_factory(self.spec, client)
-            preflight = getattr(self.provider, "preflight", None)
-            if preflight is not None:
-                report = await preflight()
-                if report:
-                    log.info("%s: preflight: %s", self.spec.name, report)
-                    self.engine.notify(f"{self.spec.name}: {report}")
+            report = await self.provider.preflight()
+            if report:
+                log.info("%s: preflight: %s", self.spec.name, report)
+                self.engine.notify(f"{self.spec.name}: {report}")
         except ProviderError as exc:
             self._stop(exc)
             return False
@@ -315,6 +313,7 @@ class _LaneRun:
         except ProviderError as exc:
             if exc.retryable:
                 self.stats.failed += 1  # attempts used up: recorded, asked again next run
+                self.stats.failures[failure_cause(exc)] += 1
                 log.info("%s: item %s failed after all attempts (%s)", self.spec.name,
                          task.item_id, exc)
             else:
@@ -324,11 +323,11 @@ class _LaneRun:
         """Attempts 2..max_attempts under stamina. Most tasks never get here, so the first attempt
         runs without the retry machinery; stamina is shown that attempt's error first, so its
         backoff hook decides the wait before attempt 2 like any other."""
-        retry, pending = self.engine.retry, first
+        pending = first
         async for attempt in stamina.retry_context(
                 on=_retry_wait, attempts=self.spec.max_attempts, timeout=None,
-                wait_initial=retry.wait_initial, wait_max=retry.wait_max,
-                wait_jitter=retry.wait_jitter):
+                wait_initial=RETRY_WAIT_INITIAL, wait_max=RETRY_WAIT_MAX,
+                wait_jitter=RETRY_WAIT_JITTER):
             with attempt:
                 if pending is not None:
                     error, pending = pending, None

@@ -1,9 +1,7 @@
 """The HTTP client of a lane: one httpx.AsyncClient whose connections are one small pool per worker.
 
-Why not httpx's own pool sized to the concurrency: on every request and every response, httpcore
-1.0's ``AsyncConnectionPool._assign_requests_to_connections`` walks every connection and, for each
-idle one, every connection again. At 64 connections per lane that walk was ~60% of the harness's
-CPU in a profile of 4 x 400 requests (about 2 ms per request, more than the rest of the harness).
+Why not httpx's own pool sized to the concurrency: httpcore's pool walks every connection for
+each idle one on every request, O(connections x idle), which cost more than the rest of the harness.
 
 So each worker of a lane owns a pool of its own holding one keep-alive connection, and the lane's
 single client routes each request to the pool of the worker that sends it (a context variable the

@@ -11,17 +11,11 @@ waited ``min_age_s`` (0.25 s); and in any case ``max_delay_s`` (1 s) after the f
 kill -9 therefore loses at most the writes not committed yet: a quarter of a second's worth, or
 50 when they come slower, never more than a second's (and the next run asks them again).
 
-Why those rules and not "every 50 rows": a DuckDB INSERT costs ~0.5-1 ms of CPU and a COMMIT
-~0.5 ms whatever their size, so a commit of two tables costs 2-4 ms. Replies come in bursts (a wave of requests sent together comes back
-together, spread over the milliseconds it takes to process them, and the lanes' waves drift
-apart by a tenth of a second or two): letting a batch gather for a quarter of a second takes the
-lanes' bursts in one commit where "50 and go" took them in two or three, and it bounds the
-commits to four a second (each batch's first write comes after the previous commit). In
-`contam bench --emulator` that cut the commits from 14 to 8, ~20 us less CPU per reply.
+Why a quarter second: a commit costs 2-4 ms whatever its size and replies come in bursts, so a
+batch that gathers a little takes a burst in one commit (``contam bench --emulator`` measures it).
 
-The commit runs on the event loop's own thread, blocking it for those few milliseconds (at most
-four times a second): a worker thread would not block it, but the two threads' hand-overs of the
-GIL made every request of the run ~10% dearer in CPU, far more than the commits themselves.
+The commit runs on the event loop's own thread (at most four times a second): a worker thread's
+GIL hand-overs cost every request more CPU than the commits themselves.
 DuckDB runs on one thread while the writer is open (``SET threads = 1``, reset on exit): these
 transactions are far too small to gain from parallel execution, and scheduling it cost a fifth
 of each INSERT.
@@ -143,8 +137,8 @@ class BatchWriter:
 
 
 def insert_statements(writes: Sequence[Rows]) -> list[tuple[str, list]]:
-    """One ``INSERT`` per table for a batch of writes: Store.append_batch's statement, built
-    apart from its execution. Each column travels as one list parameter that DuckDB unnests;
+    """One ``INSERT`` per table for a batch of writes, built apart from its execution (the
+    writer thread runs it). Each column travels as one list parameter that DuckDB unnests;
     a column that is NULL in every row is left out (NULL is every column's default)."""
     merged: dict[str, list[Mapping[str, Any]]] = {}
     for rows in writes:

@@ -19,7 +19,6 @@ against the latency floor ``ceil(requests / concurrency) x latency``.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import importlib
 import math
@@ -40,22 +39,21 @@ import numpy as np
 from rich.console import Console
 
 from harness.config import ModelSpec, load_config
-from harness.display import open_progress
 from harness.engine.counters import LaneStats
-from harness.engine.lanes import Engine, Lane, RetryPolicy, Task
-from harness.engine.writer import BatchWriter, Rows
+from harness.engine.lanes import Lane, Task
+from harness.engine.writer import Rows
 from harness.errors import UserError
 from harness.jobs.bench_floor import (
     BareResult, BareTarget, bare_loop, emulator_process, process_cpu_s,
 )
-from harness.jobs.bench_output import print_report
-from harness.jobs.run import answer_rows, model_names, new_run_id, recorded_run, run_row
+from harness.jobs.lane_job import JobOptions, JobResult, new_run_id, run_lanes, run_row
+from harness.jobs.run import answer_rows
 from harness.prompts import DEFAULT_SYSTEM_PROMPT, prompt_sha256, question_request
 from harness.store import Store
 from providers.base import Reply, Request
 from providers.registry import PROVIDER_CLASSES, create_provider
 
-__all__ = ["bench_command", "BenchSettings", "EnginePhase", "run_engine_phase", "bench_emulator",
+__all__ = ["bench", "BenchOptions", "BenchResult", "BenchSettings", "EnginePhase", "run_engine_phase", "bench_emulator",
            "bench_config", "probe_request", "emulator_specs", "PROBE_TITLE", "PROBE_QUESTION",
            "EMULATOR_PROTOCOLS", "EMULATOR_KEY_ENV", "DEFAULT_REQUESTS", "DEFAULT_CONCURRENCY",
            "DEFAULT_LATENCY_MS", "model_rows"]
@@ -86,47 +84,73 @@ class BenchSettings:
     no_progress: bool = False
     console: Console = field(default_factory=Console)
     handle_signals: bool = True
-    retry: RetryPolicy = field(default_factory=RetryPolicy)
 
 
-def bench_command(args: argparse.Namespace) -> int:
-    settings = _settings(args)
-    config = None if args.emulator else load_config(args.config)
-    specs = config.select(model_names(args.models)) if config else ()
+@dataclass(kw_only=True)
+class BenchOptions:
+    """``contam bench``'s flags, by the same names."""
+
+    config: str | None = None
+    emulator: bool = False
+    requests: int | None = None
+    concurrency: int | None = None
+    latency_ms: float | None = None
+    rpm: float | None = None
+    model_rpm: float | None = None
+    models: list[str] | None = None
+    no_floor: bool = False
+    format: str = "table"
+    store: str | None = None
+    no_progress: bool = False
+
+
+@dataclass(frozen=True)
+class BenchResult:
+    report: dict[str, Any]
+
+    @property
+    def exit_status(self) -> int:
+        return 1 if any(model["stopped"] for model in self.report["models"]) else 0
+
+
+def bench(options: BenchOptions) -> BenchResult:
+    """``contam bench``: the engine's probes (and the bare floor) against a config or the emulator."""
+    settings = _settings(options)
+    config = None if options.emulator else load_config(options.config)
+    specs = config.select(options.models) if config else ()
     if config and not specs:
         raise UserError(f"{config.path}: no [[models]] to benchmark")
     with ExitStack() as stack:
-        with Store(_store_path(args.store, stack)) as store:
+        with Store(_store_path(options.store, stack)) as store:
             _refuse_study_store(store)
             if config is None:
                 report = anyio.run(bench_emulator, store, settings)
             else:
                 report = anyio.run(bench_config, store, specs, config.system_prompt, settings)
-    report["store"] = args.store
-    print_report(report, args.format)
-    return 1 if any(model["stopped"] for model in report["models"]) else 0
+    report["store"] = options.store
+    return BenchResult(report)
 
 
-def _settings(args: argparse.Namespace) -> BenchSettings:
-    if args.emulator == bool(args.config):
+def _settings(options: BenchOptions) -> BenchSettings:
+    if options.emulator == bool(options.config):
         raise UserError("contam bench: give either a CONFIG file or --emulator")
-    if not args.emulator and (args.latency_ms is not None or args.rpm or args.model_rpm):
+    if not options.emulator and (options.latency_ms is not None or options.rpm or options.model_rpm):
         raise UserError("contam bench: --latency-ms, --rpm and --model-rpm apply to --emulator only")
-    if args.emulator and args.models:
+    if options.emulator and options.models:
         raise UserError("contam bench: --models selects from a CONFIG file, not --emulator's models")
     for name in ("requests", "concurrency", "rpm", "model_rpm"):
-        value = getattr(args, name)
+        value = getattr(options, name)
         if value is not None and value <= 0:
             raise UserError(f"--{name.replace('_', '-')} must be a positive number, not {value:g}")
-    if args.latency_ms is not None and args.latency_ms < 0:
-        raise UserError(f"--latency-ms must not be negative, not {args.latency_ms:g}")
-    concurrency = args.concurrency or (DEFAULT_CONCURRENCY if args.emulator else None)
+    if options.latency_ms is not None and options.latency_ms < 0:
+        raise UserError(f"--latency-ms must not be negative, not {options.latency_ms:g}")
+    concurrency = options.concurrency or (DEFAULT_CONCURRENCY if options.emulator else None)
     return BenchSettings(
-        requests=args.requests or DEFAULT_REQUESTS, concurrency=concurrency,
-        latency_ms=DEFAULT_LATENCY_MS if args.latency_ms is None else args.latency_ms,
-        server_rpm=args.rpm, model_rpm=args.model_rpm or args.rpm,
-        floor=not args.no_floor and not args.rpm, no_progress=args.no_progress,
-        console=Console(stderr=args.format == "json"))
+        requests=options.requests or DEFAULT_REQUESTS, concurrency=concurrency,
+        latency_ms=DEFAULT_LATENCY_MS if options.latency_ms is None else options.latency_ms,
+        server_rpm=options.rpm, model_rpm=options.model_rpm or options.rpm,
+        floor=not options.no_floor and not options.rpm, no_progress=options.no_progress,
+        console=Console(stderr=options.format == "json"))
 
 
 def _store_path(store: str | None, stack: ExitStack) -> Path:
@@ -175,17 +199,15 @@ async def run_engine_phase(store: Store, specs: Sequence[ModelSpec], system: str
     latencies: dict[str, list[float]] = {spec.name: [] for spec in specs}
     lanes = [Lane(spec=spec, total=settings.requests,
                   tasks=_probe_tasks(spec, request, settings.requests)) for spec in specs]
-    engine = Engine(lanes, run_id=run_id, accept=_timed(answer_rows(run_id, specs), latencies),
-                    retry=settings.retry)
+    options = JobOptions(no_progress=settings.no_progress, console=settings.console,
+                         handle_signals=settings.handle_signals)
     cpu, wall = time.process_time(), time.perf_counter()
-    with recorded_run(store, _bench_run_row(run_id, specs, system, settings)), open_progress(engine.stats, no_progress=settings.no_progress,
-                       console=settings.console) as progress:
-        async with BatchWriter(store) as writer:
-            await engine.run(writer, notify=progress.note, handle_signals=settings.handle_signals)
-    phase = EnginePhase(stats=engine.stats, latencies=latencies,
-                        wall_s=time.perf_counter() - wall, cpu_s=time.process_time() - cpu,
-                        peak_rss_mb=_peak_rss_mb())
-    return phase
+    result = await run_lanes(store, lanes, result=JobResult(command="bench", run_id=run_id),
+                             accept=_timed(answer_rows(run_id, specs), latencies),
+                             started=_bench_run_row(run_id, specs, system, settings), options=options)
+    return EnginePhase(stats=result.stats, latencies=latencies,
+                       wall_s=time.perf_counter() - wall, cpu_s=time.process_time() - cpu,
+                       peak_rss_mb=_peak_rss_mb())
 
 
 def _timed(accept, latencies: dict[str, list[float]]):

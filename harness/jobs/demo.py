@@ -19,7 +19,6 @@ nothing already scored; it only rewrites the report.
 
 from __future__ import annotations
 
-import argparse
 import json
 import shlex
 import sys
@@ -34,7 +33,7 @@ from harness.errors import UserError
 from harness.prompts import DEFAULT_SYSTEM_PROMPT
 from harness.store import Store
 
-__all__ = ["demo_command", "demo_items_path", "write_demo_config", "DEMO_MODEL_LABEL",
+__all__ = ["demo", "demo_items_path", "write_demo_config", "DEMO_MODEL_LABEL",
            "DEMO_MAX_NEW_TOKENS"]
 
 DEMO_MODEL_LABEL = "smollm2-135m-instruct"
@@ -45,16 +44,18 @@ STORE_NAME = "contam.duckdb"
 CONFIG_NAME = "demo.toml"
 
 
-def demo_command(args: argparse.Namespace) -> int:
+def demo(out_dir: str = "runs/demo", *, no_progress: bool = False) -> int:
+    """``contam demo``: narrates each step on stdout as it goes (it takes a minute); returns the
+    exit status."""
     started = time.monotonic()
-    out = _out_dir(args.out)
+    out = _out_dir(out_dir)
     config = load_config(write_demo_config(out))
     with Store(out / STORE_NAME) as store:
         _import_items(store)
-        status = _answer(store, config, no_progress=args.no_progress)
+        status = _answer(store, config, no_progress=no_progress)
         if status != 0:
             return status
-        _score(store, no_progress=args.no_progress)
+        _score(store, no_progress=no_progress)
         report_files = _report(store, out)
         _print_summary(store)
     _print_where(out, report_files, time.monotonic() - started)
@@ -122,17 +123,23 @@ def _import_items(store: Store) -> None:
 # -- answering --------------------------------------------------------------------------------------
 
 def _answer(store: Store, config: RunConfig, *, no_progress: bool) -> int:
-    from harness.jobs.run import RunOptions, count_pending, execute_run
+    from harness.jobs.run import RunOptions, execute_run
+    from harness.store.cells import count_unanswered
 
     spec = config.models[0]
-    pending = count_pending(store.con.cursor(), spec.name, None)
+    pending = count_unanswered(store.con.cursor(), spec.name, None)
     if pending == 0:
         print(f"answers: every item already has an answer from {spec.name}; nothing to ask")
         return 0
     provider = _loaded_provider(spec)
     options = RunOptions(no_progress=no_progress, provider_factory=lambda _spec, _client: provider)
     print(f"answers: asking {spec.name} {pending} question(s)")
-    return anyio.run(execute_run, store, config, config.models, options)
+    result = anyio.run(execute_run, store, config, config.models, options)
+    for line in result.summary:
+        print(line)
+    for line in result.problems:
+        print(line, file=sys.stderr)
+    return result.exit_status
 
 
 def _loaded_provider(spec):

@@ -6,7 +6,6 @@ file twice adds nothing; a changed row for the same key becomes a newer row the 
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,10 +15,10 @@ import pandas as pd
 
 from harness.errors import InputError
 from harness.jobs.records import KINDS, Record, normalise_label, read_records
-from harness.store import Store, utc_now
+from harness.store import DEFAULT_STORE, Store, utc_now
 from harness.text import normalise_answer
 
-__all__ = ["ImportResult", "import_file", "import_command"]
+__all__ = ["ImportResult", "import_file", "import_path"]
 
 
 @dataclass(frozen=True)
@@ -38,10 +37,10 @@ class ImportResult:
                 f"{self.unchanged} already in the store")
 
 
-def import_command(args: argparse.Namespace) -> int:
-    with Store(args.store) as store:
-        print(import_file(store, args.kind, args.file).summary())
-    return 0
+def import_path(kind: str, path: str | Path, *, store: str | Path = DEFAULT_STORE) -> ImportResult:
+    """``contam import KIND FILE``: one file into the store at ``store``, all or nothing."""
+    with Store(store) as opened:
+        return import_file(opened, kind, path)
 
 
 def import_file(store: Store, kind: str, path: str | Path) -> ImportResult:

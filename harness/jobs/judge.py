@@ -31,34 +31,28 @@ model spends its cap on thinking first: give it a larger one in ``[judge].params
 
 from __future__ import annotations
 
-import argparse
-import logging
-import signal
-import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TextIO
+from pathlib import Path
+from typing import Any
 
 import anyio
 import duckdb
-from rich.console import Console
 
 from harness.config import ModelSpec, RunConfig, load_config
-from harness.display import open_progress
-from harness.engine.counters import LaneStats
-from harness.engine.lanes import Engine, Lane, Task
-from harness.engine.writer import BatchWriter, Rows
+from harness.engine.lanes import Lane, Task
+from harness.engine.writer import Rows
 from harness.errors import UserError
-from harness.logs import run_log
-from harness.jobs.run import RunOptions, new_run_id, recorded_run, run_row
+from harness.jobs.lane_job import (
+    JobOptions, JobResult, failure_lines, interrupted_line, new_run_id, run_lanes, run_row,
+)
 from harness.store import DEFAULT_STORE, Store, utc_now
+from harness.store.cells import unjudged
 from harness.text import is_blank
 from metrics.judge import MalformedLabel, judge_request, parse_label, rubric_sha256
 from providers.base import Reply
 
-log = logging.getLogger(__name__)
-
-__all__ = ["judge_command", "execute_judge", "JudgeResult", "JudgeCell", "judge_rater",
+__all__ = ["judge", "execute_judge", "JudgeResult", "JudgeCell", "judge_rater",
            "pending_cells", "summary_lines", "BYPASS_SOURCE"]
 
 # labels.source_file of a label decided by rule instead of by a call.
@@ -68,7 +62,6 @@ _EXAMPLES = 5  # flagged cells named in the summary
 
 def judge_rater(spec: ModelSpec) -> str:
     return f"judge:{spec.name}"
-
 
 
 # -- the work ----------------------------------------------------------------------------------
@@ -91,28 +84,11 @@ class JudgeCell:
         return not self.flagged and is_blank(self.answer)
 
 
-_PENDING_SQL = """
-WITH first_seen AS (SELECT item_id, min(seq) AS first_seq FROM items GROUP BY item_id)
-SELECT a.item_id, a.model, i.reference, a.answer
-FROM latest_answers a
-LEFT JOIN latest_items i USING (item_id)
-LEFT JOIN first_seen f USING (item_id)
-LEFT JOIN latest_labels l ON l.item_id = a.item_id AND l.model = a.model AND l.rater = $rater
-WHERE NOT coalesce(l.rubric_sha256 = $rubric AND l.seq > greatest(a.seq, coalesce(i.seq, 0)), false)
-  {models}
-ORDER BY f.first_seq NULLS LAST, a.item_id, a.model
-"""
-
-
 def pending_cells(con: duckdb.DuckDBPyConnection, rater: str, rubric: str,
                   models: Sequence[str] | None = None) -> list[JudgeCell]:
-    """Cells without an up-to-date label from ``rater`` under ``rubric``, in item order."""
-    params: dict[str, Any] = {"rater": rater, "rubric": rubric}
-    where = ""
-    if models:
-        params["models"], where = list(models), "AND list_contains($models, a.model)"
-    rows = con.execute(_PENDING_SQL.format(models=where), params).fetchall()
-    return [JudgeCell(*row) for row in rows]
+    """Cells without an up-to-date label from ``rater`` under ``rubric``, in item order (see
+    :func:`harness.store.cells.unjudged`)."""
+    return [JudgeCell(*row) for row in unjudged(con, rater, rubric, models)]
 
 
 @dataclass
@@ -136,51 +112,46 @@ def _plan(cells: Sequence[JudgeCell], limit: int | None) -> _Plan:
 
 # -- the command -------------------------------------------------------------------------------
 
-def judge_command(args: argparse.Namespace) -> int:
-    config = load_config(args.config, store_flag=args.store)
-    if args.limit is not None and args.limit <= 0:
-        raise UserError(f"--limit must be a positive number, not {args.limit}")
-    options = RunOptions(limit=args.limit, no_progress=args.no_progress)
-    models = [name.strip() for name in (args.models or "").split(",") if name.strip()] or None
-    with Store(config.store or DEFAULT_STORE) as store:
-        return anyio.run(execute_judge, store, config, options, models).exit_status
+def judge(config_path: str | Path, *, store: str | None = None,
+          options: JobOptions | None = None) -> JudgeResult:
+    """``contam judge``: label every answer that has no up-to-date label from the judge."""
+    options = options or JobOptions()
+    config = load_config(config_path, store_flag=store)
+    if options.limit is not None and options.limit <= 0:
+        raise UserError(f"--limit must be a positive number, not {options.limit}")
+    with Store(config.store or DEFAULT_STORE) as opened:
+        return anyio.run(execute_judge, opened, config, options, options.models)
 
 
-@dataclass
-class JudgeResult:
+@dataclass(kw_only=True)
+class JudgeResult(JobResult):
     """What one ``contam judge`` did."""
 
-    run_id: str
     rater: str
     judged: int = 0  # labels from a judge call
     bypassed: int = 0  # blank answers labelled wrong without a call
     flagged: list[tuple[str, str]] = field(default_factory=list)  # (item_id, model)
     malformed: int = 0  # replies that were not a bare label (each asked again)
     failed: int = 0  # cells still unlabelled after max_attempts
-    stats: LaneStats | None = None
-    exit_status: int = 0
 
 
-async def execute_judge(store: Store, config: RunConfig, options: RunOptions,
+async def execute_judge(store: Store, config: RunConfig, options: JobOptions,
                         models: Sequence[str] | None = None) -> JudgeResult:
-    """The whole judge pass on an open store; prints its summary to the console's file."""
+    """The whole judge pass on an open store."""
     spec = _judge_spec(config)
     rater, rubric = judge_rater(spec), rubric_sha256()
     _check_models(store, models)
     plan = _plan(pending_cells(store.con, rater, rubric, models), options.limit)
-    result = JudgeResult(run_id=new_run_id(), rater=rater, bypassed=len(plan.bypass),
+    result = JudgeResult(command="judge", run_id=new_run_id(), rater=rater,
+                         bypassed=len(plan.bypass),
                          flagged=[(c.item_id, c.model) for c in plan.flagged])
-    console = options.console or Console()
-    with run_log(store.path, result.run_id) as log_path, \
-            recorded_run(store, _run_row(result.run_id, config, spec, models, options.limit)):
-        log.info("judge %s: %s labels %d cells -> %s", result.run_id, rater, len(plan.ask),
-                 store.path)
-        _write_bypass(store, plan.bypass, rater, rubric, result.run_id)
-        engine = await _run_engine(store, spec, plan.ask, result, options, console)
-        for line in summary_lines(result):
-            log.info("%s", line)
-    result.exit_status = _finish(config, engine, result, console.file)
-    print(f"log: {log_path}", file=console.file)
+    started = _run_row(result.run_id, config, spec, models, options.limit)
+    lanes = [Lane(spec=spec, tasks=_tasks(plan.ask), total=len(plan.ask))]
+    await run_lanes(store, lanes, result=result, accept=_label_rows(result), started=started,
+                    options=options,
+                    first=lambda: _write_bypass(store, plan.bypass, rater, rubric, result.run_id))
+    result.judged, result.failed = result.stats[0].done, result.stats[0].failed
+    _summarise(config, result)
     return result
 
 
@@ -208,19 +179,6 @@ def _write_bypass(store: Store, cells: Sequence[JudgeCell], rater: str, rubric: 
              "created_at": now} for c in cells]
     with store.transaction():
         store.append("labels", rows)
-
-
-async def _run_engine(store: Store, spec: ModelSpec, cells: Sequence[JudgeCell],
-                      result: JudgeResult, options: RunOptions, console: Console) -> Engine:
-    lane = Lane(spec=spec, tasks=_tasks(cells), total=len(cells))
-    engine = Engine([lane], run_id=result.run_id, accept=_label_rows(result),
-                    retry=options.retry, provider_factory=options.provider_factory)
-    with open_progress(engine.stats, no_progress=options.no_progress, console=console) as progress:
-        async with BatchWriter(store) as writer:
-            await engine.run(writer, notify=progress.note, handle_signals=options.handle_signals)
-    result.stats = engine.stats[0]
-    result.judged, result.failed = result.stats.done, result.stats.failed
-    return engine
 
 
 def _tasks(cells: Sequence[JudgeCell]) -> Iterator[Task]:
@@ -258,7 +216,7 @@ def _run_row(run_id: str, config: RunConfig, spec: ModelSpec, models: Sequence[s
 # -- the end: summary and exit status ----------------------------------------------------------
 
 def summary_lines(result: JudgeResult) -> list[str]:
-    stats = result.stats
+    stats = result.stats[0] if result.stats else None
     total = stats.total if stats else 0
     lines = [f"{result.rater}: {result.judged}/{total} cells labelled by the judge, "
              f"{result.bypassed} blank answers labelled wrong without a call",
@@ -276,16 +234,15 @@ def summary_lines(result: JudgeResult) -> list[str]:
     return lines
 
 
-def _finish(config: RunConfig, engine: Engine, result: JudgeResult, out: TextIO) -> int:
-    for line in summary_lines(result):
-        print(line, file=out)
-    if engine.interrupted is not None:
-        print(f"contam judge: interrupted by {signal.Signals(engine.interrupted).name}; every "
-              f"label received was committed; run `{config.command('judge')}` again to resume",
-              file=sys.stderr)
-        return 128 + engine.interrupted
-    if result.stats and result.stats.stopped:
-        print(f"contam judge: the judge stopped ({result.stats.stopped}); run "
-              f"`{config.command('judge')}` again to resume", file=sys.stderr)
-        return 1
-    return 0
+def _summarise(config: RunConfig, result: JudgeResult) -> None:
+    result.summary += summary_lines(result) + failure_lines(result.stats)
+    stats = result.stats[0] if result.stats else None
+    if result.interrupted is not None:
+        result.problems.append(interrupted_line("judge", result.interrupted,
+                                                config.command("judge"), "label"))
+    elif stats and stats.stopped:
+        result.problems.append(f"contam judge: the judge stopped ({stats.stopped}); run "
+                               f"`{config.command('judge')}` again to resume")
+    elif result.failed:
+        result.problems.append(f"contam judge: {result.failed} cell(s) unlabelled after all "
+                               f"attempts; run `{config.command('judge')}` again to ask again")

@@ -1,4 +1,4 @@
-"""`contam report`: a store -> report.json, report.md, report.html and the three figures.
+"""`contam report`: a store -> report.json, report.md, report.html, the figures and tables/.
 
 Where it writes: ``--out DIR`` if given; with ``--format`` alone it prints that one format to stdout
 and writes nothing; with neither, it writes to a folder named after the store, beside it
@@ -7,32 +7,43 @@ and writes nothing; with neither, it writes to a folder named after the store, b
 
 from __future__ import annotations
 
-import argparse
-import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import orjson
 
 from harness.report.analysis import build_report, parse_contrast
-from harness.store import Store
+from harness.store import DEFAULT_STORE, Store
 
-__all__ = ["report_command", "write_report", "report_json", "default_out_dir", "render"]
+__all__ = ["report", "ReportResult", "write_report", "report_json", "default_out_dir", "render"]
 
 FILES = ("report.json", "report.md", "report.html")
 
 
-def report_command(args: argparse.Namespace) -> int:
-    contrast = parse_contrast(args.contrast)
-    with Store(args.store, read_only=True) as store:
-        report = build_report(store, contrast=contrast, human=args.human, judge=args.judge)
-    if args.out or not args.format:
-        out = Path(args.out) if args.out else default_out_dir(args.store)
-        written = write_report(report, out)
-        print(f"wrote {len(written)} files to {out}/", file=sys.stderr if args.format else sys.stdout)
-    if args.format:
-        sys.stdout.write(render(report, args.format))
-    return 0
+@dataclass(kw_only=True)
+class ReportResult:
+    """The report, where its files went (none with ``format`` alone), and ``format``'s text."""
+
+    report: dict[str, Any]
+    out: Path | None = None
+    written: list[Path] = field(default_factory=list)
+    text: str | None = None
+
+
+def report(store: str | Path = DEFAULT_STORE, *, out: str | Path | None = None,
+           format: str | None = None, contrast: str | None = None, human: str | None = None,
+           judge: str | None = None, figure_titles: bool = False) -> ReportResult:
+    """``contam report``: see the module docstring for where it writes."""
+    with Store(store, read_only=True) as opened:
+        built = build_report(opened, contrast=parse_contrast(contrast), human=human, judge=judge)
+    result = ReportResult(report=built)
+    if out or not format:
+        result.out = Path(out) if out else default_out_dir(store)
+        result.written = write_report(built, result.out, figure_titles)
+    if format:
+        result.text = render(built, format, figure_titles)
+    return result
 
 
 def default_out_dir(store_path: str | Path) -> Path:
@@ -45,7 +56,7 @@ def report_json(report: dict[str, Any]) -> bytes:
     return orjson.dumps(report, option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY) + b"\n"
 
 
-def render(report: dict[str, Any], fmt: str) -> str:
+def render(report: dict[str, Any], fmt: str, figure_titles: bool = False) -> str:
     """One format as text, for stdout (Markdown without figure links; HTML with them embedded)."""
     from harness.report import render as report_render
 
@@ -53,31 +64,27 @@ def render(report: dict[str, Any], fmt: str) -> str:
         return report_json(report).decode("utf-8")
     if fmt == "md":
         return report_render.render_markdown(report, figure_files=False)
-    return report_render.render_html(report, _figure_pngs(report))
+    return report_render.render_html(report, _figure_pngs(report, titles=figure_titles))
 
 
-def write_report(report: dict[str, Any], out: Path) -> list[Path]:
-    """All three formats and every figure as PNG and PDF; returns the paths written."""
+def write_report(report: dict[str, Any], out: Path, figure_titles: bool = False) -> list[Path]:
+    """All three formats, every figure as PNG and PDF, every table as CSV and LaTeX; returns the
+    paths written."""
     from harness.report import render as report_render
+    from harness.report import tables as report_tables
 
     out.mkdir(parents=True, exist_ok=True)
-    pngs = _figure_pngs(report, out)
+    pngs = _figure_pngs(report, out, figure_titles)
     (out / "report.json").write_bytes(report_json(report))
     (out / "report.md").write_text(report_render.render_markdown(report), encoding="utf-8")
     (out / "report.html").write_text(report_render.render_html(report, pngs), encoding="utf-8")
     figure_files = [out / f"{name}.{ext}" for name in pngs for ext in ("png", "pdf")]
-    return [*(out / f for f in FILES), *figure_files]
+    tables = report_tables.write_tables(report_render.sections(report), out / "tables")
+    return [*(out / f for f in FILES), *figure_files, *tables]
 
 
-def _figure_pngs(report: dict[str, Any], out: Path | None = None) -> dict[str, bytes]:
+def _figure_pngs(report: dict[str, Any], out: Path | None = None, titles: bool = False) -> dict[str, bytes]:
     """Each figure as PNG bytes (what the HTML embeds); with ``out``, also saved as PNG and PDF."""
     from harness.report import figures
 
-    pngs = {}
-    for name, fig in figures.draw_figures(report).items():
-        pngs[name] = figures.png_bytes(fig)
-        if out is not None:
-            (out / f"{name}.png").write_bytes(pngs[name])
-            figures.save_pdf(fig, out / f"{name}.pdf")
-        figures.close(fig)
-    return pngs
+    return figures.export(report, titles, out)

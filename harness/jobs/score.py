@@ -14,25 +14,24 @@ Python callers (the demo): :func:`score_store` does the whole pass and returns t
 
 from __future__ import annotations
 
-import argparse
-import sys
-import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import orjson
 
+from harness.display import BatchProgress
 from harness.errors import UserError
-from harness.store import Store, utc_now
+from harness.store import DEFAULT_STORE, Store, utc_now
+from harness.store.cells import answered_cells, unscored
 from harness.text import is_blank
 
-__all__ = ["score_command", "score_store", "MetricSummary", "METRICS", "DEFAULT_METRICS"]
+__all__ = ["score", "ScoreOptions", "score_store", "MetricSummary", "METRICS", "DEFAULT_METRICS"]
 
 # --metric choice -> the metric name stored in `scores.metric`
 METRICS = {"bleu2": "bleu2", "bleu2_nltk": "bleu2_nltk", "bertscore": "bertscore_f1"}
 DEFAULT_METRICS = ("bleu2", "bertscore")
 _WRITE_BATCH = 5000
-_PLAIN_EVERY_S = 2.0
 
 
 @dataclass
@@ -71,16 +70,27 @@ class _Cell:
 
 # -- command line -----------------------------------------------------------------------------
 
-def score_command(args: argparse.Namespace) -> int:
-    with Store(args.store) as store:
-        summaries = score_store(
-            store, args.metric or DEFAULT_METRICS, bertscore_model=args.bertscore_model,
-            layer=args.bertscore_layers, rescale=not args.no_rescale, baseline=args.baseline,
-            device=args.device, batch_size=args.batch_size,
-            progress=not args.no_progress and sys.stderr.isatty())
-    for summary in summaries:
-        print(summary.line())
-    return 0
+@dataclass(kw_only=True)
+class ScoreOptions:
+    """``contam score``'s options; every field is the flag of the same name."""
+
+    metrics: Sequence[str] = DEFAULT_METRICS
+    bertscore_model: str | None = None
+    layer: int | None = None
+    rescale: bool = True
+    baseline: str | None = None
+    device: str | None = None
+    batch_size: int | None = None
+    progress: bool = False  # a progress bar on stderr
+
+
+def score(store: str | Path = DEFAULT_STORE, options: ScoreOptions | None = None) -> list[MetricSummary]:
+    """``contam score``: every metric over every cell not scored with the same params yet."""
+    o = options or ScoreOptions()
+    with Store(store) as opened:
+        return score_store(opened, o.metrics, bertscore_model=o.bertscore_model, layer=o.layer,
+                           rescale=o.rescale, baseline=o.baseline, device=o.device,
+                           batch_size=o.batch_size, progress=o.progress)
 
 
 # -- the pass ---------------------------------------------------------------------------------
@@ -101,7 +111,7 @@ def score_store(store: Store, metrics: Iterable[str] = DEFAULT_METRICS, *,
     cells = _read_cells(store)
     passes = [_BertScorePass(store, cells, options) if name == "bertscore" else
               _SurfacePass(name, store, cells) for name in chosen]  # every check happens here
-    reporter = _Reporter(progress)
+    reporter = BatchProgress(progress)
     return [run(store, reporter) for run in passes]
 
 
@@ -129,32 +139,17 @@ def _check_metrics(metrics: Iterable[str]) -> list[str]:
 
 
 def _read_cells(store: Store) -> list[_Cell]:
-    rows = store.query(
-        "SELECT a.item_id, a.model, a.answer, i.reference, greatest(a.seq, coalesce(i.seq, 0)) "
-        "FROM latest_answers a LEFT JOIN latest_items i USING (item_id) "
-        "ORDER BY a.item_id, a.model")
-    return [_Cell(*row) for row in rows]
+    return [_Cell(*row) for row in answered_cells(store.con)]
 
 
 def _params_json(params: dict) -> str:
     return orjson.dumps(params, option=orjson.OPT_SORT_KEYS).decode()
 
 
-def _pending(store: Store, cells: Sequence[_Cell], metric: str, params: dict) -> list[_Cell]:
-    """Cells whose latest score for ``metric`` is missing, has other params, or predates the
-    cell's answer or reference."""
-    wanted = orjson.loads(_params_json(params))
-    latest = {(item, model): (seq, stored) for item, model, seq, stored in store.query(
-        "SELECT item_id, model, seq, params FROM latest_scores WHERE metric = ?", [metric])}
-    return [cell for cell in cells if not _up_to_date(latest.get((cell.item_id, cell.model)),
-                                                      cell, wanted)]
-
-
-def _up_to_date(latest: tuple[int, str | None] | None, cell: _Cell, wanted: dict) -> bool:
-    if latest is None:
-        return False
-    seq, stored = latest
-    return seq > cell.source_seq and stored is not None and orjson.loads(stored) == wanted
+def _pending(store: Store, metric: str, params: dict) -> list[_Cell]:
+    """Cells without an up-to-date ``metric`` score under ``params`` (see
+    :func:`harness.store.cells.unscored`)."""
+    return [_Cell(*row) for row in unscored(store.con, metric, _params_json(params))]
 
 
 def _rows(metric: str, params: dict, cells: Sequence[_Cell],
@@ -178,11 +173,11 @@ class _SurfacePass:
         self.metric = METRICS[name]
         self.score_many = bleu.bleu2_nltk_many if name == "bleu2_nltk" else bleu.bleu2_many
         self.params = bleu.bleu2_nltk_params() if name == "bleu2_nltk" else bleu.BLEU2_PARAMS
-        self.todo = _pending(store, cells, self.metric, self.params)
+        self.todo = _pending(store, self.metric, self.params)
         self.summary = MetricSummary(self.metric, skipped=len(cells) - len(self.todo),
                                      params=self.params)
 
-    def __call__(self, store: Store, reporter: "_Reporter") -> MetricSummary:
+    def __call__(self, store: Store, reporter: BatchProgress) -> MetricSummary:
         values = self.score_many([(c.answer, c.reference) for c in self.todo])
         with reporter.task(self.metric, len(self.todo)) as advance:
             for start in range(0, len(self.todo), _WRITE_BATCH):
@@ -219,9 +214,9 @@ class _BertScorePass:
         """None while the params are unknown (a baseline still to compute): then all is due."""
         if self.baseline is _TO_COMPUTE:
             return None
-        return _pending(store, self.cells, self.metric, self.scorer.params(self.baseline))
+        return _pending(store, self.metric, self.scorer.params(self.baseline))
 
-    def __call__(self, store: Store, reporter: "_Reporter") -> MetricSummary:
+    def __call__(self, store: Store, reporter: BatchProgress) -> MetricSummary:
         if self.baseline is _TO_COMPUTE:
             reporter.note(f"{self.metric}: no shipped baseline for {self.scorer.encoder.name} "
                           f"layer {self.scorer.encoder.layer}; computing one from shuffled pairs")
@@ -287,67 +282,3 @@ def _earlier_computed_baseline(store: Store, encoder):
         return None
     params = orjson.loads(rows[0][0])  # the exact floats, as they were written
     return Baseline(tuple(params["baseline_values"]), params["baseline"])
-
-
-# -- progress ---------------------------------------------------------------------------------
-
-class _Reporter:
-    """A rich progress bar on a terminal; otherwise a plain line every few seconds."""
-
-    def __init__(self, live: bool) -> None:
-        self.live = live
-
-    def task(self, metric: str, total: int) -> "_Task":
-        return _RichTask(metric, total) if self.live and total else _PlainTask(metric, total)
-
-    @staticmethod
-    def note(message: str) -> None:
-        print(message, file=sys.stderr, flush=True)
-
-
-class _Task:
-    def __enter__(self) -> Callable[[int], None]:
-        return self.advance
-
-    def __exit__(self, *exc: object) -> None:
-        pass
-
-    def advance(self, n: int) -> None:
-        raise NotImplementedError
-
-
-class _PlainTask(_Task):
-    def __init__(self, metric: str, total: int) -> None:
-        self.metric, self.total, self.done = metric, total, 0
-        self.started = self.last = time.monotonic()
-
-    def advance(self, n: int) -> None:
-        self.done += n
-        now = time.monotonic()
-        if now - self.last >= _PLAIN_EVERY_S and self.done < self.total:
-            self.last = now
-            rate = self.done / max(now - self.started, 1e-9)
-            print(f"{self.metric}: {self.done}/{self.total} ({rate:.0f}/s)", file=sys.stderr,
-                  flush=True)
-
-
-class _RichTask(_Task):
-    def __init__(self, metric: str, total: int) -> None:
-        from rich.console import Console
-        from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
-                                   TimeElapsedColumn, TimeRemainingColumn)
-
-        self.progress = Progress(TextColumn("{task.description}"), BarColumn(),
-                                 MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn(),
-                                 console=Console(stderr=True))
-        self.task_id = self.progress.add_task(metric, total=total)
-
-    def __enter__(self) -> Callable[[int], None]:
-        self.progress.start()
-        return self.advance
-
-    def __exit__(self, *exc: object) -> None:
-        self.progress.stop()
-
-    def advance(self, n: int) -> None:
-        self.progress.advance(self.task_id, n)

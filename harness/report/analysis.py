@@ -1,4 +1,4 @@
-"""Store -> the report object: SQL over the views for the counts, ``harness.stats`` for the rest.
+"""Store -> the report object: SQL over the views for the counts, ``harness.report.stats`` for the rest.
 
 The unit of analysis is the (item, model) cell over every item in the store and every model that
 has an answer or a label. Missing data follows the seed paper's lower-bound rule: an empty answer,
@@ -6,12 +6,13 @@ or an item a model never answered, counts as wrong (and is counted in ``missing`
 answer without a label from the chosen rater is left out of that rater's statistics (and counted).
 
 Keys follow DESIGN.md's report schema exactly; everything beyond it sits under extra keys
-(``regimes``, ``mcnemar``, ``inter_annotator``, ``abstention``, ``missing``, ``answer_length``,
-``judge_gap``, ``surface_by_subset``, ``notes``, ``meta``). A section without data is ``None`` and
-``notes`` says why.
+(``regimes``, ``mcnemar``, ``cmh``, ``logistic``, ``inter_annotator``, ``abstention``, ``missing``,
+``answer_length``, ``judge_gap``, ``surface_by_subset``, ``notes``, ``meta``, ``provenance``). A
+section without data is ``None`` and ``notes`` says why.
 
 ``surface_by_subset`` needs no labels at all: the mean BLEU-2 and BERTScore-F1 of every scored
-answer on the documented and the undocumented subset per model, with Student-t intervals, Welch's
+answer on the documented and the undocumented subset per model, with BCa bootstrap intervals
+(resampling items, fixed seed; never outside the scores' range), Welch's
 test of the difference and the documented/undocumented ratio (the seed paper's §4.3 evidence that
 the contamination signal survives every scoring regime), and the same means per title.
 """
@@ -30,7 +31,7 @@ from scipy import stats as sps
 
 from harness import package_version
 from harness.errors import UserError
-from harness.report import stats
+from harness.report import contamination, provenance, stats
 from harness.store import Store, utc_now
 
 __all__ = ["build_report", "parse_contrast", "figure_regime", "LABELS", "METRICS"]
@@ -112,10 +113,11 @@ def _sections(store, cells, contrast, human, judge, notes) -> dict[str, Any]:
         "judge": judge_rows,
         "agreement": _agreement(cells, _order(overall)) if human and judge else None,
     }
-    regimes = _regimes(cells, _order(overall) or sorted(frame["model"].unique()), overall, judge_rows)
+    regimes = _regimes(cells, frame, _order(overall) or sorted(frame["model"].unique()), overall, judge_rows)
     report["rank_correlation"] = _rank_correlation(regimes, notes) if human else None
     report["metric_validity"] = _metric_validity(frame, contrast, _order(overall), notes) if human else None
     report.update(_extras(store, cells, frame, contrast, (human, judge), regimes, overall, notes))
+    report.update(_across_models(report["gap"], frame, contrast, _order(overall), notes))
     _note_missing_sections(human, judge, notes)
     return report
 
@@ -134,7 +136,15 @@ def _extras(store, cells, frame, contrast, raters, regimes, overall, notes) -> d
         "missing": missing,
         "answer_length": _answer_length(cells, order),
         "meta": _meta(store, frame),
+        "provenance": provenance.provenance(store),
     }
+
+
+def _across_models(gap: list[dict] | None, frame, contrast, order, notes) -> dict[str, Any]:
+    """The contamination effect pooled over models (needs human labels, as the gap does)."""
+    if not gap:
+        return {"cmh": None, "logistic": None}
+    return {"cmh": contamination.cmh(gap, notes), "logistic": contamination.logistic(frame, contrast, order, notes)}
 
 
 # -- validating the request ---------------------------------------------------------------------
@@ -234,7 +244,15 @@ def _gap(cells: _Cells, contrast: tuple[str, str], rater: str = "human") -> list
         f"count({rater}) FILTER (WHERE subset = $4) AS un, "
         f"count(*) FILTER (WHERE subset = $4 AND {rater} = 'right') AS uk FROM c GROUP BY model", contrast)
     gaps = [_gap_row(r["model"], r["dk"], r["dn"], r["uk"], r["un"]) for r in rows]
+    family = f"Fisher, one test per model ({len(gaps)} tests, {rater} labels)"
+    _add_holm(gaps, "fisher_p", "fisher_p_holm", family)
     return sorted(gaps, key=lambda r: (-_num(r["gap"]), r["model"]))
+
+
+def _add_holm(rows: list[dict[str, Any]], raw: str, adjusted: str, family: str) -> None:
+    """Holm-adjusted p beside the raw one in every row of one family, and the family's name."""
+    for row, p in zip(rows, stats.holm([_nan_if_none(r[raw]) for r in rows])):
+        row[adjusted], row["holm_family"] = p, family
 
 
 def _gap_row(model: str, dk: int, dn: int, uk: int, un: int) -> dict[str, Any]:
@@ -284,27 +302,28 @@ def _agreement_row(confusion: list[list[int]]) -> dict[str, Any]:
 
 # -- the regimes side by side (Table 5) ---------------------------------------------------------
 
-def _regimes(cells: _Cells, order: list[str], overall: list[dict] | None,
+def _regimes(cells: _Cells, frame: pd.DataFrame, order: list[str], overall: list[dict] | None,
              judge_rows: list[dict] | None) -> list[dict[str, Any]]:
     """Table 5: each regime's per-model aggregate, models in human order (else by name)."""
     surface = {r["model"]: r for r in cells.query(
-        "SELECT model, avg(bleu2) AS bleu2, stddev_samp(bleu2) AS bleu2_sd, count(bleu2) AS bleu2_n, "
-        "avg(bertscore_f1) AS bertscore_f1, stddev_samp(bertscore_f1) AS bertscore_f1_sd, "
+        "SELECT model, avg(bleu2) AS bleu2, count(bleu2) AS bleu2_n, avg(bertscore_f1) AS bertscore_f1, "
         "count(bertscore_f1) AS bertscore_f1_n, avg(answer_words) FILTER (WHERE answered) AS mean_words "
         "FROM c GROUP BY model")}
     human = {r["model"]: r for r in overall or []}
     judged = {r["model"]: r for r in judge_rows or []}
-    return [_regime_row(m, human.get(m, {}), judged.get(m, {}), surface[m]) for m in order]
+    return [_regime_row(m, human.get(m, {}), judged.get(m, {}), surface[m], frame[frame["model"] == m])
+            for m in order]
 
 
-def _regime_row(model: str, human: dict, judge: dict, surface: dict) -> dict[str, Any]:
+def _regime_row(model: str, human: dict, judge: dict, surface: dict, cells: pd.DataFrame) -> dict[str, Any]:
     row = {"model": model, "human_accuracy": human.get("accuracy"),
            "human_partial_credit": human.get("partial_credit"),
            "judge_accuracy": judge.get("accuracy"), "judge_partial_credit": judge.get("partial_credit")}
     for metric in METRICS:
-        mean, sd, n = surface[metric], surface[f"{metric}_sd"], surface[f"{metric}_n"]
-        low, high = stats.mean_interval(mean, sd, n) if n else (None, None)
-        row.update({metric: mean, f"{metric}_n": n, f"{metric}_ci_low": low, f"{metric}_ci_high": high})
+        scores = cells[metric].dropna().astype(float).to_numpy()
+        low, high = stats.bootstrap_mean_interval(scores) if len(scores) else (None, None)
+        row.update({metric: surface[metric], f"{metric}_n": surface[f"{metric}_n"],
+                    f"{metric}_ci_low": low, f"{metric}_ci_high": high})
     row["mean_words"] = surface["mean_words"]
     return row
 
@@ -383,9 +402,8 @@ def _subset_means(cells: pd.DataFrame, model: str, metric: str, contrast) -> dic
     undocumented = cells.loc[cells["subset"] == contrast[1], metric].astype(float).to_numpy()
     row: dict[str, Any] = {"model": model, "metric": metric}
     for side, scores in (("documented", documented), ("undocumented", undocumented)):
-        mean, sd = _mean(scores), float(np.std(scores, ddof=1)) if len(scores) > 1 else math.nan
-        low, high = stats.mean_interval(mean, sd, len(scores))
-        row.update({f"{side}_n": len(scores), f"{side}_mean": mean,
+        low, high = stats.bootstrap_mean_interval(scores)
+        row.update({f"{side}_n": len(scores), f"{side}_mean": _mean(scores),
                     f"{side}_ci_low": low, f"{side}_ci_high": high})
     return {**row, **_welch(documented, undocumented),
             "ratio": _positive_ratio(row["documented_mean"], row["undocumented_mean"])}
@@ -452,6 +470,9 @@ def _mcnemar(frame: pd.DataFrame, contrast, order: list[str]) -> list[dict[str, 
             if scope != "all":
                 both = both[both.index.get_level_values("subset") == scope]
             rows.append(_mcnemar_row(a, b, scope, both[a], both[b]))
+    pairs = len(rows) // (1 + len(contrast)) if rows else 0
+    _add_holm(rows, "p", "p_holm", f"exact McNemar, every pair of models in every item scope "
+                                   f"({len(rows)} tests: {pairs} pairs × {1 + len(contrast)} scopes)")
     return rows
 
 
@@ -529,8 +550,8 @@ def _meta(store: Store, frame: pd.DataFrame) -> dict[str, Any]:
 def _note_missing_sections(human: str | None, judge: str | None, notes: list) -> None:
     if not human:
         notes.append({"section": "overall, per_title, gap, agreement, rank_correlation, metric_validity, "
-                      "mcnemar, abstention", "reason": "no human labels in the store (rater 'human' or "
-                      "'human:<name>')"})
+                      "mcnemar, cmh, logistic, abstention",
+                      "reason": "no human labels in the store (rater 'human' or 'human:<name>')"})
     if not judge:
         notes.append({"section": "judge, agreement, rank_correlation.judge",
                       "reason": "no judge labels in the store (rater 'judge:<model>')"})
@@ -555,6 +576,10 @@ def _note_missing_data(missing: list[dict], notes: list, human: str | None) -> N
 
 def _num(x: float | None) -> float:
     return -math.inf if x is None or (isinstance(x, float) and math.isnan(x)) else x
+
+
+def _nan_if_none(x: float | None) -> float:
+    return math.nan if x is None else x
 
 
 def _mean(values: np.ndarray) -> float:

@@ -1,20 +1,26 @@
-"""The report's three figures, drawn from the report dict alone (matplotlib, Agg backend).
+"""The report's figures, drawn from the report dict alone (matplotlib, Agg backend), sized for print.
 
 fig1_leaderboard          strict human accuracy per model, best first, 95% Wilson bars
 fig2_contamination_gap    documented vs undocumented accuracy per model, largest gap first
-fig3_metric_disagreement  human, judge, BLEU-2, BERTScore-F1 side by side, models in human order
+fig3_metric_disagreement  one panel per scoring regime the store has, models in human order
+fig4_per_title            accuracy per title and model, titles grouped by subset, Wilson bars
 
-Without human labels, figures 1 and 2 show the best regime the store has
-(:func:`harness.report.analysis.figure_regime`): LLM-judge strict accuracy with Wilson bars, else the
-mean BLEU-2 and BERTScore-F1 with Student-t bars; their titles say so, so that neither is read
-as human-labelled accuracy.
+Figures are drawn at the size they print (one column, 3.5 in, or the full width, 7.2 in) with
+8-point text, in the Okabe–Ito colour-blind-safe palette, and carry no title: the caption in
+report.md / report.html says what they show (``titles=True`` draws it in, for slides). Without
+human labels, figures 1 and 2 show the best regime the store has
+(:func:`harness.report.analysis.figure_regime`) and their axis labels name it, so that neither is read
+as human-labelled accuracy. Model names and titles are drawn as plain text: mathtext is off, so a
+``$`` in a name is a dollar sign.
 """
 
 from __future__ import annotations
 
 import io
 import math
+import textwrap
 from collections.abc import Callable
+from itertools import cycle
 from pathlib import Path
 from typing import Any
 
@@ -25,14 +31,24 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from harness.report.analysis import figure_regime  # noqa: E402
+from harness.report.format import PNG_DPI  # noqa: E402
 
-__all__ = ["FIGURES", "draw_figures", "png_bytes", "save_pdf", "close"]
+__all__ = ["FIGURES", "TITLES", "draw_figures", "export", "png_bytes", "save_pdf", "close", "PNG_DPI"]
 
-DOCUMENTED, UNDOCUMENTED, NEUTRAL = "#1f5fa8", "#d9822b", "#4d4d4d"
+# Okabe & Ito (2008), "Color Universal Design": distinguishable under every common colour blindness.
+OKABE_ITO = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
+DOCUMENTED, UNDOCUMENTED, NEUTRAL = OKABE_ITO[0], OKABE_ITO[1], "#555555"
+COLUMN, FULL = 3.5, 7.2  # inches: one column and the full text width of a two-column paper
 METRIC_NAMES = {"bleu2": "BLEU-2", "bertscore_f1": "BERTScore-F1"}
 NO_HUMAN = "no human labels in the store"
 NO_LABELS = "no human or judge labels in the store"
-_BAR = {"height": 0.6, "capsize": 3, "error_kw": {"elinewidth": 1, "ecolor": "black"}}
+_BAR = {"capsize": 2, "error_kw": {"elinewidth": 0.8, "ecolor": "black", "capthick": 0.8}}
+STYLE = {
+    "font.size": 8, "axes.titlesize": 8, "axes.labelsize": 8, "xtick.labelsize": 7.5,
+    "ytick.labelsize": 7.5, "legend.fontsize": 7.5, "axes.spines.top": False, "axes.spines.right": False,
+    "axes.linewidth": 0.6, "text.parse_math": False, "text.usetex": False,
+    "pdf.fonttype": 42, "savefig.dpi": PNG_DPI,  # TrueType in the PDF: text a journal can edit
+}
 
 
 def _nan(x: Any) -> bool:
@@ -41,44 +57,51 @@ def _nan(x: Any) -> bool:
 
 def _errors(values: list[float], lows: list[float], highs: list[float]) -> list[list[float]]:
     """matplotlib wants distances below and above each value; undefined limits draw no bar."""
-    below = [0.0 if _nan(lo) else v - lo for v, lo in zip(values, lows)]
-    above = [0.0 if _nan(hi) else hi - v for v, hi in zip(values, highs)]
+    below = [0.0 if _nan(lo) else max(0.0, v - lo) for v, lo in zip(values, lows)]
+    above = [0.0 if _nan(hi) else max(0.0, hi - v) for v, hi in zip(values, highs)]
     return [below, above]
 
 
 def _pct(rows: list[dict], key: str) -> list[float]:
-    return [100 * r[key] if not _nan(r[key]) else 0.0 for r in rows]
+    return [100 * r[key] if not _nan(r.get(key)) else 0.0 for r in rows]
 
 
 def _empty_panel(ax, title: str, reason: str) -> None:
-    ax.set_title(title, fontsize=10)
-    ax.text(0.5, 0.5, reason, ha="center", va="center", wrap=True, fontsize=9, color=NEUTRAL,
-            transform=ax.transAxes)
+    ax.set_title(title)
+    ax.text(0.5, 0.5, reason, ha="center", va="center", wrap=True, color=NEUTRAL, transform=ax.transAxes)
     ax.set_xticks([])
+    ax.set_yticks([])
+
+
+def _grid(ax, axis: str) -> None:
+    ax.grid(axis=axis, alpha=0.3, linewidth=0.5)
+    ax.set_axisbelow(True)
+
+
+def _fit(label: Any, width: int = 24) -> str:
+    """At most two lines of ``width`` characters, so that a long name cannot squeeze the plot away."""
+    lines = textwrap.wrap(str(label), width) or [""]
+    return "\n".join(lines[:2]) + ("…" if len(lines) > 2 else "")
+
+
+def _model_label(model: str, n: Any) -> str:
+    return f"{_fit(model)}\n(n = {n})"
 
 
 # -- Figure 1 -----------------------------------------------------------------------------------
-# Human accuracy when human labels exist; otherwise the best regime there is (judge accuracy,
-# else surface-metric means), titled so that nobody takes it for human-labelled accuracy.
 
 def leaderboard(report: dict) -> Figure:
     regime = figure_regime(report)
     if regime == "surface":
         return _surface_leaderboard(report)
     rows = report["overall"] if regime == "human" else _best_first(report["judge"] or [])
-    height = 1.2 + 0.55 * max(len(rows), 1) + (0.4 if regime == "judge" else 0)  # two-line title
-    fig, ax = plt.subplots(figsize=(7, height), layout="constrained")
+    fig, ax = plt.subplots(figsize=(COLUMN, 0.7 + 0.42 * max(len(rows), 1)), layout="constrained")
     if regime is None:
         _empty_panel(ax, "Strict accuracy", NO_HUMAN)
         return fig
     _accuracy_bars(ax, rows)
-    if regime == "human":
-        ax.set_xlabel("strict accuracy, human labels (%); bars: 95% Wilson interval")
-        ax.set_title(f"Accuracy over all items (rater: {report['human_rater']})", fontsize=11)
-    else:
-        ax.set_xlabel("strict accuracy, LLM-judge labels (%); bars: 95% Wilson interval")
-        fig.suptitle(f"LLM-judge accuracy over all items (rater: {report['judge_rater']})\n"
-                     f"NOT human accuracy: {NO_HUMAN}", fontsize=10)
+    who = "human labels" if regime == "human" else f"LLM judge, not human ({report['judge_rater']})"
+    ax.set_xlabel(f"strict accuracy (%), {who}")
     return fig
 
 
@@ -91,30 +114,28 @@ def _accuracy_bars(ax, rows: list[dict]) -> None:
     values = _pct(rows, "accuracy")
     errors = _errors(values, _pct(rows, "ci_low"), _pct(rows, "ci_high"))
     y = range(len(rows))
-    ax.barh(y, values, xerr=errors, color=NEUTRAL, **_BAR)
+    ax.barh(y, values, xerr=errors, height=0.6, color=DOCUMENTED, **_BAR)
     for yi, v, hi in zip(y, values, _pct(rows, "ci_high")):
-        ax.text(hi + 1.5, yi, f"{v:.1f}%", va="center", fontsize=9)
-    ax.set_yticks(list(y), [f"{r['model']}  (n={r['n']})" for r in rows])
+        ax.text(hi + 2, yi, f"{v:.1f}", va="center")
+    ax.set_yticks(list(y), [_model_label(r["model"], r["n"]) for r in rows])
     ax.invert_yaxis()  # best model on top
-    ax.set_xlim(0, 110)
-    ax.grid(axis="x", alpha=0.3)
-    ax.set_axisbelow(True)
+    ax.set_xlim(0, 112)
+    ax.set_xticks([0, 25, 50, 75, 100])
+    _grid(ax, "x")
 
 
 def _surface_leaderboard(report: dict) -> Figure:
     """No labels at all: mean BLEU-2 and BERTScore-F1 per model, one panel each."""
     rows = sorted(report["regimes"], key=lambda r: (-_value(r, _lead_metric(report)), r["model"]))
-    fig, axes = plt.subplots(1, 2, figsize=(10, 1.6 + 0.55 * max(len(rows), 1)), sharey=True,
+    fig, axes = plt.subplots(1, 2, figsize=(FULL, 0.8 + 0.42 * max(len(rows), 1)), sharey=True,
                              layout="constrained")
     y = list(range(len(rows)))
     for ax, metric in zip(axes, METRIC_NAMES):
-        _regime_panel(ax, rows, y, f"{METRIC_NAMES[metric]}: mean score", metric, f"{metric}_ci_low",
-                      f"{metric}_ci_high", False, f"no {METRIC_NAMES[metric]} scores in the store")
-        ax.set_xlabel(f"mean {METRIC_NAMES[metric]}; bars: 95% Student-t interval", fontsize=9)
-    axes[0].set_yticks(y, [f"{r['model']}  (n={r['bleu2_n'] or r['bertscore_f1_n']})" for r in rows])
+        _regime_panel(ax, rows, y, (f"{METRIC_NAMES[metric]}: mean score", metric, f"{metric}_ci_low",
+                                    f"{metric}_ci_high", False, f"no {METRIC_NAMES[metric]} scores in the store"))
+        ax.set_xlabel(f"mean {METRIC_NAMES[metric]}, not accuracy (no labels)")
+    axes[0].set_yticks(y, [_model_label(r["model"], r["bleu2_n"] or r["bertscore_f1_n"]) for r in rows])
     axes[0].invert_yaxis()
-    fig.suptitle(f"Surface-metric scores per model, NOT accuracy\n({NO_LABELS}; "
-                 f"models ordered by mean {METRIC_NAMES[_lead_metric(report)]})", fontsize=11)
     return fig
 
 
@@ -125,26 +146,20 @@ def contamination_gap(report: dict) -> Figure:
     if regime == "surface":
         return _surface_gap(report)
     rows = (report["gap"] if regime == "human" else report.get("judge_gap")) or []  # ordered by gap
-    fig, ax = plt.subplots(figsize=(max(6.5, 1.6 * len(rows) + 2), 4.8), layout="constrained")
+    fig, ax = plt.subplots(figsize=(COLUMN if len(rows) <= 4 else FULL, 2.8), layout="constrained")
     if regime is None or not rows:
         _empty_panel(ax, "Contamination gap", NO_HUMAN)
         return fig
-    _subset_bars(ax, rows, report["contrast"], "accuracy", 100,
-                 lambda r: f"gap {100 * r['gap']:.1f} pp")
-    ax.set_ylim(0, 115)
-    if regime != "human":
-        _narrow(ax, len(rows))
-    if regime == "human":
-        ax.set_ylabel("strict accuracy (%); bars: 95% Wilson interval")
-        ax.set_title("Documented vs undocumented subsets, ordered by gap", fontsize=11)
-    else:
-        ax.set_ylabel("strict accuracy, LLM-judge labels (%); bars: 95% Wilson interval", fontsize=9)
-        ax.set_title(f"Documented vs undocumented subsets, ordered by gap\nregime: LLM-judge strict "
-                     f"accuracy ({report['judge_rater']}); {NO_HUMAN}", fontsize=10)
+    _subset_bars(fig, ax, rows, report["contrast"], "accuracy", 100, lambda r: f"{100 * r['gap']:+.0f} pp")
+    ax.set_ylim(0, 112)
+    ax.set_yticks([0, 25, 50, 75, 100])
+    _narrow(ax, len(rows))
+    who = "human labels" if regime == "human" else "LLM judge, not human"
+    ax.set_ylabel(f"strict accuracy (%), {who}")
     return fig
 
 
-def _subset_bars(ax, rows: list[dict], contrast: dict, value: str, scale: float,
+def _subset_bars(fig, ax, rows: list[dict], contrast: dict, value: str, scale: float,
                  annotate: Callable[[dict], str]) -> None:
     """Documented and undocumented bars side by side per model, the difference written above."""
     x = list(range(len(rows)))
@@ -153,38 +168,35 @@ def _subset_bars(ax, rows: list[dict], contrast: dict, value: str, scale: float,
         lows = [scale * _value(r, f"{side}_ci_low", math.nan) for r in rows]
         highs = [scale * _value(r, f"{side}_ci_high", math.nan) for r in rows]
         ax.bar([xi + offset for xi in x], values, width=0.4, yerr=_errors(values, lows, highs),
-               color=color, label=f"{contrast[side]} ({side})", capsize=3, error_kw=_BAR["error_kw"])
+               color=color, label=f"{contrast[side]} ({side})", **_BAR)
     tops = [scale * max(_value(r, "documented_ci_high", _value(r, f"documented_{value}")),
                         _value(r, "undocumented_ci_high", _value(r, f"undocumented_{value}")))
             for r in rows]
-    room = 3 if scale == 100 else 0.03 * (max(tops, default=0) or 1)
+    room = 2 if scale == 100 else 0.03 * (max(tops, default=0) or 1)
     for xi, r, top in zip(x, rows, tops):
-        ax.text(xi, top + room, annotate(r), ha="center", fontsize=9)
-    ax.set_xticks(x, [r["model"] for r in rows], rotation=15, ha="right")
-    ax.legend(loc="upper right", fontsize=9, frameon=False)
-    ax.grid(axis="y", alpha=0.3)
-    ax.set_axisbelow(True)
+        ax.text(xi, top + room, annotate(r), ha="center", fontsize=7)
+    ax.set_xticks(x, [_fit(r["model"]) for r in rows], rotation=20, ha="right", rotation_mode="anchor")
+    if not fig.legends:
+        fig.legend(loc="outside upper center", ncols=2, frameon=False)
+    _grid(ax, "y")
 
 
 def _surface_gap(report: dict) -> Figure:
     """No labels at all: documented vs undocumented score means, BERTScore-F1 then BLEU-2."""
     surface, lead = report["surface_by_subset"], _lead_metric(report)
     order = [r["model"] for r in sorted(surface[lead], key=lambda r: (-_value(r, "difference"), r["model"]))]
-    fig, axes = plt.subplots(1, 2, figsize=(max(10, 3.2 * len(order) + 3), 4.8), layout="constrained")
+    fig, axes = plt.subplots(1, 2, figsize=(FULL, 2.8), layout="constrained")
     for ax, metric in zip(axes, ("bertscore_f1", "bleu2")):
         rows = {r["model"]: r for r in surface[metric] or []}
         if not rows:
             _empty_panel(ax, METRIC_NAMES[metric], f"no {METRIC_NAMES[metric]} scores in the store")
             continue
-        _subset_bars(ax, [rows[m] for m in order if m in rows], report["contrast"], "mean", 1, _ratio_label)
+        _subset_bars(fig, ax, [rows[m] for m in order if m in rows], report["contrast"], "mean", 1, _ratio_label)
         _pad_top(ax)
         _narrow(ax, len(order))
-        ax.axhline(0, color="black", linewidth=0.8)
-        ax.set_title(f"{METRIC_NAMES[metric]}: mean score", fontsize=10)
-        ax.set_ylabel(f"mean {METRIC_NAMES[metric]}; bars: 95% Student-t interval", fontsize=9)
-    fig.suptitle(f"Documented vs undocumented subsets, ordered by the {METRIC_NAMES[lead]} difference\n"
-                 f"regime: mean BERTScore-F1 and BLEU-2 per subset, NOT accuracy ({NO_LABELS})",
-                 fontsize=11)
+        ax.axhline(0, color="black", linewidth=0.6)
+        ax.set_title(f"{METRIC_NAMES[metric]}: mean score")
+        ax.set_ylabel(f"mean {METRIC_NAMES[metric]}, not accuracy")
     return fig
 
 
@@ -196,9 +208,9 @@ def _ratio_label(row: dict) -> str:
 
 
 def _pad_top(ax) -> None:
-    """Head room above the tallest interval for the legend and the ratio labels."""
+    """Head room above the tallest interval for the ratio labels."""
     low, high = ax.get_ylim()
-    ax.set_ylim(min(low, 0), high + 0.25 * (high - min(low, 0)))
+    ax.set_ylim(min(low, 0), high + 0.15 * (high - min(low, 0)))
 
 
 def _narrow(ax, models: int) -> None:
@@ -224,8 +236,7 @@ _PANELS = (  # (title, column, low, high, is a percentage, missing-data reason)
      "no human labels in the store"),
     ("LLM judge: strict accuracy (%)", "judge_accuracy", "judge_ci_low", "judge_ci_high", True,
      "no judge labels in the store"),
-    ("BLEU-2: mean score", "bleu2", "bleu2_ci_low", "bleu2_ci_high", False,
-     "no BLEU-2 scores in the store"),
+    ("BLEU-2: mean score", "bleu2", "bleu2_ci_low", "bleu2_ci_high", False, "no BLEU-2 scores in the store"),
     ("BERTScore-F1: mean score", "bertscore_f1", "bertscore_f1_ci_low", "bertscore_f1_ci_high", False,
      "no BERTScore-F1 scores in the store"),
 )
@@ -243,42 +254,53 @@ def _regime_rows(report: dict) -> list[dict]:
     return rows
 
 
+def available_panels(rows: list[dict]) -> list[tuple]:
+    """The regimes with data in at least one model; the others are left out (named in the notes)."""
+    return [p for p in _PANELS if any(not _nan(r.get(p[1])) for r in rows)]
+
+
 def metric_disagreement(report: dict) -> Figure:
     rows = _regime_rows(report)
-    fig, axes = plt.subplots(1, 4, figsize=(13, 1.6 + 0.55 * max(len(rows), 1)), sharey=True,
-                             layout="constrained")
+    panels = available_panels(rows)
+    columns = 1 if len(panels) <= 1 else 2
+    lines = -(-max(len(panels), 1) // columns)
+    fig, axes = plt.subplots(lines, columns, figsize=(COLUMN if columns == 1 else FULL,
+                                                      lines * (0.75 + 0.3 * max(len(rows), 1))),
+                             sharey=True, layout="constrained", squeeze=False)
+    flat = list(axes.flat)
+    if not panels:
+        _empty_panel(flat[0], "Scoring regimes", "no labels or scores in the store")
+        return fig
     y = list(range(len(rows)))
-    for ax, panel in zip(axes, _PANELS):
-        _regime_panel(ax, rows, y, *panel)
-    axes[0].set_yticks(y, [r["model"] for r in rows])
-    if rows:
-        axes[0].invert_yaxis()  # human order, best on top, in every panel
-    order = "human-accuracy order" if report["overall"] else "name order: no human labels"
-    fig.suptitle(f"The same answers under four scoring regimes (models in {order}; "
-                 "bars: 95% intervals)", fontsize=11)
+    for letter, ax, panel in zip("abcd", flat, panels):
+        _regime_panel(ax, rows, y, (f"({letter}) {panel[0]}", *panel[1:]))
+    for ax in flat[len(panels):]:
+        fig.delaxes(ax)
+    flat[0].set_yticks(y, [_fit(r["model"]) for r in rows])
+    flat[0].invert_yaxis()  # human order, best on top, in every panel (the y axis is shared)
     return fig
 
 
-def _regime_panel(ax, rows, y, title, column, low, high, percent, reason) -> None:
-    present = [r for r in rows if not _nan(r.get(column))]
-    if not present:
+def _regime_panel(ax, rows, y, panel: tuple) -> None:
+    title, column, low, high, percent, reason = panel
+    if not any(not _nan(r.get(column)) for r in rows):
         _empty_panel(ax, title.split(":")[0], reason)
         return
     scale = 100 if percent else 1
     values = [scale * r[column] if not _nan(r.get(column)) else 0.0 for r in rows]
     lows = [scale * r[low] if not _nan(r.get(low)) else math.nan for r in rows]
     highs = [scale * r[high] if not _nan(r.get(high)) else math.nan for r in rows]
-    ax.barh(y, values, xerr=_errors(values, lows, highs), color=NEUTRAL if percent else "#6a8caf", **_BAR)
+    ax.barh(y, values, xerr=_errors(values, lows, highs), height=0.6,
+            color=NEUTRAL if percent else OKABE_ITO[4], **_BAR)
     for yi, v, r in zip(y, values, rows):
-        label = "n/a" if _nan(r.get(column)) else (f"{v:.1f}%" if percent else f"{v:.3f}")
-        ax.text(0.98, yi, label, va="center", ha="right", fontsize=8, transform=ax.get_yaxis_transform(),
-                bbox={"facecolor": "white", "edgecolor": "none", "pad": 1, "alpha": 0.8})
-    ax.set_title(title, fontsize=10)
+        label = "n/a" if _nan(r.get(column)) else (f"{v:.1f}" if percent else f"{v:.3f}")
+        ax.text(0.99, yi, label, va="center", ha="right", transform=ax.get_yaxis_transform(),
+                bbox={"facecolor": "white", "edgecolor": "none", "pad": 0.5, "alpha": 0.85})
+    ax.set_title(title, loc="left")
     ax.set_xlim(*_panel_limits(values, lows, highs, percent))
     if percent:
         ax.set_xticks([0, 25, 50, 75, 100])
-    ax.grid(axis="x", alpha=0.3)
-    ax.set_axisbelow(True)
+    _grid(ax, "x")
 
 
 def _panel_limits(values, lows, highs, percent) -> tuple[float, float]:
@@ -288,25 +310,107 @@ def _panel_limits(values, lows, highs, percent) -> tuple[float, float]:
     return min(0.0, *defined) * 1.1, top * 1.3
 
 
+# -- Figure 4 -----------------------------------------------------------------------------------
+
+def per_title(report: dict) -> Figure:
+    """Accuracy per title, one bar per model, the documented subset's titles first."""
+    rows = report.get("per_title") or []
+    titles = _titles_by_subset(rows, report["contrast"])
+    models = list(dict.fromkeys(r["model"] for r in rows))
+    fig, ax = plt.subplots(figsize=(FULL, 2.9), layout="constrained")
+    if not rows:
+        _empty_panel(ax, "Accuracy per title", NO_HUMAN)
+        return fig
+    cell = {(r["model"], r["title"], r["subset"]): r for r in rows}
+    width = 0.8 / len(models)
+    for i, (model, color) in enumerate(zip(models, cycle(OKABE_ITO))):
+        picked = [cell.get((model, t, s), {}) for t, s in titles]
+        values = _pct(picked, "accuracy")
+        ax.bar([x - 0.4 + width * (i + 0.5) for x in range(len(titles))], values, width=width * 0.92,
+               yerr=_errors(values, _pct(picked, "ci_low"), _pct(picked, "ci_high")), color=color,
+               label=_fit(model, 30), **{**_BAR, "capsize": 1.5})
+    _subset_dividers(ax, titles, report["contrast"])
+    ax.set_xticks(range(len(titles)), [_fit(t, 20) for t, _ in titles], rotation=20 if len(titles) > 4 else 0,
+                  ha="right" if len(titles) > 4 else "center", rotation_mode="anchor")
+    ax.set_ylim(0, 112)
+    ax.set_yticks([0, 25, 50, 75, 100])
+    ax.set_ylabel("strict accuracy (%), human labels")
+    fig.legend(loc="outside upper center", ncols=min(len(models), 4), frameon=False)
+    _grid(ax, "y")
+    return fig
+
+
+def _titles_by_subset(rows: list[dict], contrast: dict) -> list[tuple[str, str]]:
+    order = {contrast["documented"]: 0, contrast["undocumented"]: 1}
+    titles = list(dict.fromkeys((r["title"], r["subset"]) for r in rows))
+    return sorted(titles, key=lambda t: order.get(t[1], 2))  # stable: first-seen order within a subset
+
+
+def _subset_dividers(ax, titles: list[tuple[str, str]], contrast: dict) -> None:
+    """A dashed line between subsets and each subset's name above its titles."""
+    sides = {contrast["documented"]: "documented", contrast["undocumented"]: "undocumented"}
+    start = 0
+    for i in range(1, len(titles) + 1):
+        if i == len(titles) or titles[i][1] != titles[start][1]:
+            subset = titles[start][1]
+            name = f"{subset} ({sides[subset]})" if subset in sides else str(subset)
+            ax.text((start + i - 1) / 2, 106, name, ha="center", fontsize=7.5, style="italic")
+            if i < len(titles):
+                ax.axvline(i - 0.5, color=NEUTRAL, linewidth=0.6, linestyle="--")
+            start = i
+
+
+# -- all figures --------------------------------------------------------------------------------
+
 FIGURES: dict[str, Callable[[dict], Figure]] = {
     "fig1_leaderboard": leaderboard,
     "fig2_contamination_gap": contamination_gap,
     "fig3_metric_disagreement": metric_disagreement,
+    "fig4_per_title": per_title,
+}
+TITLES = {  # drawn in only with titles=True (--figure-titles); the captions carry them otherwise
+    "fig1_leaderboard": "Accuracy over all items",
+    "fig2_contamination_gap": "Documented vs undocumented subsets, ordered by gap",
+    "fig3_metric_disagreement": "The same answers under each scoring regime",
+    "fig4_per_title": "Accuracy per title, grouped by subset",
 }
 
 
-def draw_figures(report: dict) -> dict[str, Figure]:
-    return {name: draw(report) for name, draw in FIGURES.items()}
+def draw_figures(report: dict, titles: bool = False) -> dict[str, Figure]:
+    """Every figure the report has data for (fig4 needs human labels); call it, and save what it
+    returns, inside ``plt.rc_context(STYLE)`` (as :func:`export` does): tick labels are made at
+    save time and must see the style too."""
+    drawn = {}
+    for name, draw in FIGURES.items():
+        if name == "fig4_per_title" and not report.get("per_title"):
+            continue
+        drawn[name] = draw(report)
+        if titles:
+            drawn[name].suptitle(TITLES[name], fontsize=9)
+    return drawn
+
+
+def export(report: dict, titles: bool = False, out: Path | None = None) -> dict[str, bytes]:
+    """Each figure as PNG bytes (what the HTML embeds); with ``out``, also saved as PNG and PDF."""
+    pngs = {}
+    with plt.rc_context(STYLE):
+        for name, fig in draw_figures(report, titles).items():
+            pngs[name] = png_bytes(fig)
+            if out is not None:
+                (out / f"{name}.png").write_bytes(pngs[name])
+                save_pdf(fig, out / f"{name}.pdf")
+            close(fig)
+    return pngs
 
 
 def png_bytes(fig: Figure) -> bytes:
     buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=150)
+    fig.savefig(buffer, format="png", dpi=PNG_DPI)
     return buffer.getvalue()
 
 
 def save_pdf(fig: Figure, path: Path) -> None:
-    """No creation date in the PDF, so reruns on the same store give identical files."""
+    """Vector PDF; no creation date in it, so reruns on the same store give identical files."""
     fig.savefig(path, format="pdf", metadata={"CreationDate": None})
 
 

@@ -1,27 +1,27 @@
 """The report dict as Markdown and as self-contained HTML: the seed paper's Tables 2-6 and more.
 
-Both formats are rendered from the same list of :class:`Section` objects, so they never disagree.
-Percentages carry one decimal with the 95% Wilson interval in brackets; p-values are written
-``7.5 × 10⁻⁷²``; an infinite odds ratio is ``∞``; a statistic that is undefined is ``—``.
+Both formats are rendered from the same list of :class:`Section` objects, so they never disagree
+(and ``harness.report.tables`` writes the same tables as CSV and LaTeX). Everything a user or a
+model supplied (model names, titles, raters, paths) is escaped for the format it lands in: in a
+paragraph it goes through :func:`user`, and every table cell is escaped by the renderer. Number
+formats are ``harness.report.format``'s.
 """
 
 from __future__ import annotations
 
 import base64
 import html
-import math
-from dataclasses import dataclass, field
+import re
 from importlib import resources
 from string import Template
-from typing import Any
 
 from harness.report.analysis import figure_regime
+from harness.report.format import (DASH, PNG_DPI, Section, Table, fmt_ci, fmt_num, fmt_or, fmt_p, fmt_pct,
+                                   is_missing, md_cell, user)
+from harness.report.sections import contamination_section, provenance_section
 
-__all__ = ["Table", "Section", "sections", "render_markdown", "render_html", "figure_caption",
-           "fmt_pct", "fmt_ci", "fmt_p", "fmt_or", "fmt_num"]
+__all__ = ["sections", "render_markdown", "render_html", "figure_caption", "note_heading"]
 
-DASH = "—"
-_SUPERSCRIPT = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
 # (figure, regime) -> caption; the regime is what figures 1 and 2 show (analysis.figure_regime).
 _CAPTIONS = {
     ("fig1_leaderboard", "human"): "Figure 1. Strict human-labelled accuracy over all items; bars are 95% "
@@ -29,7 +29,7 @@ _CAPTIONS = {
     ("fig1_leaderboard", "judge"): "Figure 1. No human labels: LLM-judge strict accuracy over all items "
                                    "(not human accuracy); bars are 95% Wilson intervals.",
     ("fig1_leaderboard", "surface"): "Figure 1. No human or judge labels: mean BLEU-2 and BERTScore-F1 per "
-                                     "model (score means, not accuracy); bars are 95% Student-t intervals.",
+                                     "model (score means, not accuracy); bars are 95% BCa bootstrap intervals.",
     ("fig2_contamination_gap", "human"): "Figure 2. Accuracy on the documented vs the undocumented subset, "
                                          "ordered by gap; bars are 95% Wilson intervals.",
     ("fig2_contamination_gap", "judge"): "Figure 2. No human labels: LLM-judge strict accuracy on the "
@@ -37,72 +37,23 @@ _CAPTIONS = {
                                          "95% Wilson intervals.",
     ("fig2_contamination_gap", "surface"): "Figure 2. No human or judge labels: mean BERTScore-F1 and BLEU-2 "
                                            "on the documented vs the undocumented subset, ordered by the "
-                                           "difference; bars are 95% Student-t intervals.",
-    ("fig3_metric_disagreement", "human"): "Figure 3. The same answers under four scoring regimes, models "
-                                           "held in human-accuracy order; the two right panels are score "
-                                           "means on their own scale.",
+                                           "difference; bars are 95% BCa bootstrap intervals.",
+    ("fig3_metric_disagreement", "human"): "Figure 3. The same answers under each scoring regime in the "
+                                           "store, one panel each, models held in human-accuracy order; "
+                                           "accuracy panels have 95% Wilson bars, score-mean panels 95% BCa "
+                                           "bootstrap bars on their own scale.",
+    ("fig4_per_title", "human"): "Figure 4. Strict human-labelled accuracy per title, titles grouped by "
+                                 "subset (documented first); bars are 95% Wilson intervals.",
 }
 
 
 def figure_caption(name: str, report: dict) -> str:
     regime = figure_regime(report)
     if name == "fig3_metric_disagreement" and regime != "human":
-        return ("Figure 3. The same answers under four scoring regimes, models in name order (no human "
-                "labels); the two right panels are score means on their own scale.")
+        return ("Figure 3. The same answers under each scoring regime in the store, one panel each, models "
+                "in name order (no human labels); score-mean panels have 95% BCa bootstrap bars on their "
+                "own scale.")
     return _CAPTIONS.get((name, regime), f"{name}: nothing to draw (no labels or scores in the store).")
-
-
-# -- number formats -----------------------------------------------------------------------------
-
-def _missing(x: Any) -> bool:
-    return x is None or (isinstance(x, float) and math.isnan(x))
-
-
-def fmt_pct(x: float | None) -> str:
-    return DASH if _missing(x) else f"{100 * x:.1f}%"
-
-
-def fmt_ci(low: float | None, high: float | None) -> str:
-    return DASH if _missing(low) or _missing(high) else f"[{100 * low:.1f}, {100 * high:.1f}]"
-
-
-def fmt_p(p: float | None) -> str:
-    """0.042, or 7.5 × 10⁻⁷² below 0.001."""
-    if _missing(p):
-        return DASH
-    if p == 0:
-        return "< 10⁻³⁰⁰"
-    if p >= 0.001:
-        return f"{p:.3f}"
-    mantissa, exponent = f"{p:.1e}".split("e")
-    return f"{mantissa} × 10{str(int(exponent)).translate(_SUPERSCRIPT)}"
-
-
-def fmt_or(x: float | str | None) -> str:
-    if x == "inf":
-        return "∞"
-    return DASH if _missing(x) else f"{x:.1f}"
-
-
-def fmt_num(x: float | None, digits: int = 3) -> str:
-    return DASH if _missing(x) else f"{x:.{digits}f}"
-
-
-# -- structure ----------------------------------------------------------------------------------
-
-@dataclass
-class Table:
-    headers: list[str]
-    rows: list[list[str]]
-    caption: str = ""
-
-
-@dataclass
-class Section:
-    heading: str
-    paragraphs: list[str] = field(default_factory=list)
-    tables: list[Table] = field(default_factory=list)
-    figures: list[str] = field(default_factory=list)
 
 
 def sections(report: dict) -> list[Section]:
@@ -112,8 +63,9 @@ def sections(report: dict) -> list[Section]:
     there is a judge) and the surface metrics by subset, which then carry figures 1 and 2."""
     regime = figure_regime(report)
     leading = {"human": [_overall, _per_title, _gap], "judge": [_judge, _judge_gap]}.get(regime, [])
-    builders = [_overview, *leading, _surface, _mcnemar, _regimes, *([_judge] if regime == "human" else []),
-                _agreement, _inter_annotator, _metric_validity, _abstention, _missing_data, _notes]
+    builders = [_overview, *leading, contamination_section, _surface, _mcnemar, _regimes,
+                *([_judge] if regime == "human" else []), _agreement, _inter_annotator, _metric_validity,
+                _abstention, _missing_data, provenance_section, _notes]
     return [s for build in builders if (s := build(report)) is not None]
 
 
@@ -121,10 +73,10 @@ def _overview(report: dict) -> Section:
     meta, contrast = report.get("meta") or {}, report["contrast"]
     return Section("contam report", [
         *_no_human_note(report),
-        f"Store `{meta.get('store', '?')}`: {meta.get('items', '?')} items, {meta.get('models', '?')} models; "
+        f"Store {user(meta.get('store', '?'))}: {meta.get('items', '?')} items, {meta.get('models', '?')} models; "
         f"generated {meta.get('generated_at', '?')} (contam {meta.get('harness_version') or '?'}).",
-        f"Human rater: `{report['human_rater'] or 'none'}`. Judge rater: `{report['judge_rater'] or 'none'}`. "
-        f"Contrast: `{contrast['documented']}` (documented) vs `{contrast['undocumented']}` (undocumented).",
+        f"Human rater: {user(report['human_rater'] or 'none')}. Judge rater: {user(report['judge_rater'] or 'none')}. "
+        f"Contrast: {user(contrast['documented'])} (documented) vs {user(contrast['undocumented'])} (undocumented).",
         "All intervals are 95%. Empty answers and unanswered items count as wrong (a lower bound); "
         "see Missing data."])
 
@@ -168,7 +120,8 @@ def _per_title(report: dict) -> Section | None:
     models = list(dict.fromkeys(r["model"] for r in report["per_title"]))
     rows = [[m] + [_title_cell(cell.get((m, t))) for t, _ in titles] for m in models]
     return Section("Per-title accuracy", [], [Table(
-        ["Model"] + [f"{t} ({s})" for t, s in titles], rows, "Strict accuracy [95% Wilson interval].")])
+        ["Model"] + [f"{t} ({s})" for t, s in titles], rows, "Strict accuracy [95% Wilson interval].")],
+        figures=["fig4_per_title"])
 
 
 def _title_cell(r: dict | None) -> str:
@@ -187,7 +140,7 @@ def _judge_gap(report: dict) -> Section | None:
     if not report.get("judge_gap"):
         return None
     return Section("The contamination gap under the LLM judge", [
-        f"Strict accuracy by subset under the judge's labels (rater `{report['judge_rater']}`), "
+        f"Strict accuracy by subset under the judge's labels (rater {user(report['judge_rater'])}), "
         "standing in for the human-labelled gap this store cannot give."],
         [_gap_table(report, report["judge_gap"])], figures=["fig2_contamination_gap"])
 
@@ -197,10 +150,11 @@ def _gap_table(report: dict, gap: list[dict]) -> Table:
     rows = [[r["model"], f"{fmt_pct(r['documented_accuracy'])} ({r['documented_right']}/{r['documented_n']})",
              f"{fmt_pct(r['undocumented_accuracy'])} ({r['undocumented_right']}/{r['undocumented_n']})",
              _pp(r["gap"]), _pp_ci(r["gap_ci_low"], r["gap_ci_high"]), fmt_or(r["odds_ratio"]),
-             fmt_p(r["fisher_p"])] for r in gap]
-    return Table(["Model", doc, undoc, "Gap", "95% CI (Newcombe)", "Odds ratio", "Fisher p"], rows,
+             fmt_p(r["fisher_p"]), fmt_p(r.get("fisher_p_holm"))] for r in gap]
+    family = gap[0].get("holm_family", "") if gap else ""
+    return Table(["Model", doc, undoc, "Gap", "95% CI (Newcombe)", "Odds ratio", "Fisher p", "Holm p"], rows,
                  "Ordered by gap. Odds ratio ad/bc and two-sided Fisher exact p on the 2×2 right / "
-                 "not-right table.")
+                 f"not-right table; Holm p is adjusted within the family {family}.")
 
 
 # -- surface metrics by subset ------------------------------------------------------------------
@@ -215,7 +169,8 @@ def _surface(report: dict) -> Section | None:
     tables.append(_surface_title_table(surface["per_title"]))
     return Section("Surface metrics by subset", [
         "Mean score of every scored answer, labels or not: the seed paper's §4.3 evidence that the "
-        "contamination signal survives every scoring regime. Each mean has a 95% Student-t interval; the "
+        "contamination signal survives every scoring regime. Each mean has a 95% BCa bootstrap interval "
+        "(items resampled, fixed seed), which never leaves the range of the scores; the "
         "difference has Welch's 95% interval and two-sided p. The ratio is documented mean / undocumented "
         "mean, shown only where both are positive (rescaled BERTScore-F1 can be negative)."],
         tables, figures=["fig1_leaderboard", "fig2_contamination_gap"] if figure_regime(report) == "surface" else [])
@@ -227,16 +182,16 @@ def _mean_cell(r: dict, side: str) -> str:
 
 
 def _num_ci(low: float | None, high: float | None) -> str:
-    return DASH if _missing(low) or _missing(high) else f"[{low:.3f}, {high:.3f}]"
+    return DASH if is_missing(low) or is_missing(high) else f"[{low:.3f}, {high:.3f}]"
 
 
 def _surface_table(rows: list[dict], contrast: dict, name: str) -> Table:
     body = [[r["model"], _mean_cell(r, "documented"), _mean_cell(r, "undocumented"),
              fmt_num(r["difference"]), _num_ci(r["difference_ci_low"], r["difference_ci_high"]),
-             fmt_p(r["welch_p"]), DASH if _missing(r["ratio"]) else f"{r['ratio']:.2f}×"] for r in rows]
+             fmt_p(r["welch_p"]), DASH if is_missing(r["ratio"]) else f"{r['ratio']:.2f}×"] for r in rows]
     return Table(["Model", f"{contrast['documented']} (documented)", f"{contrast['undocumented']} (undocumented)",
                   "Difference", "95% CI (Welch)", "Welch p", "Ratio"], body,
-                 f"Mean {name} by subset [95% Student-t interval].")
+                 f"Mean {name} by subset [95% BCa bootstrap interval].")
 
 
 def _surface_title_table(rows: list[dict]) -> Table:
@@ -247,24 +202,26 @@ def _surface_title_table(rows: list[dict]) -> Table:
 
 
 def _pp(x: float | None) -> str:
-    return DASH if _missing(x) else f"{100 * x:.1f} pp"
+    return DASH if is_missing(x) else f"{100 * x:.1f} pp"
 
 
 def _pp_ci(low: float | None, high: float | None) -> str:
-    return DASH if _missing(low) or _missing(high) else f"[{100 * low:.1f}, {100 * high:.1f}]"
+    return DASH if is_missing(low) or is_missing(high) else f"[{100 * low:.1f}, {100 * high:.1f}]"
 
 
 def _mcnemar(report: dict) -> Section | None:
     if not report.get("mcnemar"):
         return None
     rows = [[r["model_a"], r["model_b"], r["scope"], str(r["n"]), str(r["a_right"]), str(r["b_right"]),
-             str(r["a_only"]), str(r["b_only"]), str(r["identical_labels"]), fmt_p(r["p"])]
-            for r in report["mcnemar"]]
+             str(r["a_only"]), str(r["b_only"]), str(r["identical_labels"]), fmt_p(r["p"]),
+             fmt_p(r.get("p_holm"))] for r in report["mcnemar"]]
     return Section("Pairwise model comparisons", [
         "Exact McNemar test on the same items (binomial on the discordant pairs): a small p means the two "
-        "models' right / not-right records differ beyond chance."], [Table(
+        "models' right / not-right records differ beyond chance. Holm p is the Holm-adjusted p within the "
+        f"family {report['mcnemar'][0].get('holm_family', '')}; read the adjusted p when several "
+        "comparisons are made at once."], [Table(
             ["Model A", "Model B", "Items", "n", "A right", "B right", "A only", "B only",
-             "Identical labels", "p"], rows)])
+             "Identical labels", "p", "Holm p"], rows)])
 
 
 def _regimes(report: dict) -> Section | None:
@@ -292,7 +249,7 @@ def _judge(report: dict) -> Section | None:
              fmt_pct(r["accuracy"]), fmt_ci(r.get("ci_low"), r.get("ci_high")), fmt_pct(r["partial_credit"])]
             for r in report["judge"]]
     leads = figure_regime(report) == "judge"
-    return Section("LLM judge", [f"Rater `{report['judge_rater']}`."], [Table(
+    return Section("LLM judge", [f"Rater {user(report['judge_rater'])}."], [Table(
         ["Model", "n", "Right", "Partial", "Wrong", "Strict accuracy", "95% CI", "Partial credit"], rows)],
         figures=["fig1_leaderboard"] if leads else [])
 
@@ -322,7 +279,7 @@ def _inter_annotator(report: dict) -> Section | None:
     rows = [[r["rater_a"], r["rater_b"], str(r["n"]), fmt_pct(r["exact"]), fmt_num(r["kappa"]),
              fmt_num(r["kappa_linear"])] for r in inter["pairwise"]]
     return Section("Inter-annotator agreement", [
-        f"Raters: {', '.join(inter['raters'])}. Fleiss' κ = {fmt_num(inter['fleiss_kappa'])} on the "
+        f"Raters: {', '.join(map(user, inter['raters']))}. Fleiss' κ = {fmt_num(inter['fleiss_kappa'])} on the "
         f"{inter['n_all_raters']} cells every rater labelled."],
         [Table(["Rater A", "Rater B", "n", "Exact", "κ", "κ linear"], rows)])
 
@@ -383,17 +340,34 @@ def _missing_data(report: dict) -> Section | None:
 def _notes(report: dict) -> Section | None:
     if not report.get("notes"):
         return None
-    return Section("Notes", [f"**{n['section']}**: {n['reason']}" for n in report["notes"]])
+    return Section("Notes", [f"**{note_heading(n['section'])}**: {user(n['reason'])}" for n in report["notes"]])
+
+
+_WORDS = {"overall": "overall accuracy", "per_title": "per-title accuracy", "gap": "contamination gap",
+          "judge": "LLM judge", "agreement": "human × judge agreement", "rank_correlation": "rank correlation",
+          "metric_validity": "metric validity", "mcnemar": "pairwise comparisons", "abstention": "abstention",
+          "human_rater": "human rater", "judge_rater": "judge rater", "inter_annotator": "inter-annotator agreement",
+          "missing": "missing data", "surface_by_subset": "surface metrics by subset", "bleu2": "BLEU-2",
+          "bertscore_f1": "BERTScore-F1", "judge_partial_credit": "judge partial credit",
+          "cmh": "pooled odds ratio (CMH)", "logistic": "logistic model"}
+
+
+def note_heading(section: str) -> str:
+    """``rank_correlation.bertscore_f1`` -> ``Rank correlation, BERTScore-F1``; model names stay as given."""
+    parts = [", ".join(_WORDS.get(w.strip(), w.strip()) for w in group.split(","))
+             for group in section.split(".", 1)]
+    text = user(", ".join(parts))
+    return text[:1].upper() + text[1:]
 
 
 # -- Markdown -----------------------------------------------------------------------------------
 
 def _md_table(table: Table) -> str:
     def line(cells: list[str]) -> str:
-        return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
-    lines = [line(table.headers), "|" + "|".join("---" for _ in table.headers) + "|"]
-    lines += [line(row) for row in table.rows]
-    return "\n".join(lines) + (f"\n\n*{table.caption}*" if table.caption else "")
+        return "| " + " | ".join(md_cell(c) for c in cells) + " |"
+    align = "|" + "|".join("---:" if n else "---" for n in table.numeric_columns()) + "|"
+    lines = [line(table.headers), align, *(line(row) for row in table.rows)]
+    return "\n".join(lines) + (f"\n\n*{md_cell(table.caption)}*" if table.caption else "")
 
 
 def render_markdown(report: dict, figure_files: bool = True) -> str:
@@ -404,32 +378,50 @@ def render_markdown(report: dict, figure_files: bool = True) -> str:
         parts += section.paragraphs
         parts += [_md_table(t) for t in section.tables]
         if figure_files:
-            parts += [f"![{figure_caption(name, report)}]({name}.png)" for name in section.figures]
+            parts += [f"![{md_cell(figure_caption(name, report))}]({name}.png)" for name in section.figures]
     return "\n\n".join(parts) + "\n"
 
 
 # -- HTML ---------------------------------------------------------------------------------------
 
-def _wrap(text: str, marker: str, tag: str) -> str:
-    chunks = text.split(marker)
-    return "".join(f"<{tag}>{c}</{tag}>" if i % 2 else c for i, c in enumerate(chunks))
+_INLINE = re.compile(r"\\([\\`*_|])|&(amp|lt|gt);|`([^`]*)`|\*\*(.+?)\*\*")
+_ENTITY_CHARS = {"amp": "&", "lt": "<", "gt": ">"}
 
 
 def _inline(text: str) -> str:
-    """The two bits of Markdown the paragraphs use: `code` and **bold**."""
-    return _wrap(_wrap(html.escape(text), "`", "code"), "**", "strong")
+    """The bits of Markdown the paragraphs use: `code`, **bold**, and :func:`user`'s escapes."""
+    out, at = [], 0
+    for match in _INLINE.finditer(text):
+        out.append(html.escape(text[at:match.start()]))
+        escaped, entity, code, bold = match.groups()
+        if escaped or entity:
+            out.append(html.escape(escaped or _ENTITY_CHARS[entity]))
+        elif code is not None:
+            out.append(f"<code>{html.escape(code)}</code>")
+        else:
+            out.append(f"<strong>{_inline(bold)}</strong>")
+        at = match.end()
+    return "".join(out) + html.escape(text[at:])
 
 
 def _html_table(table: Table) -> str:
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in table.headers)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in table.rows)
+    """Numeric columns right-aligned (class ``num``), text left, as in the Markdown and LaTeX."""
+    align = [' class="num"' if numeric else "" for numeric in table.numeric_columns()]
+    head = "".join(f"<th{a}>{html.escape(h)}</th>" for a, h in zip(align, table.headers))
+    body = "".join("<tr>" + "".join(f"<td{a}>{html.escape(c)}</td>" for a, c in zip(align, row)) + "</tr>"
+                   for row in table.rows)
     caption = f"<caption>{html.escape(table.caption)}</caption>" if table.caption else ""
     return f"<table>{caption}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
+_SCREEN_SCALE = 144  # CSS px per printed inch: 1.5 × 96, so 8-point text reads as 12 px
+
+
 def _html_figure(name: str, png: bytes, caption: str) -> str:
+    """Shown at its print size (scaled for the screen), so a column figure does not fill the page."""
     data = base64.b64encode(png).decode("ascii")
-    return (f'<figure><img alt="{name}" src="data:image/png;base64,{data}">'
+    width = round(int.from_bytes(png[16:20], "big") / PNG_DPI * _SCREEN_SCALE)  # the PNG's IHDR width
+    return (f'<figure><img alt="{html.escape(name)}" width="{width}" src="data:image/png;base64,{data}">'
             f"<figcaption>{html.escape(caption)}</figcaption></figure>")
 
 

@@ -1,7 +1,8 @@
 """The statistics the report needs, each small and named after its source.
 
 scipy does the work wherever it has the test (Fisher, binomial, Spearman, Pearson, point-biserial,
-Mann-Whitney); the rest are the textbook formulas, written out with the reference in a comment.
+Mann-Whitney, the bootstrap), statsmodels for Holm's correction; the rest are the textbook
+formulas, written out with the reference in a comment.
 Every function returns plain Python floats, and ``nan`` where the statistic is undefined (no data,
 a constant variable), so callers never have to catch anything.
 """
@@ -9,18 +10,20 @@ a constant variable), so callers never have to catch anything.
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import combinations
 
 import numpy as np
 from scipy import stats as sps
+from statsmodels.stats.multitest import multipletests
 
 __all__ = [
     "Fisher", "wilson_interval", "proportion", "partial_credit", "fisher_exact_2x2",
     "newcombe_interval", "cohen_kappa", "collapse_to_binary", "exact_agreement",
     "mcnemar_exact", "spearman", "pearson", "point_biserial", "roc_auc", "fleiss_kappa",
-    "pairwise_kappas", "confusion_matrix", "mean_interval",
+    "pairwise_kappas", "confusion_matrix", "bootstrap_mean_interval", "holm",
 ]
 
 NAN = float("nan")
@@ -75,12 +78,45 @@ def newcombe_interval(k1: int, n1: int, k2: int, n2: int,
     return low, high
 
 
-def mean_interval(mean: float, sd: float, n: int, confidence: float = 0.95) -> tuple[float, float]:
-    """Student-t interval for a mean, mean ± t(n-1)·sd/√n (the figures' bars for score means)."""
-    if n < 2 or sd is None or math.isnan(sd):
+BOOTSTRAP_SEED = 20240613  # fixed, so a report rebuilt from the same store has the same intervals
+BOOTSTRAP_RESAMPLES = 4999
+
+
+def bootstrap_mean_interval(values: Sequence[float], confidence: float = 0.95) -> tuple[float, float]:
+    """BCa bootstrap interval of a mean, resampling the items (Efron 1987, JASA 82:171; scipy).
+
+    Its limits are quantiles of resampled means, so they stay inside the range of the scores
+    themselves: a mean of scores in [0, 1] never gets a limit below 0 or above 1. Constant
+    scores give the point interval; BCa falls back to the percentile interval where its
+    acceleration is undefined."""
+    x = np.asarray(values, dtype=float)
+    if len(x) < 2:
         return NAN, NAN
-    half = float(sps.t.ppf(0.5 + confidence / 2, n - 1)) * sd / math.sqrt(n)
-    return mean - half, mean + half
+    if np.ptp(x) == 0:
+        return float(x.mean()), float(x.mean())
+    low, high = _bootstrap(x, confidence, "BCa")
+    if math.isnan(low) or math.isnan(high):
+        low, high = _bootstrap(x, confidence, "percentile")
+    return max(low, float(x.min())), min(high, float(x.max()))
+
+
+def _bootstrap(x: np.ndarray, confidence: float, method: str) -> tuple[float, float]:
+    with warnings.catch_warnings():  # BCa's degenerate-distribution warning: the caller falls back
+        warnings.simplefilter("ignore")
+        ci = sps.bootstrap((x,), np.mean, confidence_level=confidence, n_resamples=BOOTSTRAP_RESAMPLES,
+                           method=method, rng=np.random.default_rng(BOOTSTRAP_SEED)).confidence_interval
+    return float(ci.low), float(ci.high)
+
+
+def holm(pvalues: Sequence[float]) -> list[float]:
+    """Holm's step-down adjusted p-values for one family of tests (Holm 1979, Scand J Stat 6:65;
+    statsmodels' ``multipletests``). Undefined p-values stay undefined and do not count."""
+    p = np.asarray(pvalues, dtype=float)
+    adjusted = np.full(len(p), NAN)
+    defined = ~np.isnan(p)
+    if defined.any():
+        adjusted[defined] = multipletests(p[defined], method="holm")[1]
+    return [float(a) for a in adjusted]
 
 
 def _disagreement_weights(k: int, weights: str | None) -> np.ndarray:

@@ -16,7 +16,6 @@ import duckdb
 import pandas as pd  # the importers hand over DataFrames
 
 from harness.errors import UserError
-from harness.text import ABSTENTION_PATTERN
 
 __all__ = ["Store", "DEFAULT_STORE", "utc_now", "TABLE_COLUMNS"]
 
@@ -53,7 +52,9 @@ CREATE TABLE scores (
 # Labels are kept as raters wrote them (after case-normalisation); the views expose one column per
 # regime. `human_label` prefers the plain `human` rater, then the first `human:<name>`;
 # `judge_label` takes the first `judge:<model>` rater (the report's --judge picks another).
-_VIEWS = f"""
+# Frozen as literal SQL: `abstained` holds harness.text.ABSTENTION_PATTERN as it was when this
+# migration shipped; a changed pattern is a new migration, so old and new stores cannot differ.
+_VIEWS = r"""
 CREATE OR REPLACE VIEW latest_items AS
     SELECT * EXCLUDE (rn) FROM (SELECT *, row_number() OVER (PARTITION BY item_id ORDER BY seq DESC) AS rn
                                FROM items) WHERE rn = 1;
@@ -83,9 +84,9 @@ surface AS (
 SELECT p.item_id, i.title, i.subset, i.question, i.reference, p.model,
        a.answer, a.answer_raw, h.label AS human_label, j.label AS judge_label,
        s.bleu2, s.bertscore_f1,
-       CASE WHEN a.answer IS NULL THEN NULL ELSE len(string_split_regex(trim(a.answer), '\\s+'))
+       CASE WHEN a.answer IS NULL THEN NULL ELSE len(string_split_regex(trim(a.answer), '\s+'))
             * (trim(a.answer) <> '')::INT END AS answer_words,
-       coalesce(regexp_matches(a.answer, '{ABSTENTION_PATTERN.replace("'", "''")}'), false) AS abstained,
+       coalesce(regexp_matches(a.answer, '(?i)\b(i\s+(do\s+not|don''?t|cannot|can''?t)\s+(know|recall|remember|say|be\s+sure|answer)|i''?m\s+not\s+(sure|familiar|aware|certain)|i\s+am\s+not\s+(sure|familiar|aware|certain)|i\s+have\s+no\s+(information|knowledge|idea)|i\s+(don''?t|do\s+not)\s+have\s+(information|enough\s+information|any\s+information|knowledge|details)|not\s+familiar\s+with|unable\s+to\s+(answer|provide|recall|determine)|no\s+(reliable\s+)?information\s+(about|on))'), false) AS abstained,
        coalesce(trim(i.reference), '') = '' AS reference_empty
 FROM pairs p
 LEFT JOIN latest_items i USING (item_id)
@@ -168,14 +169,6 @@ class Store:
         """Insert rows (dicts keyed by column name) in one statement. Missing columns are NULL,
         unknown ones refused."""
         return self._append_lists(table, rows) if rows else 0
-
-    def append_batch(self, batch: Mapping[str, Sequence[Mapping[str, Any]]]) -> int:
-        """Rows for several tables (``{table: rows}``), one INSERT per table; the single writer's
-        fast path. Same rows as :meth:`append`: dicts keyed by column name, missing columns NULL,
-        unknown ones refused. Call it inside :meth:`transaction`.
-
-        """
-        return sum(self._append_lists(table, rows) for table, rows in batch.items() if rows)
 
     def _append_lists(self, table: str, rows: Sequence[Mapping[str, Any]]) -> int:
         # Each column travels as one list parameter that DuckDB unnests, with no DataFrame in

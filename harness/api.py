@@ -1,0 +1,35 @@
+"""The jobs as a Python API, with the CLI's options, for notebooks and scripts::
+
+    from harness import api
+    api.import_path("items", "items.csv", store="runs/study.duckdb")
+    api.run("study.toml", store="runs/study.duckdb", options=api.JobOptions(limit=10))
+    api.score("runs/study.duckdb", api.ScoreOptions(metrics=["bleu2"]))
+    api.cells("runs/study.duckdb")  # a pandas DataFrame of the cells view
+
+Each call returns the job's result object (what ``contam`` prints); nothing is printed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from harness.jobs.importing import ImportResult, import_path
+from harness.jobs.judge import JudgeResult, judge
+from harness.jobs.lane_job import JobOptions, JobResult
+from harness.jobs.report import ReportResult, report
+from harness.jobs.run import run
+from harness.jobs.score import MetricSummary, ScoreOptions, score
+from harness.jobs.sql import QueryResult, sql
+from harness.store import DEFAULT_STORE, Store
+
+__all__ = ["import_path", "run", "judge", "score", "report", "sql", "cells", "JobOptions",
+           "ScoreOptions", "ImportResult", "JobResult", "JudgeResult", "MetricSummary",
+           "ReportResult", "QueryResult"]
+
+
+def cells(store: str | Path = DEFAULT_STORE) -> pd.DataFrame:
+    """The ``cells`` view (one row per item and model), read-only, as a DataFrame."""
+    with Store(store, read_only=True) as opened:
+        return opened.con.execute("SELECT * FROM cells ORDER BY item_id, model").df()

@@ -1,0 +1,135 @@
+"""The skeleton `contam run` and `contam judge` share: lanes -> engine -> writer -> display ->
+summary -> exit status. A job describes its lanes and what to keep of a reply; this module runs
+them and hands back a :class:`JobResult`, which ``harness.cli`` prints."""
+
+from __future__ import annotations
+
+import logging
+import signal
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+from rich.console import Console
+
+from harness import package_version
+from harness.display import open_progress
+from harness.engine.counters import LaneStats
+from harness.engine.lanes import Accept, Engine, Lane, ProviderFactory
+from harness.engine.writer import BatchWriter
+from harness.logs import run_log
+from harness.store import Store, utc_now
+from providers.registry import missing_key
+
+log = logging.getLogger(__name__)
+
+__all__ = ["JobOptions", "JobResult", "run_lanes", "refuse_missing_keys", "new_run_id",
+           "interrupted_line", "run_row", "recorded_run", "harness_version", "failure_lines"]
+
+
+@dataclass(kw_only=True)
+class JobOptions:
+    """What a run or a judge pass is told besides the config. The CLI sets the first three;
+    tests, the demo and benchmarks set the rest."""
+
+    limit: int | None = None  # the first N items (in file order) per model; judge: N labels
+    no_progress: bool = False
+    models: list[str] | None = None  # --models a,b; None: all
+    console: Console | None = None  # where the live display goes (stdout)
+    provider_factory: ProviderFactory | None = None  # None: providers.registry.create_provider
+    handle_signals: bool = True  # SIGINT/SIGTERM drain the run (main thread only)
+
+
+@dataclass(kw_only=True)
+class JobResult:
+    """What a lane job did: its counters, the summary for stdout, the problems for stderr."""
+
+    command: str  # run | judge
+    run_id: str
+    stats: list[LaneStats] = field(default_factory=list)
+    interrupted: int | None = None  # the signal that drained it
+    log_path: Path | None = None  # the run's log file (harness.logs), named in its last line
+    summary: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def exit_status(self) -> int:
+        if self.interrupted is not None:
+            return 128 + self.interrupted
+        return 1 if any(s.stopped or s.failed for s in self.stats) else 0
+
+
+async def run_lanes(store: Store, lanes: Sequence[Lane], *, result: JobResult, accept: Accept,
+                    started: dict[str, Any], options: JobOptions,
+                    first: Callable[[], None] | None = None) -> JobResult:
+    """Run ``lanes`` to their end under one recorded run (``first`` runs inside it before the
+    lanes start); fills ``result``'s counters. A lane whose key is missing never starts (a
+    ``provider_factory`` of the caller's own checks keys itself)."""
+    if options.provider_factory is None:
+        refuse_missing_keys(lanes)
+    engine = Engine(lanes, run_id=result.run_id, accept=accept,
+                    provider_factory=options.provider_factory)
+    console = options.console or Console()
+    with run_log(store.path, result.run_id) as result.log_path, recorded_run(store, started), \
+            open_progress(engine.stats, no_progress=options.no_progress, console=console) as progress:
+        log.info("%s %s: %s -> %s", result.command, result.run_id,
+                 ", ".join(lane.spec.name for lane in lanes), store.path)
+        if first is not None:
+            first()
+        async with BatchWriter(store) as writer:
+            await engine.run(writer, notify=progress.note, handle_signals=options.handle_signals)
+        for stats in engine.stats:
+            log.info("%s: %d/%d answered, %d failed%s", stats.label, stats.done, stats.total,
+                     stats.failed, f", STOPPED ({stats.stopped})" if stats.stopped else "")
+    result.stats, result.interrupted = engine.stats, engine.interrupted
+    return result
+
+
+def refuse_missing_keys(lanes: Sequence[Lane]) -> None:
+    """Each lane whose key is missing is marked refused: reported once, before anything is sent,
+    and never started; the others go on."""
+    for lane in lanes:
+        lane.refused = missing_key(lane.spec)
+
+
+def failure_lines(stats: Sequence[LaneStats]) -> list[str]:
+    """Per model with failed cells: the commonest last errors, with counts."""
+    return [f"{s.label}: {s.failed} failed — " + "; ".join(f"{cause} ({n})" for cause, n in
+                                                          s.top_failures())
+            for s in stats if s.failed]
+
+
+def interrupted_line(command: str, signum: int, again: str, kept: str) -> str:
+    """``again`` is the command line that resumes (``RunConfig.command``)."""
+    return (f"contam {command}: interrupted by {signal.Signals(signum).name}; every {kept} "
+            f"received was committed; run `{again}` again to resume")
+
+
+def new_run_id() -> str:
+    """Sortable by start time (to the microsecond), unique by a random suffix."""
+    return f"{utc_now():%Y%m%dT%H%M%S%f}-{uuid.uuid4().hex[:8]}"
+
+
+def run_row(run_id: str, kind: str, config: dict[str, Any], prompt_sha: str) -> dict[str, Any]:
+    """A `runs` row for a run of any kind (run, judge, bench); config holds no secret values."""
+    return {"run_id": run_id, "kind": kind, "started_at": utc_now(),
+            "config": orjson.dumps(config).decode(), "prompt_sha256": prompt_sha,
+            "harness_version": harness_version()}
+
+
+@contextmanager
+def recorded_run(store: Store, started: dict[str, Any]) -> Iterator[None]:
+    """`runs` is append-only: a start row, then the same row again with finished_at set. A run
+    that raised keeps only its start row, which is how an unfinished run reads."""
+    store.append("runs", [started])
+    yield
+    store.append("runs", [{**started, "finished_at": utc_now()}])
+
+
+def harness_version() -> str:
+    """The installed contam version, as runs.harness_version records it."""
+    return package_version("contam")

@@ -1,0 +1,116 @@
+"""The report's building blocks: tables and sections, number formats, and Markdown escaping.
+
+Percentages carry one decimal; p-values are written ``7.5 × 10⁻⁷²``; an infinite odds ratio is
+``∞``; a statistic that is undefined is ``—``. :func:`user` makes a user- or model-supplied value
+safe inside Markdown (no raw HTML, code, emphasis, table break or link).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["DASH", "PNG_DPI", "is_missing", "Table", "Section", "fmt_pct", "fmt_ci", "fmt_p", "p_clause",
+           "fmt_or", "fmt_num", "fmt_params", "md_cell", "user"]
+
+DASH = "—"
+PNG_DPI = 300  # the figures' resolution: print quality, and how the HTML works out their print size
+_SUPERSCRIPT = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
+
+
+# -- number formats -----------------------------------------------------------------------------
+
+def is_missing(x: Any) -> bool:
+    """None or NaN: a statistic that is undefined."""
+    return x is None or (isinstance(x, float) and math.isnan(x))
+
+
+def fmt_pct(x: float | None) -> str:
+    return DASH if is_missing(x) else f"{100 * x:.1f}%"
+
+
+def fmt_ci(low: float | None, high: float | None) -> str:
+    return DASH if is_missing(low) or is_missing(high) else f"[{100 * low:.1f}, {100 * high:.1f}]"
+
+
+def fmt_p(p: float | None) -> str:
+    """0.042, or 7.5 × 10⁻⁷² below 0.001."""
+    if is_missing(p):
+        return DASH
+    if p == 0:
+        return "< 10⁻³⁰⁰"
+    if p >= 0.001:
+        return f"{p:.3f}"
+    mantissa, exponent = f"{p:.1e}".split("e")
+    return f"{mantissa} × 10{str(int(exponent)).translate(_SUPERSCRIPT)}"
+
+
+def p_clause(p: float | None) -> str:
+    """``p = 0.042`` in running text; ``p < 10⁻³⁰⁰`` where the p-value underflows to 0."""
+    text = fmt_p(p)
+    return f"p {text}" if text.startswith("<") else f"p = {text}"
+
+
+def fmt_or(x: float | str | None) -> str:
+    if x == "inf":
+        return "∞"
+    return DASH if is_missing(x) else f"{x:.1f}"
+
+
+def fmt_num(x: float | None, digits: int = 3) -> str:
+    return DASH if is_missing(x) else f"{x:.{digits}f}"
+
+
+# -- structure ----------------------------------------------------------------------------------
+
+_NUMERIC = re.compile(r"^(?:[-+−]?\d|\[-?\d|<\s|∞$|—$|$)")
+
+
+@dataclass
+class Table:
+    headers: list[str]
+    rows: list[list[str]]
+    caption: str = ""
+
+    def numeric_columns(self) -> list[bool]:
+        """Columns of numbers (dashes allowed, at least one number) are right-aligned; the first never is."""
+        return [i > 0 and bool(self.rows) and all(_number_like(row[i]) for row in self.rows)
+                and any(row[i] not in (DASH, "") for row in self.rows) for i in range(len(self.headers))]
+
+
+def _number_like(cell: str) -> bool:
+    """A number, interval, percentage or dash; not an id or a hash that happens to start with a digit."""
+    return bool(_NUMERIC.match(cell)) and len(cell.split(" ")[0]) <= 24
+
+
+@dataclass
+class Section:
+    heading: str
+    paragraphs: list[str] = field(default_factory=list)
+    tables: list[Table] = field(default_factory=list)
+    figures: list[str] = field(default_factory=list)
+
+
+_MD_SPECIAL = re.compile(r"([\\`*_|])")
+_MD_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
+
+
+def md_cell(text: str) -> str:
+    """Markdown-safe text: no raw HTML (``& < >`` as entities), no code, emphasis, table break or
+    inline link (``\\ ` * _ |`` backslash-escaped, ``](`` broken)."""
+    text = _MD_SPECIAL.sub(r"\\\1", str(text))
+    text = "".join(_MD_ENTITIES.get(c, c) for c in text)
+    return text.replace("](", "]\\(").replace("\n", " ")
+
+
+def user(text: object) -> str:
+    """A user- or model-supplied value inside a paragraph (see :func:`md_cell`; the HTML renderer
+    undoes the Markdown escapes and HTML-escapes instead)."""
+    return md_cell(str(text))
+
+
+def fmt_params(params: dict[str, Any]) -> str:
+    """``{"temperature": 0}`` -> ``temperature=0``; nested values as compact JSON-like text."""
+    return ", ".join(f"{k}={v}" for k, v in params.items())

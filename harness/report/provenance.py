@@ -1,0 +1,120 @@
+"""Which numbers these are: the report's provenance section, read from the store's own tables.
+
+Runs (id, kind, start and finish, the sha256 of the stored config, the prompt's or the rubric's
+sha256), per answering model the provider, the requested and every served model id with counts,
+its sampling parameters and how its attempts went, per rater where its labels came from, per
+metric the scoring parameters with counts, and contam's version and the store's path. Everything
+comes from ``runs``, ``attempts``, ``answers``, ``labels`` and ``scores``. A run's config is
+summarised by its hash and the models' sampling parameters; it never holds a key's value.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+import orjson
+
+from harness import package_version
+from harness.store import Store
+
+__all__ = ["provenance"]
+
+
+def provenance(store: Store) -> dict[str, Any]:
+    runs = _runs(store)
+    models = _models(store, runs)
+    return {"store": str(store.path), "contam_version": package_version("contam", default=None),
+            "runs": [{k: v for k, v in r.items() if k != "config"} for r in runs], "models": models,
+            "raters": _raters(store), "scoring": _scoring(store)}
+
+
+def _runs(store: Store) -> list[dict[str, Any]]:
+    """One row per run id: a run writes a start row and, when it finishes, the row again."""
+    rows = store.query_dicts(
+        "SELECT run_id, any_value(kind) AS kind, min(started_at) AS started_at, "
+        "max(finished_at) AS finished_at, arg_max(config, seq) AS config, "
+        "any_value(prompt_sha256) AS sha256, any_value(harness_version) AS contam_version "
+        "FROM runs GROUP BY run_id ORDER BY min(started_at), run_id")
+    return [{**r, "started_at": _time(r["started_at"]), "finished_at": _time(r["finished_at"]),
+             "config_sha256": hashlib.sha256((r["config"] or "").encode("utf-8")).hexdigest(),
+             "config": orjson.loads(r["config"]) if r["config"] else {}} for r in rows]
+
+
+def _time(value: Any) -> str | None:
+    return None if value is None else value.isoformat(timespec="seconds") + "Z"
+
+
+# -- per answering model ------------------------------------------------------------------------
+
+def _models(store: Store, runs: list[dict]) -> list[dict[str, Any]]:
+    answers = store.query_dicts(
+        "SELECT model, any_value(provider) AS provider, list(DISTINCT provider_model) AS requested, "
+        "count(*) AS answers, list(DISTINCT run_id) AS run_ids FROM latest_answers GROUP BY model ORDER BY model")
+    served = _served(store)
+    attempts = _attempts(store)
+    return [{**a, "requested": sorted(x for x in a["requested"] if x is not None),
+             "run_ids": sorted(x for x in a["run_ids"] if x is not None),
+             "served": served.get(a["model"], []), "sampling": _sampling(runs, a["model"], a["run_ids"]),
+             "attempts": attempts.get(a["model"], _no_attempts())} for a in answers]
+
+
+def _served(store: Store) -> dict[str, list[dict[str, Any]]]:
+    """Every model id the provider said it served, over all stored answers, with counts."""
+    result: dict[str, list[dict[str, Any]]] = {}
+    for r in store.query_dicts("SELECT model, coalesce(served_model, '(not reported)') AS served, "
+                               "count(*) AS n FROM answers GROUP BY ALL ORDER BY model, n DESC, served"):
+        result.setdefault(r["model"], []).append({"id": r["served"], "answers": r["n"]})
+    return result
+
+
+def _sampling(runs: list[dict], model: str, run_ids: list[str]) -> list[dict[str, Any]]:
+    """The model's ``params`` (temperature, max tokens, ...) in each run that gave its answers."""
+    seen: list[dict[str, Any]] = []
+    for run in runs:
+        if run["run_id"] not in run_ids:
+            continue
+        for spec in run["config"].get("models") or []:
+            if isinstance(spec, dict) and spec.get("name") == model and spec.get("params", {}) not in seen:
+                seen.append(spec.get("params") or {})
+    return seen
+
+
+def _attempts(store: Store) -> dict[str, dict[str, Any]]:
+    """Answering attempts (judge runs excluded: their rows name the answering model too)."""
+    rows = store.query_dicts(
+        "SELECT a.model, count(*) AS attempts, count(*) FILTER (WHERE outcome = 'ok') AS ok, "
+        "count(*) FILTER (WHERE attempt > 1) AS retries, count(*) FILTER (WHERE outcome <> 'ok') AS failed, "
+        "count(DISTINCT item_id) FILTER (WHERE outcome <> 'ok') AS items_with_failures "
+        "FROM attempts a WHERE run_id NOT IN (SELECT run_id FROM runs WHERE kind = 'judge') GROUP BY a.model")
+    outcomes = store.query_dicts(
+        "SELECT model, outcome, count(*) AS n FROM attempts WHERE outcome <> 'ok' AND run_id NOT IN "
+        "(SELECT run_id FROM runs WHERE kind = 'judge') GROUP BY ALL ORDER BY model, n DESC, outcome")
+    by_model = {r["model"]: {**r, "failures": {}} for r in rows}
+    for r in outcomes:
+        by_model[r["model"]]["failures"][r["outcome"]] = r["n"]
+    return {m: {k: v for k, v in r.items() if k != "model"} for m, r in by_model.items()}
+
+
+def _no_attempts() -> dict[str, Any]:
+    """Answers imported from a file have no attempts."""
+    return {"attempts": 0, "ok": 0, "retries": 0, "failed": 0, "items_with_failures": 0, "failures": {}}
+
+
+# -- raters and metrics -------------------------------------------------------------------------
+
+def _raters(store: Store) -> list[dict[str, Any]]:
+    rows = store.query_dicts(
+        "SELECT rater, count(*) AS labels, list(DISTINCT rubric_sha256) AS rubric_sha256, "
+        "list(DISTINCT source_file) AS sources, list(DISTINCT run_id) AS run_ids "
+        "FROM latest_labels GROUP BY rater ORDER BY rater")
+    return [{k: sorted(x for x in v if x is not None) if isinstance(v, list) else v for k, v in r.items()}
+            for r in rows]
+
+
+def _scoring(store: Store) -> list[dict[str, Any]]:
+    """Each metric's parameters (model, layer, baseline, library versions) with how many scores."""
+    rows = store.query_dicts("SELECT metric, params, count(*) AS scores FROM latest_scores "
+                             "GROUP BY ALL ORDER BY metric, scores DESC")
+    return [{"metric": r["metric"], "scores": r["scores"],
+             "params": orjson.loads(r["params"]) if r["params"] else {}} for r in rows]

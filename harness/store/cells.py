@@ -1,0 +1,104 @@
+"""A cell is one (item, model) pair: the latest answer of ``model`` to ``item`` (with the item's
+latest reference). This module is the one place that says, in SQL, which cells each job still
+has to do: unanswered (``contam run``), unjudged (``contam judge``) and unscored (``contam score``).
+The ``cells`` view (migration 2 of :mod:`harness.store.store`) is the read side of the same pairs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import duckdb
+
+__all__ = ["count_unanswered", "unanswered", "unjudged", "answered_cells", "unscored"]
+
+_PAGE = 512  # rows fetched at a time: a run's task list is never held in memory
+
+# -- run: the items a model has no answer to, the first ``limit`` items in file order -----------
+
+_UNANSWERED_SQL = """
+WITH ordered AS (SELECT item_id, min(seq) AS first_seq FROM items GROUP BY item_id),
+     scope AS (SELECT * FROM ordered ORDER BY first_seq {limit})
+SELECT {columns}
+FROM scope s JOIN latest_items i USING (item_id)
+WHERE NOT EXISTS (SELECT 1 FROM answers a WHERE a.model = $model AND a.item_id = s.item_id)
+{order}
+"""
+
+
+def _unanswered_sql(columns: str, limit: int | None, order: bool) -> str:
+    return _UNANSWERED_SQL.format(columns=columns, limit="LIMIT $limit" if limit else "",
+                                  order="ORDER BY s.first_seq" if order else "")
+
+
+def _unanswered_params(model: str, limit: int | None) -> dict[str, Any]:
+    return {"model": model, "limit": limit} if limit else {"model": model}
+
+
+def count_unanswered(con: duckdb.DuckDBPyConnection, model: str, limit: int | None) -> int:
+    """Items among the first ``limit`` (all when None) that ``model`` has no answer to."""
+    sql = _unanswered_sql("count(*)", limit, order=False)
+    return con.execute(sql, _unanswered_params(model, limit)).fetchall()[0][0]  # leaves no open result
+
+
+def unanswered(con: duckdb.DuckDBPyConnection, model: str,
+               limit: int | None) -> Iterator[tuple[str, str | None, str | None]]:
+    """(item_id, title, question) of those items, lazily, in item order. ``con`` must be a
+    connection of its own (``store.con.cursor()``) while another thread writes to the store."""
+    con.execute(_unanswered_sql("i.item_id, i.title, i.question", limit, order=True),
+                _unanswered_params(model, limit))
+    while rows := con.fetchmany(_PAGE):
+        yield from rows
+
+
+# -- judge: cells without an up-to-date label from this rater under this rubric -----------------
+
+_UNJUDGED_SQL = """
+WITH first_seen AS (SELECT item_id, min(seq) AS first_seq FROM items GROUP BY item_id)
+SELECT a.item_id, a.model, i.reference, a.answer
+FROM latest_answers a
+LEFT JOIN latest_items i USING (item_id)
+LEFT JOIN first_seen f USING (item_id)
+LEFT JOIN latest_labels l ON l.item_id = a.item_id AND l.model = a.model AND l.rater = $rater
+WHERE NOT coalesce(l.rubric_sha256 = $rubric AND l.seq > greatest(a.seq, coalesce(i.seq, 0)), false)
+  {models}
+ORDER BY f.first_seq NULLS LAST, a.item_id, a.model
+"""
+
+
+def unjudged(con: duckdb.DuckDBPyConnection, rater: str, rubric: str,
+             models: Sequence[str] | None = None) -> list[tuple]:
+    """(item_id, model, reference, answer) of each cell whose latest label from ``rater`` is
+    missing, under another rubric, or older than the cell's answer or reference; item order."""
+    params: dict[str, Any] = {"rater": rater, "rubric": rubric}
+    where = ""
+    if models:
+        params["models"], where = list(models), "AND list_contains($models, a.model)"
+    return con.execute(_UNJUDGED_SQL.format(models=where), params).fetchall()
+
+
+# -- score: cells without an up-to-date score of this metric under these params -----------------
+
+_ANSWERED_CELLS_SQL = """
+SELECT a.item_id, a.model, a.answer, i.reference, greatest(a.seq, coalesce(i.seq, 0)) AS source_seq
+FROM latest_answers a LEFT JOIN latest_items i USING (item_id)
+"""
+
+_UNSCORED_SQL = _ANSWERED_CELLS_SQL + """
+LEFT JOIN latest_scores s ON s.item_id = a.item_id AND s.model = a.model AND s.metric = $metric
+WHERE NOT coalesce(s.seq > greatest(a.seq, coalesce(i.seq, 0))
+                   AND json(s.params) = json($params), false)
+"""
+
+
+def answered_cells(con: duckdb.DuckDBPyConnection) -> list[tuple]:
+    """(item_id, model, answer, reference, source_seq) of every answered cell."""
+    return con.execute(_ANSWERED_CELLS_SQL + "ORDER BY a.item_id, a.model").fetchall()
+
+
+def unscored(con: duckdb.DuckDBPyConnection, metric: str, params_json: str) -> list[tuple]:
+    """The answered cells whose latest ``metric`` score is missing, has other params, or is older
+    than the cell's answer or reference."""
+    params = {"metric": metric, "params": params_json}
+    return con.execute(_UNSCORED_SQL + "ORDER BY a.item_id, a.model", params).fetchall()
