@@ -102,7 +102,7 @@ def test_no_key_reaches_a_log_even_when_a_message_carries_one(tmp_path, capsys, 
     monkeypatch.setenv("OPENAI_API_KEY", secret)
 
     class Spec:
-        provider, api_key_env, name = "openai", None, "m"
+        provider, api_key_env, name = "openai", "OPENAI_API_KEY", "m"
 
     resolve_api_key(Spec())  # registers the key for redaction, as a provider does
     configure_logging(1)
