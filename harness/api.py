@@ -3,6 +3,7 @@
     from harness import api
     api.import_path("items", "items.csv", store="runs/study.duckdb")
     api.run("study.toml", store="runs/study.duckdb", options=api.JobOptions(limit=10))
+    api.run("study.toml", store="runs/study.duckdb", options=api.RunOptions(batch=True))
     api.score("runs/study.duckdb", api.ScoreOptions(metrics=["bleu2"]))
     api.cells("runs/study.duckdb")  # a pandas DataFrame of the cells view
 
@@ -15,18 +16,21 @@ from pathlib import Path
 
 import pandas as pd
 
+from harness.jobs.batches import BatchJobs, CancelledJob, cancel_batch, list_batches
+from harness.jobs.cost import CostOptions, CostResult, cost
 from harness.jobs.importing import ImportResult, import_path
 from harness.jobs.judge import JudgeResult, judge
 from harness.jobs.lane_job import JobOptions, JobResult
 from harness.jobs.report import ReportResult, report
-from harness.jobs.run import run
+from harness.jobs.run import RunOptions, run
 from harness.jobs.score import MetricSummary, ScoreOptions, score
 from harness.jobs.sql import QueryResult, sql
 from harness.store import DEFAULT_STORE, Store
 
-__all__ = ["import_path", "run", "judge", "score", "report", "sql", "cells", "JobOptions",
-           "ScoreOptions", "ImportResult", "JobResult", "JudgeResult", "MetricSummary",
-           "ReportResult", "QueryResult"]
+__all__ = ["import_path", "run", "judge", "score", "report", "sql", "cells", "list_batches",
+           "cancel_batch", "cost", "JobOptions", "RunOptions", "ScoreOptions", "CostOptions",
+           "ImportResult", "JobResult", "JudgeResult", "MetricSummary", "ReportResult",
+           "QueryResult", "BatchJobs", "CancelledJob", "CostResult"]
 
 
 def cells(store: str | Path = DEFAULT_STORE) -> pd.DataFrame:

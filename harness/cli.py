@@ -46,7 +46,7 @@ def _add_import(sub: argparse._SubParsersAction) -> None:
 
 
 def _add_lane_job(sub: argparse._SubParsersAction, name: str, help: str, models: str,
-                  limit: str) -> None:
+                  limit: str) -> argparse.ArgumentParser:
     """run and judge take the same arguments: a config, a store, models, a limit, progress."""
     p = sub.add_parser(name, help=help)
     p.add_argument("config")
@@ -54,11 +54,40 @@ def _add_lane_job(sub: argparse._SubParsersAction, name: str, help: str, models:
     p.add_argument("--models", help=models)
     p.add_argument("--limit", type=int, help=limit)
     _progress(p)
+    return p
 
 
 def _add_run(sub: argparse._SubParsersAction) -> None:
-    _add_lane_job(sub, "run", "ask every configured model every unanswered item",
-                  "comma-separated model names from the config", "at most N items per model")
+    p = _add_lane_job(sub, "run", "ask every configured model every unanswered item",
+                      "comma-separated model names from the config", "at most N items per model")
+    p.add_argument("--batch", action="store_true",
+                   help="openai, anthropic and gemini models go as batch jobs (about half price)")
+    p.add_argument("--batch-fallback", choices=["followup", "sync"], default="followup",
+                   help="failed or expired batch requests: a follow-up job (default) or the "
+                        "synchronous path")
+    p.add_argument("--batch-poll-max", type=float,
+                   help="longest wait between two polls of a batch job, seconds (default 60)")
+
+
+def _add_batches(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("batches", help="list the store's batch jobs, or cancel one")
+    p.add_argument("action", nargs="?", choices=["list", "cancel"], default="list")
+    p.add_argument("job_id", nargs="?", help="the job to cancel")
+    _store(p)
+    p.add_argument("--provider-jobs", action="store_true",
+                   help="also list the providers' jobs tagged by contam that the store lacks "
+                        "(a job created in the instant before a kill)")
+
+
+def _add_cost(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("cost", help="what the store's answers cost, synchronous vs batch, at given prices")
+    _store(p)
+    p.add_argument("--price", action="append", metavar="MODEL=IN,OUT",
+                   help="price per million input and output tokens; repeatable; MODEL * for all")
+    p.add_argument("--batch-discount", type=float, default=0.5,
+                   help="batch price as a fraction of the synchronous one (default 0.5)")
+    p.add_argument("--items", type=int,
+                   help="scale each model to N items (the paper: 400 items x 4 models = 1,600 cells)")
 
 
 def _add_judge(sub: argparse._SubParsersAction) -> None:
@@ -117,6 +146,12 @@ def _add_emulator(sub: argparse._SubParsersAction) -> None:
                    help="requests per (API, model) before the day's quota runs out")
     p.add_argument("--jitter-ms", type=float, default=0.0, help="latency varies by +/- this much")
     p.add_argument("--seed", type=int, help="seed for fault draws and jitter (reproducible runs)")
+    p.add_argument("--batch-processing-s", type=float, default=0.0,
+                   help="seconds a batch job takes before its results are ready")
+    p.add_argument("--batch-fail-rate", type=float, default=0.0,
+                   help="probability that a batch line fails with a 500")
+    p.add_argument("--batch-expire-rate", type=float, default=0.0,
+                   help="probability that a batch line expires unprocessed")
 
 
 def _add_bench(sub: argparse._SubParsersAction) -> None:
@@ -141,8 +176,8 @@ def _add_bench(sub: argparse._SubParsersAction) -> None:
 
 
 _BUILDERS: list[Callable[[argparse._SubParsersAction], None]] = [
-    _add_demo, _add_import, _add_run, _add_judge, _add_score, _add_report, _add_sql,
-    _add_emulator, _add_bench,
+    _add_demo, _add_import, _add_run, _add_batches, _add_cost, _add_judge, _add_score,
+    _add_report, _add_sql, _add_emulator, _add_bench,
 ]
 
 
@@ -157,6 +192,8 @@ EXAMPLES = {
     "sql": 'contam sql --store runs/paper.duckdb "select model, avg(bleu2) from cells group by model"',
     "emulator": "contam emulator --latency-ms 300 --faults 500=0.03,529=0.02 &",
     "bench": "contam bench --emulator --requests 256",
+    "batches": "contam batches --store runs/paper.duckdb",
+    "cost": 'contam cost --store runs/paper.duckdb --price "*=2.50,10.00" --items 400',
 }
 
 
@@ -192,9 +229,35 @@ def _job_options(args: argparse.Namespace) -> Any:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from harness.jobs.run import run
+    from harness.jobs.run import RunOptions, batch_options, run
 
-    return print_result(run(args.config, store=args.store, options=_job_options(args)))
+    batch = batch_options(poll_max_s=args.batch_poll_max, fallback=args.batch_fallback)
+    options = RunOptions(**vars(_job_options(args)), batch=args.batch, batch_options=batch)
+    return print_result(run(args.config, store=args.store, options=options))
+
+
+def _batches(args: argparse.Namespace) -> int:
+    from harness.jobs.batches import cancel_batch, list_batches
+
+    if args.action == "cancel" and not args.job_id:
+        raise UserError("contam batches cancel needs a job id (see `contam batches`)")
+    if args.action == "list" and args.job_id:
+        raise UserError(f"unexpected argument {args.job_id!r}; did you mean "
+                        f"`contam batches cancel {args.job_id}`?")
+    if args.action == "cancel":
+        print(cancel_batch(args.job_id, store=args.store).line())
+    else:
+        print("\n".join(list_batches(args.store, provider_jobs=args.provider_jobs).lines()))
+    return 0
+
+
+def _cost(args: argparse.Namespace) -> int:
+    from harness.jobs.cost import CostOptions, cost, parse_price
+
+    prices = {model: (i, o) for model, i, o in map(parse_price, args.price or [])}
+    options = CostOptions(prices=prices, batch_discount=args.batch_discount, items=args.items)
+    print("\n".join(cost(args.store, options).lines()))
+    return 0
 
 
 def _judge(args: argparse.Namespace) -> int:
@@ -255,7 +318,10 @@ def emulator_settings_from_args(args: argparse.Namespace) -> Any:
 
     return emulator_settings(latency_ms=args.latency_ms, jitter_ms=args.jitter_ms or 0.0,
                              rpm=args.rpm, faults=args.faults or "", served_model=args.served_model,
-                             quota_per_day=args.quota_per_day, seed=args.seed)
+                             quota_per_day=args.quota_per_day, seed=args.seed,
+                             batch_processing_s=args.batch_processing_s,
+                             batch_fail_rate=args.batch_fail_rate,
+                             batch_expire_rate=args.batch_expire_rate)
 
 
 def _emulator(args: argparse.Namespace) -> int:
@@ -286,8 +352,9 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
-    "demo": _demo, "import": _import, "run": _run, "judge": _judge, "score": _score,
-    "report": _report, "sql": _sql, "emulator": _emulator, "bench": _bench,
+    "demo": _demo, "import": _import, "run": _run, "batches": _batches, "cost": _cost,
+    "judge": _judge, "score": _score, "report": _report, "sql": _sql, "emulator": _emulator,
+    "bench": _bench,
 }
 
 

@@ -13,11 +13,15 @@ from harness.config_schema import (MODEL_FIELDS, PROMPT_FIELDS, PROVIDERS, TOP_F
                                    did_you_mean)
 from harness.errors import UserError
 
-__all__ = ["ModelSpec", "RunConfig", "load_config", "model_names", "parse_model", "PROVIDERS", "DEFAULT_SYSTEM_PROMPT"]
+__all__ = ["ModelSpec", "RunConfig", "load_config", "model_names", "parse_model", "PROVIDERS",
+           "BATCH_PROVIDERS", "DEFAULT_SYSTEM_PROMPT"]
 
 DEFAULT_SYSTEM_PROMPT = (
     "Answer from memory only. Do not look anything up. Reply with a bare 1-2 sentence answer."
 )
+
+# Providers with a batch API (providers.batch.BATCH_PROTOCOLS; a test keeps the two equal).
+BATCH_PROVIDERS = ("openai", "anthropic", "gemini")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -36,6 +40,7 @@ class ModelSpec:
     timeout_s: float = 60.0
     max_hint_s: float = 600.0  # the longest server-asked wait (Retry-After ...) a lane accepts
     params: dict[str, Any] = field(default_factory=dict)
+    batch: bool = False  # ask through the provider's batch API (BATCH_PROVIDERS only)
 
     def public_dict(self) -> dict[str, Any]:
         """What may be stored in `runs.config`: everything but secrets (there are none here:
@@ -109,8 +114,15 @@ def _beside(config_path: Path, named: str | None) -> Path | None:
 
 def parse_model(path: Path, where: str, entry: dict[str, Any]) -> ModelSpec:
     check_table(path, where, entry, MODEL_FIELDS)
+    _refuse_bad_batch(path, where, entry)
     return ModelSpec(**{**entry, "name": entry.get("name") or entry["model"],
                         "params": dict(entry.get("params", {}))})
+
+
+def _refuse_bad_batch(path: Path, where: str, entry: dict[str, Any]) -> None:
+    if entry.get("batch", False) and entry["provider"] not in BATCH_PROVIDERS:
+        raise UserError(f"{path}: {where}: 'batch = true' needs a provider with a batch API "
+                        f"({', '.join(BATCH_PROVIDERS)}), not {entry['provider']!r}")
 
 
 def _refuse_duplicate_names(path: Path, models: tuple[ModelSpec, ...]) -> None:

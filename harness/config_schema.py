@@ -24,7 +24,7 @@ PROVIDERS = ("openai", "gemini", "anthropic", "ollama", "local")
 @dataclass(frozen=True)
 class Field:
     """One key: ``text`` (a non-empty string), ``count`` (a whole number >= 1), ``number`` (a
-    finite number > 0), ``table`` or ``tables`` (an array of tables)."""
+    finite number > 0), ``flag`` (true or false), ``table`` or ``tables`` (an array of tables)."""
 
     kind: str
     required: bool = False
@@ -47,6 +47,7 @@ MODEL_FIELDS = {
     "timeout_s": Field("number"),
     "max_hint_s": Field("number"),  # a server asking a longer wait than this stops the lane
     "params": Field("table"),
+    "batch": Field("flag"),  # ask through the provider's batch API
 }
 
 
@@ -74,7 +75,7 @@ def did_you_mean(word: str, candidates: Any) -> str:
 
 def _problem(field: Field, value: Any) -> str | None:
     check = {"text": _text_problem, "count": _count_problem, "number": _number_problem,
-             "table": _table_problem, "tables": _tables_problem}[field.kind]
+             "flag": _flag_problem, "table": _table_problem, "tables": _tables_problem}[field.kind]
     return check(value) or _choice_problem(field, value)
 
 
@@ -96,6 +97,10 @@ def _number_problem(value: Any) -> str | None:
             or not math.isfinite(value) or value <= 0):
         return f"must be a finite number > 0, not {_shown(value)}"
     return None
+
+
+def _flag_problem(value: Any) -> str | None:
+    return None if isinstance(value, bool) else f"must be true or false, not {_shown(value)}"
 
 
 def _table_problem(value: Any) -> str | None:

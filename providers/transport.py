@@ -35,6 +35,7 @@ from providers.base import (
 __all__ = [
     "HTTPProvider",
     "send",
+    "http_failures",
     "decode_json",
     "reply_shape",
     "error_for_status",
@@ -87,11 +88,19 @@ async def send(client: httpx.AsyncClient, method: str, url: str, *, label: str, 
     content = orjson.dumps(payload) if payload is not None else None
     if content is not None:
         headers = {**headers, "content-type": "application/json"}
-    try:
+    with http_failures(label, url, timeout):
         if isinstance(client, LeanClient):  # the engine's client: its lean path
             return await client.exchange(method, url, headers=headers, content=content,
                                          timeout=timeout)
         return await client.request(method, url, content=content, headers=headers, timeout=timeout)
+
+
+@contextlib.contextmanager
+def http_failures(label: str, url: str, timeout: float) -> Iterator[None]:
+    """httpx's exceptions inside the block leave it as classified ProviderErrors (the batch
+    protocols' uploads and downloads use it around their own httpx calls)."""
+    try:
+        yield
     except httpx.TimeoutException as exc:
         raise Timeout(f"{label}: no reply within {timeout:g} s ({type(exc).__name__})") from exc
     except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:

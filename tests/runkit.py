@@ -87,12 +87,14 @@ class RunResult:
 
 
 def run_inprocess(config_path: Path, store_path: Path, *, models: list[str] | None = None,
-                  limit: int | None = None, provider_factory: Any = None) -> RunResult:
-    """`contam run` minus the argument parsing, with fast retries and captured output."""
+                  limit: int | None = None, provider_factory: Any = None,
+                  **options_: Any) -> RunResult:
+    """`contam run` minus the argument parsing, with captured output; further keywords are
+    RunOptions fields (``batch``, ``batch_options``)."""
     config = load_config(config_path)
     out, err = io.StringIO(), io.StringIO()
     options = RunOptions(limit=limit, no_progress=True, console=Console(file=out, width=200),
-                         provider_factory=provider_factory, handle_signals=False)
+                         provider_factory=provider_factory, handle_signals=False, **options_)
     with Store(store_path) as store, redirect_stderr(err):
         if config.items:
             import_file(store, "items", config.items)

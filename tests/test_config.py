@@ -60,6 +60,7 @@ def test_defaults(tmp_path):
     (MODEL + 'rpm = "60"\n', "rpm: must be a finite number > 0, not '60'"),
     (MODEL + "rpm = false\n", "rpm: must be a finite number > 0, not false"),
     (MODEL + "params = 3\n", "params: must be a table, not 3"),
+    (MODEL + 'batch = "yes"\n', "batch: must be true or false, not 'yes'"),
     ('models = 3\n', "top level: models: must be an array of tables"),
     ('[prompt]\nsystm = "x"\n', "[prompt]: unknown key 'systm' (did you mean 'system'?)"),
     ('store = 5\n', "top level: store: must be a non-empty string, not 5"),

@@ -4,7 +4,9 @@ One asyncio server (HTTP/1.1 keep-alive parsed by h11, so hundreds of concurrent
 little) answers OpenAI ``/v1/chat/completions`` (and ``/v1/models``), Gemini
 ``/v1beta/models/{model}:generateContent``, Anthropic ``/v1/messages`` and Ollama ``/api/generate``
 (and ``/api/version``, ``/api/tags``, ``/api/show``) with each API's real reply and error shapes
-(:mod:`harness.emulator.apis`). :class:`EmulatorSettings` adds what real servers do to clients:
+(:mod:`harness.emulator.apis`), and the batch APIs of OpenAI, Anthropic and Gemini
+(:mod:`harness.emulator.batch`: a job time, failed and expired lines). :class:`EmulatorSettings`
+adds what real servers do to clients:
 latency, an enforced requests-per-minute limit per (API, model) with each API's 429 hint, random
 faults, a per-day quota, a served-model substitution, key checks, and a ``script`` of exact
 outcomes for tests. Without a ``responder`` it answers questions with a reproducible stand-in and
@@ -32,6 +34,7 @@ from email.utils import format_datetime
 from typing import Any
 
 from harness.emulator.apis import DIALECTS, BadCall, Call, Canned, Dialect, Hint, json_reply
+from harness.emulator.batch import BatchServer
 from harness.emulator.http import HTTPServer, Unparseable
 from harness.emulator.settings import (
     HANG, RESET, EmulatorSettings, RecordedRequest, Step, default_answer, default_reply,
@@ -107,12 +110,16 @@ class _App:
         self._windows: defaultdict[tuple[str, str], deque[float]] = defaultdict(deque)
         self._day_counts: Counter[tuple[str, str]] = Counter()
         self._seen_models: dict[str, set[str]] = defaultdict(set)
+        self.batches = BatchServer(self)
 
     async def respond(self, incoming: RecordedRequest) -> Canned | str:
         route = _route(incoming.method, incoming.path)
         body = incoming.body
         if self.settings.record:
             self.requests.append(incoming)
+        batch_answer = self.batches.respond(incoming)
+        if batch_answer is not None:
+            return batch_answer
         if route is None:
             return Canned(404, b"404 page not found", content_type="text/plain; charset=utf-8")
         endpoint, api, path_model = route
@@ -284,6 +291,16 @@ class Emulator:
     def requests(self) -> list[RecordedRequest]:
         return self._app.requests
 
+    @property
+    def batch_line_counts(self) -> Counter[tuple[str, str, str]]:
+        """Batch lines received per (API, model, question): once per paid request."""
+        return self._app.batches.line_counts
+
+    @property
+    def batch_jobs(self) -> list[tuple[str, str, str | None]]:
+        """Every batch job created: (API, job id, tag)."""
+        return [(job.api, job.job_id, job.tag) for job in self._app.batches.jobs.values()]
+
     def base_url(self, provider: str) -> str:
         """The ``base_url`` a [[models]] entry of that provider needs to talk to this emulator."""
         return f"{self.url}/v1" if provider == "openai" else self.url
@@ -357,12 +374,16 @@ async def serve(settings: EmulatorSettings, *, host: str = "127.0.0.1", port: in
 
 def emulator_settings(*, latency_ms: float = 0.0, jitter_ms: float = 0.0, rpm: float | None = None,
                       faults: str = "", served_model: str | None = None,
-                      quota_per_day: int | None = None, seed: int | None = None) -> EmulatorSettings:
+                      quota_per_day: int | None = None, seed: int | None = None,
+                      batch_processing_s: float = 0.0, batch_fail_rate: float = 0.0,
+                      batch_expire_rate: float = 0.0) -> EmulatorSettings:
     """The settings of ``contam emulator``'s flags (``faults`` as on the command line)."""
     try:
         return EmulatorSettings(
             latency_ms=latency_ms, jitter_ms=jitter_ms, rpm=rpm, faults=parse_faults(faults),
-            served_model=served_model, quota_per_day=quota_per_day, seed=seed, record=False)
+            served_model=served_model, quota_per_day=quota_per_day, seed=seed, record=False,
+            batch_processing_s=batch_processing_s, batch_fail_rate=batch_fail_rate,
+            batch_expire_rate=batch_expire_rate)
     except ValueError as exc:
         raise UserError(str(exc)) from None
 

@@ -131,6 +131,9 @@ class EmulatorSettings:
     hang_s: float = 600.0  # how long a "hang" holds the connection open without answering
     seed: int | None = None  # for the fault draws and the jitter
     record: bool = True  # keep every request in Emulator.requests
+    batch_processing_s: float = 0.0  # a batch job ends this long after it was created
+    batch_fail_rate: float = 0.0  # probability that a batch line fails with a 500
+    batch_expire_rate: float = 0.0  # probability that a batch line expires unprocessed
 
     def __post_init__(self) -> None:
         for step in self.script:
@@ -140,6 +143,8 @@ class EmulatorSettings:
             raise ValueError("latency and jitter must be >= 0 and rpm > 0")
         if self.quota_per_day is not None and self.quota_per_day < 0:
             raise ValueError("quota_per_day must be >= 0")
+        if self.batch_processing_s < 0 or not 0 <= self.batch_fail_rate + self.batch_expire_rate <= 1:
+            raise ValueError("batch_processing_s must be >= 0 and the batch rates add up to 0..1")
 
 
 @dataclass(frozen=True, slots=True)

@@ -62,7 +62,8 @@ from providers.registry import check_first_reply, create_provider
 log = logging.getLogger(__name__)
 
 __all__ = ["Task", "Lane", "Accept", "Engine", "ProviderFactory", "InternalError",
-           "stop_reason", "failure_cause", "collector_tuned"]
+           "stop_reason", "failure_cause", "retry_wait", "collector_tuned", "RETRY_WAIT_INITIAL",
+           "RETRY_WAIT_MAX", "RETRY_WAIT_JITTER"]
 
 # Seconds the engine waits beyond ``spec.timeout_s`` before abandoning a request the provider's
 # own timeout did not end (httpx times each phase, not the whole exchange).
@@ -154,7 +155,7 @@ def failure_cause(exc: ProviderError) -> str:
     return f"{type(cause).__name__}: {text[:_CAUSE_CHARS]}"
 
 
-def _retry_wait(exc: Exception) -> bool | float:
+def retry_wait(exc: Exception) -> bool | float:
     """stamina's backoff hook: retry only what is named retryable; a hint is the wait."""
     if not isinstance(exc, ProviderError) or not exc.retryable:
         return False
@@ -325,7 +326,7 @@ class _LaneRun:
         backoff hook decides the wait before attempt 2 like any other."""
         pending = first
         async for attempt in stamina.retry_context(
-                on=_retry_wait, attempts=self.spec.max_attempts, timeout=None,
+                on=retry_wait, attempts=self.spec.max_attempts, timeout=None,
                 wait_initial=RETRY_WAIT_INITIAL, wait_max=RETRY_WAIT_MAX,
                 wait_jitter=RETRY_WAIT_JITTER):
             with attempt:

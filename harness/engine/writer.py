@@ -62,6 +62,8 @@ class BatchWriter:
         self._wake = anyio.Event()  # set when the drain task has reason to look again
         self._room = anyio.Event()  # set when a commit takes the pending writes
         self._closed = False
+        self._urgent = False  # a write_durably is waiting: commit without gathering
+        self._committed = anyio.Event()  # set after each commit
         self._task_group: TaskGroup | None = None
 
     async def write(self, rows: Rows) -> None:
@@ -81,6 +83,17 @@ class BatchWriter:
         self._pending.append(rows)
         if len(self._pending) == self.max_writes:
             self._wake.set()
+
+    async def write_durably(self, rows: Rows) -> None:
+        """Queue the rows and return once they are committed, without waiting for a batch to
+        gather: for what must survive a kill the instant after (a batch job's id)."""
+        await self.write(rows)
+        target = self.batches_committed + 1  # the next batch to be taken holds these rows
+        self._urgent = True
+        self._wake.set()
+        with anyio.CancelScope(shield=True):
+            while self.batches_committed < target and not self._closed:
+                await self._committed.wait()
 
     async def __aenter__(self) -> "BatchWriter":
         self.store.con.execute("SET threads = 1")
@@ -105,6 +118,8 @@ class BatchWriter:
                 self._commit(insert_statements(batch))
                 self.rows_committed += sum(len(rows) for writes in batch for rows in writes.values())
                 self.batches_committed += 1
+                committed, self._committed = self._committed, anyio.Event()
+                committed.set()
                 await anyio.lowlevel.checkpoint()  # let the workers run before the next batch
 
     async def _next_batch(self) -> list[Rows]:
@@ -114,10 +129,12 @@ class BatchWriter:
         pending."""
         await self._until(lambda: bool(self._pending) or self._closed)
         with anyio.move_on_at(self._first_at + self.max_delay_s):
-            await self._until(lambda: len(self._pending) >= self.max_writes or self._closed)
+            await self._until(lambda: len(self._pending) >= self.max_writes or self._closed
+                              or self._urgent)
             with anyio.move_on_at(self._first_at + self.min_age_s):
-                await self._until(lambda: self._closed or len(self._pending) >= self.buffer)
-        batch, self._pending = self._pending, []
+                await self._until(lambda: self._closed or len(self._pending) >= self.buffer
+                                  or self._urgent)
+        batch, self._pending, self._urgent = self._pending, [], False
         room, self._room = self._room, anyio.Event()
         room.set()
         return batch

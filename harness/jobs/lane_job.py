@@ -1,6 +1,7 @@
 """The skeleton `contam run` and `contam judge` share: lanes -> engine -> writer -> display ->
 summary -> exit status. A job describes its lanes and what to keep of a reply; this module runs
-them and hands back a :class:`JobResult`, which ``harness.cli`` prints."""
+them and hands back a :class:`JobResult`, which ``harness.cli`` prints. A run's batch lanes
+(``contam run --batch``) go through the same skeleton beside the engine's lanes."""
 
 from __future__ import annotations
 
@@ -13,11 +14,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import anyio
 import orjson
 from rich.console import Console
 
 from harness import package_version
 from harness.display import open_progress
+from harness.engine.batch_lane import BatchLane
 from harness.engine.counters import LaneStats
 from harness.engine.lanes import Accept, Engine, Lane, ProviderFactory
 from harness.engine.writer import BatchWriter
@@ -63,33 +66,71 @@ class JobResult:
         return 1 if any(s.stopped or s.failed for s in self.stats) else 0
 
 
+Notify = Callable[[str], None]
+# The lanes of a second pass, once every lane of the first has ended uninterrupted (a run's
+# ``--batch-fallback sync``: what the batch jobs left, asked synchronously).
+SecondPass = Callable[[Notify], Sequence[Lane]]
+
+
 async def run_lanes(store: Store, lanes: Sequence[Lane], *, result: JobResult, accept: Accept,
                     started: dict[str, Any], options: JobOptions,
-                    first: Callable[[], None] | None = None) -> JobResult:
-    """Run ``lanes`` to their end under one recorded run (``first`` runs inside it before the
-    lanes start); fills ``result``'s counters. A lane whose key is missing never starts (a
-    ``provider_factory`` of the caller's own checks keys itself)."""
+                    first: Callable[[], None] | None = None,
+                    batch_lanes: Sequence[BatchLane] = (),
+                    then: SecondPass | None = None) -> JobResult:
+    """Run ``lanes`` (and ``batch_lanes`` beside them) to their end under one recorded run
+    (``first`` runs inside it before the lanes start); fills ``result``'s counters. A lane whose
+    key is missing never starts (a ``provider_factory`` of the caller's own checks keys itself)."""
+    engine = _engine(lanes, result.run_id, accept, options)
     if options.provider_factory is None:
-        refuse_missing_keys(lanes)
-    engine = Engine(lanes, run_id=result.run_id, accept=accept,
-                    provider_factory=options.provider_factory)
+        refuse_missing_keys(batch_lanes)
+    stats = [*engine.stats, *(lane.stats for lane in batch_lanes)]
     console = options.console or Console()
     with run_log(store.path, result.run_id) as result.log_path, recorded_run(store, started), \
-            open_progress(engine.stats, no_progress=options.no_progress, console=console) as progress:
+            open_progress(stats, no_progress=options.no_progress, console=console) as progress:
         log.info("%s %s: %s -> %s", result.command, result.run_id,
-                 ", ".join(lane.spec.name for lane in lanes), store.path)
+                 ", ".join(lane.spec.name for lane in [*lanes, *batch_lanes]), store.path)
         if first is not None:
             first()
         async with BatchWriter(store) as writer:
-            await engine.run(writer, notify=progress.note, handle_signals=options.handle_signals)
-        for stats in engine.stats:
-            log.info("%s: %d/%d answered, %d failed%s", stats.label, stats.done, stats.total,
-                     stats.failed, f", STOPPED ({stats.stopped})" if stats.stopped else "")
-    result.stats, result.interrupted = engine.stats, engine.interrupted
+            await _run_beside(engine, batch_lanes, writer, progress.note, options)
+            result.interrupted = engine.interrupted
+            if then is not None and result.interrupted is None:
+                second = _engine(then(progress.note), result.run_id, accept, options)
+                await second.run(writer, notify=progress.note, handle_signals=options.handle_signals)
+                stats += second.stats
+                result.interrupted = second.interrupted
+        _log_summary(stats)
+    result.stats = stats
     return result
 
 
-def refuse_missing_keys(lanes: Sequence[Lane]) -> None:
+def _engine(lanes: Sequence[Lane], run_id: str, accept: Accept, options: JobOptions) -> Engine:
+    if options.provider_factory is None:
+        refuse_missing_keys(lanes)
+    return Engine(lanes, run_id=run_id, accept=accept, provider_factory=options.provider_factory)
+
+
+async def _run_beside(engine: Engine, batch_lanes: Sequence[BatchLane], writer: BatchWriter,
+                      notify: Notify, options: JobOptions) -> None:
+    """The engine's lanes and the batch lanes together. An interrupt that drained the engine
+    ends the batch lanes too: their jobs are in the store, and the next run polls them."""
+    async with anyio.create_task_group() as group:
+        for lane in batch_lanes:
+            group.start_soon(lane.run, writer, notify)
+        await engine.run(writer, notify=notify, handle_signals=options.handle_signals)
+        if engine.interrupted is not None:
+            for lane in batch_lanes:
+                lane.stats.interrupted = True
+            group.cancel_scope.cancel()
+
+
+def _log_summary(stats: Sequence[LaneStats]) -> None:
+    for lane in stats:
+        log.info("%s: %d/%d answered, %d failed%s", lane.label, lane.done, lane.total, lane.failed,
+                 f", STOPPED ({lane.stopped}): {lane.stop_message}" if lane.stopped else "")
+
+
+def refuse_missing_keys(lanes: Sequence[Lane | BatchLane]) -> None:
     """Each lane whose key is missing is marked refused: reported once, before anything is sent,
     and never started; the others go on."""
     for lane in lanes:

@@ -9,6 +9,7 @@ two ``runs`` rows with the same ``run_id``: one when it starts, one with ``finis
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -16,12 +17,14 @@ import anyio
 import duckdb
 
 from harness.config import ModelSpec, RunConfig, load_config
+from harness.engine.batch_lane import BatchLane, BatchOptions, open_job_count, uses_batch
 from harness.engine.counters import LaneStats
-from harness.engine.lanes import Lane, Task
+from harness.engine.lanes import Accept, Lane, Task
 from harness.engine.writer import Rows
 from harness.errors import UserError
 from harness.jobs.lane_job import (
-    JobOptions, JobResult, failure_lines, interrupted_line, new_run_id, run_lanes, run_row,
+    JobOptions, JobResult, SecondPass, failure_lines, interrupted_line, new_run_id, run_lanes,
+    run_row,
 )
 from harness.prompts import prompt_sha256, question_request
 from harness.store import DEFAULT_STORE, Store, utc_now
@@ -29,15 +32,14 @@ from harness.store.cells import count_unanswered, unanswered
 from harness.text import normalise_answer
 from providers.base import Reply
 
-__all__ = ["run", "execute_run", "RunOptions", "pending_tasks",
+__all__ = ["run", "execute_run", "RunOptions", "batch_options", "pending_tasks",
            "summary_lines", "answer_rows"]
-
-RunOptions = JobOptions  # the run's options are the lane jobs' options
 
 
 def run(config_path: str | Path, *, store: str | None = None,
         options: JobOptions | None = None) -> JobResult:
-    """``contam run``: ask every selected model every item it has not answered yet."""
+    """``contam run``: ask every selected model every item it has not answered yet (with
+    :class:`RunOptions`, models in batch mode as provider batch jobs)."""
     options = options or JobOptions()
     config = load_config(config_path, store_flag=store)
     specs = config.select(options.models)
@@ -47,20 +49,95 @@ def run(config_path: str | Path, *, store: str | None = None,
         raise UserError(f"--limit must be a positive number, not {options.limit}")
     with Store(config.store or DEFAULT_STORE) as opened:
         imported = _import_items(opened, config)
-        result = anyio.run(execute_run, opened, config, specs, options)
+        result = anyio.run(execute_run, opened, config, specs, _run_options(options))
     result.summary[:0] = imported
     return result
 
 
+@dataclass(kw_only=True)
+class RunOptions(JobOptions):
+    """A run's options: the lane jobs' own, and how batch mode goes."""
+
+    batch: bool = False  # --batch: every model whose provider has a batch API goes as jobs
+    batch_options: BatchOptions = field(default_factory=BatchOptions)
+
+
+def batch_options(*, poll_max_s: float | None = None, fallback: str = "followup") -> BatchOptions:
+    """``--batch-poll-max`` and ``--batch-fallback`` as the batch lanes take them."""
+    if poll_max_s is not None and poll_max_s <= 0:
+        raise UserError(f"--batch-poll-max must be a positive number of seconds, not {poll_max_s}")
+    poll_max = poll_max_s or BatchOptions.poll_max_s
+    return BatchOptions(poll_initial_s=min(BatchOptions.poll_initial_s, poll_max),
+                        poll_max_s=poll_max, fallback=fallback)
+
+
+def _run_options(options: JobOptions) -> RunOptions:
+    """The lane jobs' options as a run's (batch mode off unless asked for)."""
+    if isinstance(options, RunOptions):
+        return options
+    return RunOptions(**{f.name: getattr(options, f.name) for f in fields(JobOptions)})
+
+
 async def execute_run(store: Store, config: RunConfig, specs: Sequence[ModelSpec],
                       options: JobOptions) -> JobResult:
-    """The run itself on an open store."""
+    """The run itself on an open store: the synchronous lanes and, beside them, the batch lanes
+    of the models in batch mode."""
+    options = _run_options(options)
     result = JobResult(command="run", run_id=new_run_id())
-    lanes = [_lane(store, spec, config.system_prompt, options.limit) for spec in specs]
-    await run_lanes(store, lanes, result=result, accept=answer_rows(result.run_id, specs),
-                    started=_run_row(result.run_id, config, specs, options), options=options)
+    accept = answer_rows(result.run_id, specs)
+    openings = {spec.name: _batch_mode(store, spec, options) for spec in specs}
+    lanes = [_lane(store, spec, config.system_prompt, options.limit)
+             for spec in specs if openings[spec.name] is None]
+    batch_lanes = [_batch_lane(store, spec, config.system_prompt, result.run_id, accept, options,
+                               opening) for spec in specs
+                   if (opening := openings[spec.name]) is not None]
+    await run_lanes(store, lanes, result=result, accept=accept,
+                    started=_run_row(result.run_id, config, specs, options), options=options,
+                    batch_lanes=batch_lanes, then=_sync_fallback(store, config, batch_lanes, options))
     _summarise(config, result)
     return result
+
+
+# -- batch mode --------------------------------------------------------------------------------
+
+def _batch_mode(store: Store, spec: ModelSpec, options: RunOptions) -> str | None:
+    """None: the model runs synchronously. Otherwise it goes in batch mode, for --batch /
+    ``batch = true``, or because it has open jobs (never asked twice); the string is the note
+    its lane opens with ("" for none)."""
+    if uses_batch(spec, options.batch):
+        return ""
+    open_jobs = open_job_count(store, spec)
+    if not open_jobs:
+        return None
+    return (f"{spec.name}: {open_jobs} batch job(s) of an earlier run still open: this run "
+            "collects them in batch mode instead of asking their cells again")
+
+
+def _batch_lane(store: Store, spec: ModelSpec, system: str, run_id: str, accept: Accept,
+                options: RunOptions, opening: str) -> BatchLane:
+    pending = count_unanswered(store.con, spec.name, options.limit)
+    stats = LaneStats(label=f"{spec.name} (batch)", total=pending, cap=max(1, pending))
+    return BatchLane(store, spec, lambda: pending_tasks(store.con.cursor(), spec, system, options.limit),
+                     run_id=run_id, accept=accept, options=options.batch_options, stats=stats,
+                     opening=opening or None)
+
+
+def _sync_fallback(store: Store, config: RunConfig, batch_lanes: Sequence[BatchLane],
+                   options: RunOptions) -> SecondPass | None:
+    """``--batch-fallback sync``: what the batch jobs left unanswered, asked synchronously."""
+    if not batch_lanes or options.batch_options.fallback != "sync":
+        return None
+
+    def lanes(notify: Callable[[str], None]) -> list[Lane]:
+        specs = [lane.spec for lane in batch_lanes if not lane.stats.stopped]
+        left = [lane for lane in (_lane(store, spec, config.system_prompt, options.limit)
+                                  for spec in specs) if lane.total]
+        if left:
+            notify(f"asking {sum(lane.total for lane in left)} cells left by the batch jobs "
+                   "synchronously")
+        return left
+
+    return lanes
 
 
 # -- the work: cells without an answer, in item order ------------------------------------------

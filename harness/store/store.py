@@ -96,10 +96,29 @@ LEFT JOIN judge j USING (item_id, model)
 LEFT JOIN surface s USING (item_id, model);
 """
 
+# Batch jobs (``contam run --batch``): a row per state a job was seen in, the latest one wins. A
+# job's first row ("submitting") is committed before it is sent, with its cells in batch_cells
+# (line = the number in its custom id); its second, with the provider's job id, the moment the
+# provider returns it. ``imported``: its results are in answers/attempts (same transaction).
+_BATCHES = """
+CREATE TABLE batches (
+    seq BIGINT DEFAULT nextval('row_seq'), batch_key VARCHAR NOT NULL, run_id VARCHAR,
+    model VARCHAR, provider VARCHAR, provider_model VARCHAR, job_id VARCHAR, status VARCHAR,
+    cells INTEGER, succeeded INTEGER, failed INTEGER, error VARCHAR, created_at TIMESTAMP,
+    finished_at TIMESTAMP, updated_at TIMESTAMP);
+CREATE TABLE batch_cells (
+    seq BIGINT DEFAULT nextval('row_seq'), batch_key VARCHAR NOT NULL, line INTEGER NOT NULL,
+    item_id VARCHAR NOT NULL, model VARCHAR NOT NULL);
+CREATE OR REPLACE VIEW latest_batches AS
+    SELECT * EXCLUDE (rn) FROM (SELECT *, row_number() OVER (PARTITION BY batch_key ORDER BY seq DESC) AS rn
+                               FROM batches) WHERE rn = 1;
+"""
+
 # Numbered and append-only themselves: a schema change is a new entry, never an edit of an old one.
 MIGRATIONS: list[tuple[int, str, str]] = [
     (1, "initial tables", _TABLES),
     (2, "latest views and cells", _VIEWS),
+    (3, "batch jobs", _BATCHES),
 ]
 
 TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
@@ -113,6 +132,9 @@ TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
     "labels": ("item_id", "model", "rater", "label", "rubric_sha256", "run_id", "source_file",
                "created_at"),
     "scores": ("item_id", "model", "metric", "value", "params", "created_at"),
+    "batches": ("batch_key", "run_id", "model", "provider", "provider_model", "job_id", "status",
+                "cells", "succeeded", "failed", "error", "created_at", "finished_at", "updated_at"),
+    "batch_cells": ("batch_key", "line", "item_id", "model"),
 }
 
 

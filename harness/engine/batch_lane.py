@@ -1,0 +1,436 @@
+"""``contam run --batch``: one model's unanswered cells as provider batch jobs, never paid twice.
+
+A job's life in the store (``batches``, latest row per ``batch_key`` wins, and ``batch_cells``):
+
+1. ``submitting``: its cells, committed *before* the job is sent; each line's custom id is
+   ``{batch_key}-{line}``, and the job is tagged ``contam:{run_id}:{batch_key}`` (OpenAI
+   ``metadata``, Gemini ``displayName``).
+2. the provider's job id and status, committed the moment the provider returns them
+   (:meth:`BatchWriter.write_durably`), then a row per status change while it is polled.
+3. ``imported``: its results written as ``answers`` and ``attempts`` in the same transaction.
+
+A run first takes up the model's open jobs: it polls those with an id, and looks up a
+``submitting`` one by its tag among the provider's jobs (a kill between send and reply, or a
+timed-out submit); found, it is polled; not found, it is ``abandoned`` and its cells are free
+again. Anthropic jobs carry no tag: an unknown job of the account, created within minutes of this
+one, is taken as this one when its results carry the batch key. Only then are the cells without an answer and outside an open job
+submitted, in jobs within the provider's limits. Lines that failed or expired are submitted again
+in a follow-up job (at most ``max_attempts`` rounds), or handed to the synchronous path
+(``--batch-fallback sync``, done by ``harness.jobs.run``). Non-retryable errors stop the model as they do
+on the synchronous path, and every result passes the same served-model check.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import httpx
+import stamina
+
+from harness.config import ModelSpec
+from harness.engine.counters import LaneStats
+from harness.engine.lanes import (
+    RETRY_WAIT_INITIAL, RETRY_WAIT_JITTER, Accept, InternalError, Task, failure_cause, retry_wait,
+    stop_reason,
+)
+from harness.engine.writer import BatchWriter, Rows
+from harness.store import Store, utc_now
+from providers.base import ProviderError, Transient, redact
+from providers.batch import (
+    BATCH_PROTOCOLS,
+    BatchLine,
+    BatchProtocol,
+    JobLimits,
+    JobState,
+    LineResult,
+    create_batch_protocol,
+    split_lines,
+)
+from providers.registry import check_first_reply, create_provider
+
+__all__ = ["BatchOptions", "BatchLane", "BATCH_PROVIDERS", "uses_batch", "open_job_count",
+           "job_tag", "OPEN_JOBS_SQL"]
+
+BATCH_PROVIDERS = frozenset(BATCH_PROTOCOLS)
+_CLOSED = ("imported", "abandoned")
+OPEN_JOBS_SQL = f"""
+SELECT batch_key, job_id, status, created_at FROM latest_batches
+WHERE model = $model AND status NOT IN {_CLOSED} ORDER BY seq
+"""
+
+
+@dataclass(frozen=True, kw_only=True)
+class BatchOptions:
+    """How batch jobs are followed. Tests shrink the intervals and the job limits."""
+
+    poll_initial_s: float = 5.0
+    poll_max_s: float = 60.0  # the longest wait between two polls of a job
+    fallback: str = "followup"  # failed lines: "followup" jobs, or "sync" (the runner asks them)
+    limits: JobLimits | None = None  # None: the provider's own
+
+
+def uses_batch(spec: ModelSpec, batch_flag: bool) -> bool:
+    """``--batch`` or ``batch = true``, for a provider that has a batch API."""
+    return (batch_flag or spec.batch) and spec.provider in BATCH_PROVIDERS
+
+
+def open_job_count(store: Store, spec: ModelSpec) -> int:
+    """Jobs of this model not imported yet: a run polls them, whatever its mode, rather than
+    asking their cells again."""
+    return len(store.con.cursor().execute(OPEN_JOBS_SQL, {"model": spec.name}).fetchall())
+
+
+def job_tag(run_id: str, batch_key: str) -> str:
+    return f"contam:{run_id}:{batch_key}"
+
+
+@dataclass(eq=False)
+class _Job:
+    """A job this lane follows: its key, its cells by custom id, its provider state."""
+
+    key: str
+    cells: dict[str, str]  # custom id -> item id
+    created_at: Any
+    job_id: str | None = None
+    status: str = "submitting"
+    delay: float = 0.0
+    next_poll: float = 0.0
+    state: JobState | None = None
+    attempt: int = 1  # the round that submitted it: the attempts rows' number
+
+
+class _Stopped(Exception):
+    """The model stopped (its reason is in the lane's stats)."""
+
+
+class BatchLane:
+    """One model in batch mode: resume its open jobs, submit the rest, poll, import."""
+
+    def __init__(self, store: Store, spec: ModelSpec, tasks: Callable[[], Iterator[Task]], *,
+                 run_id: str, accept: Accept, options: BatchOptions, stats: LaneStats,
+                 opening: str | None = None) -> None:
+        self.store, self.spec, self.tasks = store, spec, tasks
+        self.run_id, self.accept, self.options, self.stats = run_id, accept, options, stats
+        self.opening = opening  # a note shown when the lane starts
+        self.refused: ProviderError | None = None  # known before the run (a missing key)
+        self.protocol: BatchProtocol | None = None
+        self.writer: BatchWriter | None = None
+        self.notify: Callable[[str], None] = lambda message: None  # run() gets the display's
+        self._last_errors: dict[str, str] = {}  # item id -> cause, while its last outcome failed
+
+    async def run(self, writer: BatchWriter, notify: Callable[[str], None]) -> None:
+        self.writer, self.notify = writer, notify
+        self.stats.started = time.monotonic()
+        if self.opening:
+            notify(self.opening)
+        try:
+            if self.refused is not None:
+                raise self.refused
+            async with httpx.AsyncClient(timeout=max(self.spec.timeout_s, 60.0)) as client:
+                provider = create_provider(self.spec, client)
+                self.protocol = create_batch_protocol(provider, client)
+                await self._rounds()
+        except _Stopped:
+            pass
+        except ProviderError as exc:
+            self._stop(exc)
+        except Exception as exc:  # a reply of an unexpected shape, or a bug: stop this model only
+            self._stop(InternalError(f"model {self.spec.name!r}: {type(exc).__name__}: {exc}"))
+        finally:
+            self.stats.finished = time.monotonic()
+        if self.options.fallback != "sync" and not self.stats.stopped:
+            self.stats.failed = max(0, self.stats.total - self.stats.done)
+            self.stats.failures.update(self._last_errors.values())
+
+    async def _rounds(self) -> None:
+        jobs = await self._resume()
+        rounds = 1 if self.options.fallback == "sync" else self.spec.max_attempts
+        for attempt in range(1, rounds + 1):
+            in_open_jobs = {item for job in jobs for item in job.cells.values()}
+            jobs += await self._submit_pending(in_open_jobs, attempt)
+            if not jobs:
+                return
+            await self._follow(jobs)
+            jobs = []
+
+    # -- resuming -----------------------------------------------------------------------------
+
+    async def _resume(self) -> list[_Job]:
+        rows = self.store.con.cursor().execute(OPEN_JOBS_SQL, {"model": self.spec.name}).fetchall()
+        jobs = []
+        for key, job_id, status, created_at in rows:
+            job = _Job(key, self._cells(key), created_at, job_id, status)
+            if job_id is None and not await self._recover(job):
+                continue
+            self.notify(f"{self.spec.name}: resuming batch {job.job_id} ({len(job.cells)} cells, "
+                        "submitted by an earlier run): polling it, not submitting again")
+            jobs.append(job)
+        self.stats.in_flight += sum(len(job.cells) for job in jobs)
+        return jobs
+
+    def _cells(self, key: str) -> dict[str, str]:
+        rows = self.store.con.cursor().execute(
+            "SELECT line, item_id FROM batch_cells WHERE batch_key = ? ORDER BY line", [key]).fetchall()
+        return {_custom_id(key, line): item_id for line, item_id in rows}
+
+    async def _recover(self, job: _Job) -> bool:
+        """A job submitted without its id reaching the store: adopt it if the provider has it,
+        else mark it abandoned (its cells are pending again)."""
+        found = await self._find(job)
+        if found is None:
+            await self._record(job, status="abandoned", error="not found at the provider")
+            return False
+        job.job_id, job.status, job.state = found.job_id, found.status, found
+        await self._record(job, durable=True)
+        return True
+
+    async def _find(self, job: _Job) -> JobState | None:
+        """The provider's job for ``job`` (whose id never reached the store), or None."""
+        assert self.protocol is not None
+        while True:
+            jobs = await self.protocol.list_jobs()
+            tagged = [j for j in jobs if j.tag and j.tag.endswith(f":{job.key}")]
+            if tagged:
+                return tagged[0]
+            if self.spec.provider != "anthropic":
+                return None
+            found, waiting = await self._untagged_match(job, jobs)
+            if found is not None or not waiting:
+                return found
+            await anyio.sleep(self.options.poll_max_s)  # an untagged job must end to be read
+
+    async def _untagged_match(self, job: _Job, jobs: list[JobState]) -> tuple[JobState | None, bool]:
+        """Anthropic jobs carry no tag: among the jobs the store does not know that were created
+        within minutes of this one, the ended one whose results carry its key; and whether one
+        of them has yet to end."""
+        assert self.protocol is not None
+        known = {row[0] for row in self.store.con.cursor().execute(
+            "SELECT DISTINCT job_id FROM batches WHERE job_id IS NOT NULL").fetchall()}
+        near = [j for j in jobs if j.job_id not in known and _created_near(j, job.created_at)]
+        for candidate in (j for j in near if j.ended):
+            results = await self.protocol.results(candidate)
+            if any(r.custom_id.startswith(f"{job.key}-") for r in results):
+                return candidate, False
+        return None, any(not j.ended for j in near)
+
+    # -- submitting ---------------------------------------------------------------------------
+
+    async def _submit_pending(self, in_open_jobs: set[str], attempt: int) -> list[_Job]:
+        assert self.protocol is not None
+        tasks = [t for t in self.tasks() if t.item_id not in in_open_jobs]
+        lines = (self.protocol.line(str(n), task.request) for n, task in enumerate(tasks))
+        limits = self.options.limits or self.protocol.limits
+        jobs = []
+        for group in split_lines(lines, limits, self.protocol.line_overhead):
+            job = await self._submit([tasks[int(line.custom_id)] for line in group], group, attempt)
+            jobs.append(job)
+        return jobs
+
+    async def _submit(self, tasks: list[Task], group: list[BatchLine], attempt: int) -> _Job:
+        key = f"c{uuid.uuid4().hex[:12]}"
+        lines = [BatchLine(_custom_id(key, n), line.body) for n, line in enumerate(group)]
+        job = _Job(key, {line.custom_id: task.item_id for line, task in zip(lines, tasks)}, utc_now(),
+                   attempt=attempt)
+        await self._record(job, durable=True, cells=[
+            {"batch_key": key, "line": n, "item_id": t.item_id, "model": self.spec.name}
+            for n, t in enumerate(tasks)])
+        state = await self._send(job, lines)
+        job.job_id, job.status, job.state = state.job_id, state.status, state
+        await self._record(job, durable=True)
+        self.stats.sent += len(lines)
+        self.stats.in_flight += len(lines)
+        self.notify(f"{self.spec.name}: submitted batch {job.job_id} ({len(lines)} requests)")
+        return job
+
+    async def _send(self, job: _Job, lines: list[BatchLine]) -> JobState:
+        """Submit; after a retryable failure look for the job first (the request may have
+        reached the provider), and send again only when it is not there."""
+        assert self.protocol is not None
+        state: JobState | None = None
+        # A failure that outlasts the attempts leaves the job `submitting`: the next run looks
+        # it up by its tag.
+        async for attempt in stamina.retry_context(
+                on=retry_wait, attempts=self.spec.max_attempts, timeout=None,
+                wait_initial=min(RETRY_WAIT_INITIAL, self.options.poll_max_s),
+                wait_max=self.options.poll_max_s, wait_jitter=RETRY_WAIT_JITTER):
+            with attempt:
+                state = await self._find(job) if attempt.num > 1 else None
+                state = state or await self.protocol.submit(lines, job_tag(self.run_id, job.key))
+        assert state is not None
+        return state
+
+    # -- following ----------------------------------------------------------------------------
+
+    async def _follow(self, jobs: list[_Job]) -> None:
+        for job in jobs:
+            job.delay, job.next_poll = self.options.poll_initial_s, time.monotonic()
+        while jobs:
+            job = min(jobs, key=lambda j: j.next_poll)
+            await anyio.sleep(max(0.0, job.next_poll - time.monotonic()))
+            if await self._poll(job):
+                jobs.remove(job)
+
+    async def _poll(self, job: _Job) -> bool:
+        """One poll; True once the job has ended and its results are imported."""
+        assert self.protocol is not None and job.job_id is not None
+        try:
+            state = await self.protocol.poll(job.job_id)
+        except ProviderError as exc:
+            if not exc.retryable:
+                raise
+            state = None
+        job.next_poll = time.monotonic() + job.delay
+        job.delay = min(job.delay * 2, self.options.poll_max_s)
+        if state is None:
+            return False
+        if state.status != job.status:
+            job.status, job.state = state.status, state
+            await self._record(job)
+        self.notify(self._line(job, state))
+        if not state.ended:
+            return False
+        await self._import(job, state)
+        return True
+
+    def _line(self, job: _Job, state: JobState) -> str:
+        age = (utc_now() - job.created_at).total_seconds()
+        wait = "" if state.ended else f", next poll in {max(0.0, job.next_poll - time.monotonic()):.0f}s"
+        return (f"{self.spec.name}: batch {job.job_id} {state.status}: {state.succeeded or 0}/"
+                f"{state.total or len(job.cells)} done, {state.failed or 0} failed, "
+                f"age {age:.0f}s{wait}")
+
+    # -- importing ----------------------------------------------------------------------------
+
+    async def _import(self, job: _Job, state: JobState) -> None:
+        assert self.protocol is not None and self.writer is not None
+        try:
+            results = await self.protocol.results(state)
+        except ProviderError as exc:
+            if exc.retryable:
+                raise
+            results, stop = [], exc  # the whole job failed: every cell failed with it
+        else:
+            stop = None
+        rows, outcome = self._rows(job, results)
+        stop = stop or outcome.stop
+        self.stats.in_flight -= len(job.cells)
+        self.stats.done += outcome.answered
+        await self.writer.write_durably({**rows, "batches": [self._row(
+            job, status="imported", succeeded=outcome.answered,
+            failed=len(job.cells) - outcome.answered, error=str(stop) if stop else None)]})
+        if stop is not None:
+            self._stop(stop)
+            raise _Stopped
+
+    def _rows(self, job: _Job, results: Sequence[LineResult]) -> tuple[Rows, "_Outcome"]:
+        outcome = _Outcome()
+        rows: dict[str, list[dict[str, Any]]] = {"answers": [], "attempts": []}
+        latency = (utc_now() - job.created_at).total_seconds()
+        for result in results:
+            item_id = job.cells.get(result.custom_id)
+            if item_id is None or item_id in outcome.seen:
+                continue  # not a line of this job (an adopted Anthropic job), or a repeat
+            outcome.seen.add(item_id)
+            self._result_rows(job, item_id, result, latency, rows, outcome)
+        for item_id in set(job.cells.values()) - outcome.seen:
+            error = Transient(f"{self.spec.name}: batch {job.job_id} returned no result for this request")
+            rows["attempts"].append(self._attempt(job, item_id, latency, error))
+            self._last_errors[item_id] = failure_cause(error)
+        return rows, outcome
+
+    def _result_rows(self, job: _Job, item_id: str, result: LineResult, latency: float,
+                     rows: dict[str, list[dict[str, Any]]], outcome: "_Outcome") -> None:
+        error = result.error
+        if result.reply is not None:
+            try:
+                assert self.protocol is not None
+                check_first_reply(self.protocol.provider, result.reply)
+            except ProviderError as mismatch:
+                error = mismatch
+            else:
+                # The request went out in the job; the accept hook reads only the cell.
+                task = Task(item_id=item_id, model=self.spec.name, request=None)
+                for table, table_rows in self.accept(task, result.reply, latency).items():
+                    rows.setdefault(table, []).extend(table_rows)
+                rows["attempts"].append(self._attempt(job, item_id, latency, None,
+                                                      result.reply.http_status))
+                self._last_errors.pop(item_id, None)
+                outcome.answered += 1
+                return
+        assert error is not None
+        rows["attempts"].append(self._attempt(job, item_id, latency, error))
+        self._last_errors[item_id] = failure_cause(error)
+        if not error.retryable and outcome.stop is None:
+            outcome.stop = error
+
+    def _attempt(self, job: _Job, item_id: str, latency: float, error: ProviderError | None,
+                 http_status: int | None = None) -> dict[str, Any]:
+        return {"run_id": self.run_id, "item_id": item_id, "model": self.spec.name,
+                "attempt": job.attempt,
+                "started_at": job.created_at, "latency_s": latency,
+                "outcome": error.outcome if error else "ok",
+                "http_status": error.http_status if error else http_status,
+                "retry_after_s": None, "error": redact(str(error)) if error else None}
+
+    # -- store rows and stopping ----------------------------------------------------------------
+
+    def _row(self, job: _Job, **fields: Any) -> dict[str, Any]:
+        state = job.state
+        row = {"batch_key": job.key, "run_id": self.run_id, "model": self.spec.name,
+               "provider": self.spec.provider, "provider_model": self.spec.model,
+               "job_id": job.job_id, "status": job.status, "cells": len(job.cells),
+               "succeeded": state.succeeded if state else None,
+               "failed": state.failed if state else None, "created_at": job.created_at,
+               "updated_at": utc_now()}
+        if fields.get("status") in _CLOSED:
+            row["finished_at"] = utc_now()
+        return {**row, **fields}
+
+    async def _record(self, job: _Job, *, durable: bool = False,
+                      cells: list[dict[str, Any]] | None = None, **fields: Any) -> None:
+        assert self.writer is not None
+        rows: dict[str, list[dict[str, Any]]] = {"batches": [self._row(job, **fields)]}
+        if cells:
+            rows["batch_cells"] = cells
+        if durable:
+            await self.writer.write_durably(rows)
+        else:
+            await self.writer.write(rows)
+
+    def _stop(self, exc: BaseException) -> None:
+        if self.stats.stopped is None:
+            self.stats.stopped = stop_reason(exc)
+            self.stats.stop_message = redact(str(exc)) or type(exc).__name__
+            self.notify(f"{self.spec.name}: STOPPED ({self.stats.stopped}): {self.stats.stop_message}")
+
+
+@dataclass
+class _Outcome:
+    answered: int = 0
+    stop: ProviderError | None = None
+    seen: set[str] = field(default_factory=set)
+
+
+# How far a provider's clock and ours may disagree about when a job was created.
+_CREATION_WINDOW = dt.timedelta(minutes=10)
+
+
+def _created_near(state: JobState, created_at: dt.datetime) -> bool:
+    """Whether the provider says it created the job within the window around ``created_at``
+    (naive UTC); a job whose creation time cannot be read is kept as a candidate."""
+    text = (state.raw or {}).get("created_at")
+    try:
+        when = dt.datetime.fromisoformat(str(text)).astimezone(dt.UTC).replace(tzinfo=None)
+    except ValueError:
+        return True
+    return abs(when - created_at) <= _CREATION_WINDOW
+
+
+def _custom_id(key: str, line: int) -> str:
+    return f"{key}-{line:06d}"
