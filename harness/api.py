@@ -5,6 +5,7 @@
     api.run("study.toml", store="runs/study.duckdb", options=api.JobOptions(limit=10))
     api.run("study.toml", store="runs/study.duckdb", options=api.RunOptions(batch=True))
     api.score("runs/study.duckdb", api.ScoreOptions(metrics=["bleu2"]))
+    api.score("runs/study.duckdb", api.ScoreOptions(ray=api.RayOptions("auto")))  # on a Ray cluster
     api.cells("runs/study.duckdb")  # a pandas DataFrame of the cells view
 
 Each call returns the job's result object (what ``contam`` prints); nothing is printed.
@@ -24,13 +25,14 @@ from harness.jobs.lane_job import JobOptions, JobResult
 from harness.jobs.report import ReportResult, report
 from harness.jobs.run import RunOptions, run
 from harness.jobs.score import MetricSummary, ScoreOptions, score
+from harness.jobs.score_ray import RayOptions
 from harness.jobs.sql import QueryResult, sql
 from harness.store import DEFAULT_STORE, Store
 
 __all__ = ["import_path", "run", "judge", "score", "report", "sql", "cells", "list_batches",
            "cancel_batch", "cost", "JobOptions", "RunOptions", "ScoreOptions", "CostOptions",
            "ImportResult", "JobResult", "JudgeResult", "MetricSummary", "ReportResult",
-           "QueryResult", "BatchJobs", "CancelledJob", "CostResult"]
+           "QueryResult", "BatchJobs", "CancelledJob", "CostResult", "RayOptions"]
 
 
 def cells(store: str | Path = DEFAULT_STORE) -> pd.DataFrame:

@@ -11,9 +11,11 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
+import duckdb
+
 from harness import __version__
 from harness.config import model_names
-from harness.errors import UserError
+from harness.errors import UserError, first_line
 from harness.logs import configure_logging
 from harness.store import DEFAULT_STORE
 
@@ -109,6 +111,10 @@ def _add_score(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--device", help="cpu, cuda, cuda:1 ... (default cuda when available)")
     p.add_argument("--batch-size", type=int,
                    help="BERTScore batch size (default 64 on CPU, 256 on CUDA)")
+    p.add_argument("--ray", nargs="?", const="local", metavar="ADDRESS",
+                   help="score BERTScore on a Ray cluster: no value for a local Ray, 'auto' for "
+                        "the cluster this node joined, or ray://host:10001 (pip install "
+                        "'contam[ray]')")
     _progress(p)
 
 
@@ -146,6 +152,8 @@ def _add_emulator(sub: argparse._SubParsersAction) -> None:
                    help="requests per (API, model) before the day's quota runs out")
     p.add_argument("--jitter-ms", type=float, default=0.0, help="latency varies by +/- this much")
     p.add_argument("--seed", type=int, help="seed for fault draws and jitter (reproducible runs)")
+    p.add_argument("--slots", type=int,
+                   help="requests worked on at once, the rest queue (a served model's batch size)")
     p.add_argument("--batch-processing-s", type=float, default=0.0,
                    help="seconds a batch job takes before its results are ready")
     p.add_argument("--batch-fail-rate", type=float, default=0.0,
@@ -279,11 +287,13 @@ def print_result(result: Any, out: TextIO | None = None, err: TextIO | None = No
 
 def _score(args: argparse.Namespace) -> int:
     from harness.jobs.score import DEFAULT_METRICS, ScoreOptions, score
+    from harness.jobs.score_ray import RayOptions
 
     options = ScoreOptions(
         metrics=args.metric or DEFAULT_METRICS, bertscore_model=args.bertscore_model,
         layer=args.bertscore_layers, rescale=not args.no_rescale, baseline=args.baseline,
         device=args.device, batch_size=args.batch_size,
+        ray=RayOptions(address=args.ray) if args.ray else None,
         progress=not args.no_progress and sys.stderr.isatty())
     for summary in score(args.store, options):
         print(summary.line())
@@ -318,7 +328,7 @@ def emulator_settings_from_args(args: argparse.Namespace) -> Any:
 
     return emulator_settings(latency_ms=args.latency_ms, jitter_ms=args.jitter_ms or 0.0,
                              rpm=args.rpm, faults=args.faults or "", served_model=args.served_model,
-                             quota_per_day=args.quota_per_day, seed=args.seed,
+                             quota_per_day=args.quota_per_day, seed=args.seed, slots=args.slots,
                              batch_processing_s=args.batch_processing_s,
                              batch_fail_rate=args.batch_fail_rate,
                              batch_expire_rate=args.batch_expire_rate)
@@ -375,6 +385,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return HANDLERS[args.command](args)
     except UserError as exc:
         print(f"contam {args.command}: {exc}", file=sys.stderr)
+        return 2
+    except duckdb.Error as exc:  # a store that broke mid-command (cut off, its folder read-only)
+        where = getattr(args, "store", None) or "the store"
+        print(f"contam {args.command}: {where}: store error ({first_line(exc)})", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"contam {args.command}: interrupted", file=sys.stderr)

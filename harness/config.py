@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shlex
 import tomllib
@@ -31,7 +32,7 @@ class ModelSpec:
     name: str  # the user's label, stored in `model`
     provider: str  # openai | gemini | anthropic | ollama | local
     model: str  # the provider's model id
-    base_url: str | None = None
+    base_url: str | tuple[str, ...] | None = None  # a tuple: replicas of one served model
     api_key_env: str | None = None
     rpm: float | None = None
     tpm: float | None = None
@@ -46,6 +47,14 @@ class ModelSpec:
         """What may be stored in `runs.config`: everything but secrets (there are none here:
         only the *name* of the key's environment variable is kept, never its value)."""
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+    def replica_urls(self) -> tuple[str | None, ...]:
+        """One entry per replica: the listed URLs, or the one ``base_url`` (None: the default)."""
+        return self.base_url if isinstance(self.base_url, tuple) else (self.base_url,)
+
+    def for_replica(self, url: str | None) -> "ModelSpec":
+        """This model as one replica's provider sees it: a single ``base_url``."""
+        return dataclasses.replace(self, base_url=url)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -116,13 +125,23 @@ def parse_model(path: Path, where: str, entry: dict[str, Any]) -> ModelSpec:
     check_table(path, where, entry, MODEL_FIELDS)
     _refuse_bad_batch(path, where, entry)
     return ModelSpec(**{**entry, "name": entry.get("name") or entry["model"],
+                        "base_url": _base_url(entry.get("base_url")),
                         "params": dict(entry.get("params", {}))})
 
 
+def _base_url(value: str | list[str] | None) -> str | tuple[str, ...] | None:
+    """A URL, or a list of URLs (replicas; the schema has checked it), which becomes a tuple."""
+    return tuple(value) if isinstance(value, list) else value
+
+
 def _refuse_bad_batch(path: Path, where: str, entry: dict[str, Any]) -> None:
-    if entry.get("batch", False) and entry["provider"] not in BATCH_PROVIDERS:
+    batch = entry.get("batch", False)
+    if batch and entry["provider"] not in BATCH_PROVIDERS:
         raise UserError(f"{path}: {where}: 'batch = true' needs a provider with a batch API "
                         f"({', '.join(BATCH_PROVIDERS)}), not {entry['provider']!r}")
+    if batch and isinstance(entry.get("base_url"), list):
+        raise UserError(f"{path}: {where}: 'batch = true' sends to one batch API, not to "
+                        "replicas: give one base_url")
 
 
 def _refuse_duplicate_names(path: Path, models: tuple[ModelSpec, ...]) -> None:

@@ -24,7 +24,8 @@ PROVIDERS = ("openai", "gemini", "anthropic", "ollama", "local")
 @dataclass(frozen=True)
 class Field:
     """One key: ``text`` (a non-empty string), ``count`` (a whole number >= 1), ``number`` (a
-    finite number > 0), ``flag`` (true or false), ``table`` or ``tables`` (an array of tables)."""
+    finite number > 0), ``flag`` (true or false), ``urls`` (a URL or a non-empty list of them),
+    ``table`` or ``tables`` (an array of tables)."""
 
     kind: str
     required: bool = False
@@ -38,7 +39,7 @@ MODEL_FIELDS = {
     "name": Field("text"),
     "provider": Field("text", required=True, choices=PROVIDERS),
     "model": Field("text", required=True),
-    "base_url": Field("text"),
+    "base_url": Field("urls"),  # one server, or a list of replicas
     "api_key_env": Field("text"),
     "rpm": Field("number"),
     "tpm": Field("number"),
@@ -75,7 +76,8 @@ def did_you_mean(word: str, candidates: Any) -> str:
 
 def _problem(field: Field, value: Any) -> str | None:
     check = {"text": _text_problem, "count": _count_problem, "number": _number_problem,
-             "flag": _flag_problem, "table": _table_problem, "tables": _tables_problem}[field.kind]
+             "flag": _flag_problem, "urls": _urls_problem, "table": _table_problem,
+             "tables": _tables_problem}[field.kind]
     return check(value) or _choice_problem(field, value)
 
 
@@ -97,6 +99,14 @@ def _number_problem(value: Any) -> str | None:
             or not math.isfinite(value) or value <= 0):
         return f"must be a finite number > 0, not {_shown(value)}"
     return None
+
+
+def _urls_problem(value: Any) -> str | None:
+    if isinstance(value, list) and value and not any(_text_problem(url) for url in value):
+        return None
+    if isinstance(value, str) and not _text_problem(value):
+        return None
+    return f"must be a URL or a non-empty list of URLs, not {_shown(value)}"
 
 
 def _flag_problem(value: Any) -> str | None:

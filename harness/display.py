@@ -1,4 +1,4 @@
-"""Live progress: one row per model, from counters the lanes bump.
+"""Live progress: one row per model (and a line per replica under it), from counters the lanes bump.
 
 The lanes only increment plain integers on :class:`LaneStats` (no per-request rendering, no
 per-request timestamps); a display samples them a few times a second and derives the rates from
@@ -28,10 +28,10 @@ from rich.console import Console, ConsoleOptions
 from rich.live import Live
 from rich.segment import Segment
 
-from harness.engine.counters import LaneStats
+from harness.engine.counters import LaneStats, ReplicaStats
 
 __all__ = ["LaneStats", "RateMeter", "LiveProgress", "PlainProgress", "open_progress",
-           "render_table", "plain_lines", "rate_text", "COLUMNS", "BatchProgress"]
+           "render_table", "plain_lines", "rate_text", "replica_line", "COLUMNS", "BatchProgress"]
 
 NOW_WINDOW_S = 10.0  # "answers/s now" averages over the last ten seconds
 REFRESH_PER_S = 4
@@ -195,8 +195,10 @@ def render_table(lanes: Sequence[LaneStats], meter: RateMeter, now: float | None
     text.append("contam", style="bold")
     text.append(f"  elapsed {_elapsed(lanes, now)}\n")
     _append_header(text, layout)
-    for row in rows:
+    for stats, row in zip(lanes, rows):
         _append_row(text, row, layout)
+        for replica in stats.replicas:
+            text.append(f"  └ {replica_line(replica)}\n", style="dim")
     _append_line(text, [("─" * w, "dim") for w in layout.widths], layout, _main_columns(layout))
     _append_row(text, totals, layout, end="")
     return text
@@ -282,6 +284,14 @@ def _append_bar(text: StyledLines, value: str, layout: Layout) -> None:
     text.append(empty * (layout.bar - filled), style="bar.back")
 
 
+def replica_line(replica: ReplicaStats) -> str:
+    """One replica of a model, compactly: where, in flight, replies, errors, cool-down."""
+    cooling = replica.cooling_for()
+    where = replica.url.removeprefix("http://").removeprefix("https://")
+    return (f"{where}  in flight {replica.in_flight}  ok {replica.ok}  errors {replica.errors}"
+            + (f"  cooling {cooling:.1f}s" if cooling > 0 else ""))
+
+
 def _row(stats: LaneStats, now: float, rate_now: float, rpm_now: float) -> list[Cell]:
     cooling = stats.cooling_for()
     status = "bold red" if stats.stopped else ("green" if stats.state == "done" else "")
@@ -324,6 +334,7 @@ def plain_lines(lanes: Sequence[LaneStats], meter: RateMeter, now: float | None 
             f"rpm {rpm_now:.0f}/{_limit(s.rpm_limit)}, retries {s.retries}, 429s {s.rate_limited}, "
             + (f"cooling down {cooling:.1f}s, " if cooling > 0 else "")
             + f"failed {s.failed}, {s.state}")
+        lines += [f"{s.label} replica {replica_line(replica)}" for replica in s.replicas]
     done, total = sum(s.done for s in lanes), sum(s.total for s in lanes)
     active = [rate for rate in rates if rate is not None]
     lines.append(f"total: {done}/{total} answered, {rate_text(sum(active)) if active else '-'}, "

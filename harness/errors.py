@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["UserError", "InputError"]
+__all__ = ["UserError", "InputError", "first_line"]
 
 
 class UserError(Exception):
@@ -16,3 +16,8 @@ class InputError(UserError):
         where = f"{path}:{line}" if line is not None else str(path)
         super().__init__(f"{where}: {problem}")
         self.path, self.line, self.problem = path, line, problem
+
+
+def first_line(exc: BaseException) -> str:
+    """An exception's first line: DuckDB's messages go on with context lines."""
+    return (str(exc).splitlines() or [type(exc).__name__])[0]

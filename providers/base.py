@@ -9,8 +9,10 @@ with each class; providers never retry or sleep themselves.
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import urllib.parse
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -27,7 +29,10 @@ __all__ = [
     "Fatal",
     "ServedModelMismatch",
     "MissingKey",
+    "BadKey",
     "resolve_api_key",
+    "register_secret",
+    "secret_forms",
     "served_model_matches",
     "redact",
 ]
@@ -116,6 +121,9 @@ class MissingKey(Fatal):
     """The key's environment variable is unset or empty."""
 
 
+class BadKey(Fatal):
+    """The key holds a character no HTTP header may carry (a control, a space, non-ASCII)."""
+
 
 class Provider:
     """The base of every provider class (one per module, built once per configured model).
@@ -144,15 +152,33 @@ class Provider:
 def resolve_api_key(spec: ModelSettings, default_env: str | None = None, *,
                     required: bool = True) -> str | None:
     """The key from ``spec.api_key_env``, else ``default_env`` (the provider's conventional
-    variable). Raised errors name the variable, never a value."""
+    variable), checked before anything is sent. Raised errors name the variable, never a value."""
     env_name = spec.api_key_env or default_env
     key = os.environ.get(env_name, "").strip() if env_name else ""
     if key:
-        _REGISTERED_SECRETS.add(key)
+        register_secret(key)  # first: even a refused key is scrubbed from anything printed
+        _refuse_bad_key(spec, env_name, key)
         return key
     if required:
         raise MissingKey(f"model {spec.name!r}: environment variable {env_name} is not set")
     return None
+
+
+def _refuse_bad_key(spec: ModelSettings, env_name: str | None, key: str) -> None:
+    """Keys are printable ASCII without spaces; anything else would break (or inject into) the
+    request's headers, and httpx's complaint would quote the key."""
+    for char in key:
+        if not "!" <= char <= "~":
+            raise BadKey(f"model {spec.name!r}: environment variable {env_name} holds "
+                         f"{_describe(char)}; a key is printable ASCII without spaces")
+
+
+def _describe(char: str) -> str:
+    if char.isspace():
+        return "whitespace inside the key"
+    if ord(char) < 0x20 or ord(char) == 0x7F:
+        return "a control character"
+    return "a non-ASCII character"
 
 
 _DATED_SUFFIX = re.compile(r"-\d{4}-?\d{2}-?\d{2}$|-\d{8}$")
@@ -165,7 +191,8 @@ def served_model_matches(requested: str, served: str) -> bool:
     return served.startswith(requested) and bool(_DATED_SUFFIX.fullmatch(served[len(requested):]))
 
 
-# Every key resolve_api_key hands out; redact() scrubs them from any text that leaves the process.
+# Every form of every key resolve_api_key read: redact() scrubs them from any text that leaves
+# the process.
 _REGISTERED_SECRETS: set[str] = set()
 
 
@@ -173,8 +200,23 @@ _REGISTERED_SECRETS: set[str] = set()
 _MIN_SECRET_LENGTH = 8
 
 
+def register_secret(secret: str) -> None:
+    """Remember a secret in every spelling an error message may quote it in."""
+    _REGISTERED_SECRETS.update(form for form in secret_forms(secret)
+                               if len(form) >= _MIN_SECRET_LENGTH)
+
+
+def secret_forms(secret: str) -> set[str]:
+    """The secret as written, as ``repr`` of the str and of its bytes (``\\n``, ``\\x1b``,
+    ``\\u202e``), JSON-escaped and percent-encoded: the forms exception messages quote."""
+    utf8 = secret.encode("utf-8", "surrogatepass")
+    return {secret, repr(secret)[1:-1], repr(utf8)[2:-1], secret.encode("unicode_escape").decode(),
+            json.dumps(secret)[1:-1], urllib.parse.quote(secret, safe=""),
+            urllib.parse.quote_plus(secret, safe="")}
+
+
 def redact(text: str) -> str:
-    for secret in _REGISTERED_SECRETS:
-        if len(secret) >= _MIN_SECRET_LENGTH:
-            text = text.replace(secret, "[REDACTED]")
+    # Longest first: a short form inside a longer one must not leave the longer one's rest.
+    for secret in sorted(_REGISTERED_SECRETS, key=len, reverse=True):
+        text = text.replace(secret, "[REDACTED]")
     return text

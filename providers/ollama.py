@@ -12,6 +12,7 @@ requested ids are both compared after :func:`normalise_model_id` (see ``served_m
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import httpx
@@ -30,6 +31,9 @@ _PREFLIGHT_TIMEOUT_S = 10.0
 # Ollama Cloud answers 429 "you (...) have reached your session/hourly/weekly usage limit,
 # upgrade for higher limits": a budget, not a burst; retrying within minutes cannot help.
 _QUOTA_PHRASE = "usage limit"
+# Ollama's 404 for a tag it lacks: `model 'x' not found` (older servers add ", try pulling it
+# first").
+_NO_SUCH_MODEL = re.compile(r"\bmodel\b.*\bnot found\b", re.IGNORECASE)
 
 
 def normalise_model_id(model: str | None) -> str | None:
@@ -101,7 +105,7 @@ class OllamaProvider(HTTPProvider):
 
     async def _where_model_runs(self) -> str:
         response = await self._send("POST", "/api/show", {"model": self.spec.model})
-        if response.status_code == 404:
+        if response.status_code == 404 and self._says_no_such_model(response):
             raise Fatal(f"{self.label}: the Ollama server at {self.base_url} has no model "
                         f"{self.spec.model!r}; pull it first (ollama pull {self.spec.model})",
                         http_status=404)
@@ -114,6 +118,13 @@ class OllamaProvider(HTTPProvider):
         if remote or _is_cloud_tag(self.spec.model):
             return f"is proxied to {remote or 'Ollama Cloud'} (runs remotely, not on this machine)"
         return "resolves locally (runs on the Ollama server's own hardware)"
+
+    def _says_no_such_model(self, response: httpx.Response) -> bool:
+        """Ollama's own 404, ``{"error": "model 'x' not found"}``; a proxy or a compatible server
+        without /api/show sends another 404 (the lane then goes on, and /api/generate decides)."""
+        body = self.error_body(response)
+        message = body.get("error") if isinstance(body, dict) else None
+        return isinstance(message, str) and bool(_NO_SUCH_MODEL.search(message))
 
     async def _ask(self, method: str, path: str) -> dict[str, Any]:
         response = await self._send(method, path)

@@ -11,7 +11,8 @@ import importlib
 import httpx
 
 from providers.base import (
-    Fatal, MissingKey, ModelSettings, Provider, Reply, ServedModelMismatch, served_model_matches,
+    BadKey, Fatal, MissingKey, ModelSettings, Provider, Reply, ServedModelMismatch,
+    served_model_matches,
 )
 
 __all__ = ["create_provider", "provider_class", "missing_key", "served_model_id", "check_first_reply", "PROVIDER_CLASSES"]
@@ -47,11 +48,12 @@ def provider_class(spec: ModelSettings) -> type[Provider]:
     return getattr(importlib.import_module(module_name), class_name)
 
 
-def missing_key(spec: ModelSettings) -> MissingKey | None:
-    """The MissingKey error ``spec`` would stop on, found before anything is sent; else None."""
+def missing_key(spec: ModelSettings) -> MissingKey | BadKey | None:
+    """The key error ``spec`` would stop on (unset, or holding a character no header may carry),
+    found before anything is sent; else None."""
     try:
         provider_class(spec).resolve_key(spec)
-    except MissingKey as exc:
+    except (MissingKey, BadKey) as exc:
         return exc
     return None
 

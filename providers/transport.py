@@ -107,6 +107,8 @@ def http_failures(label: str, url: str, timeout: float) -> Iterator[None]:
         raise Fatal(f"{label}: cannot send to {url!r}: {exc}") from exc
     except httpx.TransportError as exc:  # connect/read/write errors, resets, protocol breakage
         raise Transient(f"{label}: connection failed ({type(exc).__name__}: {exc})") from exc
+    except UnicodeEncodeError:  # a header httpx cannot encode; its message would quote the value
+        raise Fatal(f"{label}: a request header holds a non-ASCII character") from None
 
 
 def decode_json(response: httpx.Response, label: str) -> Any:

@@ -1,10 +1,12 @@
-"""Time `contam import` on a synthetic store: N items x 4 models (default 25,000 -> 100,000 answers).
+"""Time `contam import` on a synthetic store and measure each import's peak memory: N items x 4
+models (default 25,000 -> 100,000 answers; 250,000 -> the 1M-row figure in the README).
 
     python scripts/bench_import.py [N_ITEMS]
 """
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import tempfile
@@ -27,10 +29,21 @@ def main() -> None:
         store = folder / "bench.duckdb"
         for kind in ("items", "answers", "labels"):
             started = time.perf_counter()
-            subprocess.run([sys.executable, "-m", "harness.cli", "import", kind, str(paths[kind]),
-                            "--store", str(store)], check=True, stdout=subprocess.DEVNULL)
-            print(f"{kind:8s} {_rows(paths[kind]):>8,d} rows  {time.perf_counter() - started:6.2f} s "
-                  "(whole process)")
+            peak_mb = _run_measured([sys.executable, "-m", "harness.cli", "import", kind,
+                                     str(paths[kind]), "--store", str(store)])
+            seconds = time.perf_counter() - started
+            print(f"{kind:8s} {_rows(paths[kind]):>9,d} rows  {seconds:6.2f} s (whole process)  "
+                  f"peak RSS {peak_mb:6.0f} MB")
+
+
+def _run_measured(command: list[str]) -> float:
+    """Run a child to its end; its own peak resident memory in MB (Linux reports KiB)."""
+    child = subprocess.Popen(command, stdout=subprocess.DEVNULL)
+    _, status, usage = os.wait4(child.pid, 0)
+    child.returncode = os.waitstatus_to_exitcode(status)
+    if child.returncode != 0:
+        raise SystemExit(f"{' '.join(command)} exited {child.returncode}")
+    return usage.ru_maxrss / 1024
 
 
 def _rows(path: Path) -> int:

@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 
 import httpx
 import orjson
@@ -66,7 +67,8 @@ def test_parse_faults() -> None:
 
 
 def test_settings_refuse_bad_values() -> None:
-    for bad in ({"script": ["nope"]}, {"faults": {"500": 2.0}}, {"rpm": 0}, {"latency_ms": -1}):
+    for bad in ({"script": ["nope"]}, {"faults": {"500": 2.0}}, {"rpm": 0}, {"latency_ms": -1},
+                {"slots": 0}):
         with pytest.raises(ValueError):
             EmulatorSettings(**bad)
 
@@ -92,6 +94,22 @@ def test_script_is_consumed_in_order_then_normal_service(emulator) -> None:
     assert statuses == [500, 429, 529, 200, 200]
     emu.push_script("503")
     assert [r.status_code for r in calls(emu, "/v1/chat/completions", OPENAI_BODY, 2)] == [503, 200]
+
+
+def test_on_sent_sees_each_answer_after_it_went_out_with_its_arrival_time(emulator) -> None:
+    sent = []
+    emu = emulator(latency_ms=50, script=["500"],
+                   on_sent=lambda request, answer: sent.append((request, answer, time.time())))
+    with httpx.Client(timeout=5) as client:
+        before = time.time()
+        statuses = [chat(client, emu).status_code for _ in range(2)]
+    deadline = time.monotonic() + 2
+    while len(sent) < 2 and time.monotonic() < deadline:  # on_sent runs on the server's thread,
+        time.sleep(0.01)  # after the reply is on the socket: the client may have read it first
+    assert statuses == [500, 200] and [answer.status for _, answer, _ in sent] == [500, 200]
+    request, answer, at = sent[1]
+    assert request.path == "/v1/chat/completions" and b"Emulated answer" in answer.body
+    assert before <= sent[0][0].received_at <= request.received_at <= at - 0.04  # 50 ms latency
 
 
 def test_rpm_is_enforced_per_api_and_model(emulator) -> None:
@@ -302,6 +320,28 @@ def test_keep_alive_serves_many_requests_on_one_connection(emulator) -> None:
     with httpx.Client() as client:
         assert all(chat(client, emu).status_code == 200 for _ in range(20))
     assert len({r.client for r in emu.requests}) == 1
+
+
+def test_slots_make_requests_beyond_them_wait_their_turn(emulator) -> None:
+    """A replica with 2 slots and 200 ms per request answers 6 requests sent at once in three
+    rounds; the CLI's --slots sets it."""
+    emu = emulator(latency_ms=200, slots=2)
+
+    async def six_at_once() -> list[float]:
+        async with httpx.AsyncClient(timeout=5) as client:
+            started = asyncio.get_running_loop().time()
+
+            async def one() -> float:
+                response = await client.post(f"{emu.url}/v1/chat/completions", json=OPENAI_BODY)
+                assert response.status_code == 200
+                return asyncio.get_running_loop().time() - started
+
+            return sorted(await asyncio.gather(*(one() for _ in range(6))))
+
+    done = asyncio.run(six_at_once())
+    assert done[1] < 0.38 and 0.38 < done[2] < 0.58 and done[5] > 0.58
+    args = build_parser().parse_args(["emulator", "--slots", "4"])
+    assert emulator_settings_from_args(args).slots == 4
 
 
 def test_hundreds_of_concurrent_connections(emulator) -> None:

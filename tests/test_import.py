@@ -199,3 +199,40 @@ def test_a_400_by_4_file_set_gives_1600_cells(contam, tmp_path, store_path):
     status, out, _ = contam("sql", "--store", store_path, "--format", "csv",
                             "select count(*) from cells")
     assert (status, out) == (0, "count_star()\n1600\n")
+
+
+@pytest.mark.parametrize("raw,line", [(b"item_id,model,answer\nred-01,m1,ok\nbrown-01,m1,a\x00b\n", 3),
+                                      (b"item_id,model,answer\nred-01,m1,a\x1b[31mb\n", 2),
+                                      (b"item_id,model\x07,answer\nred-01,m1,a\n", 1)])
+def test_nul_and_other_control_characters_are_refused_with_the_line(loaded, tmp_path, raw, line):
+    path = tmp_path / "answers.csv"
+    path.write_bytes(raw)
+    error = refused(loaded, "answers", path)
+    assert error.line == line and "control character U+00" in str(error)
+
+
+def test_an_escaped_nul_in_jsonl_is_refused_too(loaded, tmp_path):
+    rows = [ANSWERS[0], {"item_id": "brown-01", "model": "m1", "answer": "a\u0000b"}]
+    error = refused(loaded, "answers", write_jsonl(tmp_path / "answers.jsonl", rows))
+    assert error.line == 2 and "U+0000" in str(error) and "'answer'" in str(error)
+
+
+def test_tab_cr_and_lf_inside_values_are_kept(loaded, tmp_path):
+    rows = [{"item_id": "red-01", "model": "m1", "answer": "one\ttwo\r\nthree"}]
+    import_file(loaded, "answers", write_jsonl(tmp_path / "answers.jsonl", rows))
+    assert loaded.query("SELECT answer_raw FROM answers") == [("one\ttwo\r\nthree",)]
+
+
+def test_jsonl_lines_end_at_newline_only(loaded, tmp_path):
+    texts = ["a\u2028b", "c\u0085d", "e\u2029f"]
+    rows = [{"item_id": "red-01", "model": f"m{n}", "answer": text} for n, text in enumerate(texts)]
+    result = import_file(loaded, "answers", write_jsonl(tmp_path / "answers.jsonl", rows))
+    assert result.read == 3
+    assert loaded.query("SELECT answer_raw FROM answers ORDER BY model") == [(t,) for t in texts]
+
+
+def test_a_duplicate_far_down_a_file_names_both_lines(loaded, tmp_path):
+    rows = [{"item_id": "red-01", "model": f"m{n}", "answer": "x"} for n in range(30_000)]
+    rows.append({"item_id": "red-01", "model": "m7", "answer": "y"})
+    error = refused(loaded, "answers", write_csv(tmp_path / "answers.csv", rows))
+    assert error.line == 30_002 and "first on line 9" in str(error)

@@ -138,6 +138,35 @@ def test_default_base_urls_follow_the_design() -> None:
     assert OllamaProvider(ollama_spec(None), None).endpoint() == "http://localhost:11434/api/generate"
 
 
+def compatible_server(show_status: int, show_body: bytes) -> httpx.MockTransport:
+    """An Ollama-compatible server: /api/version and /api/generate work, /api/show answers as told."""
+    def handle(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/api/version":
+            return httpx.Response(200, json={"version": "0.0-compatible"})
+        if request.url.path == "/api/show":
+            return httpx.Response(show_status, content=show_body)
+        return httpx.Response(200, json={"model": "llama3.2", "response": "hi", "done": True})
+    return httpx.MockTransport(handle)
+
+
+@pytest.mark.parametrize("body", [b"404 page not found", b'{"error": "no such endpoint"}', b""])
+async def test_a_404_without_ollamas_no_model_body_is_noted_and_the_lane_goes_on(body) -> None:
+    spec = ollama_spec("http://compatible.test")
+    async with httpx.AsyncClient(transport=compatible_server(404, body)) as client:
+        provider = OllamaProvider(spec, client)
+        text = await provider.preflight()
+        reply = await provider.generate(Request(system="s", user="u"))
+    assert "could not inspect it: HTTP 404" in text and reply.text == "hi"
+
+
+@pytest.mark.parametrize("body", [b'{"error": "model \'llama3.2\' not found"}',
+                                  b'{"error":"model \\"llama3.2\\" not found, try pulling it first"}'])
+async def test_ollamas_own_model_not_found_404_stops_the_lane(body) -> None:
+    async with httpx.AsyncClient(transport=compatible_server(404, body)) as client:
+        with pytest.raises(Fatal, match="has no model 'llama3.2'"):
+            await OllamaProvider(ollama_spec("http://compatible.test"), client).preflight()
+
+
 def test_the_config_knows_exactly_the_registered_providers() -> None:
     from harness.config import PROVIDERS
 

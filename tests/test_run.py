@@ -4,6 +4,7 @@ retries, stops, resume, --limit/--models, and keys that never leak."""
 from __future__ import annotations
 
 import logging
+import time
 
 import pytest
 
@@ -258,6 +259,27 @@ def test_cli_refuses_an_unknown_model_and_a_bad_limit(tmp_path, contam):
         assert status == 2 and "nope" in err
         status, _, err = contam("run", config, "--store", tmp_path / "s.duckdb", "--limit", "0")
         assert status == 2 and "--limit" in err
+
+
+@pytest.mark.parametrize("hint", ["1000000000", "601"])
+def test_a_hint_beyond_max_hint_s_stops_the_lane_like_a_quota(tmp_path, hint):
+    store = tmp_path / "s.duckdb"
+    with run_emulator(EmulatorSettings(script=[f"429:{hint}"])) as limited, run_emulator() as free:
+        config = write_config(tmp_path, [model_entry("openai", limited, concurrency=1),
+                                         model_entry("ollama", free)], items=4)
+        started = time.monotonic()
+        first = run_inprocess(config, store)
+        elapsed = time.monotonic() - started
+        second = run_inprocess(config, store)
+    assert first.status == 1 and elapsed < 10
+    line = next(line for line in first.out.splitlines() if line.startswith("openai-m: 0/4"))
+    assert line.startswith("openai-m: 0/4 answered; STOPPED (wait too long)")
+    assert f"asks to wait {float(hint):,.0f} s, more than max_hint_s = 600 s" in line
+    assert "running `contam run` again later resumes it" in line
+    assert "ollama-m: 4/4 answered" in first.out
+    assert query(store, "SELECT outcome, retry_after_s FROM attempts WHERE model = 'openai-m' "
+                        "ORDER BY seq LIMIT 1") == [("rate_limited", float(hint))]
+    assert second.status == 0 and len(answered(store, "openai-m")) == 4  # resumed
 
 
 def _closed_port() -> int:

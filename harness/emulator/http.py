@@ -11,6 +11,7 @@ import contextlib
 import http
 import socket
 import struct
+import time
 from typing import Any, Protocol
 from urllib.parse import parse_qsl, urlsplit
 
@@ -47,7 +48,8 @@ def _incoming(request: h11.Request, body: bytes,
         key, text = name.decode("latin-1").lower(), value.decode("latin-1")
         headers[key] = f"{headers[key]}, {text}" if key in headers else text
     return RecordedRequest(request.method.decode("ascii"), target.path,
-                           dict(parse_qsl(target.query)), headers, _parse_body(body), body, client)
+                           dict(parse_qsl(target.query)), headers, _parse_body(body), body, client,
+                           time.time())
 
 
 def _parse_body(raw: bytes) -> Any:
@@ -150,6 +152,8 @@ class HTTPServer:
                 return await _hang(reader, self.app.settings.hang_s)
             writer.write(_encode(conn, outcome))
             await writer.drain()
+            if self.app.settings.on_sent is not None:
+                self.app.settings.on_sent(incoming, outcome)
             if conn.our_state is not h11.DONE or conn.their_state is not h11.DONE:
                 return
             conn.start_next_cycle()

@@ -110,6 +110,9 @@ class _App:
         self._windows: defaultdict[tuple[str, str], deque[float]] = defaultdict(deque)
         self._day_counts: Counter[tuple[str, str]] = Counter()
         self._seen_models: dict[str, set[str]] = defaultdict(set)
+        # A replica of a served model works on `slots` requests at a time: the others wait their
+        # turn, so its throughput is slots / latency whatever the clients send.
+        self._slots = asyncio.Semaphore(settings.slots) if settings.slots else None
         self.batches = BatchServer(self)
 
     async def respond(self, incoming: RecordedRequest) -> Canned | str:
@@ -207,7 +210,10 @@ class _App:
         settings = self.settings
         jitter = self._rng.uniform(-settings.jitter_ms, settings.jitter_ms) if settings.jitter_ms else 0.0
         seconds = max(0.0, settings.latency_ms + jitter) / 1000
-        if seconds:
+        if self._slots is not None:
+            async with self._slots:
+                await asyncio.sleep(seconds)
+        elif seconds:
             await asyncio.sleep(seconds)
 
     def _success(self, dialect: Dialect, call: Call) -> Canned:
@@ -376,12 +382,12 @@ def emulator_settings(*, latency_ms: float = 0.0, jitter_ms: float = 0.0, rpm: f
                       faults: str = "", served_model: str | None = None,
                       quota_per_day: int | None = None, seed: int | None = None,
                       batch_processing_s: float = 0.0, batch_fail_rate: float = 0.0,
-                      batch_expire_rate: float = 0.0) -> EmulatorSettings:
+                      batch_expire_rate: float = 0.0, slots: int | None = None) -> EmulatorSettings:
     """The settings of ``contam emulator``'s flags (``faults`` as on the command line)."""
     try:
         return EmulatorSettings(
             latency_ms=latency_ms, jitter_ms=jitter_ms, rpm=rpm, faults=parse_faults(faults),
-            served_model=served_model, quota_per_day=quota_per_day, seed=seed, record=False,
+            served_model=served_model, quota_per_day=quota_per_day, seed=seed, slots=slots, record=False,
             batch_processing_s=batch_processing_s, batch_fail_rate=batch_fail_rate,
             batch_expire_rate=batch_expire_rate)
     except ValueError as exc:
@@ -394,6 +400,7 @@ def banner(url: str, settings: EmulatorSettings) -> str:
               f"  {api:<10} base_url = \"{url}\"" for api in DIALECTS]
     faults = ",".join(f"{k}={v:g}" for k, v in settings.faults.items()) or "none"
     lines.append(f"latency {settings.latency_ms:g} ms, rpm {settings.rpm or 'unlimited'}, "
+                 f"slots {settings.slots or 'unlimited'}, "
                  f"faults {faults}, served model {settings.served_model or 'as asked'}, "
                  f"quota/day {settings.quota_per_day or 'unlimited'}; Ctrl-C stops it")
     lines.append("judge requests (the judge rubric as system prompt) get a label: right when the "

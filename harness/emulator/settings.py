@@ -8,9 +8,12 @@ import unicodedata
 import zlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from metrics.judge import JUDGE_RUBRIC
+
+if TYPE_CHECKING:
+    from harness.emulator.apis import Canned
 
 __all__ = ["EmulatorSettings", "RecordedRequest", "Step", "parse_step", "parse_faults",
            "default_answer", "default_reply", "judge_label", "RESET", "HANG"]
@@ -121,6 +124,7 @@ class EmulatorSettings:
     latency_ms: float = 0.0  # added before every answer except 429s and auth failures
     jitter_ms: float = 0.0  # latency varies uniformly by +/- this much
     rpm: float | None = None  # enforced per (API, model) over a sliding 60 s window
+    slots: int | None = None  # requests worked on at once, the rest queue (a served model's batch)
     faults: Mapping[str, float] = field(default_factory=dict)  # outcome -> probability
     script: Sequence[str] = ()  # exact outcomes for the first requests, consumed in order
     served_model: str | None = None  # answer as this model whatever was asked for
@@ -134,6 +138,8 @@ class EmulatorSettings:
     batch_processing_s: float = 0.0  # a batch job ends this long after it was created
     batch_fail_rate: float = 0.0  # probability that a batch line fails with a 500
     batch_expire_rate: float = 0.0  # probability that a batch line expires unprocessed
+    # Called with each request and its answer once the answer is on the socket (a soak's ledger).
+    on_sent: Callable[[RecordedRequest, Canned], None] | None = None
 
     def __post_init__(self) -> None:
         for step in self.script:
@@ -143,6 +149,8 @@ class EmulatorSettings:
             raise ValueError("latency and jitter must be >= 0 and rpm > 0")
         if self.quota_per_day is not None and self.quota_per_day < 0:
             raise ValueError("quota_per_day must be >= 0")
+        if self.slots is not None and self.slots < 1:
+            raise ValueError("slots must be >= 1")
         if self.batch_processing_s < 0 or not 0 <= self.batch_fail_rate + self.batch_expire_rate <= 1:
             raise ValueError("batch_processing_s must be >= 0 and the batch rates add up to 0..1")
 
@@ -158,3 +166,4 @@ class RecordedRequest:
     body: Any
     raw_body: bytes
     client: tuple[str, int] | None = None  # the peer address: one per keep-alive connection
+    received_at: float = 0.0  # time.time() when the whole request had arrived

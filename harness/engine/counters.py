@@ -7,7 +7,18 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-__all__ = ["LaneStats"]
+__all__ = ["LaneStats", "ReplicaStats"]
+
+
+@dataclass(eq=False, kw_only=True)
+class ReplicaStats:
+    """Counters of one replica of a lane's model (a ``base_url`` of several)."""
+
+    url: str
+    in_flight: int = 0
+    ok: int = 0  # replies received (whatever the lane made of them)
+    errors: int = 0  # failed exchanges: error statuses, timeouts, resets
+    cooling_for: Callable[[], float] = lambda: 0.0  # seconds left in the replica's cool-down
 
 
 @dataclass(eq=False, kw_only=True)
@@ -31,6 +42,7 @@ class LaneStats:
     started: float = field(default_factory=time.monotonic)
     finished: float | None = None
     cooling_for: Callable[[], float] = lambda: 0.0  # seconds left in the lane's cool-down
+    replicas: list[ReplicaStats] = field(default_factory=list)  # empty: one replica
 
     @property
     def remaining(self) -> int:

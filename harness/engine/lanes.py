@@ -10,7 +10,9 @@ A caller (``contam run``, ``contam judge``, a benchmark) describes its work as l
 
 Per lane (see :mod:`harness.engine.limits`): an RPM bucket, an optional TPM bucket, exactly
 ``spec.concurrency`` workers pulling from the lane's lazy task iterator, and a cool-down gate that
-a 429 with a hint closes for the whole lane. Retries are stamina's, on retryable errors only
+a 429 with a hint closes for the whole lane. A model with several replicas (``base_url = [...]``)
+keeps that one lane; each request goes to the replica with the fewest in flight, and a failing
+replica cools down alone (:mod:`harness.engine.replicas`). Retries are stamina's, on retryable errors only
 (:class:`RateLimited`, :class:`Transient`, :class:`Timeout`), at most ``spec.max_attempts``
 attempts: the server's hint is the wait when there is one, exponential backoff with jitter
 otherwise. :class:`QuotaExhausted` and :class:`Fatal` stop their lane (in-flight requests finish,
@@ -52,10 +54,23 @@ from harness.config import ModelSpec
 from harness.engine.counters import LaneStats
 from harness.engine.limits import LaneLimits
 from harness.engine.pool import lane_client, set_worker_slot
+from harness.engine.replicas import Replica, ReplicaSet
 from harness.engine.writer import BatchWriter, Rows
 from harness.store import utc_now
 from providers.base import (
-    Fatal, MissingKey, Provider, ProviderError, QuotaExhausted, RateLimited, Reply, Request, ServedModelMismatch, Timeout, Transient, redact,
+    BadKey,
+    Fatal,
+    MissingKey,
+    Provider,
+    ProviderError,
+    QuotaExhausted,
+    RateLimited,
+    Reply,
+    Request,
+    ServedModelMismatch,
+    Timeout,
+    Transient,
+    redact,
 )
 from providers.registry import check_first_reply, create_provider
 
@@ -127,14 +142,27 @@ class InternalError(Fatal):
     """A provider or ``accept`` raised something unclassified: a bug, which stops its lane."""
 
 
+class WaitTooLong(QuotaExhausted):
+    """The server asked for a wait beyond the model's ``max_hint_s``: stopped like a quota, and the
+    next run resumes, rather than a lane cooling down for hours (or, with a hostile hint, years)."""
+
+
+# A hint longer than this (the model's max_hint_s; 10 minutes unless configured) stops the lane.
+DEFAULT_MAX_HINT_S = 600.0
+
+
 def stop_reason(exc: BaseException) -> str:
     """The short reason a lane stopped, as the display and the summary show it."""
+    if isinstance(exc, WaitTooLong):
+        return "wait too long"
     if isinstance(exc, QuotaExhausted):
         return "quota"
     if isinstance(exc, ServedModelMismatch):
         return "substitution"
     if isinstance(exc, MissingKey):
         return "missing key"
+    if isinstance(exc, BadKey):
+        return "bad key"
     if isinstance(exc, Fatal) and exc.http_status in (401, 403):
         return "auth"
     if isinstance(exc, Transient):  # only a preflight stops a lane on a retryable error
@@ -224,7 +252,7 @@ class _LaneRun:
         self.limits = LaneLimits(lane.spec)
         self.stats = LaneStats(label=lane.spec.name, total=lane.total, cap=lane.spec.concurrency,
                                rpm_limit=lane.spec.rpm, cooling_for=self.limits.cooling_for)
-        self.provider: Provider | None = lane.provider
+        self.replicas = ReplicaSet([], self.limits)  # built with the providers, in _prepare
         self._tasks: Iterator[Task] = iter(())
         self._workers: anyio.CancelScope | None = None
         self._in_flight: set[anyio.CancelScope] = set()
@@ -248,8 +276,11 @@ class _LaneRun:
 
     async def _run_with_client(self) -> None:
         workers = min(self.spec.concurrency, self.lane.total)
-        async with lane_client(workers, self.spec.timeout_s) as client:
-            if not await self._prepare(client) or self._draining:
+        async with contextlib.AsyncExitStack() as stack:
+            # Each replica its own client: a worker keeps a connection to every replica it uses.
+            clients = [await stack.enter_async_context(lane_client(workers, self.spec.timeout_s))
+                       for _ in self.spec.replica_urls()]
+            if not await self._prepare(clients) or self._draining:
                 return
             self._tasks = iter(self.lane.tasks)
             async with anyio.create_task_group() as group:
@@ -257,20 +288,51 @@ class _LaneRun:
                 for slot in range(workers):
                     group.start_soon(self._worker, slot)
 
-    async def _prepare(self, client: httpx.AsyncClient) -> bool:
-        """Build the provider and report its preflight (Ollama: is the server up, is the tag local
-        or proxied; local: load the weights). False: the lane stopped."""
+    async def _prepare(self, clients: Sequence[httpx.AsyncClient]) -> bool:
+        """Build the providers, one per replica, and report their preflights (Ollama: is the
+        server up, is the tag local or proxied; local: load the weights). Of several replicas,
+        one whose preflight fails is left out; the lane stops when none is left. False: stopped."""
         try:
-            if self.provider is None:
-                self.provider = self.engine.provider_factory(self.spec, client)
-            report = await self.provider.preflight()
-            if report:
-                log.info("%s: preflight: %s", self.spec.name, report)
-                self.engine.notify(f"{self.spec.name}: {report}")
+            self._use_replicas(await self._ready_replicas(self._build_replicas(clients)))
         except ProviderError as exc:
             self._stop(exc)
             return False
         return True
+
+    async def _ready_replicas(self, candidates: list[Replica]) -> list[Replica]:
+        """The replicas whose preflight passed; raises the first failure when none did."""
+        ready, failures = [], []
+        for replica in candidates:
+            try:
+                await self._preflight(replica)
+                ready.append(replica)
+            except ProviderError as exc:
+                failures.append(exc)
+                if len(candidates) > 1:
+                    self.engine.notify(f"{self.spec.name}: replica {replica.url} left out: "
+                                       f"{redact(str(exc))}")
+        if not ready:
+            raise failures[0]
+        return ready
+
+    def _build_replicas(self, clients: Sequence[httpx.AsyncClient]) -> list[Replica]:
+        if self.lane.provider is not None:
+            return [Replica(self.spec.replica_urls()[0], self.lane.provider)]
+        return [Replica(url, self.engine.provider_factory(self.spec.for_replica(url), client))
+                for url, client in zip(self.spec.replica_urls(), clients)]
+
+    async def _preflight(self, replica: Replica) -> None:
+        report = await replica.provider.preflight()
+        if report:
+            log.info("%s: preflight: %s", self.spec.name, report)
+            self.engine.notify(f"{self.spec.name}: {report}")
+
+    def _use_replicas(self, replicas: list[Replica]) -> None:
+        self.replicas = ReplicaSet(replicas, self.limits, (RETRY_WAIT_INITIAL, RETRY_WAIT_MAX),
+                                   max_hint_s=self._max_hint_s())
+        self.stats.cooling_for = self.replicas.cooling_for
+        if len(self.spec.replica_urls()) > 1:
+            self.stats.replicas = [replica.stats for replica in replicas]
 
     def drain(self) -> None:
         self._draining = self._halted = True
@@ -341,85 +403,118 @@ class _LaneRun:
         # (no retry). A flag, not anyio's checkpoint_if_cancelled: this is the per-request path.
         await self._unless_halted()
         await self.limits.admit(task.request)
-        await self._exchange(task, number)
+        # Several replicas all cooling down: wait for the first to reopen (one replica: the
+        # lane's gate in admit() already held the request back).
+        replica = await self.replicas.choose()
+        await self._exchange(task, number, replica)
         await self._unless_halted()
 
     async def _unless_halted(self) -> None:
         if self._halted:
             await anyio.lowlevel.checkpoint()  # the workers' scope is cancelled: this raises
 
-    async def _exchange(self, task: Task, number: int) -> None:
+    async def _exchange(self, task: Task, number: int, replica: Replica) -> None:
         stats = self.stats
         stats.sent += 1
         stats.retries += number > 1
         stats.in_flight += 1
+        replica.stats.in_flight += 1
         started_at, clock = utc_now(), time.perf_counter()
         try:
             try:
-                reply = await self._generate(task.request)
+                reply = await self._generate(replica, task.request)
                 latency = time.perf_counter() - clock
-                rows = self._accept(task, reply, latency)
+                rows = self._accept(replica.provider, task, reply, latency)
             except Exception as exc:
-                await self._failed(task, number, started_at, time.perf_counter() - clock, exc)
+                await self._failed(task, number, started_at, time.perf_counter() - clock, exc,
+                                   replica.url)
                 raise
         finally:
             stats.in_flight -= 1
-        ok = self._attempt_row(task, number, started_at, latency, "ok", reply.http_status)
+            replica.stats.in_flight -= 1
+        ok = self._attempt_row(task, number, started_at, latency, "ok", reply.http_status,
+                               replica=replica.url)
         # BatchWriter.write does not yield (no cancellation point): the rows of a reply that
         # came back are queued even when the lane stops or the run is interrupted meanwhile.
         await self.engine.writer.write({**rows, "attempts": [*rows.get("attempts", ()), ok]})
         stats.done += 1
 
-    async def _generate(self, request: Request) -> Reply:
+    async def _generate(self, replica: Replica, request: Request) -> Reply:
+        """One request to ``replica``, which hears how it went (a failure cools it down)."""
+        try:
+            reply = await self._shielded(replica.provider, request)
+        except Exception as exc:
+            self.replicas.failed(replica, exc)
+            raise
+        self.replicas.answered(replica)
+        return reply
+
+    async def _shielded(self, provider: Provider, request: Request) -> Reply:
         """One request, shielded: once sent, it runs to its reply (or its deadline) and is
         written, even when the lane stops or the run is interrupted meanwhile. One cancel scope
         (shield and deadline together) per request: anyio's scopes are the engine's largest
         fixed cost per request after httpx itself."""
-        assert self.provider is not None
         deadline = self.spec.timeout_s + DEADLINE_MARGIN_S
         # time.monotonic() is asyncio's loop clock (anyio.current_time() costs a backend lookup).
         with anyio.CancelScope(shield=True, deadline=time.monotonic() + deadline) as scope:
             self._in_flight.add(scope)
             try:
-                return await self.provider.generate(request)
+                return await provider.generate(request)
             finally:
                 self._in_flight.discard(scope)
         if self._abandoned:  # a second Ctrl-C cancelled it: nothing to record, no retry
             await anyio.lowlevel.checkpoint()
         raise Timeout(f"model {self.spec.name!r}: no reply within {deadline:g} s")
 
-    def _accept(self, task: Task, reply: Reply, latency: float) -> Rows:
-        assert self.provider is not None
-        check_first_reply(self.provider, reply)  # every reply, the first included
+    def _accept(self, provider: Provider, task: Task, reply: Reply, latency: float) -> Rows:
+        check_first_reply(provider, reply)  # every reply, the first included
         return self.engine.accept(task, reply, latency)
 
     async def _failed(self, task: Task, number: int, started_at: Any, latency: float,
-                      exc: Exception) -> None:
-        """Record a failed attempt; close the gate on a hinted 429. The caller re-raises."""
+                      exc: Exception, replica: str | None) -> None:
+        """Record a failed attempt (the replica has already cooled down, see _generate). The
+        caller re-raises."""
         error = exc if isinstance(exc, ProviderError) else InternalError(
             f"model {self.spec.name!r}: {type(exc).__name__}: {exc}")
         if isinstance(error, RateLimited):
             self.stats.rate_limited += 1
-        log.info("%s: item %s attempt %d/%d: %s (HTTP %s)%s: %s", self.spec.name, task.item_id,
-                 number, self.spec.max_attempts, error.outcome, error.http_status or "-",
+        too_long = self._wait_too_long(error)
+        log.info("%s: item %s attempt %d/%d%s: %s (HTTP %s)%s: %s", self.spec.name, task.item_id,
+                 number, self.spec.max_attempts, f" via {replica}" if replica else "",
+                 error.outcome, error.http_status or "-",
                  "" if error.retry_after_s is None else f", server asks {error.retry_after_s:g} s",
                  error)
-        if error.retryable and error.retry_after_s:
-            # The server named a time before which this model's requests are refused (a 429, or
-            # a 503 with Retry-After): nothing of the lane goes out until then.
-            log.info("%s: cool-down of %g s for the whole lane", self.spec.name, error.retry_after_s)
-            self.limits.cool_down(error.retry_after_s)
+        if error.retryable and error.retry_after_s and too_long is None:
+            log.info("%s: cool-down of %g s (the server's hint)", self.spec.name,
+                     error.retry_after_s)
         row = self._attempt_row(task, number, started_at, latency, error.outcome,
-                                error.http_status, error.retry_after_s, str(error))
+                                error.http_status, error.retry_after_s, str(error),
+                                replica=replica)
         await self.engine.writer.write({"attempts": [row]})
+        if too_long is not None:
+            raise too_long from exc
         if error is not exc:
             raise error from exc
 
+    def _max_hint_s(self) -> float:
+        return getattr(self.spec, "max_hint_s", None) or DEFAULT_MAX_HINT_S
+
+    def _wait_too_long(self, error: ProviderError) -> WaitTooLong | None:
+        """A stop for a hint beyond the model's ceiling, or None."""
+        ceiling = self._max_hint_s()
+        hint = error.retry_after_s
+        if not error.retryable or hint is None or hint <= ceiling:
+            return None
+        return WaitTooLong(f"model {self.spec.name!r}: the server asks to wait {hint:,.0f} s, more "
+                           f"than max_hint_s = {ceiling:g} s; this model is stopped, and running "
+                           "`contam run` again later resumes it without asking answered items "
+                           "again", http_status=error.http_status, retry_after_s=hint)
+
     def _attempt_row(self, task: Task, number: int, started_at: Any, latency: float,
                      outcome: str, http_status: int | None, retry_after_s: float | None = None,
-                     error: str | None = None) -> dict[str, Any]:
+                     error: str | None = None, *, replica: str | None) -> dict[str, Any]:
         return {"run_id": self.engine.run_id, "item_id": task.item_id, "model": task.model,
                 "attempt": number, "started_at": started_at, "latency_s": latency,
                 "outcome": outcome, "http_status": http_status, "retry_after_s": retry_after_s,
-                "error": redact(error) if error else None}
+                "error": redact(error) if error else None, "replica": replica}
 

@@ -7,9 +7,11 @@ per batch. The rows of one ``write`` always land in the same transaction, so an 
 committed without its attempt row (or the reverse).
 
 When a batch is committed: once ``max_writes`` (50) writes are waiting and the oldest of them has
-waited ``min_age_s`` (0.25 s); and in any case ``max_delay_s`` (1 s) after the first of them. A
-kill -9 therefore loses at most the writes not committed yet: a quarter of a second's worth, or
-50 when they come slower, never more than a second's (and the next run asks them again).
+waited ``min_age_s`` (0.25 s); and in any case ``max_delay_s`` (1 s) after the first of them.
+A kill -9 loses no reply even so: each write that brings a reply is appended to the store's
+journal (:mod:`harness.store.journal`) before it joins the batch, and the next writer to open the
+store replays what the store lacks. Only failed attempts' rows can be lost (and the next run asks
+those items again).
 
 Why a quarter second: a commit costs 2-4 ms whatever its size and replies come in bursts, so a
 batch that gathers a little takes a burst in one commit (``contam bench --emulator`` measures it).
@@ -38,6 +40,7 @@ import anyio
 import anyio.lowlevel
 from anyio.abc import TaskGroup
 
+from harness.store.journal import Journal, journal_path, reply_key
 from harness.store import TABLE_COLUMNS, Store
 
 __all__ = ["BatchWriter", "Rows", "insert_statements"]
@@ -49,8 +52,10 @@ class BatchWriter:
     """``async with BatchWriter(store) as writer: await writer.write({"answers": [...]})``."""
 
     def __init__(self, store: Store, *, max_writes: int = 50, max_delay_s: float = 1.0,
-                 min_age_s: float = 0.25, buffer: int = 4096) -> None:
+                 min_age_s: float = 0.25, buffer: int = 4096, journal: bool = True) -> None:
         self.store = store
+        self.journal: Journal | None = None
+        self._use_journal = journal
         self.max_writes = max_writes
         self.max_delay_s = max_delay_s
         self.min_age_s = min_age_s
@@ -62,6 +67,7 @@ class BatchWriter:
         self._wake = anyio.Event()  # set when the drain task has reason to look again
         self._room = anyio.Event()  # set when a commit takes the pending writes
         self._closed = False
+        self._commit_failed = False
         self._urgent = False  # a write_durably is waiting: commit without gathering
         self._committed = anyio.Event()  # set after each commit
         self._task_group: TaskGroup | None = None
@@ -77,6 +83,8 @@ class BatchWriter:
                     await self._room.wait()
         if self._closed:
             raise anyio.ClosedResourceError("the writer is closed")
+        if self.journal is not None and reply_key(rows) is not None:
+            self.journal.append(rows)
         if not self._pending:
             self._first_at = anyio.current_time()
             self._wake.set()  # the drain task starts the max_delay_s clock
@@ -96,6 +104,8 @@ class BatchWriter:
                 await self._committed.wait()
 
     async def __aenter__(self) -> "BatchWriter":
+        if self._use_journal:
+            self.journal = Journal(journal_path(self.store.path))
         self.store.con.execute("SET threads = 1")
         self._task_group = anyio.create_task_group()
         await self._task_group.__aenter__()
@@ -111,11 +121,21 @@ class BatchWriter:
             return await self._task_group.__aexit__(*exc_info)
         finally:
             self.store.con.execute("RESET threads")
+            if self.journal is not None:
+                self.journal.close(committed=not self._pending and not self._commit_failed)
 
     async def _drain(self) -> None:
         with anyio.CancelScope(shield=True):
             while batch := await self._next_batch():
-                self._commit(insert_statements(batch))
+                try:
+                    self._commit(insert_statements(batch))
+                except BaseException:
+                    self._commit_failed = True  # the journal keeps the batch for a replay
+                    raise
+                if self.journal is not None:
+                    # Nothing awaits between taking a batch and committing it, so no write came
+                    # in meanwhile: every journaled reply is in the store now.
+                    self.journal.clear()
                 self.rows_committed += sum(len(rows) for writes in batch for rows in writes.values())
                 self.batches_committed += 1
                 committed, self._committed = self._committed, anyio.Event()

@@ -103,12 +103,15 @@ class EmulatorProcess:
 
 
 @contextlib.contextmanager
-def emulator_process(*, latency_ms: float, rpm: float | None = None) -> Iterator[EmulatorProcess]:
+def emulator_process(*, latency_ms: float, rpm: float | None = None,
+                     slots: int | None = None) -> Iterator[EmulatorProcess]:
     """``contam emulator`` on a free loopback port, for the duration of the ``with`` block."""
     command = [sys.executable, "-m", "harness.cli", "emulator", "--host", "127.0.0.1",
                "--port", "0", "--latency-ms", repr(latency_ms)]
     if rpm:
         command += ["--rpm", repr(rpm)]
+    if slots:
+        command += ["--slots", str(slots)]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
     try:
         banner = process.stdout.readline()  # "contam emulator listening on http://127.0.0.1:PORT"

@@ -2,16 +2,25 @@
 
 A file is imported in one transaction: either every new row lands or none does. Importing the same
 file twice adds nothing; a changed row for the same key becomes a newer row the views prefer.
+
+Memory stays flat however long the file: records stream from
+:func:`harness.jobs.records.read_records` in chunks into a staging table inside that transaction,
+and the checks that need every row at once (duplicate keys, unknown items) and the final insert
+are SQL over the staging table, which DuckDB may spill to disk (its ``memory_limit`` is lowered
+while importing).
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import itertools
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import orjson
-import pandas as pd
 
 from harness.errors import InputError
 from harness.jobs.records import KINDS, Record, normalise_label, read_records
@@ -43,51 +52,83 @@ def import_path(kind: str, path: str | Path, *, store: str | Path = DEFAULT_STOR
         return import_file(opened, kind, path)
 
 
+# Rows per INSERT into the staging table: large enough that the per-statement cost vanishes,
+# small enough that a chunk's Python objects stay a few MB.
+_CHUNK_ROWS = 20_000
+# DuckDB's memory while importing (it spills the staging table to disk beyond this).
+_IMPORT_MEMORY_LIMIT = "256MB"
+
+
 def import_file(store: Store, kind: str, path: str | Path) -> ImportResult:
+    source = str(path)
     records = read_records(path, KINDS[kind])
-    frame = _FRAME_BUILDERS[kind](records, str(path))
-    with store.transaction():
+    row_for = _ROW_BUILDERS[kind](source)
+    with _import_memory_limit(store), store.transaction():
+        read = _stage(store, kind, (row_for(record) for record in records))
+        _refuse_duplicates(store, kind, source)
         if kind != "items":
-            _refuse_unknown_items(store, frame, str(path))
-        added = store.append_query(kind, _NEW_ROWS_SQL[kind], staged=frame)
-    return ImportResult(kind=kind, path=str(path), read=len(records), added=added)
+            _refuse_unknown_items(store, source)
+        added = store.append_query(kind, _NEW_ROWS_SQL[kind])
+    return ImportResult(kind=kind, path=source, read=read, added=added)
 
 
-# -- DataFrames shaped like the tables, plus the source line for error messages ---------------
+@contextlib.contextmanager
+def _import_memory_limit(store: Store) -> Iterator[None]:
+    """Lower DuckDB's memory limit for one import, and put it back."""
+    previous = store.con.execute("SELECT current_setting('memory_limit')").fetchone()[0]
+    store.con.execute(f"SET memory_limit = '{_IMPORT_MEMORY_LIMIT}'")
+    try:
+        yield
+    finally:
+        store.con.execute(f"SET memory_limit = '{previous}'")
 
-def _items_frame(records: list[Record], source: str) -> pd.DataFrame:
-    required = KINDS["items"].required
+
+def _stage(store: Store, kind: str, rows: Iterator[dict[str, Any]]) -> int:
+    """Every row into a temporary ``staged`` table shaped like ``kind`` plus ``_line`` (the
+    connection's own, never in the store file; the next import replaces it)."""
+    store.con.execute(f"CREATE OR REPLACE TEMP TABLE staged AS "
+                      f"SELECT * EXCLUDE (seq), 0::BIGINT AS _line FROM {kind} WHERE false")
+    columns = _STAGED_COLUMNS[kind]
+    select = ", ".join(f"unnest(${n}) AS {c}" for n, c in enumerate(columns, start=1))
+    read = 0
+    for chunk in _chunks(rows, _CHUNK_ROWS):
+        store.con.execute(f"INSERT INTO staged BY NAME SELECT {select}",
+                          [[row[c] for row in chunk] for c in columns])
+        read += len(chunk)
+    return read
+
+
+def _chunks(rows: Iterable[dict[str, Any]], size: int) -> Iterator[list[dict[str, Any]]]:
+    iterator = iter(rows)
+    while chunk := list(itertools.islice(iterator, size)):
+        yield chunk
+
+
+# -- one table row per record, plus the source line for error messages ------------------------
+
+def _items_row(source: str) -> Callable[[Record], dict[str, Any]]:
+    required, now = KINDS["items"].required, utc_now()
+    return lambda r: {**{name: r.fields[name].strip() for name in required},
+                      "extra": _extra_json(r.fields, required), "source_file": source,
+                      "added_at": now, "_line": r.line}
+
+
+def _answers_row(source: str) -> Callable[[Record], dict[str, Any]]:
+    run_id, now = f"import:{_file_digest(source)}", utc_now()
+    return lambda r: {"run_id": run_id, "item_id": r.fields["item_id"].strip(),
+                      "model": r.fields["model"].strip(), "provider": "import",
+                      "answer_raw": r.fields["answer"],
+                      "answer": normalise_answer(r.fields["answer"]), "created_at": now,
+                      "_line": r.line}
+
+
+def _labels_row(source: str) -> Callable[[Record], dict[str, Any]]:
     now = utc_now()
-    rows = [{**{name: r.fields[name].strip() for name in required},
-             "reference": r.fields["reference"].strip(),
-             "extra": _extra_json(r.fields, required), "source_file": source,
-             "added_at": now, "_line": r.line} for r in records]
-    return _frame(rows, [*required, "extra", "source_file", "added_at", "_line"])
-
-
-def _answers_frame(records: list[Record], source: str) -> pd.DataFrame:
-    run_id = f"import:{_file_digest(source)}"
-    now = utc_now()
-    rows = [{"run_id": run_id, "item_id": r.fields["item_id"].strip(),
-             "model": r.fields["model"].strip(), "provider": "import",
-             "answer_raw": r.fields["answer"], "answer": normalise_answer(r.fields["answer"]),
-             "created_at": now, "_line": r.line} for r in records]
-    return _frame(rows, ["run_id", "item_id", "model", "provider", "answer_raw", "answer",
-                         "created_at", "_line"])
-
-
-def _labels_frame(records: list[Record], source: str) -> pd.DataFrame:
-    now = utc_now()
-    rows = [{"item_id": r.fields["item_id"].strip(), "model": r.fields["model"].strip(),
-             "rater": r.fields["rater"].strip(), "label": normalise_label(r.fields["label"]),
-             "rubric_sha256": r.fields.get("rubric_sha256") or None, "source_file": source,
-             "created_at": now, "_line": r.line} for r in records]
-    return _frame(rows, ["item_id", "model", "rater", "label", "rubric_sha256", "source_file",
-                         "created_at", "_line"])
-
-
-def _frame(rows: list[dict], columns: list[str]) -> pd.DataFrame:
-    return pd.DataFrame(rows, columns=columns).astype({"_line": "int64"})
+    return lambda r: {"item_id": r.fields["item_id"].strip(), "model": r.fields["model"].strip(),
+                      "rater": r.fields["rater"].strip(),
+                      "label": normalise_label(r.fields["label"]),
+                      "rubric_sha256": r.fields.get("rubric_sha256") or None,
+                      "source_file": source, "created_at": now, "_line": r.line}
 
 
 def _extra_json(fields: dict[str, str], required: tuple[str, ...]) -> str | None:
@@ -97,10 +138,21 @@ def _extra_json(fields: dict[str, str], required: tuple[str, ...]) -> str | None
 
 
 def _file_digest(path: str) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:12]
+    try:
+        with open(path, "rb") as handle:
+            return hashlib.file_digest(handle, "sha256").hexdigest()[:12]
+    except OSError as exc:
+        raise InputError(path, None, exc.strerror or "cannot read") from None
 
 
-_FRAME_BUILDERS = {"items": _items_frame, "answers": _answers_frame, "labels": _labels_frame}
+_ROW_BUILDERS = {"items": _items_row, "answers": _answers_row, "labels": _labels_row}
+_STAGED_COLUMNS = {
+    "items": (*KINDS["items"].required, "extra", "source_file", "added_at", "_line"),
+    "answers": ("run_id", "item_id", "model", "provider", "answer_raw", "answer", "created_at",
+                "_line"),
+    "labels": ("item_id", "model", "rater", "label", "rubric_sha256", "source_file", "created_at",
+               "_line"),
+}
 
 # Only rows that differ from the latest row for the same key are appended.
 _NEW_ROWS_SQL = {
@@ -117,14 +169,21 @@ _NEW_ROWS_SQL = {
 }
 
 
-def _refuse_unknown_items(store: Store, frame: pd.DataFrame, path: str) -> None:
-    store.con.register("staged_ids", frame[["item_id", "_line"]])
-    try:
-        row = store.con.execute(
-            "SELECT min(_line), arg_min(item_id, _line) FROM staged_ids "
-            "WHERE item_id NOT IN (SELECT item_id FROM items)").fetchall()[0]
-    finally:
-        store.con.unregister("staged_ids")
+def _refuse_duplicates(store: Store, kind: str, path: str) -> None:
+    """The first record whose key an earlier line of the file already had."""
+    key = ", ".join(KINDS[kind].key)
+    row = store.con.execute(
+        f"SELECT _line, first_line, {key} FROM (SELECT *, min(_line) OVER (PARTITION BY {key}) "
+        f"AS first_line FROM staged) WHERE _line > first_line ORDER BY _line LIMIT 1").fetchone()
+    if row is not None:
+        raise InputError(path, int(row[0]), f"duplicate {'/'.join(KINDS[kind].key)} "
+                         f"{tuple(row[2:])!r} (first on line {row[1]})")
+
+
+def _refuse_unknown_items(store: Store, path: str) -> None:
+    row = store.con.execute(
+        "SELECT min(_line), arg_min(item_id, _line) FROM staged "
+        "WHERE item_id NOT IN (SELECT item_id FROM items)").fetchall()[0]
     if row[0] is not None:
         raise InputError(path, int(row[0]), f"item_id {row[1]!r} is not in the store "
                          "(import the items first)")

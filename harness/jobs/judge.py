@@ -44,7 +44,8 @@ from harness.engine.lanes import Lane, Task
 from harness.engine.writer import Rows
 from harness.errors import UserError
 from harness.jobs.lane_job import (
-    JobOptions, JobResult, failure_lines, interrupted_line, new_run_id, run_lanes, run_row,
+    JobOptions, JobResult, failure_lines, interrupted_line, new_run_id, recovered_lines, run_lanes,
+    run_row,
 )
 from harness.store import DEFAULT_STORE, Store, utc_now
 from harness.store.cells import unjudged
@@ -120,7 +121,10 @@ def judge(config_path: str | Path, *, store: str | None = None,
     if options.limit is not None and options.limit <= 0:
         raise UserError(f"--limit must be a positive number, not {options.limit}")
     with Store(config.store or DEFAULT_STORE) as opened:
-        return anyio.run(execute_judge, opened, config, options, options.models)
+        recovered = recovered_lines(opened)
+        result = anyio.run(execute_judge, opened, config, options, options.models)
+    result.summary[:0] = recovered
+    return result
 
 
 @dataclass(kw_only=True)

@@ -31,7 +31,8 @@ from providers.registry import missing_key
 log = logging.getLogger(__name__)
 
 __all__ = ["JobOptions", "JobResult", "run_lanes", "refuse_missing_keys", "new_run_id",
-           "interrupted_line", "run_row", "recorded_run", "harness_version", "failure_lines"]
+           "interrupted_line", "run_row", "recorded_run", "harness_version", "failure_lines",
+           "recovered_lines"]
 
 
 @dataclass(kw_only=True)
@@ -135,6 +136,14 @@ def refuse_missing_keys(lanes: Sequence[Lane | BatchLane]) -> None:
     and never started; the others go on."""
     for lane in lanes:
         lane.refused = missing_key(lane.spec)
+
+
+def recovered_lines(store: Store) -> list[str]:
+    """A summary line when opening the store replayed replies a killed run had received."""
+    if not store.replayed:
+        return []
+    replies = "1 reply" if store.replayed == 1 else f"{store.replayed} replies"
+    return [f"{store.path}: {replies} a killed run had received, recovered from its journal"]
 
 
 def failure_lines(stats: Sequence[LaneStats]) -> list[str]:

@@ -1,16 +1,21 @@
 """Reading and validating the files users bring: items, answers, labels (CSV or JSONL).
 
 Strict by design. The seed paper lost a row to an unquoted comma that shifted every column
-(question_id 35): here a row whose field count differs from the header, a duplicate key, a missing
-required column, invalid UTF-8 or an unknown label is refused with the file and its 1-based line,
-before anything is written.
+(question_id 35): here a row whose field count differs from the header, a missing required column,
+invalid UTF-8, a control character (NUL and the other C0 controls but tab, CR and LF) or an unknown
+label is refused with the file and its 1-based line, before anything is written. (Duplicate keys
+are the importer's check: it sees every key of a file at once in the store's staging table.)
+
+Files are read as a stream, a line at a time, so memory does not grow with the file. Lines end at
+``\n`` only: U+2028, U+0085 and the other characters :meth:`str.splitlines` also breaks at are
+text inside a JSON string, not line ends.
 """
 
 from __future__ import annotations
 
 import csv
-import io
-from collections.abc import Iterator
+import re
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -55,40 +60,47 @@ def normalise_label(raw: str) -> str | None:
     return _LABELS.get(" ".join(words))
 
 
-def read_records(path: str | Path, kind: FileKind) -> list[Record]:
-    """Every record of the file, validated; raises InputError naming file and line."""
+def read_records(path: str | Path, kind: FileKind) -> Iterator[Record]:
+    """Every record of the file, validated as it streams past; raises InputError naming file and
+    line (from the first record that fails, so a refused file must be consumed before writing)."""
     path = Path(path)
-    text = _decode(path)
-    records = list(_parse(path, text, kind))
-    _check_records(path, kind, records)
-    return records
+    parse = _parser(path)
+    with _open(path) as handle:
+        for record in parse(path, _lines(path, handle), kind):
+            _check_values(path, kind, record)
+            yield record
 
 
-def _decode(path: Path) -> str:
+def _parser(path: Path) -> Callable[[Path, Iterable[str], FileKind], Iterator[Record]]:
+    suffix = path.suffix.lower()
+    if suffix == ".csv":
+        return _parse_csv
+    if suffix in (".jsonl", ".ndjson"):
+        return _parse_jsonl
+    raise InputError(str(path), None, "unknown file type: use .csv or .jsonl")
+
+
+def _open(path: Path):
     try:
-        data = path.read_bytes()
+        return path.open("rb")
     except FileNotFoundError:
         raise InputError(str(path), None, "no such file") from None
     except OSError as exc:
         raise InputError(str(path), None, exc.strerror or "cannot read") from None
-    try:
-        return data.decode("utf-8-sig")  # a leading BOM is accepted and dropped
-    except UnicodeDecodeError as exc:
-        line = data[:exc.start].count(b"\n") + 1
-        raise InputError(str(path), line, f"invalid UTF-8 (byte 0x{data[exc.start]:02x})") from None
 
 
-def _parse(path: Path, text: str, kind: FileKind) -> Iterator[Record]:
-    suffix = path.suffix.lower()
-    if suffix == ".csv":
-        return _parse_csv(path, text, kind)
-    if suffix in (".jsonl", ".ndjson"):
-        return _parse_jsonl(path, text, kind)
-    raise InputError(str(path), None, "unknown file type: use .csv or .jsonl")
+def _lines(path: Path, handle: Iterable[bytes]) -> Iterator[str]:
+    """The file's lines, decoded, each with its ``\n``; a binary file splits at ``\n`` only."""
+    for number, raw in enumerate(handle, start=1):
+        try:
+            yield raw.decode("utf-8-sig" if number == 1 else "utf-8")  # a leading BOM is dropped
+        except UnicodeDecodeError as exc:
+            raise InputError(str(path), number,
+                             f"invalid UTF-8 (byte 0x{raw[exc.start]:02x})") from None
 
 
-def _parse_csv(path: Path, text: str, kind: FileKind) -> Iterator[Record]:
-    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+def _parse_csv(path: Path, lines: Iterable[str], kind: FileKind) -> Iterator[Record]:
+    reader = csv.reader(lines, strict=True)
     header = _csv_header(path, reader, kind)
     start = reader.line_num + 1
     try:
@@ -105,6 +117,8 @@ def _csv_header(path: Path, reader: "csv._reader", kind: FileKind) -> list[str]:
         header = [name.strip() for name in next(reader)]
     except (StopIteration, csv.Error):
         raise InputError(str(path), 1, "no header row") from None
+    for name in header:
+        _refuse_control(path, 1, name)
     duplicated = sorted({name for name in header if header.count(name) > 1})
     if duplicated:
         raise InputError(str(path), 1, f"column {duplicated[0]!r} appears twice in the header")
@@ -119,8 +133,8 @@ def _csv_record(path: Path, header: list[str], row: list[str], line: int) -> Rec
     return Record(line, dict(zip(header, row)))
 
 
-def _parse_jsonl(path: Path, text: str, kind: FileKind) -> Iterator[Record]:
-    for line, raw in enumerate(text.splitlines(), start=1):
+def _parse_jsonl(path: Path, lines: Iterable[str], kind: FileKind) -> Iterator[Record]:
+    for line, raw in enumerate(lines, start=1):
         if raw.strip():
             yield Record(line, _jsonl_fields(path, line, raw, kind))
 
@@ -151,18 +165,20 @@ def _require_columns(path: Path, line: int, names: list[str], kind: FileKind) ->
                          f"({kind.name} need {', '.join(kind.required)})")
 
 
-def _check_records(path: Path, kind: FileKind, records: list[Record]) -> None:
-    first_seen: dict[tuple[str, ...], int] = {}
-    for record in records:
-        _check_values(path, kind, record)
-        key = tuple(record.fields[name].strip() for name in kind.key)
-        if key in first_seen:
-            raise InputError(str(path), record.line, f"duplicate {'/'.join(kind.key)} {key!r} "
-                             f"(first on line {first_seen[key]})")
-        first_seen[key] = record.line
+# C0 control characters other than tab, LF and CR: NUL truncates C strings and terminals act on ESC.
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
+
+
+def _refuse_control(path: Path, line: int, name: str, value: str = "") -> None:
+    control = _CONTROL.search(name) or _CONTROL.search(value)
+    if control:
+        raise InputError(str(path), line, f"control character U+{ord(control.group()):04X} in "
+                         f"{name!r} (only tab, CR and LF are allowed)")
 
 
 def _check_values(path: Path, kind: FileKind, record: Record) -> None:
+    for name, value in record.fields.items():
+        _refuse_control(path, record.line, name, value)
     for name in kind.nonempty:
         if not record.fields[name].strip():
             raise InputError(str(path), record.line, f"empty {name}")

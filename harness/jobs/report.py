@@ -7,12 +7,15 @@ and writes nothing; with neither, it writes to a folder named after the store, b
 
 from __future__ import annotations
 
+import os
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import orjson
 
+from harness.errors import UserError
 from harness.report.analysis import build_report, parse_contrast
 from harness.store import DEFAULT_STORE, Store
 
@@ -69,18 +72,46 @@ def render(report: dict[str, Any], fmt: str, figure_titles: bool = False) -> str
 
 def write_report(report: dict[str, Any], out: Path, figure_titles: bool = False) -> list[Path]:
     """All three formats, every figure as PNG and PDF, every table as CSV and LaTeX; returns the
-    paths written."""
+    paths written. Everything is written into a scratch folder inside ``out`` first and then
+    renamed into place, so a failure leaves the folder as it was."""
+    _make_folder(out)
+    try:
+        with tempfile.TemporaryDirectory(dir=out, prefix=".writing-") as scratch:
+            _write_files(report, Path(scratch), figure_titles)
+            return _move_into(Path(scratch), out)
+    except OSError as exc:
+        raise UserError(f"{out}: cannot write the report there ({exc.strerror or exc})") from None
+
+
+def _write_files(report: dict[str, Any], out: Path, figure_titles: bool) -> None:
     from harness.report import render as report_render
     from harness.report import tables as report_tables
 
-    out.mkdir(parents=True, exist_ok=True)
     pngs = _figure_pngs(report, out, figure_titles)
     (out / "report.json").write_bytes(report_json(report))
     (out / "report.md").write_text(report_render.render_markdown(report), encoding="utf-8")
     (out / "report.html").write_text(report_render.render_html(report, pngs), encoding="utf-8")
-    figure_files = [out / f"{name}.{ext}" for name in pngs for ext in ("png", "pdf")]
-    tables = report_tables.write_tables(report_render.sections(report), out / "tables")
-    return [*(out / f for f in FILES), *figure_files, *tables]
+    report_tables.write_tables(report_render.sections(report), out / "tables")
+
+
+def _move_into(scratch: Path, out: Path) -> list[Path]:
+    """Rename every file written in ``scratch`` to the same place under ``out``."""
+    moved = []
+    for path in sorted(p for p in scratch.rglob("*") if p.is_file()):
+        target = out / path.relative_to(scratch)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(path, target)
+        moved.append(target)
+    return moved
+
+
+def _make_folder(out: Path) -> None:
+    if out.exists() and not out.is_dir():
+        raise UserError(f"{out}: is a file, not a folder (give --out a folder)")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UserError(f"{out}: cannot create the report folder ({exc.strerror or exc})") from None
 
 
 def _figure_pngs(report: dict[str, Any], out: Path | None = None, titles: bool = False) -> dict[str, bytes]:

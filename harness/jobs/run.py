@@ -23,8 +23,8 @@ from harness.engine.lanes import Accept, Lane, Task
 from harness.engine.writer import Rows
 from harness.errors import UserError
 from harness.jobs.lane_job import (
-    JobOptions, JobResult, SecondPass, failure_lines, interrupted_line, new_run_id, run_lanes,
-    run_row,
+    JobOptions, JobResult, SecondPass, failure_lines, interrupted_line, new_run_id,
+    recovered_lines, run_lanes, run_row,
 )
 from harness.prompts import prompt_sha256, question_request
 from harness.store import DEFAULT_STORE, Store, utc_now
@@ -48,9 +48,10 @@ def run(config_path: str | Path, *, store: str | None = None,
     if options.limit is not None and options.limit <= 0:
         raise UserError(f"--limit must be a positive number, not {options.limit}")
     with Store(config.store or DEFAULT_STORE) as opened:
+        recovered = recovered_lines(opened)
         imported = _import_items(opened, config)
         result = anyio.run(execute_run, opened, config, specs, _run_options(options))
-    result.summary[:0] = imported
+    result.summary[:0] = [*recovered, *imported]
     return result
 
 

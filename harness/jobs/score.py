@@ -9,6 +9,11 @@ scored again. Rows are appended, never updated; ``latest_scores`` and ``cells`` 
 Blank answers get a NULL row without reaching any metric. An empty reference with a non-empty
 answer also gets a NULL row and is counted as flagged (DESIGN: flagged, never guessed).
 
+BERTScore scores the pairs still due in shards (:mod:`metrics.bertscore_shards`), one after
+another in this process or, with ``--ray``, on the actors of a Ray cluster
+(:mod:`harness.jobs.score_ray`); either way this process is the store's single writer and
+appends each shard as it is scored, so an interrupted pass resumes like any other.
+
 Python callers (the demo): :func:`score_store` does the whole pass and returns the summaries.
 """
 
@@ -22,9 +27,11 @@ import orjson
 
 from harness.display import BatchProgress
 from harness.errors import UserError
+from harness.jobs.score_ray import RayOptions, RayShards
 from harness.store import DEFAULT_STORE, Store, utc_now
 from harness.store.cells import answered_cells, unscored
 from harness.text import is_blank
+from metrics.bertscore_shards import DEFAULT_SHARD_PAIRS, LocalShards, make_scorer, reference_shards
 
 __all__ = ["score", "ScoreOptions", "score_store", "MetricSummary", "METRICS", "DEFAULT_METRICS"]
 
@@ -81,6 +88,7 @@ class ScoreOptions:
     baseline: str | None = None
     device: str | None = None
     batch_size: int | None = None
+    ray: RayOptions | None = None  # BERTScore on a Ray cluster (--ray ADDRESS)
     progress: bool = False  # a progress bar on stderr
 
 
@@ -90,7 +98,7 @@ def score(store: str | Path = DEFAULT_STORE, options: ScoreOptions | None = None
     with Store(store) as opened:
         return score_store(opened, o.metrics, bertscore_model=o.bertscore_model, layer=o.layer,
                            rescale=o.rescale, baseline=o.baseline, device=o.device,
-                           batch_size=o.batch_size, progress=o.progress)
+                           batch_size=o.batch_size, ray=o.ray, progress=o.progress)
 
 
 # -- the pass ---------------------------------------------------------------------------------
@@ -98,21 +106,33 @@ def score(store: str | Path = DEFAULT_STORE, options: ScoreOptions | None = None
 def score_store(store: Store, metrics: Iterable[str] = DEFAULT_METRICS, *,
                 bertscore_model: str | None = None, layer: int | None = None,
                 rescale: bool = True, baseline: str | None = None, device: str | None = None,
-                batch_size: int | None = None, progress: bool = False) -> list[MetricSummary]:
+                batch_size: int | None = None, ray: RayOptions | None = None,
+                shard_pairs: int = DEFAULT_SHARD_PAIRS,
+                progress: bool = False) -> list[MetricSummary]:
     """Score every cell of ``store`` not yet scored with the same params; return one summary per
     metric. ``metrics`` uses the --metric names (bleu2, bleu2_nltk, bertscore). ``baseline`` is a
     bert-score baseline file; without one, bert-score's shipped file is used, else one computed
-    from shuffled pairs of the store. Everything that can be refused is refused before a row is
-    written."""
+    from shuffled pairs of the store. ``ray``: BERTScore's shards go to a Ray cluster's actors.
+    Everything that can be refused is refused before a row is written."""
     chosen = _check_metrics(metrics)
-    options = _BertScoreOptions(bertscore_model, layer, rescale, baseline, device, batch_size)
+    options = _BertScoreOptions(bertscore_model, layer, rescale, baseline, device, batch_size,
+                                ray, shard_pairs)
     if baseline and not rescale:
         raise UserError("--baseline and --no-rescale contradict each other")
+    if ray and device:
+        raise UserError("--device and --ray contradict each other: each Ray actor scores on a "
+                        "GPU of its own, or on its CPU where the cluster has none")
     cells = _read_cells(store)
-    passes = [_BertScorePass(store, cells, options) if name == "bertscore" else
-              _SurfacePass(name, store, cells) for name in chosen]  # every check happens here
-    reporter = BatchProgress(progress)
-    return [run(store, reporter) for run in passes]
+    passes: list = []
+    try:
+        for name in chosen:  # every check happens here, before anything is written
+            passes.append(_BertScorePass(store, cells, options) if name == "bertscore" else
+                          _SurfacePass(name, store, cells))
+        reporter = BatchProgress(progress)
+        return [run(store, reporter) for run in passes]
+    finally:
+        for run in passes:
+            run.close()
 
 
 @dataclass(frozen=True)
@@ -123,6 +143,8 @@ class _BertScoreOptions:
     baseline_file: str | None
     device: str | None
     batch_size: int | None
+    ray: RayOptions | None
+    shard_pairs: int
 
 
 def _check_metrics(metrics: Iterable[str]) -> list[str]:
@@ -186,6 +208,9 @@ class _SurfacePass:
                 advance(len(self.todo[batch]))
         return _tally(self.summary, self.todo, null=sum(v is None for v in values))
 
+    def close(self) -> None:
+        pass
+
 
 def _tally(summary: MetricSummary, cells: Sequence[_Cell], *, null: int) -> MetricSummary:
     summary.scored, summary.null = len(cells), null
@@ -194,21 +219,27 @@ def _tally(summary: MetricSummary, cells: Sequence[_Cell], *, null: int) -> Metr
 
 
 class _BertScorePass:
-    """BERTScore-F1: one scorer, the baseline chosen before anything is written, chunks written
-    as they are scored (an interrupted pass keeps every finished chunk)."""
+    """BERTScore-F1: one scorer (here, or one per Ray actor), the baseline chosen before anything
+    is written, shards written as they are scored (an interrupted pass keeps every finished
+    shard)."""
 
     metric = METRICS["bertscore"]
 
     def __init__(self, store: Store, cells: Sequence[_Cell], options: _BertScoreOptions) -> None:
-        from metrics.bertscore import BertScore, resolve_encoder
+        from metrics.bertscore import resolve_encoder
 
-        self.cells = cells
-        self.scorer = BertScore(resolve_encoder(options.model, options.layer),
-                                device=options.device, batch_size=options.batch_size)
+        self.cells, self.shard_pairs = cells, options.shard_pairs
+        encoder = resolve_encoder(options.model, options.layer)
+        self.scorer = make_scorer(encoder, options.device, options.batch_size)  # params, checks
+        self.shards = (LocalShards(self.scorer) if options.ray is None else
+                       RayShards(options.ray, encoder, options.batch_size))
         self.baseline = _choose_baseline(store, self.scorer, cells, options)
         self.todo = self._todo(store)
         if self.todo is None or any(not (c.blank or c.flagged) for c in self.todo):
-            self.scorer.load()  # now: a model that cannot load writes nothing at all
+            self.shards.start()  # now: a model that cannot load writes nothing at all
+
+    def close(self) -> None:
+        self.shards.close()
 
     def _todo(self, store: Store) -> list[_Cell] | None:
         """None while the params are unknown (a baseline still to compute): then all is due."""
@@ -220,7 +251,7 @@ class _BertScorePass:
         if self.baseline is _TO_COMPUTE:
             reporter.note(f"{self.metric}: no shipped baseline for {self.scorer.encoder.name} "
                           f"layer {self.scorer.encoder.layer}; computing one from shuffled pairs")
-            self.baseline = self.scorer.baseline_from_pairs(_scorable_pairs(self.cells))
+            self.baseline = self.shards.baseline_from_pairs(_scorable_pairs(self.cells))
             self.todo = self._todo(store)
         params = self.scorer.params(self.baseline)
         summary = MetricSummary(self.metric, skipped=len(self.cells) - len(self.todo),
@@ -239,7 +270,8 @@ class _BertScorePass:
 
     def _write_scores(self, store, params, cells, advance) -> None:
         pairs = [(c.answer, c.reference) for c in cells]
-        for indices, values in self.scorer.f1_chunks(pairs, self.baseline):
+        shards = reference_shards(pairs, self.shard_pairs)
+        for indices, values in self.shards.scored(pairs, shards, self.baseline):
             _append(store, _rows(self.metric, params, [cells[i] for i in indices], values))
             advance(len(indices))
 

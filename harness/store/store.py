@@ -8,6 +8,7 @@ Nothing is ever UPDATEd or DELETEd: a correction is a newer row (higher ``seq``)
 from __future__ import annotations
 
 import datetime as dt
+import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,8 @@ from typing import Any
 import duckdb
 import pandas as pd  # the importers hand over DataFrames
 
-from harness.errors import UserError
+from harness.errors import UserError, first_line
+from harness.store.journal import replay
 
 __all__ = ["Store", "DEFAULT_STORE", "utc_now", "TABLE_COLUMNS"]
 
@@ -119,13 +121,15 @@ MIGRATIONS: list[tuple[int, str, str]] = [
     (1, "initial tables", _TABLES),
     (2, "latest views and cells", _VIEWS),
     (3, "batch jobs", _BATCHES),
+    (4, "attempts.replica: the server of a replicated model",
+     "ALTER TABLE attempts ADD COLUMN replica VARCHAR;"),
 ]
 
 TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
     "items": ("item_id", "title", "subset", "question", "reference", "extra", "source_file", "added_at"),
     "runs": ("run_id", "kind", "started_at", "finished_at", "config", "prompt_sha256", "harness_version"),
     "attempts": ("run_id", "item_id", "model", "attempt", "started_at", "latency_s", "outcome",
-                 "http_status", "retry_after_s", "error"),
+                 "http_status", "retry_after_s", "error", "replica"),
     "answers": ("run_id", "item_id", "model", "provider", "provider_model", "served_model",
                 "answer_raw", "answer", "finish_reason", "input_tokens", "output_tokens",
                 "latency_s", "created_at"),
@@ -149,20 +153,42 @@ class Store:
     def __init__(self, path: str | Path = DEFAULT_STORE, *, read_only: bool = False) -> None:
         self.path = Path(path)
         self.read_only = read_only
+        self.replayed = 0
         self.con = self._connect()
         if not read_only:
             self.migrate()
+            self.replayed = replay(self)  # replies a killed run received but had not committed
 
     def _connect(self) -> duckdb.DuckDBPyConnection:
         if self.read_only and not self.path.exists():
             raise UserError(f"{self.path}: no such store")
         if not self.read_only:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._check_writable()
         try:
-            return duckdb.connect(str(self.path), read_only=self.read_only)
-        except duckdb.IOException as exc:
-            first_line = str(exc).splitlines()[0]
-            raise UserError(f"{self.path}: cannot open store ({first_line})") from exc
+            con = duckdb.connect(str(self.path), read_only=self.read_only)
+        except duckdb.Error as exc:  # not a DuckDB file, locked by another process, ...
+            raise UserError(f"{self.path}: cannot open store ({first_line(exc)})") from None
+        return con
+
+    def _check_writable(self) -> None:
+        """A writer needs its folder (for the store, its WAL and the reply journal) and the file
+        writable; found out here, before anything is sent or half-written."""
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with tempfile.TemporaryFile(dir=self.path.parent):
+                pass
+            if self.path.exists():
+                self.path.open("r+b").close()
+        except (FileExistsError, NotADirectoryError):  # mkdir met a file on the way
+            raise UserError(f"{self.path}: cannot write the store there "
+                            f"({self._file_in_the_way()} is a file, not a folder)") from None
+        except OSError as exc:
+            raise UserError(f"{self.path}: cannot write the store there "
+                            f"({exc.strerror or type(exc).__name__})") from None
+
+    def _file_in_the_way(self) -> Path:
+        return next((p for p in self.path.parents if p.exists() and not p.is_dir()),
+                    self.path.parent)
 
     # -- schema -------------------------------------------------------------------------------
 

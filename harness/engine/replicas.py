@@ -1,0 +1,97 @@
+"""The replicas of one lane: several servers of one model (``base_url = [...]``) behind one lane.
+
+The lane keeps its one rate limit and its one concurrency cap (:mod:`harness.engine.limits`, the
+lane's workers); this module only decides where each admitted request goes: to the open replica
+with the fewest requests in flight. A replica that fails cools down alone while the others go on:
+for the server's hint when it gives one (a 429's ``Retry-After``), otherwise for its own
+exponential backoff, which grows with its consecutive failures and resets on its next reply.
+Only when every replica is cooling down does a request wait, for the first to reopen.
+
+A lane of one replica is the lane as it always was: a hint closes the lane's own gate (which holds
+back requests still waiting for a token, see :mod:`harness.engine.limits`), and the task's retry
+backoff is the only other wait.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+import anyio
+
+from harness.engine.counters import ReplicaStats
+from harness.engine.limits import LaneLimits
+from providers.base import Provider, ProviderError
+
+__all__ = ["Replica", "ReplicaSet"]
+
+
+class Replica:
+    """One server of a lane's model: its provider (its own ``base_url`` and connections), its
+    counters and its cool-down."""
+
+    def __init__(self, url: str | None, provider: Provider) -> None:
+        self.url, self.provider = url, provider
+        self.stats = ReplicaStats(url=url or "default", cooling_for=self.cooling_for)
+        self.failures = 0  # consecutive failed exchanges
+        self.open_at = 0.0  # time.monotonic() before which nothing is sent here
+
+    def cooling_for(self) -> float:
+        return max(0.0, self.open_at - time.monotonic())
+
+    def cool_down(self, seconds: float) -> None:
+        """Close this replica for ``seconds`` from now (never shortens a longer cool-down)."""
+        self.open_at = max(self.open_at, time.monotonic() + seconds)
+
+
+class ReplicaSet:
+    """Where a lane's requests go. ``backoff_s``: (first, longest) cool-down without a hint;
+    a hint beyond ``max_hint_s`` cools nothing down (the lane stops instead)."""
+
+    def __init__(self, replicas: Sequence[Replica], limits: LaneLimits,
+                 backoff_s: tuple[float, float] = (1.0, 60.0),
+                 max_hint_s: float = float("inf")) -> None:
+        self.replicas, self.limits, self.backoff_s = list(replicas), limits, backoff_s
+        self.max_hint_s = max_hint_s
+        self.single = len(self.replicas) == 1
+
+    async def choose(self) -> Replica:
+        """The open replica with the fewest in flight; waits while every replica cools down."""
+        if self.single:
+            return self.replicas[0]  # the lane's gate already held the request back
+        while True:
+            now = time.monotonic()
+            open_ = [r for r in self.replicas if r.open_at <= now]
+            if open_:
+                return min(open_, key=lambda r: r.stats.in_flight)
+            await anyio.sleep(min(r.open_at for r in self.replicas) - now)
+
+    def answered(self, replica: Replica) -> None:
+        replica.stats.ok += 1
+        replica.failures = 0
+
+    def failed(self, replica: Replica, error: BaseException) -> None:
+        """A failed exchange: cool the replica down (or, with one replica, the lane on a hint)."""
+        replica.stats.errors += 1
+        if not isinstance(error, ProviderError) or not error.retryable or \
+                (error.retry_after_s or 0) > self.max_hint_s:
+            return  # the lane stops: nothing to cool down
+        if self.single:
+            # The server named a time before which this model's requests are refused (a 429, or
+            # a 503 with Retry-After): nothing of the lane goes out until then.
+            if error.retry_after_s:
+                self.limits.cool_down(error.retry_after_s)
+            return
+        replica.failures += 1
+        replica.cool_down(error.retry_after_s or self._backoff(replica.failures))
+
+    def _backoff(self, failures: int) -> float:
+        first, longest = self.backoff_s
+        return min(longest, first * 2 ** (failures - 1))
+
+    def cooling_for(self) -> float:
+        """Seconds until the lane can send again: the lane's gate, or the first replica to reopen."""
+        lane = self.limits.cooling_for()
+        if self.single:
+            return lane
+        return max(lane, min(r.cooling_for() for r in self.replicas))
