@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import importlib.metadata
 
-__all__ = ["package_version"]
+__all__ = ["package_version", "__version__"]
+
+__version__ = "0.1.0"  # the one place it is written: pyproject.toml reads it from here
 
 
 def package_version(distribution: str, default: str | None = "unknown") -> str | None:

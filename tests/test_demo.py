@@ -53,7 +53,7 @@ def test_the_demo_config_is_a_valid_run_config_for_the_local_model(tmp_path):
     assert (spec.name, spec.provider, spec.model) == (DEMO_MODEL_LABEL, "local", DEFAULT_LOCAL_MODEL)
     assert spec.concurrency == 1 and spec.params == {"max_new_tokens": DEMO_MAX_NEW_TOKENS}
     assert config.items == demo_items_path()
-    assert config.store == str((tmp_path / "contam.duckdb").resolve())
+    assert config.store == (tmp_path / "contam.duckdb").resolve()
 
 
 def test_an_out_path_that_is_a_file_is_a_one_line_error(tmp_path, contam):

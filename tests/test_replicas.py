@@ -47,7 +47,7 @@ def test_base_url_is_a_url_or_a_list_of_replicas(tmp_path):
 
 @pytest.mark.parametrize("value", ["[]", '["http://a", 3]', '[""]', "7"])
 def test_a_base_url_that_is_neither_is_refused(tmp_path, value):
-    with pytest.raises(UserError, match="'base_url' must be a URL or a non-empty list of URLs"):
+    with pytest.raises(UserError, match="base_url: must be a URL or a non-empty list of URLs"):
         config_with(tmp_path, value)
 
 

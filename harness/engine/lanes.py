@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import logging
 import signal
 import threading
 import time
@@ -72,6 +73,8 @@ from providers.base import (
     redact,
 )
 from providers.registry import check_first_reply, create_provider
+
+log = logging.getLogger(__name__)
 
 __all__ = ["Task", "Lane", "Accept", "Engine", "ProviderFactory", "InternalError",
            "stop_reason", "failure_cause", "retry_wait", "collector_tuned", "RETRY_WAIT_INITIAL",
@@ -233,6 +236,7 @@ class Engine:
             async for signum in signals:
                 if self.interrupted is None:
                     self.interrupted = signum
+                    log.warning("%s: draining the run", signal.Signals(signum).name)
                     self.notify(f"{signal.Signals(signum).name}: sending nothing new, waiting for "
                                 "the requests in flight (again to abandon them)")
                     self.drain()
@@ -320,6 +324,7 @@ class _LaneRun:
     async def _preflight(self, replica: Replica) -> None:
         report = await replica.provider.preflight()
         if report:
+            log.info("%s: preflight: %s", self.spec.name, report)
             self.engine.notify(f"{self.spec.name}: {report}")
 
     def _use_replicas(self, replicas: list[Replica]) -> None:
@@ -345,6 +350,8 @@ class _LaneRun:
         if self.stats.stopped is None:
             self.stats.stopped = stop_reason(exc)
             self.stats.stop_message = redact(str(exc)) or type(exc).__name__
+            log.warning("%s: STOPPED (%s): %s", self.spec.name, self.stats.stopped,
+                        self.stats.stop_message)
             self.engine.notify(f"{self.spec.name}: STOPPED ({self.stats.stopped}): "
                                f"{self.stats.stop_message}")
         self._halted = True
@@ -370,6 +377,8 @@ class _LaneRun:
             if exc.retryable:
                 self.stats.failed += 1  # attempts used up: recorded, asked again next run
                 self.stats.failures[failure_cause(exc)] += 1
+                log.info("%s: item %s failed after all attempts (%s)", self.spec.name,
+                         task.item_id, exc)
             else:
                 self._stop(exc)
 
@@ -470,6 +479,14 @@ class _LaneRun:
         if isinstance(error, RateLimited):
             self.stats.rate_limited += 1
         too_long = self._wait_too_long(error)
+        log.info("%s: item %s attempt %d/%d%s: %s (HTTP %s)%s: %s", self.spec.name, task.item_id,
+                 number, self.spec.max_attempts, f" via {replica}" if replica else "",
+                 error.outcome, error.http_status or "-",
+                 "" if error.retry_after_s is None else f", server asks {error.retry_after_s:g} s",
+                 error)
+        if error.retryable and error.retry_after_s and too_long is None:
+            log.info("%s: cool-down of %g s (the server's hint)", self.spec.name,
+                     error.retry_after_s)
         row = self._attempt_row(task, number, started_at, latency, error.outcome,
                                 error.http_status, error.retry_after_s, str(error),
                                 replica=replica)

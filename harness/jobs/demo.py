@@ -148,7 +148,8 @@ def _loaded_provider(spec):
     from providers.base import ProviderError
     from providers.local import LocalProvider
 
-    print(f"model: loading {spec.model} (about 20 s on two cores) ...", flush=True)
+    print(f"model: loading {spec.model} (a few seconds; 20 s to a minute the first time, "
+          "while it is converted) ...", flush=True)
     try:
         provider = LocalProvider(spec)
         anyio.run(provider.preflight)

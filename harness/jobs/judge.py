@@ -117,10 +117,10 @@ def judge(config_path: str | Path, *, store: str | None = None,
           options: JobOptions | None = None) -> JudgeResult:
     """``contam judge``: label every answer that has no up-to-date label from the judge."""
     options = options or JobOptions()
-    config = load_config(config_path)
+    config = load_config(config_path, store_flag=store)
     if options.limit is not None and options.limit <= 0:
         raise UserError(f"--limit must be a positive number, not {options.limit}")
-    with Store(store or config.store or DEFAULT_STORE) as opened:
+    with Store(config.store or DEFAULT_STORE) as opened:
         recovered = recovered_lines(opened)
         result = anyio.run(execute_judge, opened, config, options, options.models)
     result.summary[:0] = recovered
@@ -242,10 +242,11 @@ def _summarise(config: RunConfig, result: JudgeResult) -> None:
     result.summary += summary_lines(result) + failure_lines(result.stats)
     stats = result.stats[0] if result.stats else None
     if result.interrupted is not None:
-        result.problems.append(interrupted_line("judge", result.interrupted, config.path, "label"))
+        result.problems.append(interrupted_line("judge", result.interrupted,
+                                                config.command("judge"), "label"))
     elif stats and stats.stopped:
         result.problems.append(f"contam judge: the judge stopped ({stats.stopped}); run "
-                               f"`contam judge {config.path}` again to resume")
+                               f"`{config.command('judge')}` again to resume")
     elif result.failed:
         result.problems.append(f"contam judge: {result.failed} cell(s) unlabelled after all "
-                               f"attempts; run `contam judge {config.path}` again to ask again")
+                               f"attempts; run `{config.command('judge')}` again to ask again")

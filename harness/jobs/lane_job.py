@@ -5,11 +5,13 @@ them and hands back a :class:`JobResult`, which ``harness.cli`` prints. A run's 
 
 from __future__ import annotations
 
+import logging
 import signal
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -22,8 +24,11 @@ from harness.engine.batch_lane import BatchLane
 from harness.engine.counters import LaneStats
 from harness.engine.lanes import Accept, Engine, Lane, ProviderFactory
 from harness.engine.writer import BatchWriter
+from harness.logs import run_log
 from harness.store import Store, utc_now
 from providers.registry import missing_key
+
+log = logging.getLogger(__name__)
 
 __all__ = ["JobOptions", "JobResult", "run_lanes", "refuse_missing_keys", "new_run_id",
            "interrupted_line", "run_row", "recorded_run", "harness_version", "failure_lines",
@@ -51,6 +56,7 @@ class JobResult:
     run_id: str
     stats: list[LaneStats] = field(default_factory=list)
     interrupted: int | None = None  # the signal that drained it
+    log_path: Path | None = None  # the run's log file (harness.logs), named in its last line
     summary: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
 
@@ -80,8 +86,10 @@ async def run_lanes(store: Store, lanes: Sequence[Lane], *, result: JobResult, a
         refuse_missing_keys(batch_lanes)
     stats = [*engine.stats, *(lane.stats for lane in batch_lanes)]
     console = options.console or Console()
-    with recorded_run(store, started), \
+    with run_log(store.path, result.run_id) as result.log_path, recorded_run(store, started), \
             open_progress(stats, no_progress=options.no_progress, console=console) as progress:
+        log.info("%s %s: %s -> %s", result.command, result.run_id,
+                 ", ".join(lane.spec.name for lane in [*lanes, *batch_lanes]), store.path)
         if first is not None:
             first()
         async with BatchWriter(store) as writer:
@@ -92,6 +100,7 @@ async def run_lanes(store: Store, lanes: Sequence[Lane], *, result: JobResult, a
                 await second.run(writer, notify=progress.note, handle_signals=options.handle_signals)
                 stats += second.stats
                 result.interrupted = second.interrupted
+        _log_summary(stats)
     result.stats = stats
     return result
 
@@ -116,6 +125,12 @@ async def _run_beside(engine: Engine, batch_lanes: Sequence[BatchLane], writer: 
             group.cancel_scope.cancel()
 
 
+def _log_summary(stats: Sequence[LaneStats]) -> None:
+    for lane in stats:
+        log.info("%s: %d/%d answered, %d failed%s", lane.label, lane.done, lane.total, lane.failed,
+                 f", STOPPED ({lane.stopped}): {lane.stop_message}" if lane.stopped else "")
+
+
 def refuse_missing_keys(lanes: Sequence[Lane | BatchLane]) -> None:
     """Each lane whose key is missing is marked refused: reported once, before anything is sent,
     and never started; the others go on."""
@@ -138,9 +153,10 @@ def failure_lines(stats: Sequence[LaneStats]) -> list[str]:
             for s in stats if s.failed]
 
 
-def interrupted_line(command: str, signum: int, config_path: Any, kept: str) -> str:
+def interrupted_line(command: str, signum: int, again: str, kept: str) -> str:
+    """``again`` is the command line that resumes (``RunConfig.command``)."""
     return (f"contam {command}: interrupted by {signal.Signals(signum).name}; every {kept} "
-            f"received was committed; run `contam {command} {config_path}` again to resume")
+            f"received was committed; run `{again}` again to resume")
 
 
 def new_run_id() -> str:

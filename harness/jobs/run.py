@@ -41,13 +41,13 @@ def run(config_path: str | Path, *, store: str | None = None,
     """``contam run``: ask every selected model every item it has not answered yet (with
     :class:`RunOptions`, models in batch mode as provider batch jobs)."""
     options = options or JobOptions()
-    config = load_config(config_path)
+    config = load_config(config_path, store_flag=store)
     specs = config.select(options.models)
     if not specs:
         raise UserError(f"{config.path}: no [[models]] to run")
     if options.limit is not None and options.limit <= 0:
         raise UserError(f"--limit must be a positive number, not {options.limit}")
-    with Store(store or config.store or DEFAULT_STORE) as opened:
+    with Store(config.store or DEFAULT_STORE) as opened:
         recovered = recovered_lines(opened)
         imported = _import_items(opened, config)
         result = anyio.run(execute_run, opened, config, specs, _run_options(options))
@@ -220,14 +220,15 @@ def _summary_line(s: LaneStats) -> str:
 def _summarise(config: RunConfig, result: JobResult) -> None:
     result.summary += summary_lines(result.stats) + failure_lines(result.stats)
     if result.interrupted is not None:
-        result.problems.append(interrupted_line("run", result.interrupted, config.path, "answer"))
+        result.problems.append(interrupted_line("run", result.interrupted, config.command("run"),
+                                                "answer"))
         return
     stopped = [s.label for s in result.stats if s.stopped]
     if stopped:
         result.problems.append(
             f"contam run: {len(stopped)} model(s) stopped ({', '.join(stopped)}); the others "
-            f"finished; run `contam run {config.path}` again to resume")
+            f"finished; run `{config.command('run')}` again to resume")
     failed = sum(s.failed for s in result.stats)
     if failed:
         result.problems.append(f"contam run: {failed} cell(s) failed after all attempts; run "
-                               f"`contam run {config.path}` again to ask them again")
+                               f"`{config.command('run')}` again to ask them again")

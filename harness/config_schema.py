@@ -1,0 +1,141 @@
+"""The run config's schema: which keys each TOML table may hold, of what type and in what range.
+
+Every problem becomes one :class:`UserError` line, ``FILE: WHERE: KEY: problem``, so a typo'd key
+or an impossible number never reaches the engine (nor a traceback). Misspelt keys get the nearest
+allowed one as a suggestion.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness.errors import UserError
+
+__all__ = ["Field", "TOP_FIELDS", "PROMPT_FIELDS", "MODEL_FIELDS", "PROVIDERS", "check_table",
+           "did_you_mean"]
+
+PROVIDERS = ("openai", "gemini", "anthropic", "ollama", "local")
+
+
+@dataclass(frozen=True)
+class Field:
+    """One key: ``text`` (a non-empty string), ``count`` (a whole number >= 1), ``number`` (a
+    finite number > 0), ``flag`` (true or false), ``urls`` (a URL or a non-empty list of them),
+    ``table`` or ``tables`` (an array of tables)."""
+
+    kind: str
+    required: bool = False
+    choices: tuple[str, ...] = ()
+
+
+TOP_FIELDS = {"store": Field("text"), "items": Field("text"), "prompt": Field("table"),
+              "models": Field("tables"), "judge": Field("table")}
+PROMPT_FIELDS = {"system": Field("text")}
+MODEL_FIELDS = {
+    "name": Field("text"),
+    "provider": Field("text", required=True, choices=PROVIDERS),
+    "model": Field("text", required=True),
+    "base_url": Field("urls"),  # one server, or a list of replicas
+    "api_key_env": Field("text"),
+    "rpm": Field("number"),
+    "tpm": Field("number"),
+    "concurrency": Field("count"),
+    "max_attempts": Field("count"),
+    "timeout_s": Field("number"),
+    "max_hint_s": Field("number"),  # a server asking a longer wait than this stops the lane
+    "params": Field("table"),
+    "batch": Field("flag"),  # ask through the provider's batch API
+}
+
+
+def check_table(path: Path, where: str, table: Any, fields: dict[str, Field]) -> None:
+    """Refuses ``table`` (the TOML table at ``where``) unless every key is known and valid."""
+    if not isinstance(table, dict):
+        raise UserError(f"{path}: {where} must be a table")
+    for key in table:
+        if key not in fields:
+            raise UserError(f"{path}: {where}: unknown key {key!r}{did_you_mean(key, fields)}")
+    for key, field in fields.items():
+        if key in table:
+            problem = _problem(field, table[key])
+            if problem:
+                raise UserError(f"{path}: {where}: {key}: {problem}")
+        elif field.required:
+            raise UserError(f"{path}: {where} needs '{key}'")
+
+
+def did_you_mean(word: str, candidates: Any) -> str:
+    """`` (did you mean 'rpm'?)`` for the closest candidate, or nothing when none is close."""
+    close = difflib.get_close_matches(word, list(candidates), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _problem(field: Field, value: Any) -> str | None:
+    check = {"text": _text_problem, "count": _count_problem, "number": _number_problem,
+             "flag": _flag_problem, "urls": _urls_problem, "table": _table_problem,
+             "tables": _tables_problem}[field.kind]
+    return check(value) or _choice_problem(field, value)
+
+
+def _text_problem(value: Any) -> str | None:
+    if not isinstance(value, str) or not value.strip():
+        return f"must be a non-empty string, not {_shown(value)}"
+    return None
+
+
+def _count_problem(value: Any) -> str | None:
+    # bool is an int subclass in Python; TOML's `true` is never a count.
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        return f"must be a whole number >= 1, not {_shown(value)}"
+    return None
+
+
+def _number_problem(value: Any) -> str | None:
+    if (isinstance(value, bool) or not isinstance(value, int | float)
+            or not math.isfinite(value) or value <= 0):
+        return f"must be a finite number > 0, not {_shown(value)}"
+    return None
+
+
+def _urls_problem(value: Any) -> str | None:
+    if isinstance(value, list) and value and not any(_text_problem(url) for url in value):
+        return None
+    if isinstance(value, str) and not _text_problem(value):
+        return None
+    return f"must be a URL or a non-empty list of URLs, not {_shown(value)}"
+
+
+def _flag_problem(value: Any) -> str | None:
+    return None if isinstance(value, bool) else f"must be true or false, not {_shown(value)}"
+
+
+def _table_problem(value: Any) -> str | None:
+    return None if isinstance(value, dict) else f"must be a table, not {_shown(value)}"
+
+
+def _tables_problem(value: Any) -> str | None:
+    if isinstance(value, list) and all(isinstance(v, dict) for v in value):
+        return None
+    return f"must be an array of tables ([[models]] entries), not {_shown(value)}"
+
+
+def _choice_problem(field: Field, value: Any) -> str | None:
+    if field.choices and value not in field.choices:
+        return (f"{_shown(value)} is not one of {', '.join(field.choices)}"
+                f"{did_you_mean(str(value), field.choices)}")
+    return None
+
+
+def _shown(value: Any) -> str:
+    """A value as it was written in TOML: true, nan, inf, "text", 2.5."""
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)  # nan, inf, -inf
+    if isinstance(value, dict | list):
+        return "a table" if isinstance(value, dict) else "an array"
+    return repr(value)
