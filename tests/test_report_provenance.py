@@ -54,8 +54,10 @@ def test_provenance_from_an_emulator_run(emulated, contam):
     assert openai["provider"] == "openai" and openai["requested"] == ["emu-openai"]
     assert openai["served"] == [{"id": served["openai-m"], "answers": 6}]
     assert openai["sampling"] == [{"temperature": 0.0}]
-    assert openai["attempts"]["retries"] >= 1 and openai["attempts"]["failures"].get("transient", 0) >= 1
-    assert openai["attempts"]["ok"] == 6
+    assert all(m["attempts"]["ok"] == 6 for m in models.values())
+    # The scripted 500 goes to whichever model asks first: exactly one of them shows the retry.
+    retried = [m for m in models.values() if m["attempts"]["retries"] >= 1]
+    assert len(retried) == 1 and retried[0]["attempts"]["failures"].get("transient", 0) == 1
     assert models["anthropic-m"]["sampling"] == [{"max_tokens": 64}]
     assert prov["store"] == str(store) and "contam_version" in prov
     [bleu] = prov["scoring"]
