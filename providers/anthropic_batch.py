@@ -53,14 +53,7 @@ class AnthropicBatch(BatchProtocol):
         return self._state(await self.call("POST", f"{self._batches}/{job_id}/cancel"))
 
     async def list_jobs(self) -> list[JobState]:
-        jobs, after = [], None
-        while True:
-            query = f"?limit=100&after_id={after}" if after else "?limit=100"
-            page = await self.call("GET", f"{self._batches}{query}")
-            jobs += [self._state(item) for item in page.get("data") or []]
-            if not page.get("has_more") or not page.get("last_id"):
-                return jobs
-            after = page["last_id"]
+        return await self.list_pages(self._batches, "after_id")
 
     async def results(self, job: JobState) -> list[LineResult]:
         url = (job.raw or {}).get("results_url")

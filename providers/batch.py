@@ -125,7 +125,22 @@ class BatchProtocol:
     async def list_jobs(self) -> list[JobState]:
         raise NotImplementedError
 
+    def _state(self, raw: Any) -> JobState:
+        """The provider's job object, read into a JobState."""
+        raise NotImplementedError
+
     # Shared plumbing.
+    async def list_pages(self, url: str, cursor: str) -> list[JobState]:
+        """Every job of a listing paged by the last id seen (OpenAI's `after`, Anthropic's `after_id`)."""
+        jobs, after = [], None
+        while True:
+            page = await self.call("GET", f"{url}?limit=100" + (f"&{cursor}={after}" if after else ""))
+            states = [self._state(item) for item in page.get("data") or []]
+            jobs += states
+            after = page.get("last_id") or (states[-1].job_id if states else None)
+            if not page.get("has_more") or not after:
+                return jobs
+
     async def call(self, method: str, url: str, payload: Any = None) -> Any:
         """A JSON exchange; a non-2xx reply raises the provider's own classification."""
         response = await send(self.client, method, url, label=self.label, timeout=self.timeout,

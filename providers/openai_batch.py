@@ -62,14 +62,7 @@ class OpenAIBatch(BatchProtocol):
         return self._state(await self.call("POST", f"{self.provider.base_url}/batches/{job_id}/cancel"))
 
     async def list_jobs(self) -> list[JobState]:
-        jobs, after = [], None
-        while True:
-            query = f"?limit=100&after={after}" if after else "?limit=100"
-            page = await self.call("GET", f"{self.provider.base_url}/batches{query}")
-            jobs += [self._state(item) for item in page.get("data") or []]
-            if not page.get("has_more") or not jobs:
-                return jobs
-            after = jobs[-1].job_id
+        return await self.list_pages(f"{self.provider.base_url}/batches", "after")
 
     async def results(self, job: JobState) -> list[LineResult]:
         raw = job.raw or {}

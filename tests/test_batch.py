@@ -429,3 +429,27 @@ def test_batch_poll_max_must_be_positive(tmp_path, contam, emulator) -> None:
     status, _, err = contam("run", config, "--store", tmp_path / "s.duckdb", "--batch",
                             "--batch-poll-max", "0")
     assert status == 2 and "--batch-poll-max must be a positive number" in err
+
+
+@pytest.mark.parametrize("provider, cursor", [("openai", "after"), ("anthropic", "after_id")])
+def test_listing_jobs_follows_every_page(provider, cursor) -> None:
+    """Two pages of jobs: the second is asked for with the first page's last id."""
+    pages = {None: {"data": [{"id": "b1"}, {"id": "b2"}], "has_more": True, "last_id": "b2"},
+             "b2": {"data": [{"id": "b3"}], "has_more": False, "last_id": "b3"}}
+    asked = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        after = request.url.params.get(cursor)
+        asked.append(after)
+        return httpx.Response(200, json=pages[after])
+
+    spec = ModelSpec(name="m", provider=provider, model=f"emu-{provider}",
+                     base_url="http://batch.test/v1" if provider == "openai" else "http://batch.test")
+
+    async def listing() -> list[str]:
+        async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as client:
+            protocol = create_batch_protocol(create_provider(spec, client), client)
+            return [job.job_id for job in await protocol.list_jobs()]
+
+    assert anyio.run(listing) == ["b1", "b2", "b3"]
+    assert asked == [None, "b2"]
