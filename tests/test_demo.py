@@ -99,6 +99,8 @@ def test_contam_demo_runs_end_to_end_and_resumes(tmp_path, contam):
                  *(f"fig{n}.{ext}" for n in ("1_leaderboard", "2_contamination_gap",
                                              "3_metric_disagreement") for ext in ("png", "pdf"))):
         assert (out / name).stat().st_size > 0, name
+    assert (out / "tables").is_dir() and any((out / "tables").glob("*.tex"))
+    assert f"tables   {out / 'tables'}/" in stdout
     assert stdout.count("contam sql --store") == 3
 
     before = _counts(store_file)

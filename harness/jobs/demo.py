@@ -211,6 +211,7 @@ def _print_where(out: Path, report_files: list[Path], seconds: float) -> None:
     print(f"  store    {store}  (append-only DuckDB; query it with `contam sql` or any DuckDB client)")
     print(f"  report   {out / 'report.html'}  (also report.md, report.json)")
     print(f"  figures  {', '.join(figures)}  (and PDFs)")
+    print(f"  tables   {out / 'tables'}/  (every report table as CSV and LaTeX)")
     print(f"  config   {out / CONFIG_NAME}  (`contam run` on it repeats this run)")
     print("\ntry next:")
     for query in _NEXT_QUERIES:
