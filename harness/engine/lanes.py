@@ -147,10 +147,6 @@ class WaitTooLong(QuotaExhausted):
     next run resumes, rather than a lane cooling down for hours (or, with a hostile hint, years)."""
 
 
-# A hint longer than this (the model's max_hint_s; 10 minutes unless configured) stops the lane.
-DEFAULT_MAX_HINT_S = 600.0
-
-
 def stop_reason(exc: BaseException) -> str:
     """The short reason a lane stopped, as the display and the summary show it."""
     if isinstance(exc, WaitTooLong):
@@ -329,7 +325,7 @@ class _LaneRun:
 
     def _use_replicas(self, replicas: list[Replica]) -> None:
         self.replicas = ReplicaSet(replicas, self.limits, (RETRY_WAIT_INITIAL, RETRY_WAIT_MAX),
-                                   max_hint_s=self._max_hint_s())
+                                   max_hint_s=self.spec.max_hint_s)
         self.stats.cooling_for = self.replicas.cooling_for
         if len(self.spec.replica_urls()) > 1:
             self.stats.replicas = [replica.stats for replica in replicas]
@@ -496,12 +492,9 @@ class _LaneRun:
         if error is not exc:
             raise error from exc
 
-    def _max_hint_s(self) -> float:
-        return getattr(self.spec, "max_hint_s", None) or DEFAULT_MAX_HINT_S
-
     def _wait_too_long(self, error: ProviderError) -> WaitTooLong | None:
         """A stop for a hint beyond the model's ceiling, or None."""
-        ceiling = self._max_hint_s()
+        ceiling = self.spec.max_hint_s
         hint = error.retry_after_s
         if not error.retryable or hint is None or hint <= ceiling:
             return None
