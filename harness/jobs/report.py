@@ -21,9 +21,6 @@ from harness.store import DEFAULT_STORE, Store
 
 __all__ = ["report", "ReportResult", "write_report", "report_json", "default_out_dir", "render"]
 
-FILES = ("report.json", "report.md", "report.html")
-
-
 @dataclass(kw_only=True)
 class ReportResult:
     """The report, where its files went (none with ``format`` alone), and ``format``'s text."""
