@@ -112,7 +112,7 @@ def _parse_csv(path: Path, lines: Iterable[str], kind: FileKind) -> Iterator[Rec
         raise InputError(str(path), start, f"malformed CSV ({exc})") from None
 
 
-def _csv_header(path: Path, reader: "csv._reader", kind: FileKind) -> list[str]:
+def _csv_header(path: Path, reader: Iterator[list[str]], kind: FileKind) -> list[str]:
     try:
         header = [name.strip() for name in next(reader)]
     except (StopIteration, csv.Error):
