@@ -1,5 +1,5 @@
-"""Shared by scripts/bench_batch.py and scripts/batch_kill9.py: items, a three-provider config
-pointing at an emulator, and reading a store's answers and failed attempts per cell."""
+"""Shared by the benchmark scripts: an items file, a three-provider config pointing at an emulator
+(bench_batch.py, batch_kill9.py), and reading a store's answers and failed attempts per cell."""
 
 from __future__ import annotations
 
@@ -15,13 +15,18 @@ KEYS = {"OPENAI_API_KEY": "sk-batch-bench", "GEMINI_API_KEY": "gm-batch-bench",
 TITLE = "Pokémon Red"
 
 
-def write_setup(folder: Path, items: int, base_url: str) -> Path:
-    """items.csv and run.toml (one model per batch provider) in ``folder``; the config's path."""
-    with (folder / "items.csv").open("w", newline="", encoding="utf-8") as handle:
+def write_items(path: Path, n: int) -> None:
+    """An items CSV of ``n`` questions, ids q000000 onwards, all about ``TITLE``."""
+    with path.open("w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
         writer.writerow(["item_id", "title", "subset", "question", "reference"])
         writer.writerows([f"q{i:06d}", TITLE, "official", f"Question {i}?", f"Ref {i}"]
-                         for i in range(items))
+                         for i in range(n))
+
+
+def write_setup(folder: Path, items: int, base_url: str) -> Path:
+    """items.csv and run.toml (one model per batch provider) in ``folder``; the config's path."""
+    write_items(folder / "items.csv", items)
     entries = [f'[[models]]\nname = "{p}-m"\nprovider = "{p}"\nmodel = "emu-{p}"\n'
                f'base_url = "{base_url}/v1"\nconcurrency = 64\n' if p == "openai" else
                f'[[models]]\nname = "{p}-m"\nprovider = "{p}"\nmodel = "emu-{p}"\n'

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import csv
 import io
 import math
 import os
@@ -30,6 +29,8 @@ import time
 from contextlib import redirect_stdout
 from pathlib import Path
 
+from batchkit import write_items  # scripts/batchkit.py
+
 from harness.cli import main as contam
 from harness.emulator.server import EmulatorSettings, run_emulator
 from harness.jobs.bench_floor import emulator_process
@@ -37,14 +38,6 @@ from harness.store import Store
 
 PROVIDERS = ("openai", "gemini", "anthropic", "ollama")
 KEYS = {"OPENAI_API_KEY": "sk-bench", "GEMINI_API_KEY": "gm-bench", "ANTHROPIC_API_KEY": "an-bench"}
-
-
-def write_items(path: Path, n: int) -> None:
-    with path.open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(["item_id", "title", "subset", "question", "reference"])
-        for i in range(n):
-            writer.writerow([f"q{i:06d}", "Pokémon Red", "official", f"Question {i}?", f"Ref {i}"])
 
 
 def write_config(path: Path, base_urls: dict[str, str], concurrency: int) -> None:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import csv
 import io
 import os
 import sys
@@ -27,17 +26,11 @@ import time
 from contextlib import redirect_stdout
 from pathlib import Path
 
+from batchkit import write_items  # scripts/batchkit.py
+
 from harness.cli import main as contam
 from harness.jobs.bench_floor import emulator_process
 from harness.store import Store
-
-
-def write_items(path: Path, n: int) -> None:
-    with path.open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(["item_id", "title", "subset", "question", "reference"])
-        writer.writerows([f"q{i:06d}", "Pokémon Red", "official", f"Question {i}?", f"Ref {i}"]
-                         for i in range(n))
 
 
 def write_config(path: Path, base_urls: list[str], concurrency: int) -> None:
