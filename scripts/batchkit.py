@@ -28,9 +28,8 @@ def write_setup(folder: Path, items: int, base_url: str) -> Path:
     """items.csv and run.toml (one model per batch provider) in ``folder``; the config's path."""
     write_items(folder / "items.csv", items)
     entries = [f'[[models]]\nname = "{p}-m"\nprovider = "{p}"\nmodel = "emu-{p}"\n'
-               f'base_url = "{base_url}/v1"\nconcurrency = 64\n' if p == "openai" else
-               f'[[models]]\nname = "{p}-m"\nprovider = "{p}"\nmodel = "emu-{p}"\n'
-               f'base_url = "{base_url}"\nconcurrency = 64\n' for p in PROVIDERS]
+               f'base_url = "{base_url}{"/v1" if p == "openai" else ""}"\nconcurrency = 64\n'
+               for p in PROVIDERS]
     config = folder / "run.toml"
     config.write_text('items = "items.csv"\n\n' + "\n".join(entries), encoding="utf-8")
     return config
