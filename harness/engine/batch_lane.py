@@ -13,11 +13,12 @@ A run first takes up the model's open jobs: it polls those with an id, and looks
 ``submitting`` one by its tag among the provider's jobs (a kill between send and reply, or a
 timed-out submit); found, it is polled; not found, it is ``abandoned`` and its cells are free
 again. Anthropic jobs carry no tag: an unknown job of the account, created within minutes of this
-one, is taken as this one when its results carry the batch key. Only then are the cells without an answer and outside an open job
-submitted, in jobs within the provider's limits. Lines that failed or expired are submitted again
-in a follow-up job (at most ``max_attempts`` rounds), or handed to the synchronous path
-(``--batch-fallback sync``, done by ``harness.jobs.run``). Non-retryable errors stop the model as they do
-on the synchronous path, and every result passes the same served-model check.
+one, is taken as this one when its results carry the batch key. Only then are the cells without
+an answer and outside an open job submitted, in jobs within the provider's limits. Lines that
+failed or expired are submitted again in a follow-up job (at most ``max_attempts`` rounds), or
+handed to the synchronous path (``--batch-fallback sync``, done by ``harness.jobs.run``).
+Non-retryable errors stop the model as they do on the synchronous path, and every result passes
+the same served-model check.
 """
 
 from __future__ import annotations
