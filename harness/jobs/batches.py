@@ -9,6 +9,7 @@ prints it.
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -91,7 +92,7 @@ def job_lines(rows: Sequence[dict[str, Any]]) -> list[str]:
 def _text(value: Any) -> str:
     if value is None:
         return "-"
-    return value.strftime("%Y-%m-%d %H:%M:%S") if hasattr(value, "strftime") else str(value)
+    return value.strftime("%Y-%m-%d %H:%M:%S") if isinstance(value, dt.datetime) else str(value)
 
 
 def _spec(store: Store, run_id: str, model: str) -> ModelSpec:
