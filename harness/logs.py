@@ -38,9 +38,6 @@ class _CurrentStderr(logging.StreamHandler):
     """Writes to whatever ``sys.stderr`` is at the time: under the live display, that is rich's
     redirect, which prints the line above the display instead of through it."""
 
-    def __init__(self) -> None:
-        super().__init__()
-
     @property  # type: ignore[override]
     def stream(self):  # noqa: ANN201 - the base class's attribute
         return sys.stderr
