@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import shlex
 import tomllib
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +45,7 @@ class ModelSpec:
     def public_dict(self) -> dict[str, Any]:
         """What may be stored in `runs.config`: everything but secrets (there are none here:
         only the *name* of the key's environment variable is kept, never its value)."""
-        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+        return {f.name: getattr(self, f.name) for f in fields(self)}
 
     def replica_urls(self) -> tuple[str | None, ...]:
         """One entry per replica: the listed URLs, or the one ``base_url`` (None: the default)."""
@@ -54,7 +53,7 @@ class ModelSpec:
 
     def for_replica(self, url: str | None) -> "ModelSpec":
         """This model as one replica's provider sees it: a single ``base_url``."""
-        return dataclasses.replace(self, base_url=url)
+        return replace(self, base_url=url)
 
 
 @dataclass(frozen=True, kw_only=True)
