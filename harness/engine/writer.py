@@ -174,9 +174,9 @@ class BatchWriter:
 
 
 def insert_statements(writes: Sequence[Rows]) -> list[tuple[str, list]]:
-    """One ``INSERT`` per table for a batch of writes, built apart from its execution (the
-    writer thread runs it). Each column travels as one list parameter that DuckDB unnests;
-    a column that is NULL in every row is left out (NULL is every column's default)."""
+    """One ``INSERT`` per table for a batch of writes, built apart from its execution (the drain
+    task runs it). Each column travels as one list parameter that DuckDB unnests; a column that
+    is NULL in every row is left out (NULL is every column's default)."""
     merged: dict[str, list[Mapping[str, Any]]] = {}
     for rows in writes:
         for table, table_rows in rows.items():
