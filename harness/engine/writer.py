@@ -40,12 +40,10 @@ import anyio
 import anyio.lowlevel
 from anyio.abc import TaskGroup
 
-from harness.store.journal import Journal, journal_path, reply_key
+from harness.store.journal import Journal, Rows, journal_path, merge_writes, reply_key
 from harness.store import TABLE_COLUMNS, Store
 
 __all__ = ["BatchWriter", "Rows", "insert_statements"]
-
-Rows = Mapping[str, Sequence[Mapping[str, Any]]]  # table name -> rows
 
 
 class BatchWriter:
@@ -177,11 +175,7 @@ def insert_statements(writes: Sequence[Rows]) -> list[tuple[str, list]]:
     """One ``INSERT`` per table for a batch of writes, built apart from its execution (the drain
     task runs it). Each column travels as one list parameter that DuckDB unnests; a column that
     is NULL in every row is left out (NULL is every column's default)."""
-    merged: dict[str, list[Mapping[str, Any]]] = {}
-    for rows in writes:
-        for table, table_rows in rows.items():
-            merged.setdefault(table, []).extend(table_rows)
-    return [_insert(table, rows) for table, rows in merged.items() if rows]
+    return [_insert(table, rows) for table, rows in merge_writes(writes).items() if rows]
 
 
 def _insert(table: str, rows: Sequence[Mapping[str, Any]]) -> tuple[str, list]:

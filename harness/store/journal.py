@@ -26,7 +26,7 @@ import orjson
 if TYPE_CHECKING:  # the store calls replay(); this module needs only its type
     from harness.store import Store
 
-__all__ = ["Journal", "journal_path", "reply_key", "replay"]
+__all__ = ["Journal", "Rows", "journal_path", "reply_key", "replay", "merge_writes"]
 
 Rows = Mapping[str, Sequence[Mapping[str, Any]]]  # table name -> rows
 _KEY = ("run_id", "item_id", "model", "attempt")
@@ -78,7 +78,7 @@ def replay(store: Store) -> int:
     missing = _missing(store.con, writes)
     if missing:
         with store.transaction():
-            for table, rows in _merged(missing).items():
+            for table, rows in merge_writes(missing).items():
                 store.append(table, rows)
     path.unlink()
     return len(missing)
@@ -109,7 +109,8 @@ def _missing(con: duckdb.DuckDBPyConnection, writes: list[dict]) -> list[dict]:
     return [write for n, write in enumerate(writes) if n not in done and keys[n]]
 
 
-def _merged(writes: Iterable[Rows]) -> dict[str, list[Mapping[str, Any]]]:
+def merge_writes(writes: Iterable[Rows]) -> dict[str, list[Mapping[str, Any]]]:
+    """Several writes' rows gathered per table, in order (one INSERT per table)."""
     merged: dict[str, list[Mapping[str, Any]]] = {}
     for rows in writes:
         for table, table_rows in rows.items():
