@@ -33,7 +33,7 @@ pending. While the writer is open, no other code may write through the store's c
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import anyio
@@ -41,7 +41,7 @@ import anyio.lowlevel
 from anyio.abc import TaskGroup
 
 from harness.store.journal import Journal, Rows, journal_path, merge_writes, reply_key
-from harness.store import TABLE_COLUMNS, Store
+from harness.store import Store, insert_statement
 
 __all__ = ["BatchWriter", "Rows", "insert_statements"]
 
@@ -172,24 +172,6 @@ class BatchWriter:
 
 
 def insert_statements(writes: Sequence[Rows]) -> list[tuple[str, list]]:
-    """One ``INSERT`` per table for a batch of writes, built apart from its execution (the drain
-    task runs it). Each column travels as one list parameter that DuckDB unnests; a column that
-    is NULL in every row is left out (NULL is every column's default)."""
-    return [_insert(table, rows) for table, rows in merge_writes(writes).items() if rows]
-
-
-def _insert(table: str, rows: Sequence[Mapping[str, Any]]) -> tuple[str, list]:
-    known = TABLE_COLUMNS[table]
-    unknown = set().union(*(row.keys() for row in rows)) - set(known)
-    if unknown:
-        raise ValueError(f"{table}: unknown columns {sorted(unknown)}")
-    columns, values = [], []
-    for column in known:
-        column_values = [row.get(column) for row in rows]
-        if any(value is not None for value in column_values):
-            columns.append(column)
-            values.append(column_values)
-    if not columns:  # rows with nothing but NULLs still count
-        columns, values = [known[0]], [[None] * len(rows)]
-    select = ", ".join(f"unnest(${n}) AS {c}" for n, c in enumerate(columns, start=1))
-    return f"INSERT INTO {table} BY NAME SELECT {select}", values
+    """One ``INSERT`` per table for a batch of writes (:func:`harness.store.insert_statement`),
+    built apart from its execution (the drain task runs it)."""
+    return [insert_statement(table, rows) for table, rows in merge_writes(writes).items() if rows]

@@ -1,5 +1,6 @@
 """The DuckDB store: schema as numbered migrations, the append path, the views."""
 
-from harness.store.store import DEFAULT_STORE, MIGRATIONS, TABLE_COLUMNS, Store, utc_now
+from harness.store.store import (DEFAULT_STORE, MIGRATIONS, TABLE_COLUMNS, Store, insert_statement,
+                                 utc_now)
 
-__all__ = ["DEFAULT_STORE", "MIGRATIONS", "TABLE_COLUMNS", "Store", "utc_now"]
+__all__ = ["DEFAULT_STORE", "MIGRATIONS", "TABLE_COLUMNS", "Store", "insert_statement", "utc_now"]
