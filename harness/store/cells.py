@@ -45,7 +45,8 @@ def count_unanswered(con: duckdb.DuckDBPyConnection, model: str, limit: int | No
 def unanswered(con: duckdb.DuckDBPyConnection, model: str,
                limit: int | None) -> Iterator[tuple[str, str | None, str | None]]:
     """(item_id, title, question) of those items, lazily, in item order. ``con`` must be a
-    connection of its own (``store.con.cursor()``) while another thread writes to the store."""
+    cursor of its own (``store.con.cursor()``): the batch writer commits through ``store.con``
+    between two pages, and an execute there discards any result still open on it."""
     con.execute(_unanswered_sql("i.item_id, i.title, i.question", limit, order=True),
                 _unanswered_params(model, limit))
     while rows := con.fetchmany(_PAGE):
