@@ -41,7 +41,6 @@ DOCUMENTED, UNDOCUMENTED, NEUTRAL = OKABE_ITO[0], OKABE_ITO[1], "#555555"
 COLUMN, FULL = 3.5, 7.2  # inches: one column and the full text width of a two-column paper
 METRIC_NAMES = {"bleu2": "BLEU-2", "bertscore_f1": "BERTScore-F1"}
 NO_HUMAN = "no human labels in the store"
-NO_LABELS = "no human or judge labels in the store"
 _BAR = {"capsize": 2, "error_kw": {"elinewidth": 0.8, "ecolor": "black", "capthick": 0.8}}
 STYLE = {
     "font.size": 8, "axes.titlesize": 8, "axes.labelsize": 8, "xtick.labelsize": 7.5,
