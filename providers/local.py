@@ -222,7 +222,7 @@ def _served_name(model: Any, artifact: LocalArtifact) -> str:
     """The name of what was loaded."""
     if artifact.gguf_file:
         return artifact.gguf_file
-    loaded_from = getattr(model.config, "_name_or_path", "") or artifact.name
+    loaded_from = model.config.name_or_path or artifact.name
     # A hub snapshot lives in .../models--org--name/snapshots/<hash>: its name is the hub id.
     return artifact.name if "snapshots" in Path(loaded_from).parts else Path(loaded_from).name
 
