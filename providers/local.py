@@ -16,7 +16,7 @@ The served-model check compares names of artifacts: :meth:`LocalProvider.served_
 name of what the config asked for (the GGUF file name, the directory name or the hub id) and each
 reply's ``served_model`` is the name of what was actually loaded: the GGUF file the weights were
 converted from (transformers keeps no trace of it on the model), else the loaded config's
-``_name_or_path``. For the default both are ``SmolLM2-135M-Instruct.Q4_1.gguf``, so write that as
+``name_or_path``. For the default both are ``SmolLM2-135M-Instruct.Q4_1.gguf``, so write that as
 ``model`` to get the same id in every column.
 
 ``params`` may hold ``max_new_tokens`` (default 64; it wins over the harness's per-request limit,
