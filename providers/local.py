@@ -45,6 +45,7 @@ import anyio
 import anyio.from_thread
 import anyio.to_thread
 
+from harness.errors import first_line
 from providers.base import Fatal, ModelSettings, Provider, Reply, Request, Timeout
 from providers.local_cache import cache_root, find_converted, save_converted
 
@@ -158,7 +159,7 @@ def _load_uncached(artifact: LocalArtifact, device: str) -> _Loaded:
         tokenizer, model = _from_disk(artifact, device)
     except Exception as exc:  # a corrupt file, an unknown architecture, a missing shard ...
         raise Fatal(f"local model {artifact.name!r}: cannot load from {artifact.directory}: "
-                    f"{_first_line(exc)}") from exc
+                    f"{first_line(exc)}") from exc
     if not tokenizer.chat_template:
         raise Fatal(f"local model {artifact.name!r} has no chat template; an instruct model "
                     "is needed to ask it questions")
@@ -240,11 +241,6 @@ def _sentence_token_ids(tokenizer: Any) -> dict[str, frozenset[int]]:
     ends = frozenset(i for i, text in enumerate(texts) if text.rstrip().endswith(_SENTENCE_ENDS))
     starts = frozenset(i for i, text in enumerate(texts) if text[:1].isspace())
     return {"sentence_end_ids": ends, "word_start_ids": starts}
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip() or type(exc).__name__
-    return text.splitlines()[0]
 
 
 # -- generating ---------------------------------------------------------------------------------
@@ -401,7 +397,7 @@ class LocalProvider(Provider):
         except (Fatal, anyio.get_cancelled_exc_class()):
             raise
         except Exception as exc:  # torch out of memory, a prompt longer than the context ...
-            raise Fatal(f"{self.label}: generation failed: {_first_line(exc)}") from exc
+            raise Fatal(f"{self.label}: generation failed: {first_line(exc)}") from exc
 
     async def _loaded(self) -> _Loaded:
         cached = _LOADED.get((self.artifact, self.device))
