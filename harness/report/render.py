@@ -149,7 +149,7 @@ def _gap_table(report: dict, gap: list[dict]) -> Table:
     doc, undoc = report["contrast"]["documented"], report["contrast"]["undocumented"]
     rows = [[r["model"], f"{fmt_pct(r['documented_accuracy'])} ({r['documented_right']}/{r['documented_n']})",
              f"{fmt_pct(r['undocumented_accuracy'])} ({r['undocumented_right']}/{r['undocumented_n']})",
-             _pp(r["gap"]), _pp_ci(r["gap_ci_low"], r["gap_ci_high"]), fmt_or(r["odds_ratio"]),
+             _pp(r["gap"]), fmt_ci(r["gap_ci_low"], r["gap_ci_high"]), fmt_or(r["odds_ratio"]),
              fmt_p(r["fisher_p"]), fmt_p(r.get("fisher_p_holm"))] for r in gap]
     family = gap[0].get("holm_family", "") if gap else ""
     return Table(["Model", doc, undoc, "Gap", "95% CI (Newcombe)", "Odds ratio", "Fisher p", "Holm p"], rows,
@@ -203,10 +203,6 @@ def _surface_title_table(rows: list[dict]) -> Table:
 
 def _pp(x: float | None) -> str:
     return DASH if is_missing(x) else f"{100 * x:.1f} pp"
-
-
-def _pp_ci(low: float | None, high: float | None) -> str:
-    return DASH if is_missing(low) or is_missing(high) else f"[{100 * low:.1f}, {100 * high:.1f}]"
 
 
 def _mcnemar(report: dict) -> Section | None:
