@@ -31,7 +31,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from harness.report.analysis import figure_regime  # noqa: E402
-from harness.report.format import PNG_DPI  # noqa: E402
+from harness.report.format import PNG_DPI, is_missing  # noqa: E402
 
 __all__ = ["FIGURES", "TITLES", "draw_figures", "export", "png_bytes", "save_pdf", "close", "PNG_DPI"]
 
@@ -50,19 +50,15 @@ STYLE = {
 }
 
 
-def _nan(x: Any) -> bool:
-    return x is None or (isinstance(x, float) and math.isnan(x))
-
-
 def _errors(values: list[float], lows: list[float], highs: list[float]) -> list[list[float]]:
     """matplotlib wants distances below and above each value; undefined limits draw no bar."""
-    below = [0.0 if _nan(lo) else max(0.0, v - lo) for v, lo in zip(values, lows)]
-    above = [0.0 if _nan(hi) else max(0.0, hi - v) for v, hi in zip(values, highs)]
+    below = [0.0 if is_missing(lo) else max(0.0, v - lo) for v, lo in zip(values, lows)]
+    above = [0.0 if is_missing(hi) else max(0.0, hi - v) for v, hi in zip(values, highs)]
     return [below, above]
 
 
 def _pct(rows: list[dict], key: str) -> list[float]:
-    return [100 * r[key] if not _nan(r.get(key)) else 0.0 for r in rows]
+    return [100 * r[key] if not is_missing(r.get(key)) else 0.0 for r in rows]
 
 
 def _empty_panel(ax, title: str, reason: str) -> None:
@@ -201,9 +197,9 @@ def _surface_gap(report: dict) -> Figure:
 
 def _ratio_label(row: dict) -> str:
     """The paper's documented/undocumented ratio; the difference where a ratio means nothing."""
-    if not _nan(row["ratio"]):
+    if not is_missing(row["ratio"]):
         return f"ratio {row['ratio']:.2f}×"
-    return "ratio n/a" if _nan(row["difference"]) else f"Δ {row['difference']:+.3f} (no ratio)"
+    return "ratio n/a" if is_missing(row["difference"]) else f"Δ {row['difference']:+.3f} (no ratio)"
 
 
 def _pad_top(ax) -> None:
@@ -225,7 +221,7 @@ def _lead_metric(report: dict) -> str:
 
 
 def _value(row: dict, key: str, default: float = 0.0) -> float:
-    return default if _nan(row.get(key)) else row[key]
+    return default if is_missing(row.get(key)) else row[key]
 
 
 # -- Figure 3 -----------------------------------------------------------------------------------
@@ -255,7 +251,7 @@ def _regime_rows(report: dict) -> list[dict]:
 
 def available_panels(rows: list[dict]) -> list[tuple]:
     """The regimes with data in at least one model; the others are left out (named in the notes)."""
-    return [p for p in _PANELS if any(not _nan(r.get(p[1])) for r in rows)]
+    return [p for p in _PANELS if any(not is_missing(r.get(p[1])) for r in rows)]
 
 
 def metric_disagreement(report: dict) -> Figure:
@@ -282,17 +278,17 @@ def metric_disagreement(report: dict) -> Figure:
 
 def _regime_panel(ax, rows, y, panel: tuple) -> None:
     title, column, low, high, percent, reason = panel
-    if not any(not _nan(r.get(column)) for r in rows):
+    if not any(not is_missing(r.get(column)) for r in rows):
         _empty_panel(ax, title.split(":")[0], reason)
         return
     scale = 100 if percent else 1
-    values = [scale * r[column] if not _nan(r.get(column)) else 0.0 for r in rows]
-    lows = [scale * r[low] if not _nan(r.get(low)) else math.nan for r in rows]
-    highs = [scale * r[high] if not _nan(r.get(high)) else math.nan for r in rows]
+    values = [scale * r[column] if not is_missing(r.get(column)) else 0.0 for r in rows]
+    lows = [scale * r[low] if not is_missing(r.get(low)) else math.nan for r in rows]
+    highs = [scale * r[high] if not is_missing(r.get(high)) else math.nan for r in rows]
     ax.barh(y, values, xerr=_errors(values, lows, highs), height=0.6,
             color=NEUTRAL if percent else OKABE_ITO[4], **_BAR)
     for yi, v, r in zip(y, values, rows):
-        label = "n/a" if _nan(r.get(column)) else (f"{v:.1f}" if percent else f"{v:.3f}")
+        label = "n/a" if is_missing(r.get(column)) else (f"{v:.1f}" if percent else f"{v:.3f}")
         ax.text(0.99, yi, label, va="center", ha="right", transform=ax.get_yaxis_transform(),
                 bbox={"facecolor": "white", "edgecolor": "none", "pad": 0.5, "alpha": 0.85})
     ax.set_title(title, loc="left")
@@ -304,7 +300,7 @@ def _regime_panel(ax, rows, y, panel: tuple) -> None:
 
 def _panel_limits(values, lows, highs, percent) -> tuple[float, float]:
     """Room for every bar and interval, plus a margin on the right for the value labels."""
-    defined = [v for v in (*values, *lows, *highs) if not _nan(v)]
+    defined = [v for v in (*values, *lows, *highs) if not is_missing(v)]
     top = 100 if percent else max(1e-9, *defined)
     return min(0.0, *defined) * 1.1, top * 1.3
 
