@@ -30,7 +30,7 @@ matplotlib.use("Agg")  # files only, never a window; must precede pyplot
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from harness.report.analysis import figure_regime  # noqa: E402
+from harness.report.analysis import METRICS, figure_regime  # noqa: E402
 from harness.report.format import PNG_DPI, is_missing  # noqa: E402
 
 __all__ = ["FIGURES", "TITLES", "draw_figures", "export", "png_bytes", "save_pdf", "close", "PNG_DPI"]
@@ -39,7 +39,6 @@ __all__ = ["FIGURES", "TITLES", "draw_figures", "export", "png_bytes", "save_pdf
 OKABE_ITO = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
 DOCUMENTED, UNDOCUMENTED, NEUTRAL = OKABE_ITO[0], OKABE_ITO[1], "#555555"
 COLUMN, FULL = 3.5, 7.2  # inches: one column and the full text width of a two-column paper
-METRIC_NAMES = {"bleu2": "BLEU-2", "bertscore_f1": "BERTScore-F1"}
 NO_HUMAN = "no human labels in the store"
 _BAR = {"capsize": 2, "error_kw": {"elinewidth": 0.8, "ecolor": "black", "capthick": 0.8}}
 STYLE = {
@@ -125,10 +124,10 @@ def _surface_leaderboard(report: dict) -> Figure:
     fig, axes = plt.subplots(1, 2, figsize=(FULL, 0.8 + 0.42 * max(len(rows), 1)), sharey=True,
                              layout="constrained")
     y = list(range(len(rows)))
-    for ax, metric in zip(axes, METRIC_NAMES):
-        _regime_panel(ax, rows, y, (f"{METRIC_NAMES[metric]}: mean score", metric, f"{metric}_ci_low",
-                                    f"{metric}_ci_high", False, f"no {METRIC_NAMES[metric]} scores in the store"))
-        ax.set_xlabel(f"mean {METRIC_NAMES[metric]}, not accuracy (no labels)")
+    for ax, metric in zip(axes, METRICS):
+        _regime_panel(ax, rows, y, (f"{METRICS[metric]}: mean score", metric, f"{metric}_ci_low",
+                                    f"{metric}_ci_high", False, f"no {METRICS[metric]} scores in the store"))
+        ax.set_xlabel(f"mean {METRICS[metric]}, not accuracy (no labels)")
     axes[0].set_yticks(y, [_model_label(r["model"], r["bleu2_n"] or r["bertscore_f1_n"]) for r in rows])
     axes[0].invert_yaxis()
     return fig
@@ -184,14 +183,14 @@ def _surface_gap(report: dict) -> Figure:
     for ax, metric in zip(axes, ("bertscore_f1", "bleu2")):
         rows = {r["model"]: r for r in surface[metric] or []}
         if not rows:
-            _empty_panel(ax, METRIC_NAMES[metric], f"no {METRIC_NAMES[metric]} scores in the store")
+            _empty_panel(ax, METRICS[metric], f"no {METRICS[metric]} scores in the store")
             continue
         _subset_bars(fig, ax, [rows[m] for m in order if m in rows], report["contrast"], "mean", 1, _ratio_label)
         _pad_top(ax)
         _narrow(ax, len(order))
         ax.axhline(0, color="black", linewidth=0.6)
-        ax.set_title(f"{METRIC_NAMES[metric]}: mean score")
-        ax.set_ylabel(f"mean {METRIC_NAMES[metric]}, not accuracy")
+        ax.set_title(f"{METRICS[metric]}: mean score")
+        ax.set_ylabel(f"mean {METRICS[metric]}, not accuracy")
     return fig
 
 

@@ -15,7 +15,7 @@ import re
 from importlib import resources
 from string import Template
 
-from harness.report.analysis import figure_regime
+from harness.report.analysis import METRICS, figure_regime
 from harness.report.format import (DASH, PNG_DPI, Section, Table, fmt_ci, fmt_num, fmt_or, fmt_p, fmt_pct,
                                    is_missing, md_cell, user)
 from harness.report.sections import contamination_section, provenance_section
@@ -165,7 +165,7 @@ def _surface(report: dict) -> Section | None:
         return None
     contrast = report["contrast"]
     tables = [_surface_table(surface[metric], contrast, name)
-              for metric, name in (("bleu2", "BLEU-2"), ("bertscore_f1", "BERTScore-F1")) if surface.get(metric)]
+              for metric, name in METRICS.items() if surface.get(metric)]
     tables.append(_surface_title_table(surface["per_title"]))
     return Section("Surface metrics by subset", [
         "Mean score of every scored answer, labels or not: the seed paper's §4.3 evidence that the "
@@ -294,7 +294,7 @@ def _metric_validity(report: dict) -> Section | None:
     if not validity:
         return None
     tables = []
-    for metric, name in (("bleu2", "BLEU-2"), ("bertscore_f1", "BERTScore-F1")):
+    for metric, name in METRICS.items():
         if validity.get(metric):
             rows = [_validity_row(r["model"], r) for r in validity[metric]["per_model"]]
             rows.append(_validity_row("pooled", validity[metric]["pooled"]))
