@@ -103,13 +103,18 @@ def _no_human_note(report: dict) -> list[str]:
 def _overall(report: dict) -> Section | None:
     if not report["overall"]:
         return None
-    rows = [[r["model"], str(r["n"]), str(r["right"]), str(r["partial"]), str(r["wrong"]),
-             fmt_pct(r["accuracy"]), fmt_ci(r["ci_low"], r["ci_high"]), fmt_pct(r["partial_credit"])]
-            for r in report["overall"]]
-    return Section("Overall accuracy", [], [Table(
-        ["Model", "n", "Right", "Partial", "Wrong", "Strict accuracy", "95% CI", "Partial credit"], rows,
-        "Human annotation; partial credit counts a partially right answer as one half.")],
+    return Section("Overall accuracy", [], [_accuracy_table(
+        report["overall"], "Human annotation; partial credit counts a partially right answer as one half.")],
         figures=["fig1_leaderboard"])
+
+
+def _accuracy_table(rows: list[dict], caption: str = "") -> Table:
+    """Per-model label counts and accuracy: the human's (overall) and the judge's share this table."""
+    body = [[r["model"], str(r["n"]), str(r["right"]), str(r["partial"]), str(r["wrong"]),
+             fmt_pct(r["accuracy"]), fmt_ci(r.get("ci_low"), r.get("ci_high")), fmt_pct(r["partial_credit"])]
+            for r in rows]
+    return Table(["Model", "n", "Right", "Partial", "Wrong", "Strict accuracy", "95% CI", "Partial credit"],
+                 body, caption)
 
 
 def _per_title(report: dict) -> Section | None:
@@ -241,13 +246,9 @@ def _regimes(report: dict) -> Section | None:
 def _judge(report: dict) -> Section | None:
     if not report["judge"]:
         return None
-    rows = [[r["model"], str(r["n"]), str(r["right"]), str(r["partial"]), str(r["wrong"]),
-             fmt_pct(r["accuracy"]), fmt_ci(r.get("ci_low"), r.get("ci_high")), fmt_pct(r["partial_credit"])]
-            for r in report["judge"]]
     leads = figure_regime(report) == "judge"
-    return Section("LLM judge", [f"Rater {user(report['judge_rater'])}."], [Table(
-        ["Model", "n", "Right", "Partial", "Wrong", "Strict accuracy", "95% CI", "Partial credit"], rows)],
-        figures=["fig1_leaderboard"] if leads else [])
+    return Section("LLM judge", [f"Rater {user(report['judge_rater'])}."], [_accuracy_table(report["judge"])],
+                   figures=["fig1_leaderboard"] if leads else [])
 
 
 def _agreement(report: dict) -> Section | None:
