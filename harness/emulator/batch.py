@@ -260,8 +260,10 @@ class BatchServer:
         if draw < self.settings.batch_expire_rate + self.settings.batch_fail_rate:
             return custom_id, "error", (500, orjson.loads(dialect.error(500).body))
         canned = self.app.success(dialect, call)
-        kind = "ok" if canned.status == 200 else "error"
-        return custom_id, kind, orjson.loads(canned.body) if kind == "ok" else (canned.status, orjson.loads(canned.body))
+        body = orjson.loads(canned.body)
+        if canned.status == 200:
+            return custom_id, "ok", body
+        return custom_id, "error", (canned.status, body)
 
     def _progress(self, job: _Job) -> tuple[str, Counter[str]]:
         """("running" | "ended", counts of ok/error/expired lines so far)."""
