@@ -23,8 +23,9 @@ converted from (transformers keeps no trace of it on the model), else the loaded
 as with the HTTP providers' output limits), ``max_sentences`` (default 2, matching the prompt's
 "1-2 sentence answer"; generation stops once that many sentences are complete; 0 lifts the cap),
 ``threads`` (torch threads while generating; default half the usable cores), ``device`` (default
-``cuda`` when available, else ``cpu``), and ``temperature = 0`` / ``seed`` (accepted because greedy decoding already is what they
-ask for). Generation is serialised per provider: parallel ``generate`` calls on a CPU gain nothing.
+``cuda`` when available, else ``cpu``), and ``temperature = 0`` / ``seed`` (accepted because greedy
+decoding already is what they ask for). Generation is serialised per provider: parallel
+``generate`` calls on a CPU gain nothing.
 """
 
 from __future__ import annotations
