@@ -33,7 +33,7 @@ from matplotlib.figure import Figure  # noqa: E402
 from harness.report.analysis import METRICS, figure_regime  # noqa: E402
 from harness.report.format import PNG_DPI, is_missing  # noqa: E402
 
-__all__ = ["FIGURES", "TITLES", "draw_figures", "export", "png_bytes", "save_pdf", "close", "PNG_DPI"]
+__all__ = ["FIGURES", "TITLES", "draw_figures", "export", "png_bytes", "save_pdf", "close"]
 
 # Okabe & Ito (2008), "Color Universal Design": distinguishable under every common colour blindness.
 OKABE_ITO = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
