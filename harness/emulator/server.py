@@ -6,11 +6,11 @@ little) answers OpenAI ``/v1/chat/completions`` (and ``/v1/models``), Gemini
 (and ``/api/version``, ``/api/tags``, ``/api/show``) with each API's real reply and error shapes
 (:mod:`harness.emulator.apis`), and the batch APIs of OpenAI, Anthropic and Gemini
 (:mod:`harness.emulator.batch`: a job time, failed and expired lines). :class:`EmulatorSettings`
-adds what real servers do to clients:
-latency, an enforced requests-per-minute limit per (API, model) with each API's 429 hint, random
-faults, a per-day quota, a served-model substitution, key checks, and a ``script`` of exact
-outcomes for tests. Without a ``responder`` it answers questions with a reproducible stand-in and
-judge requests (the judge rubric as system prompt) with a bare label (:func:`default_reply`).
+adds what real servers do to clients: latency, an enforced requests-per-minute limit per (API,
+model) with each API's 429 hint, random faults, a per-day quota, a served-model substitution, key
+checks, and a ``script`` of exact outcomes for tests. Without a ``responder`` it answers questions
+with a reproducible stand-in and judge requests (the judge rubric as system prompt) with a bare
+label (:func:`default_reply`).
 
 In-process use: ``with run_emulator(EmulatorSettings(...)) as emu:`` serves from a background
 thread with its own event loop; ``emu.url`` is the address, ``emu.base_url("openai")`` a provider's
