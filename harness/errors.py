@@ -19,5 +19,6 @@ class InputError(UserError):
 
 
 def first_line(exc: BaseException) -> str:
-    """An exception's first line: DuckDB's messages go on with context lines."""
-    return (str(exc).splitlines() or [type(exc).__name__])[0]
+    """An exception's first line (DuckDB's and torch's messages go on with context lines); its
+    type's name when the message is empty."""
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]

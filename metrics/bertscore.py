@@ -45,7 +45,7 @@ from pathlib import Path
 
 import numpy as np
 
-from harness.errors import UserError
+from harness.errors import UserError, first_line
 from harness.text import is_blank
 from metrics.bertscore_encoder import (Encoder, check_precision, default_precision, load_encoder,
                                        resolve_devices)
@@ -291,15 +291,11 @@ def _quietly(function, *args):
     try:
         return function(*args)
     except OSError as exc:
-        raise EncoderUnavailable(f"cannot load BERTScore model {args[0]} ({_first_line(exc)}); "
+        raise EncoderUnavailable(f"cannot load BERTScore model {args[0]} ({first_line(exc)}); "
                                  f"{offline_hint()}") from exc
     finally:
         if bars_were_on:
             hf_logging.enable_progress_bar()
-
-
-def _first_line(exc: BaseException) -> str:
-    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
 
 
 def _version(distribution: str) -> str:

@@ -37,6 +37,10 @@ class BatchLine:
     custom_id: str
     body: bytes
 
+    def size(self, overhead: int) -> int:
+        """The bytes it adds to a job: its body, its id and ``overhead`` for its envelope."""
+        return len(self.body) + len(self.custom_id) + overhead
+
 
 @dataclass(frozen=True, kw_only=True)
 class JobState:
@@ -75,7 +79,7 @@ def split_lines(lines: Iterable[BatchLine], limits: JobLimits, overhead: int) ->
     group: list[BatchLine] = []
     size = 0
     for line in lines:
-        line_size = len(line.body) + len(line.custom_id) + overhead
+        line_size = line.size(overhead)
         if group and (len(group) >= limits.max_requests or size + line_size > limits.max_bytes):
             yield group
             group, size = [], 0

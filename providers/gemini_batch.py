@@ -51,7 +51,7 @@ class GeminiBatch(BatchProtocol):
     async def submit(self, lines: list[BatchLine], tag: str) -> JobState:
         model = self.provider.served_model_id()
         url = f"{self.provider.base_url}/v1beta/models/{model}:batchGenerateContent"
-        size = sum(len(line.body) + len(line.custom_id) + self.line_overhead for line in lines)
+        size = sum(line.size(self.line_overhead) for line in lines)
         if size <= self.inline_max_bytes:
             body = self.request_json(lines, tag)
         else:

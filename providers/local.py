@@ -16,15 +16,16 @@ The served-model check compares names of artifacts: :meth:`LocalProvider.served_
 name of what the config asked for (the GGUF file name, the directory name or the hub id) and each
 reply's ``served_model`` is the name of what was actually loaded: the GGUF file the weights were
 converted from (transformers keeps no trace of it on the model), else the loaded config's
-``_name_or_path``. For the default both are ``SmolLM2-135M-Instruct.Q4_1.gguf``, so write that as
+``name_or_path``. For the default both are ``SmolLM2-135M-Instruct.Q4_1.gguf``, so write that as
 ``model`` to get the same id in every column.
 
 ``params`` may hold ``max_new_tokens`` (default 64; it wins over the harness's per-request limit,
 as with the HTTP providers' output limits), ``max_sentences`` (default 2, matching the prompt's
 "1-2 sentence answer"; generation stops once that many sentences are complete; 0 lifts the cap),
 ``threads`` (torch threads while generating; default half the usable cores), ``device`` (default
-``cuda`` when available, else ``cpu``), and ``temperature = 0`` / ``seed`` (accepted because greedy decoding already is what they
-ask for). Generation is serialised per provider: parallel ``generate`` calls on a CPU gain nothing.
+``cuda`` when available, else ``cpu``), and ``temperature = 0`` / ``seed`` (accepted because greedy
+decoding already is what they ask for). Generation is serialised per provider: parallel
+``generate`` calls on a CPU gain nothing.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ import anyio
 import anyio.from_thread
 import anyio.to_thread
 
+from harness.errors import first_line
 from providers.base import Fatal, ModelSettings, Provider, Reply, Request, Timeout
 from providers.local_cache import cache_root, find_converted, save_converted
 
@@ -158,7 +160,7 @@ def _load_uncached(artifact: LocalArtifact, device: str) -> _Loaded:
         tokenizer, model = _from_disk(artifact, device)
     except Exception as exc:  # a corrupt file, an unknown architecture, a missing shard ...
         raise Fatal(f"local model {artifact.name!r}: cannot load from {artifact.directory}: "
-                    f"{_first_line(exc)}") from exc
+                    f"{first_line(exc)}") from exc
     if not tokenizer.chat_template:
         raise Fatal(f"local model {artifact.name!r} has no chat template; an instruct model "
                     "is needed to ask it questions")
@@ -222,7 +224,7 @@ def _served_name(model: Any, artifact: LocalArtifact) -> str:
     """The name of what was loaded."""
     if artifact.gguf_file:
         return artifact.gguf_file
-    loaded_from = getattr(model.config, "_name_or_path", "") or artifact.name
+    loaded_from = model.config.name_or_path or artifact.name
     # A hub snapshot lives in .../models--org--name/snapshots/<hash>: its name is the hub id.
     return artifact.name if "snapshots" in Path(loaded_from).parts else Path(loaded_from).name
 
@@ -240,11 +242,6 @@ def _sentence_token_ids(tokenizer: Any) -> dict[str, frozenset[int]]:
     ends = frozenset(i for i, text in enumerate(texts) if text.rstrip().endswith(_SENTENCE_ENDS))
     starts = frozenset(i for i, text in enumerate(texts) if text[:1].isspace())
     return {"sentence_end_ids": ends, "word_start_ids": starts}
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip() or type(exc).__name__
-    return text.splitlines()[0]
 
 
 # -- generating ---------------------------------------------------------------------------------
@@ -401,7 +398,7 @@ class LocalProvider(Provider):
         except (Fatal, anyio.get_cancelled_exc_class()):
             raise
         except Exception as exc:  # torch out of memory, a prompt longer than the context ...
-            raise Fatal(f"{self.label}: generation failed: {_first_line(exc)}") from exc
+            raise Fatal(f"{self.label}: generation failed: {first_line(exc)}") from exc
 
     async def _loaded(self) -> _Loaded:
         cached = _LOADED.get((self.artifact, self.device))

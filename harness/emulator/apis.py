@@ -467,9 +467,6 @@ class OllamaDialect(Dialect):
     def unauthorized(self, key: str | None) -> Canned:
         return self.error(401, "unauthorized")
 
-    def model_missing(self, model: str) -> Canned:
-        return self.error(404, f"model '{model}' not found")
-
 
 DIALECTS: dict[str, Dialect] = {d.name: d for d in (OpenAIDialect(), GeminiDialect(),
                                                      AnthropicDialect(), OllamaDialect())}

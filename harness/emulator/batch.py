@@ -2,7 +2,7 @@
 ``batchGenerateContent`` and its ``batches/`` operations.
 
 A job is answered line by line exactly as the synchronous endpoint would answer that body (the
-emulator's own ``_success``, so answers, served model and token counts are the same), after
+emulator's own ``success``, so answers, served model and token counts are the same), after
 ``batch_processing_s``. ``batch_fail_rate`` makes a line fail with the API's 500 error and
 ``batch_expire_rate`` makes it expire unprocessed (the job then ends as expired where the API has
 that state). ``line_counts`` counts every line received per (API, model, question), which is how a
@@ -254,14 +254,16 @@ class BatchServer:
         except BadCall as exc:
             return custom_id, "error", (400, orjson.loads(dialect.error(400, str(exc)).body))
         self.line_counts[(call.api, call.model, call.question)] += 1
-        draw = self.app._rng.random()
+        draw = self.app.rng.random()
         if job.cancelled is not None or draw < self.settings.batch_expire_rate:
             return custom_id, "expired", None
         if draw < self.settings.batch_expire_rate + self.settings.batch_fail_rate:
             return custom_id, "error", (500, orjson.loads(dialect.error(500).body))
-        canned = self.app._success(dialect, call)
-        kind = "ok" if canned.status == 200 else "error"
-        return custom_id, kind, orjson.loads(canned.body) if kind == "ok" else (canned.status, orjson.loads(canned.body))
+        canned = self.app.success(dialect, call)
+        body = orjson.loads(canned.body)
+        if canned.status == 200:
+            return custom_id, "ok", body
+        return custom_id, "error", (canned.status, body)
 
     def _progress(self, job: _Job) -> tuple[str, Counter[str]]:
         """("running" | "ended", counts of ok/error/expired lines so far)."""

@@ -6,11 +6,11 @@ little) answers OpenAI ``/v1/chat/completions`` (and ``/v1/models``), Gemini
 (and ``/api/version``, ``/api/tags``, ``/api/show``) with each API's real reply and error shapes
 (:mod:`harness.emulator.apis`), and the batch APIs of OpenAI, Anthropic and Gemini
 (:mod:`harness.emulator.batch`: a job time, failed and expired lines). :class:`EmulatorSettings`
-adds what real servers do to clients:
-latency, an enforced requests-per-minute limit per (API, model) with each API's 429 hint, random
-faults, a per-day quota, a served-model substitution, key checks, and a ``script`` of exact
-outcomes for tests. Without a ``responder`` it answers questions with a reproducible stand-in and
-judge requests (the judge rubric as system prompt) with a bare label (:func:`default_reply`).
+adds what real servers do to clients: latency, an enforced requests-per-minute limit per (API,
+model) with each API's 429 hint, random faults, a per-day quota, a served-model substitution, key
+checks, and a ``script`` of exact outcomes for tests. Without a ``responder`` it answers questions
+with a reproducible stand-in and judge requests (the judge rubric as system prompt) with a bare
+label (:func:`default_reply`).
 
 In-process use: ``with run_emulator(EmulatorSettings(...)) as emu:`` serves from a background
 thread with its own event loop; ``emu.url`` is the address, ``emu.base_url("openai")`` a provider's
@@ -106,7 +106,7 @@ class _App:
         self.script: deque[Step] = deque(parse_step(s) for s in settings.script)
         self.requests: list[RecordedRequest] = []
         self._faults = [(parse_step(name), rate) for name, rate in settings.faults.items()]
-        self._rng = random.Random(settings.seed)
+        self.rng = random.Random(settings.seed)
         self._windows: defaultdict[tuple[str, str], deque[float]] = defaultdict(deque)
         self._day_counts: Counter[tuple[str, str]] = Counter()
         self._seen_models: dict[str, set[str]] = defaultdict(set)
@@ -175,7 +175,7 @@ class _App:
     def _draw_fault(self) -> Step | None:
         if not self._faults:
             return None
-        draw, total = self._rng.random(), 0.0
+        draw, total = self.rng.random(), 0.0
         for step, rate in self._faults:
             total += rate
             if draw < total:
@@ -195,7 +195,7 @@ class _App:
             return dialect.error(step.status)
         if kind == "malformed":
             return Canned(200, _MALFORMED_BODY)
-        return self._success(dialect, call)
+        return self.success(dialect, call)
 
     def _hint(self, step: Step) -> Hint:
         """How a 429 spells its wait: exactly as scripted, rounded up to whole seconds (the RPM
@@ -208,7 +208,7 @@ class _App:
 
     async def _delay(self) -> None:
         settings = self.settings
-        jitter = self._rng.uniform(-settings.jitter_ms, settings.jitter_ms) if settings.jitter_ms else 0.0
+        jitter = self.rng.uniform(-settings.jitter_ms, settings.jitter_ms) if settings.jitter_ms else 0.0
         seconds = max(0.0, settings.latency_ms + jitter) / 1000
         if self._slots is not None:
             async with self._slots:
@@ -216,7 +216,7 @@ class _App:
         elif seconds:
             await asyncio.sleep(seconds)
 
-    def _success(self, dialect: Dialect, call: Call) -> Canned:
+    def success(self, dialect: Dialect, call: Call) -> Canned:
         try:
             answer = (self.settings.responder(call.question) if self.settings.responder
                       else default_reply(call.system, call.question))

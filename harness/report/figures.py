@@ -30,18 +30,16 @@ matplotlib.use("Agg")  # files only, never a window; must precede pyplot
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from harness.report.analysis import figure_regime  # noqa: E402
-from harness.report.format import PNG_DPI  # noqa: E402
+from harness.report.analysis import METRICS, figure_regime  # noqa: E402
+from harness.report.format import PNG_DPI, is_missing  # noqa: E402
 
-__all__ = ["FIGURES", "TITLES", "draw_figures", "export", "png_bytes", "save_pdf", "close", "PNG_DPI"]
+__all__ = ["FIGURES", "TITLES", "draw_figures", "export", "png_bytes", "save_pdf", "close"]
 
 # Okabe & Ito (2008), "Color Universal Design": distinguishable under every common colour blindness.
 OKABE_ITO = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
 DOCUMENTED, UNDOCUMENTED, NEUTRAL = OKABE_ITO[0], OKABE_ITO[1], "#555555"
 COLUMN, FULL = 3.5, 7.2  # inches: one column and the full text width of a two-column paper
-METRIC_NAMES = {"bleu2": "BLEU-2", "bertscore_f1": "BERTScore-F1"}
 NO_HUMAN = "no human labels in the store"
-NO_LABELS = "no human or judge labels in the store"
 _BAR = {"capsize": 2, "error_kw": {"elinewidth": 0.8, "ecolor": "black", "capthick": 0.8}}
 STYLE = {
     "font.size": 8, "axes.titlesize": 8, "axes.labelsize": 8, "xtick.labelsize": 7.5,
@@ -51,19 +49,15 @@ STYLE = {
 }
 
 
-def _nan(x: Any) -> bool:
-    return x is None or (isinstance(x, float) and math.isnan(x))
-
-
 def _errors(values: list[float], lows: list[float], highs: list[float]) -> list[list[float]]:
     """matplotlib wants distances below and above each value; undefined limits draw no bar."""
-    below = [0.0 if _nan(lo) else max(0.0, v - lo) for v, lo in zip(values, lows)]
-    above = [0.0 if _nan(hi) else max(0.0, hi - v) for v, hi in zip(values, highs)]
+    below = [0.0 if is_missing(lo) else max(0.0, v - lo) for v, lo in zip(values, lows)]
+    above = [0.0 if is_missing(hi) else max(0.0, hi - v) for v, hi in zip(values, highs)]
     return [below, above]
 
 
 def _pct(rows: list[dict], key: str) -> list[float]:
-    return [100 * r[key] if not _nan(r.get(key)) else 0.0 for r in rows]
+    return [100 * r[key] if not is_missing(r.get(key)) else 0.0 for r in rows]
 
 
 def _empty_panel(ax, title: str, reason: str) -> None:
@@ -130,10 +124,10 @@ def _surface_leaderboard(report: dict) -> Figure:
     fig, axes = plt.subplots(1, 2, figsize=(FULL, 0.8 + 0.42 * max(len(rows), 1)), sharey=True,
                              layout="constrained")
     y = list(range(len(rows)))
-    for ax, metric in zip(axes, METRIC_NAMES):
-        _regime_panel(ax, rows, y, (f"{METRIC_NAMES[metric]}: mean score", metric, f"{metric}_ci_low",
-                                    f"{metric}_ci_high", False, f"no {METRIC_NAMES[metric]} scores in the store"))
-        ax.set_xlabel(f"mean {METRIC_NAMES[metric]}, not accuracy (no labels)")
+    for ax, metric in zip(axes, METRICS):
+        _regime_panel(ax, rows, y, (f"{METRICS[metric]}: mean score", metric, f"{metric}_ci_low",
+                                    f"{metric}_ci_high", False, f"no {METRICS[metric]} scores in the store"))
+        ax.set_xlabel(f"mean {METRICS[metric]}, not accuracy (no labels)")
     axes[0].set_yticks(y, [_model_label(r["model"], r["bleu2_n"] or r["bertscore_f1_n"]) for r in rows])
     axes[0].invert_yaxis()
     return fig
@@ -189,22 +183,22 @@ def _surface_gap(report: dict) -> Figure:
     for ax, metric in zip(axes, ("bertscore_f1", "bleu2")):
         rows = {r["model"]: r for r in surface[metric] or []}
         if not rows:
-            _empty_panel(ax, METRIC_NAMES[metric], f"no {METRIC_NAMES[metric]} scores in the store")
+            _empty_panel(ax, METRICS[metric], f"no {METRICS[metric]} scores in the store")
             continue
         _subset_bars(fig, ax, [rows[m] for m in order if m in rows], report["contrast"], "mean", 1, _ratio_label)
         _pad_top(ax)
         _narrow(ax, len(order))
         ax.axhline(0, color="black", linewidth=0.6)
-        ax.set_title(f"{METRIC_NAMES[metric]}: mean score")
-        ax.set_ylabel(f"mean {METRIC_NAMES[metric]}, not accuracy")
+        ax.set_title(f"{METRICS[metric]}: mean score")
+        ax.set_ylabel(f"mean {METRICS[metric]}, not accuracy")
     return fig
 
 
 def _ratio_label(row: dict) -> str:
     """The paper's documented/undocumented ratio; the difference where a ratio means nothing."""
-    if not _nan(row["ratio"]):
+    if not is_missing(row["ratio"]):
         return f"ratio {row['ratio']:.2f}×"
-    return "ratio n/a" if _nan(row["difference"]) else f"Δ {row['difference']:+.3f} (no ratio)"
+    return "ratio n/a" if is_missing(row["difference"]) else f"Δ {row['difference']:+.3f} (no ratio)"
 
 
 def _pad_top(ax) -> None:
@@ -226,7 +220,7 @@ def _lead_metric(report: dict) -> str:
 
 
 def _value(row: dict, key: str, default: float = 0.0) -> float:
-    return default if _nan(row.get(key)) else row[key]
+    return default if is_missing(row.get(key)) else row[key]
 
 
 # -- Figure 3 -----------------------------------------------------------------------------------
@@ -256,7 +250,7 @@ def _regime_rows(report: dict) -> list[dict]:
 
 def available_panels(rows: list[dict]) -> list[tuple]:
     """The regimes with data in at least one model; the others are left out (named in the notes)."""
-    return [p for p in _PANELS if any(not _nan(r.get(p[1])) for r in rows)]
+    return [p for p in _PANELS if any(not is_missing(r.get(p[1])) for r in rows)]
 
 
 def metric_disagreement(report: dict) -> Figure:
@@ -283,17 +277,17 @@ def metric_disagreement(report: dict) -> Figure:
 
 def _regime_panel(ax, rows, y, panel: tuple) -> None:
     title, column, low, high, percent, reason = panel
-    if not any(not _nan(r.get(column)) for r in rows):
+    if not any(not is_missing(r.get(column)) for r in rows):
         _empty_panel(ax, title.split(":")[0], reason)
         return
     scale = 100 if percent else 1
-    values = [scale * r[column] if not _nan(r.get(column)) else 0.0 for r in rows]
-    lows = [scale * r[low] if not _nan(r.get(low)) else math.nan for r in rows]
-    highs = [scale * r[high] if not _nan(r.get(high)) else math.nan for r in rows]
+    values = [scale * r[column] if not is_missing(r.get(column)) else 0.0 for r in rows]
+    lows = [scale * r[low] if not is_missing(r.get(low)) else math.nan for r in rows]
+    highs = [scale * r[high] if not is_missing(r.get(high)) else math.nan for r in rows]
     ax.barh(y, values, xerr=_errors(values, lows, highs), height=0.6,
             color=NEUTRAL if percent else OKABE_ITO[4], **_BAR)
     for yi, v, r in zip(y, values, rows):
-        label = "n/a" if _nan(r.get(column)) else (f"{v:.1f}" if percent else f"{v:.3f}")
+        label = "n/a" if is_missing(r.get(column)) else (f"{v:.1f}" if percent else f"{v:.3f}")
         ax.text(0.99, yi, label, va="center", ha="right", transform=ax.get_yaxis_transform(),
                 bbox={"facecolor": "white", "edgecolor": "none", "pad": 0.5, "alpha": 0.85})
     ax.set_title(title, loc="left")
@@ -305,7 +299,7 @@ def _regime_panel(ax, rows, y, panel: tuple) -> None:
 
 def _panel_limits(values, lows, highs, percent) -> tuple[float, float]:
     """Room for every bar and interval, plus a margin on the right for the value labels."""
-    defined = [v for v in (*values, *lows, *highs) if not _nan(v)]
+    defined = [v for v in (*values, *lows, *highs) if not is_missing(v)]
     top = 100 if percent else max(1e-9, *defined)
     return min(0.0, *defined) * 1.1, top * 1.3
 

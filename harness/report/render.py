@@ -15,7 +15,7 @@ import re
 from importlib import resources
 from string import Template
 
-from harness.report.analysis import figure_regime
+from harness.report.analysis import METRICS, figure_regime
 from harness.report.format import (DASH, PNG_DPI, Section, Table, fmt_ci, fmt_num, fmt_or, fmt_p, fmt_pct,
                                    is_missing, md_cell, user)
 from harness.report.sections import contamination_section, provenance_section
@@ -103,13 +103,18 @@ def _no_human_note(report: dict) -> list[str]:
 def _overall(report: dict) -> Section | None:
     if not report["overall"]:
         return None
-    rows = [[r["model"], str(r["n"]), str(r["right"]), str(r["partial"]), str(r["wrong"]),
-             fmt_pct(r["accuracy"]), fmt_ci(r["ci_low"], r["ci_high"]), fmt_pct(r["partial_credit"])]
-            for r in report["overall"]]
-    return Section("Overall accuracy", [], [Table(
-        ["Model", "n", "Right", "Partial", "Wrong", "Strict accuracy", "95% CI", "Partial credit"], rows,
-        "Human annotation; partial credit counts a partially right answer as one half.")],
+    return Section("Overall accuracy", [], [_accuracy_table(
+        report["overall"], "Human annotation; partial credit counts a partially right answer as one half.")],
         figures=["fig1_leaderboard"])
+
+
+def _accuracy_table(rows: list[dict], caption: str = "") -> Table:
+    """Per-model label counts and accuracy: the human's (overall) and the judge's share this table."""
+    body = [[r["model"], str(r["n"]), str(r["right"]), str(r["partial"]), str(r["wrong"]),
+             fmt_pct(r["accuracy"]), fmt_ci(r.get("ci_low"), r.get("ci_high")), fmt_pct(r["partial_credit"])]
+            for r in rows]
+    return Table(["Model", "n", "Right", "Partial", "Wrong", "Strict accuracy", "95% CI", "Partial credit"],
+                 body, caption)
 
 
 def _per_title(report: dict) -> Section | None:
@@ -149,7 +154,7 @@ def _gap_table(report: dict, gap: list[dict]) -> Table:
     doc, undoc = report["contrast"]["documented"], report["contrast"]["undocumented"]
     rows = [[r["model"], f"{fmt_pct(r['documented_accuracy'])} ({r['documented_right']}/{r['documented_n']})",
              f"{fmt_pct(r['undocumented_accuracy'])} ({r['undocumented_right']}/{r['undocumented_n']})",
-             _pp(r["gap"]), _pp_ci(r["gap_ci_low"], r["gap_ci_high"]), fmt_or(r["odds_ratio"]),
+             _pp(r["gap"]), fmt_ci(r["gap_ci_low"], r["gap_ci_high"]), fmt_or(r["odds_ratio"]),
              fmt_p(r["fisher_p"]), fmt_p(r.get("fisher_p_holm"))] for r in gap]
     family = gap[0].get("holm_family", "") if gap else ""
     return Table(["Model", doc, undoc, "Gap", "95% CI (Newcombe)", "Odds ratio", "Fisher p", "Holm p"], rows,
@@ -165,7 +170,7 @@ def _surface(report: dict) -> Section | None:
         return None
     contrast = report["contrast"]
     tables = [_surface_table(surface[metric], contrast, name)
-              for metric, name in (("bleu2", "BLEU-2"), ("bertscore_f1", "BERTScore-F1")) if surface.get(metric)]
+              for metric, name in METRICS.items() if surface.get(metric)]
     tables.append(_surface_title_table(surface["per_title"]))
     return Section("Surface metrics by subset", [
         "Mean score of every scored answer, labels or not: the seed paper's §4.3 evidence that the "
@@ -205,10 +210,6 @@ def _pp(x: float | None) -> str:
     return DASH if is_missing(x) else f"{100 * x:.1f} pp"
 
 
-def _pp_ci(low: float | None, high: float | None) -> str:
-    return DASH if is_missing(low) or is_missing(high) else f"[{100 * low:.1f}, {100 * high:.1f}]"
-
-
 def _mcnemar(report: dict) -> Section | None:
     if not report.get("mcnemar"):
         return None
@@ -245,13 +246,9 @@ def _regimes(report: dict) -> Section | None:
 def _judge(report: dict) -> Section | None:
     if not report["judge"]:
         return None
-    rows = [[r["model"], str(r["n"]), str(r["right"]), str(r["partial"]), str(r["wrong"]),
-             fmt_pct(r["accuracy"]), fmt_ci(r.get("ci_low"), r.get("ci_high")), fmt_pct(r["partial_credit"])]
-            for r in report["judge"]]
     leads = figure_regime(report) == "judge"
-    return Section("LLM judge", [f"Rater {user(report['judge_rater'])}."], [Table(
-        ["Model", "n", "Right", "Partial", "Wrong", "Strict accuracy", "95% CI", "Partial credit"], rows)],
-        figures=["fig1_leaderboard"] if leads else [])
+    return Section("LLM judge", [f"Rater {user(report['judge_rater'])}."], [_accuracy_table(report["judge"])],
+                   figures=["fig1_leaderboard"] if leads else [])
 
 
 def _agreement(report: dict) -> Section | None:
@@ -298,7 +295,7 @@ def _metric_validity(report: dict) -> Section | None:
     if not validity:
         return None
     tables = []
-    for metric, name in (("bleu2", "BLEU-2"), ("bertscore_f1", "BERTScore-F1")):
+    for metric, name in METRICS.items():
         if validity.get(metric):
             rows = [_validity_row(r["model"], r) for r in validity[metric]["per_model"]]
             rows.append(_validity_row("pooled", validity[metric]["pooled"]))

@@ -1,9 +1,10 @@
 """Every report table as a file a paper can use: ``tables/NN_name.csv`` and ``tables/NN_name.tex``.
 
-The tables are the very ones report.md and report.html show (``report_render.sections``), so the
-three never disagree. The LaTeX is a booktabs ``table`` (needs ``\\usepackage{booktabs}``) with
-LaTeX's specials escaped in every cell, numbers right-aligned, and the report's Unicode (×, 10⁻⁷²,
-κ, ρ, ∞, —) written as LaTeX, so that it compiles with plain pdflatex.
+The tables are the very ones report.md and report.html show
+(:func:`harness.report.render.sections`), so the three never disagree. The LaTeX is a booktabs
+``table`` (needs ``\\usepackage{booktabs}``) with LaTeX's specials escaped in every cell, numbers
+right-aligned, and the report's Unicode (×, 10⁻⁷², κ, ρ, ∞, —) written as LaTeX, so that it
+compiles with plain pdflatex.
 """
 
 from __future__ import annotations
