@@ -20,7 +20,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from harness.errors import UserError
+from harness.errors import UserError, first_line
 from metrics.bertscore import Baseline, EncoderChoice
 from metrics.bertscore_shards import Pair, make_scorer, score_shard
 
@@ -114,7 +114,7 @@ class RayShards:
                           **dashboard)
         except (ConnectionError, TimeoutError, RuntimeError, ValueError) as exc:
             raise UserError(f"--ray {address}: cannot reach the Ray cluster "
-                            f"({_first_line(exc)})") from None
+                            f"({first_line(exc)})") from None
         self._connected_here = True
 
     def _spawn(self) -> list[Any]:
@@ -135,10 +135,6 @@ class RayShards:
         except self.ray.exceptions.RayTaskError as exc:
             cause = exc.cause
             raise (cause if isinstance(cause, UserError) else
-                   UserError(f"a Ray actor failed: {_first_line(cause)}")) from None
+                   UserError(f"a Ray actor failed: {first_line(cause)}")) from None
         except self.ray.exceptions.RayError as exc:
-            raise UserError(f"a Ray actor failed: {_first_line(exc)}") from None
-
-
-def _first_line(exc: BaseException) -> str:
-    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            raise UserError(f"a Ray actor failed: {first_line(exc)}") from None
