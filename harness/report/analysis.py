@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from harness import package_version
+from harness import __version__
 from harness.errors import UserError
 from harness.report import contamination, provenance, stats
 from harness.store import Store, utc_now
@@ -539,9 +539,8 @@ def _answer_length(cells: _Cells, order: list[str]) -> list[dict[str, Any]]:
 
 
 def _meta(store: Store, frame: pd.DataFrame) -> dict[str, Any]:
-    harness_version = package_version("contam", default=None)
     return {"store": str(store.path), "generated_at": utc_now().isoformat(timespec="seconds") + "Z",
-            "harness_version": harness_version, "items": int(frame["item_id"].nunique()),
+            "harness_version": __version__, "items": int(frame["item_id"].nunique()),
             "models": int(frame["model"].nunique())}
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from harness import package_version
+from harness import __version__
 from harness.store import Store
 
 __all__ = ["provenance"]
@@ -24,7 +24,7 @@ __all__ = ["provenance"]
 def provenance(store: Store) -> dict[str, Any]:
     runs = _runs(store)
     models = _models(store, runs)
-    return {"store": str(store.path), "contam_version": package_version("contam", default=None),
+    return {"store": str(store.path), "contam_version": __version__,
             "runs": [{k: v for k, v in r.items() if k != "config"} for r in runs], "models": models,
             "raters": _raters(store), "scoring": _scoring(store)}
 
