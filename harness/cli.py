@@ -115,7 +115,10 @@ def _add_score(sub: argparse._SubParsersAction) -> None:
                         "fp32 = bert-score to 1e-6)")
     p.add_argument("--token-budget", type=int,
                    help="tokens per encoder batch, padding included "
-                        "(default 8192 on CPU, 65536 on CUDA)")
+                        "(default 2048 on CPU, 65536 on CUDA)")
+    p.add_argument("--idf", action="store_true",
+                   help="weigh BERTScore's tokens by idf over the answered items' references, "
+                        "as bert-score's idf=True (default: off)")
     p.add_argument("--ray", nargs="?", const="local", metavar="ADDRESS",
                    help="score BERTScore on a Ray cluster: no value for a local Ray, 'auto' for "
                         "the cluster this node joined, or ray://host:10001 (pip install "
@@ -298,7 +301,7 @@ def _score(args: argparse.Namespace) -> int:
         metrics=args.metric or DEFAULT_METRICS, bertscore_model=args.bertscore_model,
         layer=args.bertscore_layers, rescale=not args.no_rescale, baseline=args.baseline,
         device=args.device, precision=args.precision, token_budget=args.token_budget,
-        ray=RayOptions(address=args.ray) if args.ray else None,
+        idf=args.idf, ray=RayOptions(address=args.ray) if args.ray else None,
         progress=not args.no_progress and sys.stderr.isatty())
     summaries = score(args.store, options)
     for summary in summaries:

@@ -1,8 +1,8 @@
 """BERTScore-F1 computed by contam's own batched pass, with bert-score's definitions.
 
 The values are bert-score's (``BERTScorer.score`` to 1e-6 in fp32): its tokenisation, its model cut
-at the chosen layer, its greedy cosine matching with zero weight on the special tokens (idf off), its
-rescaling ``(x - b) / (1 - b)``. What contam adds is speed and the bookkeeping a careful run needs:
+at the chosen layer, its greedy cosine matching with zero weight on the special tokens, idf off or
+(``idf_documents``) its idf weights (``metrics.bertscore_idf``), its rescaling ``(x - b) / (1 - b)``. What contam adds is speed and the bookkeeping a careful run needs:
 
 * the pass (``metrics.bertscore_pass``): every distinct text tokenised once (one batched tokenizer
   call, checked against bert-score's ``sent_encode``), encoded once in length-sorted batches under a
@@ -50,6 +50,7 @@ from harness.text import is_blank
 from metrics.bertscore_encoder import (Encoder, check_precision, default_precision, load_encoder,
                                        resolve_devices)
 from metrics.bertscore_hub import EncoderUnavailable, locate_model
+from metrics.bertscore_idf import corpus_label, with_idf
 from metrics.bertscore_pass import score_chunks, score_pairs
 
 __all__ = [
@@ -213,8 +214,10 @@ class BertScore:
     """One encoder for a whole pass (loaded on first use, never twice), blanks kept from it."""
 
     def __init__(self, choice: EncoderChoice, *, device: str | None = None,
-                 precision: str | None = None, token_budget: int | None = None) -> None:
+                 precision: str | None = None, token_budget: int | None = None,
+                 idf_documents: Sequence[str] | None = None) -> None:
         self.choice, self.token_budget, self._device_asked = choice, token_budget, device
+        self.idf_documents = idf_documents  # None: idf off (weights of 1)
         devices = resolve_devices(device)
         self.device = ",".join(devices)  # where it scores (a Ray actor reports it)
         self.precision = check_precision(precision or default_precision(devices), devices)
@@ -225,8 +228,10 @@ class BertScore:
         """The loaded encoder; raises :class:`EncoderUnavailable` where the model cannot be had."""
         if self._encoder is None:
             where = locate_model(self.choice.model_type, offline_hint())
-            self._encoder = _quietly(load_encoder, where, self.choice.layer, self._device_asked,
-                                     self.precision, self.token_budget, self.choice.name)
+            loaded = _quietly(load_encoder, where, self.choice.layer, self._device_asked,
+                              self.precision, self.token_budget, self.choice.name)
+            self._encoder = (loaded if self.idf_documents is None else
+                             with_idf(loaded, self.idf_documents))
         return self._encoder
 
     def load(self) -> None:
@@ -272,14 +277,18 @@ class BertScore:
 
     def params(self, baseline: Baseline | None) -> dict:
         """What ``scores.params`` records: enough to say which numbers these are."""
-        return {
-            "model": self.choice.name, "layer": self.choice.layer, "idf": False,
+        params = {
+            "model": self.choice.name, "layer": self.choice.layer,
+            "idf": self.idf_documents is not None,
             "precision": self.precision, "rescale": baseline is not None,
             "baseline": baseline.source if baseline else None,
             "baseline_values": list(baseline.values) if baseline else None,
             "bert_score": _version("bert-score"), "transformers": _version("transformers"),
             "torch": _version("torch"),
         }
+        if self.idf_documents is not None:  # absent with idf off: earlier rows stay current
+            params["idf_documents"] = corpus_label(self.idf_documents)
+        return params
 
 
 def _quietly(function, *args):

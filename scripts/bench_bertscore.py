@@ -95,6 +95,7 @@ def compare(args: argparse.Namespace, model_dir: str, layer: int) -> None:
         runs.append(ours_against(args, model_dir, layer, precision, cands, refs, theirs))
         print(f"  speed-up vs one call: {theirs_s / runs[-1][0]:.2f}x wall, "
               f"{theirs_cpu / runs[-1][1]:.2f}x CPU time")
+    matmul_bound(runs[0][3], sorted(set(cands) | set(refs)), theirs_s)
     if args.per_pair:  # against the first precision given
         per_pair(scorer, cands, refs, runs[0][2], runs[0][0], args.per_pair)
 
@@ -115,7 +116,28 @@ def ours_against(args, model_dir: str, layer: int, precision: str | None, cands,
           f"({[str(d) for d in encoder.devices]}, token budget {encoder.token_budget}; "
           f"load {load_s:.1f} s)")
     print(f"  max |contam - BERTScorer.score|: P {diff[0]:.2e}  R {diff[1]:.2e}  F {diff[2]:.2e}")
-    return ours_s, ours_cpu, ours
+    return ours_s, ours_cpu, ours, encoder
+
+
+def matmul_bound(encoder, texts, theirs_s: float) -> None:
+    """The floor under any fp32 pass on this device: the encoder's matrix products for these
+    texts (4 attention projections and the two feed-forward ones per layer, no padding) at the
+    rate a large fp32 matmul reaches here."""
+    import torch
+
+    from metrics.bertscore_encoder import tokenize
+
+    tokens = sum(len(ids) for ids in tokenize(encoder, texts))
+    config = encoder.models[0].config
+    hidden, inner = config.hidden_size, config.intermediate_size
+    work = 2 * tokens * encoder.layer * (4 * hidden * hidden + 2 * hidden * inner)
+    a = torch.randn(4096, 4096, device=encoder.device)
+    a @ a  # warm-up
+    rate_s, _ = timed(lambda: [(a @ a).sum().item() for _ in range(5)])
+    rate = 5 * 2 * 4096 ** 3 / rate_s
+    print(f"fp32 matrix products: {work / 1e12:.2f} TFLOP for {tokens:,} tokens; at this device's "
+          f"{rate / 1e9:,.0f} GFLOP/s: {work / rate:.2f} s, at most {theirs_s * rate / work:.2f}x "
+          f"the one call for any fp32 pass")
 
 
 def per_pair(scorer, cands, refs, ours, ours_s: float, n: int) -> None:

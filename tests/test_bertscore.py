@@ -329,6 +329,51 @@ def test_a_computed_baseline_is_reused_for_cells_added_later(store_path, spied):
     assert baselines == [("computed:shuffled-pairs:n=180:seed=0",)]
 
 
+@pytest.mark.slow
+def test_a_computed_baseline_is_not_reused_across_idf_weights(store_path, spied):
+    with Store(store_path) as store:
+        add_cells(store, ITEMS, ["a", "b"])
+        plain, = score_store(store, ["bertscore"], bertscore_model=OFFLINE_ENCODER, device="cpu")
+        weighted, = score_store(store, ["bertscore"], bertscore_model=OFFLINE_ENCODER,
+                                device="cpu", idf=True)
+        again, = score_store(store, ["bertscore"], bertscore_model=OFFLINE_ENCODER,
+                             device="cpu", idf=True)
+    assert weighted.scored == 20 and again.skipped == 20  # the idf baseline was found again
+    assert weighted.params["baseline_values"] != pytest.approx(plain.params["baseline_values"])
+    assert again.params == weighted.params
+
+
+@pytest.mark.slow
+@pytest.mark.filterwarnings("ignore:The given NumPy array is not writable")  # inside bert-score
+def test_idf_weighs_by_the_items_references_and_is_recorded(store_path, contam, spied):
+    from bert_score import BERTScorer
+
+    with Store(store_path) as store:
+        add_cells(store, ITEMS, ["a", "b"])
+    args = ["score", "--store", store_path, "--metric", "bertscore", "--no-progress",
+            "--bertscore-model", OFFLINE_ENCODER, "--no-rescale"]
+    assert contam(*args, "--idf")[0] == 0
+    with Store(store_path, read_only=True) as store:
+        rows = store.query_dicts("SELECT s.value, s.params, c.answer, c.reference FROM "
+                                 "latest_scores s JOIN cells c USING (item_id, model)")
+    documents = [reference for _, reference in sorted(ITEMS)]  # one per item, by item id
+    reference = BERTScorer(model_type=str(offline_encoder_dir()), num_layers=5, device="cpu",
+                           idf=True, idf_sents=documents, nthreads=0)
+    theirs = reference.score([r["answer"] for r in rows], [r["reference"] for r in rows])[2]
+    assert [r["value"] for r in rows] == pytest.approx(theirs.tolist(), abs=TOLERANCE)
+    params = json.loads(rows[0]["params"])
+    assert params["idf"] is True and params["idf_documents"].startswith("references:n=10:sha256=")
+
+    status, out, _ = contam(*args, "--idf")
+    assert out.startswith("bertscore_f1: 0 scored") and status == 0
+    status, out, _ = contam(*args)  # idf off: other weights, scored again
+    assert out.startswith("bertscore_f1: 20 scored")
+    with Store(store_path) as store:
+        add_cells(store, [("i11", "Cinnabar Island")], ["a"])
+    status, out, _ = contam(*args, "--idf")  # a new item changes every idf weight
+    assert out.startswith("bertscore_f1: 21 scored")
+
+
 # -- helpers ----------------------------------------------------------------------------------
 
 ITEMS = [("i1", "Flash."), ("i2", "The Pokédex."), ("i3", "Rock-type Pokémon."),

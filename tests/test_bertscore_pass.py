@@ -14,6 +14,7 @@ import pytest
 import metrics.bertscore_encoder as bertscore_encoder
 from metrics.bertscore import offline_encoder_dir
 from metrics.bertscore_encoder import load_encoder, token_batches, tokenize
+from metrics.bertscore_idf import with_idf
 from metrics.bertscore_pass import score_chunks, score_pairs
 
 pytestmark = [pytest.mark.slow,
@@ -129,6 +130,29 @@ def test_batches_spread_over_several_replicas_give_the_same_values(encoder, pair
     two = dataclasses.replace(encoder, models=encoder.models * 2, devices=encoder.devices * 2,
                               token_budget=512)  # the CUDA data-parallel path, on two CPU replicas
     assert np.abs(score_pairs(two, *pairs) - reference_values).max() <= 1e-6
+
+
+def test_idf_weights_equal_bert_scores_idf(encoder, model_dir, pairs):
+    """idf over a corpus of references: bert-score's idf table and its idf-weighted P, R, F."""
+    import torch
+    from bert_score import BERTScorer
+    from bert_score.utils import get_idf_dict
+
+    documents = sorted(set(pairs[1]))
+    weighted = with_idf(encoder, documents)
+    theirs = get_idf_dict(documents, encoder.tokenizer, nthreads=0)
+    seen = sorted({t for ids in tokenize(encoder, documents) for t in ids} | {0, 999})  # 2 unseen
+    assert weighted.idf[seen] == pytest.approx([theirs[t] for t in seen], abs=1e-6)
+    assert weighted.idf[list(encoder.special_ids)].tolist() == [0.0, 0.0]
+
+    scorer = BERTScorer(model_type=model_dir, num_layers=5, device="cpu", idf=True,
+                        idf_sents=documents, nthreads=0)
+    reference = torch.stack(scorer.score(*pairs), dim=-1).numpy()
+    ours = score_pairs(weighted, *pairs)
+    both = ~np.isnan(reference[:, 0])  # P is NaN where every token weighs 0, in both
+    assert (np.isnan(ours[:, 0]) == ~both).all()
+    assert np.abs(ours[both] - reference[both]).max() <= 1e-5
+    assert np.abs(ours[:, 2] - score_pairs(encoder, *pairs)[:, 2]).max() > 1e-3  # idf mattered
 
 
 def test_bf16_stays_close_to_fp32(model_dir, pairs, reference_values):

@@ -51,10 +51,10 @@ def fill(path) -> None:
                                   "created_at": utc_now()} for i in range(10)])
 
 
-def score(path, ray_options=None):
+def score(path, ray_options=None, idf=False):
     with Store(path) as store:
         [summary] = score_store(store, ["bertscore"], bertscore_model=OFFLINE_ENCODER,
-                                ray=ray_options, shard_pairs=SHARD)
+                                ray=ray_options, shard_pairs=SHARD, idf=idf)
     return summary
 
 
@@ -118,6 +118,16 @@ def test_the_ray_pass_gives_the_single_process_numbers(filled, single_process, r
     expected, expected_baseline = single_process
     assert_same_numbers(scores(path), expected)
     assert baseline_values(path) == pytest.approx(expected_baseline, abs=TOLERANCE)
+
+
+@pytest.mark.slow
+def test_the_actors_weigh_by_the_drivers_idf_corpus(filled, ray_address, tmp_path):
+    here, there = tmp_path / "here.duckdb", tmp_path / "there.duckdb"
+    shutil.copy(filled, here)
+    shutil.copy(filled, there)
+    local, distributed = score(here, idf=True), score(there, LOCAL_RAY, idf=True)
+    assert distributed.params == local.params and local.params["idf"] is True
+    assert_same_numbers(scores(there), scores(here))
 
 
 KILLED_AFTER_TWO_SHARDS = textwrap.dedent("""

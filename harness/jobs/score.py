@@ -90,6 +90,7 @@ class ScoreOptions:
     device: str | None = None
     precision: str | None = None
     token_budget: int | None = None
+    idf: bool = False  # BERTScore tokens weighted by idf over the items' references
     ray: RayOptions | None = None  # BERTScore on a Ray cluster (--ray ADDRESS)
     progress: bool = False  # a progress bar on stderr
 
@@ -100,8 +101,8 @@ def score(store: str | Path = DEFAULT_STORE, options: ScoreOptions | None = None
     with Store(store) as opened:
         return score_store(opened, o.metrics, bertscore_model=o.bertscore_model, layer=o.layer,
                            rescale=o.rescale, baseline=o.baseline, device=o.device,
-                           precision=o.precision, token_budget=o.token_budget, ray=o.ray,
-                           progress=o.progress)
+                           precision=o.precision, token_budget=o.token_budget, idf=o.idf,
+                           ray=o.ray, progress=o.progress)
 
 
 # -- the pass ---------------------------------------------------------------------------------
@@ -110,18 +111,21 @@ def score_store(store: Store, metrics: Iterable[str] = DEFAULT_METRICS, *,
                 bertscore_model: str | None = None, layer: int | None = None,
                 rescale: bool = True, baseline: str | None = None, device: str | None = None,
                 precision: str | None = None, token_budget: int | None = None,
-                ray: RayOptions | None = None, shard_pairs: int = DEFAULT_SHARD_PAIRS,
+                idf: bool = False, ray: RayOptions | None = None,
+                shard_pairs: int = DEFAULT_SHARD_PAIRS,
                 progress: bool = False) -> list[MetricSummary]:
     """Score every cell of ``store`` not yet scored with the same params; return one summary per
     metric. ``metrics`` uses the --metric names (bleu2, bleu2_nltk, bertscore). ``baseline`` is a
     bert-score baseline file; without one, bert-score's shipped file is used, else one computed
-    from shuffled pairs of the store. ``ray``: BERTScore's shards go to a Ray cluster's actors.
+    from shuffled pairs of the store. ``idf``: BERTScore's tokens weighted by idf over the
+    references of the answered items (:mod:`metrics.bertscore_idf`). ``ray``: BERTScore's shards
+    go to a Ray cluster's actors.
     Everything that can be refused is refused before a row is written, except that a BERTScore
     model which cannot be had here (offline) does not stop the other metrics: its summary then
     carries the one-line ``error`` and nothing of it is written."""
     chosen = _check_metrics(metrics)
     options = _BertScoreOptions(bertscore_model, layer, rescale, baseline, device, precision,
-                                token_budget, ray, shard_pairs)
+                                token_budget, idf, ray, shard_pairs)
     if baseline and not rescale:
         raise UserError("--baseline and --no-rescale contradict each other")
     if ray and device:
@@ -150,6 +154,7 @@ class _BertScoreOptions:
     device: str | None
     precision: str | None
     token_budget: int | None
+    idf: bool
     ray: RayOptions | None
     shard_pairs: int
 
@@ -237,10 +242,12 @@ class _BertScorePass:
 
         self.total, self.shard_pairs, self.unavailable = len(cells), options.shard_pairs, None
         encoder = resolve_encoder(options.model, options.layer)
+        documents = _idf_documents(cells) if options.idf else None
         self.scorer = make_scorer(encoder, options.device, options.precision,
-                                  options.token_budget)  # params, checks
+                                  options.token_budget, documents)  # params, checks
         self.shards = (LocalShards(self.scorer) if options.ray is None else  # same precision
-                       RayShards(options.ray, encoder, self.scorer.precision, options.token_budget))
+                       RayShards(options.ray, encoder, self.scorer.precision, options.token_budget,
+                                 documents))
         self.baseline = _choose_baseline(store, self.scorer, cells, options)
         self.cells = cells if self.baseline is _TO_COMPUTE else None  # for the baseline only
         self.todo = self._todo(store)
@@ -294,6 +301,12 @@ class _BertScorePass:
 _TO_COMPUTE = object()  # marker: the baseline comes from shuffled pairs once the model is loaded
 
 
+def _idf_documents(cells: Sequence[_Cell]) -> list[str]:
+    """The idf corpus: one document per answered item, its non-blank reference, by item id."""
+    references = {c.item_id: c.reference for c in cells if not is_blank(c.reference)}
+    return [references[item] for item in sorted(references)]
+
+
 def _scorable_pairs(cells: Sequence[_Cell]) -> list[tuple[str, str]]:
     return [(c.answer, c.reference) for c in cells if not (c.blank or c.flagged)]
 
@@ -311,20 +324,23 @@ def _choose_baseline(store: Store, scorer, cells: Sequence[_Cell], options: _Ber
     shipped = shipped_baseline(encoder.model_type, encoder.layer)
     if shipped is not None:
         return shipped
-    earlier = _earlier_computed_baseline(store, encoder)
+    earlier = _earlier_computed_baseline(store, scorer)
     if earlier is not None:
         return earlier
     shuffled_pairs(_scorable_pairs(cells))  # refuses now, before anything is written
     return _TO_COMPUTE
 
 
-def _earlier_computed_baseline(store: Store, encoder):
+def _earlier_computed_baseline(store: Store, scorer):
+    """The newest baseline computed for the same model, layer and idf weights."""
     from metrics.bertscore import Baseline
 
+    encoder, idf = scorer.choice, scorer.params(None).get("idf_documents")
     rows = store.query(
         "SELECT params FROM scores WHERE metric = ? AND params->>'model' = ? "
         "AND CAST(params->>'layer' AS INTEGER) = ? AND params->>'baseline' LIKE 'computed:%' "
-        "ORDER BY seq DESC LIMIT 1", [METRICS["bertscore"], encoder.name, encoder.layer])
+        "AND params->>'idf_documents' IS NOT DISTINCT FROM ? "
+        "ORDER BY seq DESC LIMIT 1", [METRICS["bertscore"], encoder.name, encoder.layer, idf])
     if not rows:
         return None
     params = orjson.loads(rows[0][0])  # the exact floats, as they were written

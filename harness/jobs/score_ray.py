@@ -40,9 +40,10 @@ class RayOptions:
 class ShardScorer:
     """What a Ray actor holds: the scorer, its model loaded on the actor's GPU (or its CPUs)."""
 
-    def __init__(self, encoder: EncoderChoice, precision: str, token_budget: int | None) -> None:
-        # device None: the actor's GPU, else its CPU; the precision is the driver's (its params)
-        self.scorer = make_scorer(encoder, None, precision, token_budget)
+    def __init__(self, encoder: EncoderChoice, precision: str, token_budget: int | None,
+                 idf_documents: Sequence[str] | None) -> None:
+        # device None: the actor's GPU, else its CPU; precision and idf are the driver's (params)
+        self.scorer = make_scorer(encoder, None, precision, token_budget, idf_documents)
         self.scorer.load()
 
     def device(self) -> str:
@@ -59,13 +60,14 @@ class RayShards:
     """The shards of a pass on Ray actors: ``start``, then ``scored`` (as ``LocalShards``)."""
 
     def __init__(self, options: RayOptions, encoder: EncoderChoice, precision: str,
-                 token_budget: int | None) -> None:
+                 token_budget: int | None, idf_documents: Sequence[str] | None = None) -> None:
         try:
             import ray
         except ImportError:
             raise UserError(INSTALL_HINT) from None
         self.ray, self.options = ray, options
         self.encoder, self.precision, self.token_budget = encoder, precision, token_budget
+        self.idf_documents = idf_documents
         self.actors: list[Any] = []
         self._connected_here = False
 
@@ -126,7 +128,8 @@ class RayShards:
         else:
             per_actor = min(self.options.cpus_per_actor, cpus)
             actor_class, count = self.ray.remote(num_cpus=per_actor)(ShardScorer), cpus // per_actor
-        return [actor_class.remote(self.encoder, self.precision, self.token_budget) for _ in range(count)]
+        return [actor_class.remote(self.encoder, self.precision, self.token_budget,
+                                   self.idf_documents) for _ in range(count)]
 
     def _get(self, refs: Any) -> Any:
         """ray.get, an actor's failure (a model that cannot load...) as one line."""
