@@ -230,8 +230,9 @@ def _encode_batch(encoder: Encoder, replica: int, token_ids, batch: np.ndarray):
 
     device = encoder.devices[replica]
     ids, real = _padded(token_ids, batch, encoder.tokenizer.pad_token_id)
-    out = encoder.models[replica](ids.to(device), attention_mask=real.to(device))[0]
-    return out[real.to(device, dtype=bool)].to(device=encoder.device, dtype=torch.float32)
+    with torch.inference_mode():  # here too: a replica's worker thread has autograd on
+        out = encoder.models[replica](ids.to(device), attention_mask=real.to(device))[0]
+        return out[real.to(device, dtype=bool)].to(device=encoder.device, dtype=torch.float32)
 
 
 def _padded(token_ids, batch: np.ndarray, pad_id: int):

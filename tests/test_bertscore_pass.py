@@ -126,10 +126,21 @@ def test_a_batched_tokenizer_that_disagrees_falls_back_to_sent_encode(encoder, m
 
 
 def test_batches_spread_over_several_replicas_give_the_same_values(encoder, pairs,
-                                                                   reference_values):
+                                                                   reference_values, monkeypatch):
+    import torch
+
+    outputs = []
+    real = bertscore_encoder._encode_batch
+
+    def spy(*args):
+        outputs.append(real(*args))
+        return outputs[-1]
+    monkeypatch.setattr(bertscore_encoder, "_encode_batch", spy)
     two = dataclasses.replace(encoder, models=encoder.models * 2, devices=encoder.devices * 2,
                               token_budget=512)  # the CUDA data-parallel path, on two CPU replicas
     assert np.abs(score_pairs(two, *pairs) - reference_values).max() <= 1e-6
+    assert len(outputs) > 2  # no autograd graph kept alive from a worker thread
+    assert all(torch.is_inference(out) and not out.requires_grad for out in outputs)
 
 
 def test_idf_weights_equal_bert_scores_idf(encoder, model_dir, pairs):
