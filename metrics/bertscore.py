@@ -218,6 +218,8 @@ class BertScore:
                  idf_documents: Sequence[str] | None = None) -> None:
         self.choice, self.token_budget, self._device_asked = choice, token_budget, device
         self.idf_documents = idf_documents  # None: idf off (weights of 1)
+        if token_budget is not None and token_budget < 1:
+            raise UserError(f"--token-budget must be a positive number of tokens, not {token_budget}")
         devices = resolve_devices(device)
         self.device = ",".join(devices)  # where it scores (a Ray actor reports it)
         self.precision = check_precision(precision or default_precision(devices), devices)

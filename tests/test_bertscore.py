@@ -113,6 +113,16 @@ def test_precision_is_checked_against_the_device(store_path, contam):
                      precision="bf16").params(None)["precision"] == "bf16"
 
 
+def test_a_token_budget_below_one_is_refused_before_anything_is_written(store_path, contam):
+    with Store(store_path) as store:
+        add_cells(store, ITEMS, ["a"])
+    status, out, err = contam("score", "--store", store_path, "--token-budget", "0")
+    assert status == 2 and err.strip() == ("contam score: --token-budget must be a positive "
+                                           "number of tokens, not 0")
+    with Store(store_path, read_only=True) as store:
+        assert store.count("scores") == 0
+
+
 def test_rescale_is_bert_scores_formula_in_float32():
     import numpy as np
     import torch
