@@ -215,12 +215,15 @@ class BertScore:
 
     def __init__(self, choice: EncoderChoice, *, device: str | None = None,
                  precision: str | None = None, token_budget: int | None = None,
-                 idf_documents: Sequence[str] | None = None) -> None:
+                 idf_documents: Sequence[str] | None = None, remote: str | None = None) -> None:
+        """``remote`` ("cuda" or "cpu"): the model runs elsewhere, on Ray actors of that kind,
+        which decides the default precision and what it is checked against; this scorer then
+        only names params and never loads the model."""
         self.choice, self.token_budget, self._device_asked = choice, token_budget, device
         self.idf_documents = idf_documents  # None: idf off (weights of 1)
         if token_budget is not None and token_budget < 1:
             raise UserError(f"--token-budget must be a positive number of tokens, not {token_budget}")
-        devices = resolve_devices(device)
+        devices = [remote] if remote else resolve_devices(device)
         self.device = ",".join(devices)  # where it scores (a Ray actor reports it)
         self.precision = check_precision(precision or default_precision(devices), devices)
         self._encoder: Encoder | None = None

@@ -40,12 +40,12 @@ def reference_shards(pairs: Sequence[Pair], size: int = DEFAULT_SHARD_PAIRS) -> 
 
 
 def make_scorer(encoder: EncoderChoice, device: str | None, precision: str | None = None,
-                token_budget: int | None = None,
-                idf_documents: Sequence[str] | None = None) -> BertScore:
+                token_budget: int | None = None, idf_documents: Sequence[str] | None = None,
+                remote: str | None = None) -> BertScore:
     """The scorer a pass (or a Ray actor) holds for all its shards; ``idf_documents``: weigh
-    tokens by idf over these references (None: idf off)."""
+    tokens by idf over these references (None: idf off); ``remote``: see :class:`BertScore`."""
     return BertScore(encoder, device=device, precision=precision, token_budget=token_budget,
-                     idf_documents=idf_documents)
+                     idf_documents=idf_documents, remote=remote)
 
 
 def score_shard(scorer: BertScore, pairs: Sequence[Pair], baseline: Baseline | None) -> list[float]:

@@ -21,11 +21,12 @@ import orjson
 import pytest
 import ray
 
+from harness.errors import UserError
 from harness.jobs.score import score_store
-from harness.jobs.score_ray import RayOptions
+from harness.jobs.score_ray import RayOptions, RayShards
 from harness.store import Store, utc_now
-from metrics.bertscore import OFFLINE_ENCODER
-from metrics.bertscore_shards import reference_shards
+from metrics.bertscore import OFFLINE_ENCODER, resolve_encoder
+from metrics.bertscore_shards import make_scorer, reference_shards
 
 SHARD = 250  # pairs per shard: 2,000 pairs make 8 shards
 TOLERANCE = 1e-6
@@ -165,6 +166,34 @@ def test_a_ray_pass_killed_halfway_resumes_with_only_the_rest(filled, single_pro
     with Store(path, read_only=True) as store:
         assert store.count("scores") == 2010  # nothing scored twice
     assert_same_numbers(scores(path), single_process[0])
+
+
+def test_the_precision_follows_the_actors_not_this_machine():
+    """A CPU head node driving GPU workers: tf32 by default, accepted; CPU workers refuse it."""
+    choice = resolve_encoder(OFFLINE_ENCODER)
+    assert make_scorer(choice, None, remote="cuda").precision == "tf32"  # no GPU here
+    assert make_scorer(choice, None, "tf32", remote="cuda").params(None)["precision"] == "tf32"
+    assert make_scorer(choice, None, remote="cpu").precision == "fp32"
+    with pytest.raises(UserError, match="tf32 is a CUDA mode"):
+        make_scorer(choice, None, "tf32", remote="cpu")
+
+
+def test_the_device_kind_is_the_clusters(ray_address, monkeypatch):
+    shards = RayShards(LOCAL_RAY, resolve_encoder(OFFLINE_ENCODER), None)
+    assert shards.device_kind() == "cpu"  # the local Ray of this module: two CPUs
+    monkeypatch.setattr(ray, "cluster_resources", lambda: {"CPU": 64.0, "GPU": 4.0})
+    assert shards.device_kind() == "cuda"
+
+
+def test_tf32_on_a_cluster_without_gpus_is_refused_before_anything_is_written(filled,
+                                                                              ray_address,
+                                                                              tmp_path):
+    path = tmp_path / "tf32.duckdb"
+    shutil.copy(filled, path)
+    with Store(path) as store, pytest.raises(UserError, match="tf32 is a CUDA mode"):
+        score_store(store, ["bertscore"], bertscore_model=OFFLINE_ENCODER, ray=LOCAL_RAY,
+                    precision="tf32")
+    assert scores(path) == {} and ray.is_initialized()  # the caller's Ray is left as it was
 
 
 @pytest.mark.slow

@@ -243,19 +243,18 @@ class _BertScorePass:
         self.total, self.shard_pairs, self.unavailable = len(cells), options.shard_pairs, None
         encoder = resolve_encoder(options.model, options.layer)
         documents = _idf_documents(cells) if options.idf else None
-        self.scorer = make_scorer(encoder, options.device, options.precision,
-                                  options.token_budget, documents)  # params, checks
-        self.shards = (LocalShards(self.scorer) if options.ray is None else  # same precision
-                       RayShards(options.ray, encoder, self.scorer.precision, options.token_budget,
-                                 documents))
-        self.baseline = _choose_baseline(store, self.scorer, cells, options)
-        self.cells = cells if self.baseline is _TO_COMPUTE else None  # for the baseline only
-        self.todo = self._todo(store)
-        if self.todo is None or any(not (c.blank or c.flagged) for c in self.todo):
-            try:
+        self.shards, self.scorer = _shards_and_scorer(encoder, documents, options)
+        try:
+            self.baseline = _choose_baseline(store, self.scorer, cells, options)
+            self.cells = cells if self.baseline is _TO_COMPUTE else None  # for the baseline only
+            self.todo = self._todo(store)
+            if self.todo is None or any(not (c.blank or c.flagged) for c in self.todo):
                 self.shards.start()  # now: a model that cannot load writes nothing at all
-            except EncoderUnavailable as exc:
-                self.unavailable = str(exc)  # the other metrics still run
+        except EncoderUnavailable as exc:
+            self.unavailable = str(exc)  # the other metrics still run
+        except BaseException:
+            self.shards.close()  # a Ray this pass started goes with it
+            raise
 
     def close(self) -> None:
         self.shards.close()
@@ -299,6 +298,25 @@ class _BertScorePass:
 
 
 _TO_COMPUTE = object()  # marker: the baseline comes from shuffled pairs once the model is loaded
+
+
+def _shards_and_scorer(encoder, documents, options: _BertScoreOptions):
+    """Who scores the shards, and the scorer that names the params: with ``--ray`` its
+    precision defaults by, and is checked against, the cluster's actors (GPU or CPU), not this
+    machine (a CPU head node may drive GPU workers)."""
+    if options.ray is None:
+        scorer = make_scorer(encoder, options.device, options.precision, options.token_budget,
+                             documents)
+        return LocalShards(scorer), scorer
+    shards = RayShards(options.ray, encoder, options.token_budget, documents)
+    try:
+        scorer = make_scorer(encoder, None, options.precision, options.token_budget, documents,
+                             remote=shards.device_kind())
+    except BaseException:
+        shards.close()
+        raise
+    shards.precision = scorer.precision  # the actors score at the params' precision
+    return shards, scorer
 
 
 def _idf_documents(cells: Sequence[_Cell]) -> list[str]:

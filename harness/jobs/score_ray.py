@@ -6,7 +6,8 @@ without GPUs, CPU actors of ``cpus_per_actor`` cores each) and scores whole shar
 numbers are the same, value for value. This process stays the store's single writer: it keeps
 every actor two shards ahead and hands each shard's F1 values back as soon as it comes in
 (``ray.wait``), so the pass appends them shard by shard and an interrupted pass resumes like any
-other (what was written is not scored again).
+other (what was written is not scored again). The precision is chosen for the actors' kind of
+device (:meth:`RayShards.device_kind`), never for this machine's.
 
 ADDRESS: ``local`` (the default: a Ray started for this pass on this machine), ``auto`` (the
 cluster this machine joined with ``ray start``), ``host:6379`` or ``ray://host:10001``.
@@ -59,17 +60,23 @@ class ShardScorer:
 class RayShards:
     """The shards of a pass on Ray actors: ``start``, then ``scored`` (as ``LocalShards``)."""
 
-    def __init__(self, options: RayOptions, encoder: EncoderChoice, precision: str,
-                 token_budget: int | None, idf_documents: Sequence[str] | None = None) -> None:
+    def __init__(self, options: RayOptions, encoder: EncoderChoice, token_budget: int | None,
+                 idf_documents: Sequence[str] | None = None) -> None:
         try:
             import ray
         except ImportError:
             raise UserError(INSTALL_HINT) from None
         self.ray, self.options = ray, options
-        self.encoder, self.precision, self.token_budget = encoder, precision, token_budget
+        self.encoder, self.token_budget = encoder, token_budget
         self.idf_documents = idf_documents
+        self.precision: str | None = None  # the driver's params' precision, set before start
         self.actors: list[Any] = []
         self._connected_here = False
+
+    def device_kind(self) -> str:
+        """"cuda" where the cluster has GPUs (its actors score there), else "cpu"; connects."""
+        self._connect()
+        return "cuda" if self._gpus() else "cpu"
 
     def start(self) -> None:
         """Connect, start the actors and wait until every one has loaded the model."""
@@ -121,8 +128,7 @@ class RayShards:
 
     def _spawn(self) -> list[Any]:
         """One actor per GPU of the cluster; without GPUs, one per ``cpus_per_actor`` cores."""
-        resources = self.ray.cluster_resources()
-        gpus, cpus = int(resources.get("GPU", 0)), max(1, int(resources.get("CPU", 1)))
+        gpus, cpus = self._gpus(), max(1, int(self.ray.cluster_resources().get("CPU", 1)))
         if gpus:
             actor_class, count = self.ray.remote(num_gpus=1)(ShardScorer), gpus
         else:
@@ -130,6 +136,9 @@ class RayShards:
             actor_class, count = self.ray.remote(num_cpus=per_actor)(ShardScorer), cpus // per_actor
         return [actor_class.remote(self.encoder, self.precision, self.token_budget,
                                    self.idf_documents) for _ in range(count)]
+
+    def _gpus(self) -> int:
+        return int(self.ray.cluster_resources().get("GPU", 0))
 
     def _get(self, refs: Any) -> Any:
         """ray.get, an actor's failure (a model that cannot load...) as one line."""
