@@ -2,7 +2,8 @@
 
 The values are bert-score's (``BERTScorer.score`` to 1e-6 in fp32): its tokenisation, its model cut
 at the chosen layer, its greedy cosine matching with zero weight on the special tokens, idf off or
-(``idf_documents``) its idf weights (``metrics.bertscore_idf``), its rescaling ``(x - b) / (1 - b)``. What contam adds is speed and the bookkeeping a careful run needs:
+(``idf_documents``) its idf weights (``metrics.bertscore_idf``), its rescaling
+``(x - b) / (1 - b)``. What contam adds is speed and the bookkeeping a careful run needs:
 
 * the pass (``metrics.bertscore_pass``): every distinct text tokenised once (one batched tokenizer
   call, checked against bert-score's ``sent_encode``), encoded once in length-sorted batches under a
@@ -222,7 +223,8 @@ class BertScore:
         self.choice, self.token_budget, self._device_asked = choice, token_budget, device
         self.idf_documents = idf_documents  # None: idf off (weights of 1)
         if token_budget is not None and token_budget < 1:
-            raise UserError(f"--token-budget must be a positive number of tokens, not {token_budget}")
+            raise UserError("--token-budget must be a positive number of tokens, "
+                            f"not {token_budget}")
         devices = [remote] if remote else resolve_devices(device)
         self.device = ",".join(devices)  # where it scores (a Ray actor reports it)
         self.precision = check_precision(precision or default_precision(devices), devices)
