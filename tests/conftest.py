@@ -1,5 +1,5 @@
 """Shared fixtures: a real DuckDB store, the loopback emulator, the fake keys, an in-process
-`contam`, and retries without waits."""
+`contam`, retries without waits, and the paper data's store, report and report folder."""
 
 from __future__ import annotations
 
@@ -83,3 +83,31 @@ def keys(monkeypatch):
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
+
+
+@pytest.fixture(scope="module")
+def paper_path(tmp_path_factory):
+    """The seed paper's data (tests.paper_data) as a store, built once per module."""
+    from tests.paper_data import build_paper_store
+
+    return build_paper_store(tmp_path_factory.mktemp("paper") / "paper.duckdb")
+
+
+@pytest.fixture(scope="module")
+def paper(paper_path):
+    """build_report of the paper's store."""
+    from harness.report.analysis import build_report
+    from harness.store import Store
+
+    with Store(paper_path, read_only=True) as store:
+        return build_report(store)
+
+
+@pytest.fixture(scope="module")
+def paper_out(paper_path, tmp_path_factory):
+    """The folder `contam report` writes for the paper's store."""
+    from harness.cli import main
+
+    out = tmp_path_factory.mktemp("report")
+    assert main(["report", "--store", str(paper_path), "--out", str(out)]) == 0
+    return out

@@ -12,20 +12,9 @@ from scipy import stats as sps
 from harness.errors import UserError
 from harness.report.analysis import build_report, parse_contrast
 from harness.store import Store, utc_now
-from tests.paper_data import CLAUDE, GEMINI, GEMMA, GPT, JUDGE, MODELS, build_paper_store
+from tests.paper_data import CLAUDE, GEMINI, GEMMA, GPT, JUDGE, MODELS
 
 TABLE_6 = [[655, 112, 64], [2, 12, 18], [3, 23, 711]]
-
-
-@pytest.fixture(scope="module")
-def paper_path(tmp_path_factory):
-    return build_paper_store(tmp_path_factory.mktemp("paper") / "paper.duckdb")
-
-
-@pytest.fixture(scope="module")
-def paper(paper_path):
-    with Store(paper_path, read_only=True) as store:
-        return build_report(store)
 
 
 def pct(x: float) -> str:

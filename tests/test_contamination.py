@@ -3,7 +3,6 @@ their degenerate cases (one model, zero cells, separation) answered with notes, 
 
 from __future__ import annotations
 
-
 import numpy as np
 import pandas as pd
 import pytest
@@ -11,9 +10,6 @@ from scipy import stats as sps
 from scipy.optimize import brentq
 
 from harness.report import contamination
-from harness.report.analysis import build_report
-from harness.store import Store
-from tests.paper_data import build_paper_store
 
 
 def gap_row(model, dk, dn, uk, un):
@@ -41,13 +37,6 @@ def breslow_day(tables, odds):
         cells = [fitted, rows[0] - fitted, col - fitted, rows[1] - col + fitted]
         chi2 += (t[0, 0] - fitted) ** 2 / (1 / sum(1 / c for c in cells))
     return chi2, sps.chi2.sf(chi2, len(tables) - 1)
-
-
-@pytest.fixture(scope="module")
-def paper(tmp_path_factory):
-    path = build_paper_store(tmp_path_factory.mktemp("paper") / "paper.duckdb")
-    with Store(path, read_only=True) as store:
-        return build_report(store)
 
 
 def test_cmh_and_breslow_day_on_the_paper_data(paper):

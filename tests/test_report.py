@@ -13,7 +13,6 @@ from harness.jobs.report import report_json
 from harness.report import figures
 from harness.report.analysis import build_report
 from harness.store import Store
-from tests.paper_data import build_paper_store
 from tests.test_analysis import ITEMS, judge_only_labels, make_store, small_store, surface_store
 
 DOCUMENTED_KEYS = {"contrast", "human_rater", "judge_rater", "overall", "per_title", "gap", "judge",
@@ -22,20 +21,6 @@ EXTRA_KEYS = {"regimes", "mcnemar", "cmh", "logistic", "provenance", "inter_anno
               "judge_gap", "surface_by_subset"}
 PNG, PDF = b"\x89PNG\r\n\x1a\n", b"%PDF-"
 FIGURES = ("fig1_leaderboard", "fig2_contamination_gap", "fig3_metric_disagreement", "fig4_per_title")
-
-
-@pytest.fixture(scope="module")
-def paper_path(tmp_path_factory):
-    return build_paper_store(tmp_path_factory.mktemp("paper") / "paper.duckdb")
-
-
-@pytest.fixture(scope="module")
-def paper_out(paper_path, tmp_path_factory):
-    from harness.cli import main
-
-    out = tmp_path_factory.mktemp("report")
-    assert main(["report", "--store", str(paper_path), "--out", str(out)]) == 0
-    return out
 
 
 def test_writes_every_file_with_valid_magic_bytes(paper_out):

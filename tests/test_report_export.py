@@ -18,21 +18,9 @@ from harness.report.analysis import build_report
 from harness.report.format import md_cell
 from harness.report.render import note_heading
 from harness.report.tables import latex_text
-from harness.store import Store
-from tests.paper_data import build_paper_store
 from tests.test_analysis import ITEMS, make_store, small_store
 
 HOSTILE = "$x^2$ <script>alert(1)</script> | `tick` & [a](javascript:b) 100%_#{}~\\"
-
-
-@pytest.fixture(scope="module")
-def paper_out(tmp_path_factory):
-    from harness.cli import main
-
-    path = build_paper_store(tmp_path_factory.mktemp("paper") / "paper.duckdb")
-    out = tmp_path_factory.mktemp("report")
-    assert main(["report", "--store", str(path), "--out", str(out)]) == 0
-    return out
 
 
 # -- the paper data's report --------------------------------------------------------------------
@@ -134,13 +122,10 @@ def test_figures_are_print_sized_untitled_and_high_resolution(paper_out):
         assert b"/Subtype /Image" not in pdf and b"/FontFile2" in pdf  # vector, TrueType text
 
 
-def test_figure_titles_only_when_asked(tmp_path):
-    path = build_paper_store(tmp_path / "p.duckdb")
-    with Store(path, read_only=True) as store:
-        report = build_report(store)
+def test_figure_titles_only_when_asked(paper):
     with figures.plt.rc_context(figures.STYLE):
-        plain = figures.draw_figures(report)
-        titled = figures.draw_figures(report, titles=True)
+        plain = figures.draw_figures(paper)
+        titled = figures.draw_figures(paper, titles=True)
     assert set(plain) == set(figures.FIGURES)
     assert all(fig.get_suptitle() == "" for fig in plain.values())
     assert titled["fig2_contamination_gap"].get_suptitle() == figures.TITLES["fig2_contamination_gap"]
@@ -148,11 +133,8 @@ def test_figure_titles_only_when_asked(tmp_path):
         figures.close(fig)
 
 
-def test_fig4_bars_are_per_title_accuracy_grouped_by_subset(tmp_path):
-    path = build_paper_store(tmp_path / "p.duckdb")
-    with Store(path, read_only=True) as store:
-        report = build_report(store)
-    fig = figures.per_title(report)
+def test_fig4_bars_are_per_title_accuracy_grouped_by_subset(paper):
+    fig = figures.per_title(paper)
     (ax,) = fig.axes
     assert [t.get_text() for t in ax.get_xticklabels()] == ["Pokémon Red", "Pokémon Crystal", "Pokémon Brown",
                                                              "Pokémon Prism"]
@@ -163,11 +145,8 @@ def test_fig4_bars_are_per_title_accuracy_grouped_by_subset(tmp_path):
     figures.close(fig)
 
 
-def test_fig3_leaves_out_empty_regimes_and_uses_a_grid(tmp_path):
-    path = build_paper_store(tmp_path / "p.duckdb")
-    with Store(path, read_only=True) as store:
-        report = build_report(store)
-    fig = figures.metric_disagreement(report)
+def test_fig3_leaves_out_empty_regimes_and_uses_a_grid(paper):
+    fig = figures.metric_disagreement(paper)
     assert len(fig.axes) == 4 and fig.axes[0].get_subplotspec().get_gridspec().get_geometry() == (2, 2)
     figures.close(fig)
 
