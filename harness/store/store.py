@@ -116,6 +116,34 @@ CREATE OR REPLACE VIEW latest_batches AS
                                FROM batches) WHERE rn = 1;
 """
 
+# Contamination probes (``contam probe``): each probe's parameters once, under their hash; every
+# completion a probe asked for as a row of its own (keyed so that a resumed probe asks exactly the
+# missing ones); and what each probe made of an (item, model) cell.
+_PROBES = """
+CREATE TABLE probe_params (
+    seq BIGINT DEFAULT nextval('row_seq'), params_sha256 VARCHAR NOT NULL, probe VARCHAR NOT NULL,
+    params JSON, created_at TIMESTAMP);
+CREATE TABLE probe_samples (
+    seq BIGINT DEFAULT nextval('row_seq'), run_id VARCHAR, probe VARCHAR NOT NULL,
+    params_sha256 VARCHAR NOT NULL, item_id VARCHAR NOT NULL, model VARCHAR NOT NULL,
+    variant VARCHAR NOT NULL, sample INTEGER NOT NULL, provider VARCHAR, provider_model VARCHAR,
+    served_model VARCHAR, prompt_sha256 VARCHAR, text_raw VARCHAR, text VARCHAR,
+    finish_reason VARCHAR, input_tokens INTEGER, output_tokens INTEGER, latency_s DOUBLE,
+    detail JSON, created_at TIMESTAMP);
+CREATE TABLE probe_scores (
+    seq BIGINT DEFAULT nextval('row_seq'), run_id VARCHAR, probe VARCHAR NOT NULL,
+    params_sha256 VARCHAR NOT NULL, item_id VARCHAR NOT NULL, model VARCHAR NOT NULL,
+    metric VARCHAR NOT NULL, value DOUBLE, detail JSON, created_at TIMESTAMP);
+CREATE OR REPLACE VIEW latest_probe_samples AS
+    SELECT * EXCLUDE (rn) FROM (SELECT *, row_number() OVER (
+        PARTITION BY probe, params_sha256, item_id, model, variant, sample ORDER BY seq DESC) AS rn
+        FROM probe_samples) WHERE rn = 1;
+CREATE OR REPLACE VIEW latest_probe_scores AS
+    SELECT * EXCLUDE (rn) FROM (SELECT *, row_number() OVER (
+        PARTITION BY probe, params_sha256, item_id, model, metric ORDER BY seq DESC) AS rn
+        FROM probe_scores) WHERE rn = 1;
+"""
+
 # Numbered and append-only themselves: a schema change is a new entry, never an edit of an old one.
 MIGRATIONS: list[tuple[int, str, str]] = [
     (1, "initial tables", _TABLES),
@@ -123,6 +151,7 @@ MIGRATIONS: list[tuple[int, str, str]] = [
     (3, "batch jobs", _BATCHES),
     (4, "attempts.replica: the server of a replicated model",
      "ALTER TABLE attempts ADD COLUMN replica VARCHAR;"),
+    (6, "contamination probes", _PROBES),
 ]
 
 TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
@@ -139,6 +168,13 @@ TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
     "batches": ("batch_key", "run_id", "model", "provider", "provider_model", "job_id", "status",
                 "cells", "succeeded", "failed", "error", "created_at", "finished_at", "updated_at"),
     "batch_cells": ("batch_key", "line", "item_id", "model"),
+    "probe_params": ("params_sha256", "probe", "params", "created_at"),
+    "probe_samples": ("run_id", "probe", "params_sha256", "item_id", "model", "variant", "sample",
+                      "provider", "provider_model", "served_model", "prompt_sha256", "text_raw",
+                      "text", "finish_reason", "input_tokens", "output_tokens", "latency_s",
+                      "detail", "created_at"),
+    "probe_scores": ("run_id", "probe", "params_sha256", "item_id", "model", "metric", "value",
+                     "detail", "created_at"),
 }
 
 

@@ -1,0 +1,72 @@
+"""The common shape of a contamination probe that asks a model for completions (cdd, ts-guess,
+guided): what it asks about one item, and what it makes of the replies. Pure: no store, no engine.
+The job that runs a probe (``harness.jobs``) sends each :class:`ProbePrompt` through the same lanes
+as ``contam run`` and stores every completion as a ``probe_samples`` row, then each
+:class:`ProbeScore` as a ``probe_scores`` row, both under :func:`params_sha256` of the probe's
+parameters."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import orjson
+
+__all__ = ["ProbeItem", "ProbePrompt", "ProbeScore", "GenerationProbe", "params_sha256"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProbeItem:
+    """One item as a probe sees it (the store's latest_items row)."""
+
+    item_id: str
+    title: str
+    subset: str
+    question: str
+    reference: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProbePrompt:
+    """One request of a probe: ``samples`` completions of the same prompt (one request where the
+    API has a multi-sample field), stored as rows (variant, 0..samples-1)."""
+
+    variant: str  # e.g. "greedy", "sample", "guided", "general", "masked"
+    system: str
+    user: str
+    samples: int = 1
+    temperature: float | None = None  # None: the model's configured params
+    max_output_tokens: int | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProbeScore:
+    """What a probe made of one (item, model) cell: a ``probe_scores`` row."""
+
+    metric: str
+    value: float | None
+    detail: Mapping[str, Any] | None = None
+
+
+class GenerationProbe(Protocol):
+    """A probe that asks for completions and scores them."""
+
+    kind: str  # cdd | ts-guess | guided
+
+    def params(self) -> dict[str, Any]:
+        """Everything that changes what is asked or how it is scored; recorded and hashed."""
+        ...
+
+    def prompts(self, item: ProbeItem) -> Sequence[ProbePrompt]: ...
+
+    def score(self, item: ProbeItem, texts: Mapping[str, Sequence[str]]) -> Sequence[ProbeScore]:
+        """``texts``: each variant's completions in sample order (normalised answer text)."""
+        ...
+
+
+def params_sha256(kind: str, params: Mapping[str, Any]) -> str:
+    """The key a probe's rows carry: the kind and its parameters, canonical JSON."""
+    canonical = orjson.dumps({"probe": kind, "params": params}, option=orjson.OPT_SORT_KEYS)
+    return hashlib.sha256(canonical).hexdigest()
