@@ -1,7 +1,8 @@
 """`contam` subcommands. Thin: parse, call, print.
 
 Each subcommand's work lives in its own module and is imported only when that subcommand runs,
-so `contam sql` never pays for importing torch.
+so `contam sql` never pays for importing torch, nor `contam --version` for DuckDB or pandas
+(scripts/bench_startup.py times both; tests/test_startup.py keeps them light).
 """
 
 from __future__ import annotations
@@ -11,13 +12,9 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
-import duckdb
-
 from harness import __version__
-from harness.config import model_names
 from harness.errors import UserError, first_line
-from harness.logs import configure_logging
-from harness.store import DEFAULT_STORE
+from harness.store import DEFAULT_STORE  # the path alone: DuckDB is imported when a store opens
 
 __all__ = ["main", "build_parser", "print_result"]
 
@@ -239,6 +236,7 @@ def _import(args: argparse.Namespace) -> int:
 
 
 def _job_options(args: argparse.Namespace) -> Any:
+    from harness.config import model_names
     from harness.jobs.lane_job import JobOptions
 
     return JobOptions(limit=args.limit, no_progress=args.no_progress, models=model_names(args.models))
@@ -359,6 +357,7 @@ def _emulator(args: argparse.Namespace) -> int:
 def _bench(args: argparse.Namespace) -> int:
     from dataclasses import fields
 
+    from harness.config import model_names
     from harness.jobs.bench import BenchOptions, bench
     from harness.jobs.bench_output import print_report
 
@@ -381,19 +380,13 @@ HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
 }
 
 
-def _quiet_retries() -> None:
-    """The attempts table and the display already record every retry; stamina's default hook
-    would add a warning per retry on stderr, underneath the live display. The CLI owns the
-    process, so it is the one to switch that hook off."""
-    from stamina.instrumentation import set_on_retry_hooks
-
-    set_on_retry_hooks([])
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    import duckdb  # after parsing: --version and --help end there, without it
+
+    from harness.logs import configure_logging
+
     configure_logging(args.verbose)
-    _quiet_retries()
     try:
         return HANDLERS[args.command](args)
     except UserError as exc:

@@ -11,17 +11,18 @@ import datetime as dt
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
-import pandas as pd  # the importers hand over DataFrames
 
 from harness.errors import UserError, first_line
+from harness.store import DEFAULT_STORE
 from harness.store.journal import replay
 
-__all__ = ["Store", "DEFAULT_STORE", "utc_now", "TABLE_COLUMNS", "insert_statement"]
+if TYPE_CHECKING:  # the importers hand over DataFrames; opening a store needs no pandas
+    import pandas as pd
 
-DEFAULT_STORE = "runs/contam.duckdb"
+__all__ = ["Store", "DEFAULT_STORE", "utc_now", "TABLE_COLUMNS", "insert_statement"]
 
 _TABLES = """
 CREATE SEQUENCE row_seq;
