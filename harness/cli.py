@@ -16,7 +16,7 @@ from harness import __version__
 from harness.errors import UserError, first_line
 from harness.store import DEFAULT_STORE  # the path alone: DuckDB is imported when a store opens
 
-__all__ = ["main", "build_parser", "print_result"]
+__all__ = ["main", "build_parser", "parse_args", "print_result"]
 
 # Each subcommand's handler below turns the parsed args into a job's typed options, calls the job
 # (imported only then) and prints what it returns; it returns the exit status.
@@ -216,16 +216,29 @@ def build_parser() -> argparse.ArgumentParser:
         "memorised text.", epilog="example:\n  scripts/setup && .venv/bin/contam demo",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"contam {__version__}")
+    _verbose(parser, dest="verbose_before")  # `contam -v run ...`; main adds the two counts
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for add in _BUILDERS:
         add(sub)
     for name, command in sub.choices.items():
         command.epilog = f"example:\n  {EXAMPLES[name]}"
         command.formatter_class = argparse.RawDescriptionHelpFormatter
-        command.add_argument("-v", "--verbose", action="count", default=0,
-                             help="log what happens on stderr (-vv: more); every run and judge "
-                                  "pass also logs to a file beside the store")
+        _verbose(command, dest="verbose")  # `contam run ... -v`
     return parser
+
+
+def _verbose(parser: argparse.ArgumentParser, dest: str) -> None:
+    """-v goes before the subcommand or after it. Two destinations, because a subcommand's
+    default would overwrite the count the main parser took."""
+    parser.add_argument("-v", "--verbose", action="count", default=0, dest=dest,
+                        help="log what happens on stderr (-vv: more); every run and judge "
+                             "pass also logs to a file beside the store")
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    args = build_parser().parse_args(argv)
+    args.verbose += vars(args).pop("verbose_before")
+    return args
 
 
 def _import(args: argparse.Namespace) -> int:
@@ -381,7 +394,7 @@ HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = parse_args(argv)
     import duckdb  # after parsing: --version and --help end there, without it
 
     from harness.logs import configure_logging
