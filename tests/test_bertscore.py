@@ -75,7 +75,8 @@ def test_baseline_files_are_checked(tmp_path):
 
 
 def test_rescaling_without_any_baseline_is_refused_before_anything_is_written(store_path, contam):
-    with Store(store_path) as store:  # 3 items: far too few mismatched pairs for a baseline
+    # 3 items: far too few mismatched pairs for a baseline
+    with Store(store_path, create=True) as store:
         add_cells(store, [("i1", "Flash."), ("i2", "Surf"), ("i3", "Misty")], ["a"])
     status, out, err = contam("score", "--store", store_path, "--bertscore-model", OFFLINE_ENCODER)
     assert status == 2 and "cannot compute a BERTScore baseline" in err
@@ -90,7 +91,7 @@ def test_blank_answers_get_null_rows_with_the_shipped_baseline_and_no_model(stor
         raise AssertionError("the model must not load when no answer needs it")
     monkeypatch.setattr(bertscore, "load_encoder", no_model)
     monkeypatch.setattr(bertscore, "locate_model", no_model)
-    with Store(store_path) as store:
+    with Store(store_path, create=True) as store:
         add_cells(store, [("i1", "Flash."), ("i2", "Surf")], ["a"],
                   blank={("i1", "a"), ("i2", "a")})
     status, out, err = contam("score", "--store", store_path, "--metric", "bertscore")
@@ -114,7 +115,7 @@ def test_precision_is_checked_against_the_device(store_path, contam):
 
 
 def test_a_token_budget_below_one_is_refused_before_anything_is_written(store_path, contam):
-    with Store(store_path) as store:
+    with Store(store_path, create=True) as store:
         add_cells(store, ITEMS, ["a"])
     status, out, err = contam("score", "--store", store_path, "--token-budget", "0")
     assert status == 2 and err.strip() == ("contam score: --token-budget must be a positive "
@@ -161,7 +162,7 @@ def test_offline_default_model_fails_in_seconds_and_bleu2_is_still_stored(store_
     import subprocess
     import sys
 
-    with Store(store_path) as store:
+    with Store(store_path, create=True) as store:
         add_cells(store, ITEMS, ["a"])
     with socket.socket() as probe:  # a port that was free a moment ago: nothing listens on it
         probe.bind(("127.0.0.1", 0))

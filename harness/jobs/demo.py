@@ -50,7 +50,7 @@ def demo(out_dir: str = "runs/demo", *, no_progress: bool = False) -> int:
     started = time.monotonic()
     out = _out_dir(out_dir)
     config = load_config(write_demo_config(out))
-    with Store(out / STORE_NAME) as store:
+    with Store(out / STORE_NAME, create=True) as store:
         _import_items(store)
         status = _answer(store, config, no_progress=no_progress)
         if status != 0:
