@@ -274,7 +274,7 @@ def _batches(args: argparse.Namespace) -> int:
     if args.action == "cancel":
         print(cancel_batch(args.job_id, store=args.store).line())
     else:
-        print("\n".join(list_batches(args.store, provider_jobs=args.provider_jobs).lines()))
+        print("\n".join(list_batches(store=args.store, provider_jobs=args.provider_jobs).lines()))
     return 0
 
 
@@ -283,7 +283,7 @@ def _cost(args: argparse.Namespace) -> int:
 
     prices = {model: (i, o) for model, i, o in map(parse_price, args.price or [])}
     options = CostOptions(prices=prices, batch_discount=args.batch_discount, items=args.items)
-    print("\n".join(cost(args.store, options).lines()))
+    print("\n".join(cost(store=args.store, options=options).lines()))
     return 0
 
 
@@ -314,7 +314,7 @@ def _score(args: argparse.Namespace) -> int:
         device=args.device, precision=args.precision, token_budget=args.token_budget,
         idf=args.idf, ray=RayOptions(address=args.ray) if args.ray else None,
         progress=not args.no_progress and sys.stderr.isatty())
-    summaries = score(args.store, options)
+    summaries = score(store=args.store, options=options)
     for summary in summaries:
         if summary.error is None:
             print(summary.line())
@@ -327,7 +327,7 @@ def _score(args: argparse.Namespace) -> int:
 def _report(args: argparse.Namespace) -> int:
     from harness.jobs.report import report
 
-    result = report(args.store, out=args.out, format=args.format, contrast=args.contrast,
+    result = report(store=args.store, out=args.out, format=args.format, contrast=args.contrast,
                     human=args.human, judge=args.judge, figure_titles=args.figure_titles)
     if result.out is not None:
         print(f"wrote {len(result.written)} files to {result.out}/",

@@ -416,10 +416,10 @@ def test_the_api_runs_batch_mode_and_lists_and_prices_its_jobs(tmp_path, emulato
     result = api.run(config, store=store, options=api.RunOptions(
         no_progress=True, batch=True, batch_options=FAST))
     assert result.exit_status == 0 and result.summary[-1] == "gemini-m (batch): 3/3 answered"
-    jobs = api.list_batches(store)
+    jobs = api.list_batches(store=store)
     assert [(row["model"], row["status"], row["cells"]) for row in jobs.rows] == [
         ("gemini-m", "imported", 3)]
-    priced = api.cost(store, api.CostOptions(prices={"*": (1.0, 1.0)})).costs
+    priced = api.cost(store=store, options=api.CostOptions(prices={"*": (1.0, 1.0)})).costs
     assert [(c.model, c.cells) for c in priced] == [("gemini-m", 3)]
     assert priced[0].batch == pytest.approx(priced[0].sync / 2)
 

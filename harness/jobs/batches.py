@@ -60,7 +60,7 @@ class CancelledJob:
                 "imports what it answered and asks the rest again")
 
 
-def list_batches(store: str | Path = DEFAULT_STORE, *, provider_jobs: bool = False) -> BatchJobs:
+def list_batches(*, store: str | Path = DEFAULT_STORE, provider_jobs: bool = False) -> BatchJobs:
     """``contam batches``: the store's jobs; ``provider_jobs`` also asks the providers."""
     with Store(store) as opened:
         rows = opened.query_dicts(_LIST_SQL)
