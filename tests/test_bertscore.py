@@ -107,6 +107,7 @@ def test_blank_answers_get_null_rows_with_the_shipped_baseline_and_no_model(stor
 
 
 def test_precision_is_checked_against_the_device(store_path, contam):
+    Store(store_path, create=True).close()
     status, _, err = contam("score", "--store", store_path, "--device", "cpu",
                             "--precision", "tf32")
     assert status == 2 and "tf32 is a CUDA mode" in err
@@ -137,6 +138,7 @@ def test_rescale_is_bert_scores_formula_in_float32():
 
 
 def test_a_bad_device_is_refused(store_path, contam):
+    Store(store_path, create=True).close()
     status, _, err = contam("score", "--store", store_path, "--device", "gpu0")
     assert status == 2 and "not a torch device" in err
 
@@ -191,7 +193,7 @@ def test_hub_offline_is_refused_at_once_without_a_request(store_path, contam, mo
         raise AssertionError("HF_HUB_OFFLINE is set: no request may be made")
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
     monkeypatch.setattr("httpx.head", no_request)
-    with Store(store_path) as store:
+    with Store(store_path, create=True) as store:
         add_cells(store, ITEMS, ["a"])
     status, out, err = contam("score", "--store", store_path)
     assert status == 2 and "HF_HUB_OFFLINE is set" in err and "--bertscore-layers N" in err
@@ -274,7 +276,7 @@ def test_blank_answers_are_null_and_never_reach_the_model(spied):
 
 @pytest.mark.slow
 def test_score_twice_then_with_another_layer(store_path, contam, spied):
-    with Store(store_path) as store:
+    with Store(store_path, create=True) as store:
         add_cells(store, ITEMS, ["a", "b"], blank={("i2", "b")})
     args = ["score", "--store", store_path, "--metric", "bertscore", "--no-progress",
             "--bertscore-model", OFFLINE_ENCODER]
@@ -298,7 +300,7 @@ def test_score_twice_then_with_another_layer(store_path, contam, spied):
 @pytest.mark.slow
 def test_computed_baseline_is_recorded_and_rescales_like_bert_score(store_path, spied,
                                                                     bert_scorer):
-    with Store(store_path) as store:
+    with Store(store_path, create=True) as store:
         add_cells(store, ITEMS, ["a", "b"])
         summary, = score_store(store, ["bertscore"], bertscore_model=OFFLINE_ENCODER,
                                device="cpu")
@@ -329,7 +331,7 @@ def test_computed_baseline_is_recorded_and_rescales_like_bert_score(store_path, 
 
 @pytest.mark.slow
 def test_a_computed_baseline_is_reused_for_cells_added_later(store_path, spied):
-    with Store(store_path) as store:
+    with Store(store_path, create=True) as store:
         add_cells(store, ITEMS, ["a", "b"])
         score_store(store, ["bertscore"], bertscore_model=OFFLINE_ENCODER, device="cpu")
         add_cells(store, [("i11", "Cinnabar Island")], ["a", "b"])
@@ -342,7 +344,7 @@ def test_a_computed_baseline_is_reused_for_cells_added_later(store_path, spied):
 
 @pytest.mark.slow
 def test_a_computed_baseline_is_not_reused_across_idf_weights(store_path, spied):
-    with Store(store_path) as store:
+    with Store(store_path, create=True) as store:
         add_cells(store, ITEMS, ["a", "b"])
         plain, = score_store(store, ["bertscore"], bertscore_model=OFFLINE_ENCODER, device="cpu")
         weighted, = score_store(store, ["bertscore"], bertscore_model=OFFLINE_ENCODER,
@@ -359,7 +361,7 @@ def test_a_computed_baseline_is_not_reused_across_idf_weights(store_path, spied)
 def test_idf_weighs_by_the_items_references_and_is_recorded(store_path, contam, spied):
     from bert_score import BERTScorer
 
-    with Store(store_path) as store:
+    with Store(store_path, create=True) as store:
         add_cells(store, ITEMS, ["a", "b"])
     args = ["score", "--store", store_path, "--metric", "bertscore", "--no-progress",
             "--bertscore-model", OFFLINE_ENCODER, "--no-rescale"]
