@@ -236,6 +236,7 @@ def _verbose(parser: argparse.ArgumentParser, dest: str) -> None:
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """The parsed command line, with one ``verbose``: the -v counts before and after the command."""
     args = build_parser().parse_args(argv)
     args.verbose += vars(args).pop("verbose_before")
     return args
