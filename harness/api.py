@@ -4,11 +4,18 @@
     api.import_path("items", "items.csv", store="runs/study.duckdb")
     api.run("study.toml", store="runs/study.duckdb", options=api.JobOptions(limit=10))
     api.run("study.toml", store="runs/study.duckdb", options=api.RunOptions(batch=True))
-    api.score("runs/study.duckdb", api.ScoreOptions(metrics=["bleu2"]))
-    api.score("runs/study.duckdb", api.ScoreOptions(ray=api.RayOptions("auto")))  # on a Ray cluster
-    api.cells("runs/study.duckdb")  # a pandas DataFrame of the cells view
+    api.score(store="runs/study.duckdb", options=api.ScoreOptions(metrics=["bleu2"]))
+    api.score(store="runs/study.duckdb",
+              options=api.ScoreOptions(ray=api.RayOptions("auto")))  # on a Ray cluster
+    api.sql("select model, count(*) from cells group by model", store="runs/study.duckdb")
+    api.cells(store="runs/study.duckdb")  # a pandas DataFrame of the cells view
 
-Each call returns the job's result object (what ``contam`` prints); nothing is printed.
+One convention, the command line's: what ``contam`` takes as arguments comes first, by position
+(a config, a file, a query, a job id); the store is always the keyword ``store=`` (``--store``;
+default ``runs/contam.duckdb``, for run and judge the config's), and every option is a keyword
+too (``options=``, or ``out=``, ``format=`` ... for report).
+Each call returns the job's result object (what ``contam`` prints); nothing is printed but a lane
+job's progress, and stamina's retry warnings are off while one runs (the store records each retry).
 """
 
 from __future__ import annotations
@@ -35,7 +42,7 @@ __all__ = ["import_path", "run", "judge", "score", "report", "sql", "cells", "li
            "QueryResult", "BatchJobs", "CancelledJob", "CostResult", "RayOptions"]
 
 
-def cells(store: str | Path = DEFAULT_STORE) -> pd.DataFrame:
+def cells(*, store: str | Path = DEFAULT_STORE) -> pd.DataFrame:
     """The ``cells`` view (one row per item and model), read-only, as a DataFrame."""
     with Store(store, read_only=True) as opened:
         return opened.con.execute("SELECT * FROM cells ORDER BY item_id, model").df()

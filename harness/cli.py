@@ -1,7 +1,8 @@
 """`contam` subcommands. Thin: parse, call, print.
 
 Each subcommand's work lives in its own module and is imported only when that subcommand runs,
-so `contam sql` never pays for importing torch.
+so `contam sql` never pays for importing torch, nor `contam --version` for DuckDB or pandas
+(scripts/bench_startup.py times both; tests/test_startup.py keeps them light).
 """
 
 from __future__ import annotations
@@ -11,15 +12,11 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
-import duckdb
-
 from harness import __version__
-from harness.config import model_names
 from harness.errors import UserError, first_line
-from harness.logs import configure_logging
-from harness.store import DEFAULT_STORE
+from harness.store import DEFAULT_STORE  # the path alone: DuckDB is imported when a store opens
 
-__all__ = ["main", "build_parser", "print_result"]
+__all__ = ["main", "build_parser", "parse_args", "print_result"]
 
 # Each subcommand's handler below turns the parsed args into a job's typed options, calls the job
 # (imported only then) and prints what it returns; it returns the exit status.
@@ -219,16 +216,30 @@ def build_parser() -> argparse.ArgumentParser:
         "memorised text.", epilog="example:\n  scripts/setup && .venv/bin/contam demo",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"contam {__version__}")
+    _verbose(parser, dest="verbose_before")  # `contam -v run ...`; main adds the two counts
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for add in _BUILDERS:
         add(sub)
     for name, command in sub.choices.items():
         command.epilog = f"example:\n  {EXAMPLES[name]}"
         command.formatter_class = argparse.RawDescriptionHelpFormatter
-        command.add_argument("-v", "--verbose", action="count", default=0,
-                             help="log what happens on stderr (-vv: more); every run and judge "
-                                  "pass also logs to a file beside the store")
+        _verbose(command, dest="verbose")  # `contam run ... -v`
     return parser
+
+
+def _verbose(parser: argparse.ArgumentParser, dest: str) -> None:
+    """-v goes before the subcommand or after it. Two destinations, because a subcommand's
+    default would overwrite the count the main parser took."""
+    parser.add_argument("-v", "--verbose", action="count", default=0, dest=dest,
+                        help="log what happens on stderr (-vv: more); every run and judge "
+                             "pass also logs to a file beside the store")
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """The parsed command line, with one ``verbose``: the -v counts before and after the command."""
+    args = build_parser().parse_args(argv)
+    args.verbose += vars(args).pop("verbose_before")
+    return args
 
 
 def _import(args: argparse.Namespace) -> int:
@@ -239,6 +250,7 @@ def _import(args: argparse.Namespace) -> int:
 
 
 def _job_options(args: argparse.Namespace) -> Any:
+    from harness.config import model_names
     from harness.jobs.lane_job import JobOptions
 
     return JobOptions(limit=args.limit, no_progress=args.no_progress, models=model_names(args.models))
@@ -263,7 +275,7 @@ def _batches(args: argparse.Namespace) -> int:
     if args.action == "cancel":
         print(cancel_batch(args.job_id, store=args.store).line())
     else:
-        print("\n".join(list_batches(args.store, provider_jobs=args.provider_jobs).lines()))
+        print("\n".join(list_batches(store=args.store, provider_jobs=args.provider_jobs).lines()))
     return 0
 
 
@@ -272,7 +284,7 @@ def _cost(args: argparse.Namespace) -> int:
 
     prices = {model: (i, o) for model, i, o in map(parse_price, args.price or [])}
     options = CostOptions(prices=prices, batch_discount=args.batch_discount, items=args.items)
-    print("\n".join(cost(args.store, options).lines()))
+    print("\n".join(cost(store=args.store, options=options).lines()))
     return 0
 
 
@@ -303,7 +315,7 @@ def _score(args: argparse.Namespace) -> int:
         device=args.device, precision=args.precision, token_budget=args.token_budget,
         idf=args.idf, ray=RayOptions(address=args.ray) if args.ray else None,
         progress=not args.no_progress and sys.stderr.isatty())
-    summaries = score(args.store, options)
+    summaries = score(store=args.store, options=options)
     for summary in summaries:
         if summary.error is None:
             print(summary.line())
@@ -316,7 +328,7 @@ def _score(args: argparse.Namespace) -> int:
 def _report(args: argparse.Namespace) -> int:
     from harness.jobs.report import report
 
-    result = report(args.store, out=args.out, format=args.format, contrast=args.contrast,
+    result = report(store=args.store, out=args.out, format=args.format, contrast=args.contrast,
                     human=args.human, judge=args.judge, figure_titles=args.figure_titles)
     if result.out is not None:
         print(f"wrote {len(result.written)} files to {result.out}/",
@@ -359,6 +371,7 @@ def _emulator(args: argparse.Namespace) -> int:
 def _bench(args: argparse.Namespace) -> int:
     from dataclasses import fields
 
+    from harness.config import model_names
     from harness.jobs.bench import BenchOptions, bench
     from harness.jobs.bench_output import print_report
 
@@ -381,19 +394,13 @@ HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
 }
 
 
-def _quiet_retries() -> None:
-    """The attempts table and the display already record every retry; stamina's default hook
-    would add a warning per retry on stderr, underneath the live display. The CLI owns the
-    process, so it is the one to switch that hook off."""
-    from stamina.instrumentation import set_on_retry_hooks
-
-    set_on_retry_hooks([])
-
-
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = parse_args(argv)
+    import duckdb  # after parsing: --version and --help end there, without it
+
+    from harness.logs import configure_logging
+
     configure_logging(args.verbose)
-    _quiet_retries()
     try:
         return HANDLERS[args.command](args)
     except UserError as exc:

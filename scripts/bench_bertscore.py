@@ -168,7 +168,7 @@ from bench_bleu import store_shaped_pairs
 from harness.store import Store, utc_now
 n, models = int(sys.argv[2]), 10
 now = utc_now()
-with Store(sys.argv[1]) as store:
+with Store(sys.argv[1], create=True) as store:
     for start in range(0, n, 200_000):
         size = min(200_000, n - start)
         pairs = store_shaped_pairs(size, models, start)

@@ -81,7 +81,7 @@ def main() -> int:
     parser.add_argument("--no-progress", action="store_true")
     args = parser.parse_args()
     os.environ.setdefault(EMULATOR_KEY_ENV, "contam-bench-emulator-key")
-    with tempfile.TemporaryDirectory() as folder, Store(Path(folder) / "rpm.duckdb") as store:
+    with tempfile.TemporaryDirectory() as folder, Store(Path(folder) / "rpm.duckdb", create=True) as store:
         rows = anyio.run(measure, args, store)
     console = Console(width=170)
     console.print(models_table({"mode": f"emulator, L = {args.rpm:g} rpm", "models": rows}))

@@ -38,7 +38,7 @@ def fill(path: Path, items: int, models: int) -> None:
     rng = random.Random(7)
     text = lambda lo, hi: " ".join(rng.choice(WORDS) for _ in range(rng.randint(lo, hi)))  # noqa: E731
     references = [text(2, 12) for _ in range(items)]
-    with Store(path) as store:
+    with Store(path, create=True) as store:
         store.append("items", [{"item_id": f"i{i:05d}", "reference": references[i],
                                 "added_at": utc_now()} for i in range(items)])
         store.append("answers", [{"item_id": f"i{i:05d}", "model": f"m{m}", "answer": text(1, 16),

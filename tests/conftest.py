@@ -57,7 +57,7 @@ def store(store_path):
     """An open, migrated store."""
     from harness.store import Store
 
-    with Store(store_path) as opened:
+    with Store(store_path, create=True) as opened:
         yield opened
 
 

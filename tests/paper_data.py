@@ -227,7 +227,7 @@ def build_paper_rows(seed: int = 2026) -> dict[str, list[dict]]:
 
 
 def build_paper_store(path: str | Path, seed: int = 2026) -> Path:
-    with Store(path) as store:
+    with Store(path, create=True) as store:
         for table, rows in build_paper_rows(seed).items():
             store.append(table, rows)
     return Path(path)

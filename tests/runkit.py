@@ -97,7 +97,7 @@ def run_inprocess(config_path: Path, store_path: Path, *, models: list[str] | No
     out, err = io.StringIO(), io.StringIO()
     options = RunOptions(limit=limit, no_progress=True, console=Console(file=out, width=200),
                          provider_factory=provider_factory, handle_signals=False, **options_)
-    with Store(store_path) as store, redirect_stderr(err):
+    with Store(store_path, create=True) as store, redirect_stderr(err):
         if config.items:
             import_file(store, "items", config.items)
         result = anyio.run(execute_run, store, config, config.select(models), options)

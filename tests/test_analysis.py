@@ -158,7 +158,7 @@ def test_metric_validity_recomputed(paper, paper_path):
 
 def make_store(path, items, answers=(), labels=(), scores=()):
     now = utc_now()
-    with Store(path) as store:
+    with Store(path, create=True) as store:
         store.append("items", [{"item_id": i, "title": t, "subset": s, "question": "q?", "reference": "ref",
                                 "added_at": now} for i, t, s in items])
         store.append("answers", [{"item_id": i, "model": m, "answer": a, "answer_raw": a, "created_at": now}
@@ -261,7 +261,7 @@ def test_a_newer_label_replaces_the_old_one(store_path):
 
 
 def test_empty_store_is_a_user_error(store_path):
-    Store(store_path).close()
+    Store(store_path, create=True).close()
     with Store(store_path, read_only=True) as store, pytest.raises(UserError, match="no items"):
         build_report(store)
     with make_store(store_path, ITEMS) as store, pytest.raises(UserError, match="no answers or labels"):

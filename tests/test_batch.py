@@ -190,7 +190,7 @@ def _run_cancelled_once_submitted(config: Path, store_path: Path, jobs: int = 3)
             await execute_run(store, loaded, loaded.models, options)
         return group.cancel_scope.cancel_called
 
-    with Store(store_path) as store:
+    with Store(store_path, create=True) as store:
         import_file(store, "items", loaded.items)
         return anyio.run(cancelled)
 
@@ -261,7 +261,7 @@ def test_batches_lists_and_cancels_jobs(tmp_path, contam, emulator) -> None:
 def test_batches_refuses_a_missing_store_and_a_missing_job_id(tmp_path, contam) -> None:
     status, _, err = contam("batches", "--store", tmp_path / "nope.duckdb")
     assert status == 2 and "no such store" in err and not (tmp_path / "nope.duckdb").exists()
-    Store(tmp_path / "s.duckdb").close()
+    Store(tmp_path / "s.duckdb", create=True).close()
     status, out, _ = contam("batches", "--store", tmp_path / "s.duckdb")
     assert status == 0 and "no batch jobs in this store" in out
     status, _, err = contam("batches", "cancel", "--store", tmp_path / "s.duckdb")
@@ -316,7 +316,7 @@ def test_write_durably_commits_at_once(tmp_path) -> None:
             visible = store.con.cursor().execute("SELECT count(*) FROM batches").fetchall()[0][0]
             return visible, writer.batches_committed
 
-    with Store(tmp_path / "s.duckdb") as store:
+    with Store(tmp_path / "s.duckdb", create=True) as store:
         assert anyio.run(scenario, store) == (2, 1)
 
 
@@ -416,10 +416,10 @@ def test_the_api_runs_batch_mode_and_lists_and_prices_its_jobs(tmp_path, emulato
     result = api.run(config, store=store, options=api.RunOptions(
         no_progress=True, batch=True, batch_options=FAST))
     assert result.exit_status == 0 and result.summary[-1] == "gemini-m (batch): 3/3 answered"
-    jobs = api.list_batches(store)
+    jobs = api.list_batches(store=store)
     assert [(row["model"], row["status"], row["cells"]) for row in jobs.rows] == [
         ("gemini-m", "imported", 3)]
-    priced = api.cost(store, api.CostOptions(prices={"*": (1.0, 1.0)})).costs
+    priced = api.cost(store=store, options=api.CostOptions(prices={"*": (1.0, 1.0)})).costs
     assert [(c.model, c.cells) for c in priced] == [("gemini-m", 3)]
     assert priced[0].batch == pytest.approx(priced[0].sync / 2)
 

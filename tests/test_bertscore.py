@@ -75,7 +75,8 @@ def test_baseline_files_are_checked(tmp_path):
 
 
 def test_rescaling_without_any_baseline_is_refused_before_anything_is_written(store_path, contam):
-    with Store(store_path) as store:  # 3 items: far too few mismatched pairs for a baseline
+    # 3 items: far too few mismatched pairs for a baseline
+    with Store(store_path, create=True) as store:
         add_cells(store, [("i1", "Flash."), ("i2", "Surf"), ("i3", "Misty")], ["a"])
     status, out, err = contam("score", "--store", store_path, "--bertscore-model", OFFLINE_ENCODER)
     assert status == 2 and "cannot compute a BERTScore baseline" in err
@@ -90,7 +91,7 @@ def test_blank_answers_get_null_rows_with_the_shipped_baseline_and_no_model(stor
         raise AssertionError("the model must not load when no answer needs it")
     monkeypatch.setattr(bertscore, "load_encoder", no_model)
     monkeypatch.setattr(bertscore, "locate_model", no_model)
-    with Store(store_path) as store:
+    with Store(store_path, create=True) as store:
         add_cells(store, [("i1", "Flash."), ("i2", "Surf")], ["a"],
                   blank={("i1", "a"), ("i2", "a")})
     status, out, err = contam("score", "--store", store_path, "--metric", "bertscore")
@@ -106,6 +107,7 @@ def test_blank_answers_get_null_rows_with_the_shipped_baseline_and_no_model(stor
 
 
 def test_precision_is_checked_against_the_device(store_path, contam):
+    Store(store_path, create=True).close()
     status, _, err = contam("score", "--store", store_path, "--device", "cpu",
                             "--precision", "tf32")
     assert status == 2 and "tf32 is a CUDA mode" in err
@@ -114,7 +116,7 @@ def test_precision_is_checked_against_the_device(store_path, contam):
 
 
 def test_a_token_budget_below_one_is_refused_before_anything_is_written(store_path, contam):
-    with Store(store_path) as store:
+    with Store(store_path, create=True) as store:
         add_cells(store, ITEMS, ["a"])
     status, out, err = contam("score", "--store", store_path, "--token-budget", "0")
     assert status == 2 and err.strip() == ("contam score: --token-budget must be a positive "
@@ -136,6 +138,7 @@ def test_rescale_is_bert_scores_formula_in_float32():
 
 
 def test_a_bad_device_is_refused(store_path, contam):
+    Store(store_path, create=True).close()
     status, _, err = contam("score", "--store", store_path, "--device", "gpu0")
     assert status == 2 and "not a torch device" in err
 
@@ -161,7 +164,7 @@ def test_offline_default_model_fails_in_seconds_and_bleu2_is_still_stored(store_
     import subprocess
     import sys
 
-    with Store(store_path) as store:
+    with Store(store_path, create=True) as store:
         add_cells(store, ITEMS, ["a"])
     with socket.socket() as probe:  # a port that was free a moment ago: nothing listens on it
         probe.bind(("127.0.0.1", 0))
@@ -190,7 +193,7 @@ def test_hub_offline_is_refused_at_once_without_a_request(store_path, contam, mo
         raise AssertionError("HF_HUB_OFFLINE is set: no request may be made")
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
     monkeypatch.setattr("httpx.head", no_request)
-    with Store(store_path) as store:
+    with Store(store_path, create=True) as store:
         add_cells(store, ITEMS, ["a"])
     status, out, err = contam("score", "--store", store_path)
     assert status == 2 and "HF_HUB_OFFLINE is set" in err and "--bertscore-layers N" in err
@@ -273,7 +276,7 @@ def test_blank_answers_are_null_and_never_reach_the_model(spied):
 
 @pytest.mark.slow
 def test_score_twice_then_with_another_layer(store_path, contam, spied):
-    with Store(store_path) as store:
+    with Store(store_path, create=True) as store:
         add_cells(store, ITEMS, ["a", "b"], blank={("i2", "b")})
     args = ["score", "--store", store_path, "--metric", "bertscore", "--no-progress",
             "--bertscore-model", OFFLINE_ENCODER]
@@ -297,7 +300,7 @@ def test_score_twice_then_with_another_layer(store_path, contam, spied):
 @pytest.mark.slow
 def test_computed_baseline_is_recorded_and_rescales_like_bert_score(store_path, spied,
                                                                     bert_scorer):
-    with Store(store_path) as store:
+    with Store(store_path, create=True) as store:
         add_cells(store, ITEMS, ["a", "b"])
         summary, = score_store(store, ["bertscore"], bertscore_model=OFFLINE_ENCODER,
                                device="cpu")
@@ -328,7 +331,7 @@ def test_computed_baseline_is_recorded_and_rescales_like_bert_score(store_path, 
 
 @pytest.mark.slow
 def test_a_computed_baseline_is_reused_for_cells_added_later(store_path, spied):
-    with Store(store_path) as store:
+    with Store(store_path, create=True) as store:
         add_cells(store, ITEMS, ["a", "b"])
         score_store(store, ["bertscore"], bertscore_model=OFFLINE_ENCODER, device="cpu")
         add_cells(store, [("i11", "Cinnabar Island")], ["a", "b"])
@@ -341,7 +344,7 @@ def test_a_computed_baseline_is_reused_for_cells_added_later(store_path, spied):
 
 @pytest.mark.slow
 def test_a_computed_baseline_is_not_reused_across_idf_weights(store_path, spied):
-    with Store(store_path) as store:
+    with Store(store_path, create=True) as store:
         add_cells(store, ITEMS, ["a", "b"])
         plain, = score_store(store, ["bertscore"], bertscore_model=OFFLINE_ENCODER, device="cpu")
         weighted, = score_store(store, ["bertscore"], bertscore_model=OFFLINE_ENCODER,
@@ -358,7 +361,7 @@ def test_a_computed_baseline_is_not_reused_across_idf_weights(store_path, spied)
 def test_idf_weighs_by_the_items_references_and_is_recorded(store_path, contam, spied):
     from bert_score import BERTScorer
 
-    with Store(store_path) as store:
+    with Store(store_path, create=True) as store:
         add_cells(store, ITEMS, ["a", "b"])
     args = ["score", "--store", store_path, "--metric", "bertscore", "--no-progress",
             "--bertscore-model", OFFLINE_ENCODER, "--no-rescale"]

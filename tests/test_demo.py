@@ -20,7 +20,7 @@ TITLES = {"Pokémon Red": "official", "Pokémon Crystal": "official",
 
 
 def test_the_bundled_items_pass_the_strict_importer_with_a_source_for_each(store_path):
-    with Store(store_path) as store:
+    with Store(store_path, create=True) as store:
         result = import_file(store, "items", demo_items_path())
         rows = store.query_dicts("SELECT item_id, title, subset, question, reference, "
                                  "json_extract_string(extra, '$.source') AS source FROM latest_items")
@@ -36,7 +36,7 @@ def test_the_bundled_items_pass_the_strict_importer_with_a_source_for_each(store
 
 
 def test_the_seed_papers_quoted_items_are_among_them(store_path):
-    with Store(store_path) as store:
+    with Store(store_path, create=True) as store:
         import_file(store, "items", demo_items_path())
         pairs = set(store.query("SELECT question, reference FROM latest_items"))
     assert ("Which named tunnel must the player traverse from eastern Mt. Boulder?",

@@ -296,7 +296,7 @@ def test_contam_judge_against_the_default_emulator_labels_every_answer(emulator,
     cells = {("i1", "Pallet Town", "Pallet Town, Kanto"): "right",
              ("i2", "Boulder Badge and TM34 (Bide)", "Boulder Badge"): "partial",
              ("i3", "Caper City", "Azalea Town"): "wrong"}
-    with Store(store) as s:
+    with Store(store, create=True) as s:
         s.append("items", [{"item_id": i, "title": "T", "subset": "official", "question": "q?",
                             "reference": ref, "added_at": utc_now()} for i, ref, _ in cells])
         s.append("answers", [{"item_id": i, "model": "m", "answer": a, "answer_raw": a,

@@ -38,7 +38,7 @@ def answers(path: Path) -> list[tuple]:
 
 def test_each_reply_is_journaled_before_its_commit_and_the_journal_goes_after(store_path):
     async def main() -> list[bytes]:
-        with Store(store_path) as store:
+        with Store(store_path, create=True) as store:
             async with BatchWriter(store, max_delay_s=60, min_age_s=60) as writer:
                 for n in range(3):
                     await writer.write(reply(n))
@@ -56,7 +56,7 @@ def test_each_reply_is_journaled_before_its_commit_and_the_journal_goes_after(st
 def test_each_commit_empties_the_journal(store_path):
     async def main() -> list[int]:
         sizes = []
-        with Store(store_path) as store:
+        with Store(store_path, create=True) as store:
             async with BatchWriter(store, max_writes=2, min_age_s=0, max_delay_s=60) as writer:
                 for n in range(3):
                     await writer.write(reply(n))
@@ -70,7 +70,8 @@ def test_each_commit_empties_the_journal(store_path):
 
 
 def test_the_next_writer_replays_what_the_store_lacks_once(store_path):
-    with Store(store_path) as store:  # i0 reached the store before the kill; i1, i2 did not
+    # i0 reached the store before the kill; i1, i2 did not
+    with Store(store_path, create=True) as store:
         for table, rows in reply(0).items():
             store.append(table, rows)
     journal = Journal(journal_path(store_path))
@@ -89,7 +90,7 @@ def test_the_next_writer_replays_what_the_store_lacks_once(store_path):
 
 
 def test_an_empty_journal_left_by_a_kill_after_a_commit_is_removed(store_path):
-    Store(store_path).close()
+    Store(store_path, create=True).close()
     journal_path(store_path).write_bytes(b"")
     with Store(store_path) as store:
         assert store.replayed == 0 and store.count("answers") == 0
@@ -97,7 +98,7 @@ def test_an_empty_journal_left_by_a_kill_after_a_commit_is_removed(store_path):
 
 
 def test_a_reader_leaves_the_journal_for_the_next_writer(store_path):
-    Store(store_path).close()
+    Store(store_path, create=True).close()
     journal = Journal(journal_path(store_path))
     journal.append(reply(0))
     journal.close(committed=False)
@@ -115,7 +116,7 @@ CHILD = textwrap.dedent("""
     from tests.test_journal import reply
 
     async def main():
-        with Store(sys.argv[1]) as store:
+        with Store(sys.argv[1], create=True) as store:
             async with BatchWriter(store, max_delay_s=600, min_age_s=600) as writer:
                 for n in range(5):
                     await writer.write(reply(n))

@@ -68,7 +68,7 @@ def judge_key(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def seed(store_path: Path, answers: dict[tuple[str, str], str] = ANSWERS,
          items=ITEMS) -> None:
-    with Store(store_path) as store:
+    with Store(store_path, create=True) as store:
         if items:
             store.append("items", [{"item_id": i, "title": t, "subset": "official", "question": q,
                                     "reference": r, "added_at": utc_now()} for i, t, q, r in items])

@@ -135,7 +135,7 @@ def test_report_json_writes_nan_as_null_and_keeps_inf_string():
 def test_user_errors_are_one_line(contam, tmp_path, setup, args, message):
     path = tmp_path / "s.duckdb"
     if setup == "empty":
-        Store(path).close()
+        Store(path, create=True).close()
     elif setup == "small":
         small_store(path).close()
     status, out, err = contam("report", "--store", path, *args)

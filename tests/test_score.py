@@ -31,7 +31,7 @@ def add_answers(store: Store, answers=ANSWERS) -> None:
 
 @pytest.fixture
 def filled(store_path):
-    with Store(store_path) as store:
+    with Store(store_path, create=True) as store:
         add_items(store)
         add_answers(store)
     return store_path

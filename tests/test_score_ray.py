@@ -41,7 +41,7 @@ def fill(path) -> None:
     rng = random.Random(7)
     text = lambda shortest, longest: " ".join(rng.choice(WORDS) for _ in range(rng.randint(shortest, longest)))  # noqa: E731
     references, answers = [text(2, 8) for _ in range(150)], [text(1, 8) for _ in range(80)]
-    with Store(path) as store:
+    with Store(path, create=True) as store:
         store.append("items", [{"item_id": f"i{i:03d}", "title": "Red", "subset": "official",
                                 "question": "q?", "reference": references[i % 150],
                                 "added_at": utc_now()} for i in range(200)])
@@ -199,7 +199,7 @@ def test_tf32_on_a_cluster_without_gpus_is_refused_before_anything_is_written(fi
 @pytest.mark.slow
 def test_contam_score_ray_without_an_address_starts_a_ray_of_its_own(tmp_path):
     path = tmp_path / "small.duckdb"
-    with Store(path) as store:
+    with Store(path, create=True) as store:
         store.append("items", [{"item_id": f"i{i}", "reference": f"{WORDS[i]} {WORDS[i + 1]}",
                                 "added_at": utc_now()} for i in range(6)])
         store.append("answers", [{"item_id": f"i{i}", "model": "m", "answer": WORDS[i + 2],

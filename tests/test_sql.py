@@ -11,7 +11,7 @@ from harness.store import Store
 
 @pytest.fixture
 def filled(store_path):
-    with Store(store_path) as store:
+    with Store(store_path, create=True) as store:
         store.append("answers", [{"item_id": f"i{n}", "model": "m", "answer": f"a {n}"}
                                  for n in range(3)])
     return store_path
@@ -99,7 +99,7 @@ def test_file_and_network_functions_are_switched_off(contam, filled, name):
 
 def test_attach_cannot_reach_another_store(contam, filled, tmp_path):
     other = tmp_path / "other.duckdb"
-    with Store(other):
+    with Store(other, create=True):
         pass
     status, _, err = contam("sql", "--store", filled, f"ATTACH '{other}' (READ_WRITE)")
     assert status == 2 and "refused: ATTACH" in err
@@ -118,7 +118,7 @@ def test_every_read_only_form_runs(contam, filled, query):
 def test_table_output_is_text_with_hidden_characters_made_visible(contam, store_path):
     hostile = ["[/INST] done", "[i]x[/i]", "\x1b[31mred", "left\u202eright", "nul\x00here",
                "zero\u200bwidth"]
-    with Store(store_path) as store:
+    with Store(store_path, create=True) as store:
         store.append("answers", [{"item_id": f"i{n}", "model": "[bold]m", "answer": text}
                                  for n, text in enumerate(hostile)])
     status, out, err = contam("sql", "--store", store_path,

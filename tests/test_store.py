@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_migrations_are_recorded_once(store_path):
-    with Store(store_path) as store:
+    with Store(store_path, create=True) as store:
         versions = [row[0] for row in store.query("SELECT version FROM _migrations ORDER BY 1")]
         assert versions == [v for v, _, _ in MIGRATIONS]
     with Store(store_path) as store:
@@ -22,7 +22,7 @@ def test_migrations_are_recorded_once(store_path):
 
 
 def test_read_only_store_refuses_writes_and_missing_files(store_path):
-    Store(store_path).close()
+    Store(store_path, create=True).close()
     with Store(store_path, read_only=True) as store:
         with pytest.raises(Exception):
             store.append("items", [{"item_id": "x"}])
@@ -32,12 +32,13 @@ def test_read_only_store_refuses_writes_and_missing_files(store_path):
 
 
 def test_append_refuses_unknown_columns(store_path):
-    with Store(store_path) as store, pytest.raises(ValueError, match="unknown columns"):
+    with Store(store_path, create=True) as store, \
+            pytest.raises(ValueError, match="unknown columns"):
         store.append("answers", [{"item_id": "a", "model": "m", "api_key": "x"}])
 
 
 def test_latest_views_pick_the_newest_row(store_path):
-    with Store(store_path) as store:
+    with Store(store_path, create=True) as store:
         store.append("items", [{"item_id": "i", "title": "T", "subset": "fan", "question": "q",
                                 "reference": "old"}])
         store.append("items", [{"item_id": "i", "title": "T", "subset": "fan", "question": "q",
@@ -55,7 +56,7 @@ def test_latest_views_pick_the_newest_row(store_path):
 
 
 def test_cells_prefers_the_plain_human_rater(store_path):
-    with Store(store_path) as store:
+    with Store(store_path, create=True) as store:
         labels = [("human:bob", "wrong"), ("human", "right"), ("judge:b", "partial"),
                   ("judge:a", "wrong")]
         store.append("labels", [{"item_id": "i", "model": "m", "rater": r, "label": l}
@@ -67,7 +68,7 @@ def test_cells_prefers_the_plain_human_rater(store_path):
 def test_abstentions_are_flagged(store_path):
     answers = {"a": "I don't know which tunnel that is.", "b": "I'm not familiar with Pokémon Prism.",
                "c": "Silk Tunnel.", "d": "The rival challenges you; I know that well."}
-    with Store(store_path) as store:
+    with Store(store_path, create=True) as store:
         store.append("answers", [{"item_id": k, "model": "m", "answer": v} for k, v in answers.items()])
         flags = dict(store.query("SELECT item_id, abstained FROM cells"))
     assert flags == {"a": True, "b": True, "c": False, "d": False}

@@ -18,7 +18,8 @@ class ReplicaStats:
     in_flight: int = 0
     ok: int = 0  # replies received (whatever the lane made of them)
     errors: int = 0  # failed exchanges: error statuses, timeouts, resets
-    cooling_for: Callable[[], float] = lambda: 0.0  # seconds left in the replica's cool-down
+    # seconds left in the replica's cool-down; a function, so no part of a repr
+    cooling_for: Callable[[], float] = field(default=lambda: 0.0, repr=False)
 
 
 @dataclass(eq=False, kw_only=True)
@@ -41,7 +42,8 @@ class LaneStats:
     interrupted: bool = False  # drained after SIGINT/SIGTERM
     started: float = field(default_factory=time.monotonic)
     finished: float | None = None
-    cooling_for: Callable[[], float] = lambda: 0.0  # seconds left in the lane's cool-down
+    # seconds left in the lane's cool-down; a function, so no part of a repr
+    cooling_for: Callable[[], float] = field(default=lambda: 0.0, repr=False)
     replicas: list[ReplicaStats] = field(default_factory=list)  # empty: one replica
 
     @property

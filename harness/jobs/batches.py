@@ -60,23 +60,17 @@ class CancelledJob:
                 "imports what it answered and asks the rest again")
 
 
-def list_batches(store: str | Path = DEFAULT_STORE, *, provider_jobs: bool = False) -> BatchJobs:
+def list_batches(*, store: str | Path = DEFAULT_STORE, provider_jobs: bool = False) -> BatchJobs:
     """``contam batches``: the store's jobs; ``provider_jobs`` also asks the providers."""
-    with _existing(store) as opened:
+    with Store(store) as opened:
         rows = opened.query_dicts(_LIST_SQL)
         return BatchJobs(rows, anyio.run(_untracked, opened) if provider_jobs else None)
 
 
 def cancel_batch(job_id: str, *, store: str | Path = DEFAULT_STORE) -> CancelledJob:
     """``contam batches cancel ID``: ask the provider to cancel the job and record its status."""
-    with _existing(store) as opened:
+    with Store(store) as opened:
         return anyio.run(_cancel, opened, job_id)
-
-
-def _existing(store: str | Path) -> Store:
-    if not Path(store).exists():  # a mistyped path must not become a new, empty store
-        raise UserError(f"{store}: no such store")
-    return Store(store)
 
 
 def job_lines(rows: Sequence[dict[str, Any]]) -> list[str]:

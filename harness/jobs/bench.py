@@ -121,7 +121,7 @@ def bench(options: BenchOptions) -> BenchResult:
     if config and not specs:
         raise UserError(f"{config.path}: no [[models]] to benchmark")
     with ExitStack() as stack:
-        with Store(_store_path(options.store, stack)) as store:
+        with Store(_store_path(options.store, stack), create=True) as store:
             _refuse_study_store(store)
             if config is None:
                 report = anyio.run(bench_emulator, store, settings)

@@ -92,7 +92,7 @@ class CostResult:
         return lines
 
 
-def cost(store: str | Path = DEFAULT_STORE, options: CostOptions | None = None) -> CostResult:
+def cost(*, store: str | Path = DEFAULT_STORE, options: CostOptions | None = None) -> CostResult:
     """``contam cost``: each model's answers in ``store`` priced synchronous and batch."""
     options = options or CostOptions()
     if not 0 < options.batch_discount <= 1:

@@ -20,7 +20,9 @@ nothing already scored; it only rewrites the report.
 from __future__ import annotations
 
 import json
+import os
 import shlex
+import shutil
 import sys
 import time
 from importlib import resources
@@ -33,7 +35,7 @@ from harness.errors import UserError
 from harness.prompts import DEFAULT_SYSTEM_PROMPT
 from harness.store import Store
 
-__all__ = ["demo", "demo_items_path", "write_demo_config", "DEMO_MODEL_LABEL",
+__all__ = ["demo", "demo_items_path", "write_demo_config", "contam_command", "DEMO_MODEL_LABEL",
            "DEMO_MAX_NEW_TOKENS"]
 
 DEMO_MODEL_LABEL = "smollm2-135m-instruct"
@@ -50,7 +52,7 @@ def demo(out_dir: str = "runs/demo", *, no_progress: bool = False) -> int:
     started = time.monotonic()
     out = _out_dir(out_dir)
     config = load_config(write_demo_config(out))
-    with Store(out / STORE_NAME) as store:
+    with Store(out / STORE_NAME, create=True) as store:
         _import_items(store)
         status = _answer(store, config, no_progress=no_progress)
         if status != 0:
@@ -205,18 +207,38 @@ def _fmt(value: float | None) -> str:
 # -- the end: where everything is, what to try next --------------------------------------------------
 
 def _print_where(out: Path, report_files: list[Path], seconds: float) -> None:
-    store = out / STORE_NAME
+    store, contam = out / STORE_NAME, contam_command()
     figures = sorted(p.name for p in report_files if p.suffix == ".png")
     print(f"\ndone in {seconds:.0f} s. Everything is in {out}/:")
-    print(f"  store    {store}  (append-only DuckDB; query it with `contam sql` or any DuckDB client)")
+    print(f"  store    {store}  (append-only DuckDB; query it with `{contam} sql` or any DuckDB client)")
     print(f"  report   {out / 'report.html'}  (also report.md, report.json)")
     print(f"  figures  {', '.join(figures)}  (and PDFs)")
     print(f"  tables   {out / 'tables'}/  (every report table as CSV and LaTeX)")
-    print(f"  config   {out / CONFIG_NAME}  (`contam run` on it repeats this run)")
+    print(f"  config   {out / CONFIG_NAME}  (`{contam} run` on it repeats this run)")
     print("\ntry next:")
     for query in _NEXT_QUERIES:
-        print(f"  contam sql --store {shlex.quote(str(store))} {_double_quoted(query)}")
+        print(f"  {contam} sql --store {shlex.quote(str(store))} {_double_quoted(query)}")
+    if contam != "contam":
+        activate = _shell_path(Path(sys.executable).parent / "activate")
+        print(f"  (or `. {activate}` once in this shell, and then plain `contam`)")
     sys.stdout.flush()
+
+
+def contam_command() -> str:
+    """How the user's shell reaches this contam: plain ``contam`` where PATH finds this one (an
+    activated virtualenv), else the script beside this Python (``.venv/bin/contam`` after
+    scripts/setup, which puts nothing on PATH)."""
+    script = Path(sys.executable).parent / "contam"
+    on_path = shutil.which("contam")
+    if not script.exists() or (on_path and Path(on_path).resolve() == script.resolve()):
+        return "contam"
+    return _shell_path(script)
+
+
+def _shell_path(path: Path) -> str:
+    """Relative to the working folder when inside it (``.venv/bin/contam``), else absolute."""
+    relative = os.path.relpath(path)
+    return shlex.quote(relative if not relative.startswith("..") else str(path))
 
 
 _NEXT_QUERIES = (

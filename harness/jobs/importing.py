@@ -47,8 +47,9 @@ class ImportResult:
 
 
 def import_path(kind: str, path: str | Path, *, store: str | Path = DEFAULT_STORE) -> ImportResult:
-    """``contam import KIND FILE``: one file into the store at ``store``, all or nothing."""
-    with Store(store) as opened:
+    """``contam import KIND FILE``: one file into the store at ``store``, all or nothing. Only
+    items start a store: answers and labels name items, which a new store cannot hold yet."""
+    with Store(store, create=kind == "items") as opened:
         return import_file(opened, kind, path)
 
 

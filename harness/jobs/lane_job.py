@@ -17,6 +17,7 @@ from typing import Any
 import anyio
 import orjson
 from rich.console import Console
+from stamina.instrumentation import get_on_retry_hooks, set_on_retry_hooks
 
 from harness import __version__
 from harness.display import open_progress
@@ -86,7 +87,8 @@ async def run_lanes(store: Store, lanes: Sequence[Lane], *, result: JobResult, a
         refuse_missing_keys(batch_lanes)
     stats = [*engine.stats, *(lane.stats for lane in batch_lanes)]
     console = options.console or Console()
-    with run_log(store.path, result.run_id) as result.log_path, recorded_run(store, started), \
+    with _retries_unannounced(), run_log(store.path, result.run_id) as result.log_path, \
+            recorded_run(store, started), \
             open_progress(stats, no_progress=options.no_progress, console=console) as progress:
         log.info("%s %s: %s -> %s", result.command, result.run_id,
                  ", ".join(lane.spec.name for lane in [*lanes, *batch_lanes]), store.path)
@@ -129,6 +131,19 @@ def _log_summary(stats: Sequence[LaneStats]) -> None:
     for lane in stats:
         log.info("%s: %d/%d answered, %d failed%s", lane.label, lane.done, lane.total, lane.failed,
                  f", STOPPED ({lane.stopped}): {lane.stop_message}" if lane.stopped else "")
+
+
+@contextmanager
+def _retries_unannounced() -> Iterator[None]:
+    """The attempts table, the run's log and the display record every retry; stamina's default
+    hook would add a raw ``stamina.retry_scheduled`` warning per retry on stderr, under the live
+    display or in a notebook. Off while the lanes run, then as the caller had it."""
+    before = get_on_retry_hooks()
+    set_on_retry_hooks([])
+    try:
+        yield
+    finally:
+        set_on_retry_hooks(before)
 
 
 def refuse_missing_keys(lanes: Sequence[Lane | BatchLane]) -> None:

@@ -31,7 +31,7 @@ class ReportResult:
     text: str | None = None
 
 
-def report(store: str | Path = DEFAULT_STORE, *, out: str | Path | None = None,
+def report(*, store: str | Path = DEFAULT_STORE, out: str | Path | None = None,
            format: str | None = None, contrast: str | None = None, human: str | None = None,
            judge: str | None = None, figure_titles: bool = False) -> ReportResult:
     """``contam report``: see the module docstring for where it writes."""

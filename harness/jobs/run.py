@@ -47,7 +47,7 @@ def run(config_path: str | Path, *, store: str | None = None,
         raise UserError(f"{config.path}: no [[models]] to run")
     if options.limit is not None and options.limit <= 0:
         raise UserError(f"--limit must be a positive number, not {options.limit}")
-    with Store(config.store or DEFAULT_STORE) as opened:
+    with Store(config.store or DEFAULT_STORE, create=True) as opened:
         recovered = recovered_lines(opened)
         imported = _import_items(opened, config)
         result = anyio.run(execute_run, opened, config, specs, _run_options(options))

@@ -95,7 +95,8 @@ class ScoreOptions:
     progress: bool = False  # a progress bar on stderr
 
 
-def score(store: str | Path = DEFAULT_STORE, options: ScoreOptions | None = None) -> list[MetricSummary]:
+def score(*, store: str | Path = DEFAULT_STORE,
+          options: ScoreOptions | None = None) -> list[MetricSummary]:
     """``contam score``: every metric over every cell not scored with the same params yet."""
     o = options or ScoreOptions()
     with Store(store) as opened:

@@ -11,17 +11,18 @@ import datetime as dt
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
-import pandas as pd  # the importers hand over DataFrames
 
 from harness.errors import UserError, first_line
+from harness.store import DEFAULT_STORE
 from harness.store.journal import replay
 
-__all__ = ["Store", "DEFAULT_STORE", "utc_now", "TABLE_COLUMNS", "insert_statement"]
+if TYPE_CHECKING:  # the importers hand over DataFrames; opening a store needs no pandas
+    import pandas as pd
 
-DEFAULT_STORE = "runs/contam.duckdb"
+__all__ = ["Store", "DEFAULT_STORE", "utc_now", "TABLE_COLUMNS", "insert_statement"]
 
 _TABLES = """
 CREATE SEQUENCE row_seq;
@@ -207,20 +208,25 @@ def utc_now() -> dt.datetime:
 
 
 class Store:
-    """A connection to one store file. ``read_only`` stores never migrate and never write."""
+    """A connection to one store file. ``read_only`` stores never migrate and never write.
 
-    def __init__(self, path: str | Path = DEFAULT_STORE, *, read_only: bool = False) -> None:
+    A missing file is created only with ``create=True``, which only the commands that start a
+    study pass (``import items``, ``run``, ``demo``, ``probe``, ``bench``): anywhere else a
+    mistyped ``--store`` is ``PATH: no such store``, and leaves no file behind."""
+
+    def __init__(self, path: str | Path = DEFAULT_STORE, *, read_only: bool = False,
+                 create: bool = False) -> None:
         self.path = Path(path)
         self.read_only = read_only
         self.replayed = 0
+        if not self.path.exists() and (read_only or not create):
+            raise UserError(f"{self.path}: no such store")
         self.con = self._connect()
         if not read_only:
             self.migrate()
             self.replayed = replay(self)  # replies a killed run received but had not committed
 
     def _connect(self) -> duckdb.DuckDBPyConnection:
-        if self.read_only and not self.path.exists():
-            raise UserError(f"{self.path}: no such store")
         if not self.read_only:
             self._check_writable()
         try:

@@ -1,0 +1,76 @@
+"""A new user's path: the README's step-by-step study reaches `contam` (set-up puts nothing on
+PATH) and says what `contam score` needs offline; the demo's "try next" lines name a command the
+user's shell can run."""
+
+from __future__ import annotations
+
+import re
+import shlex
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.cli import build_parser
+from harness.jobs import demo
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+OFFLINE_SCORE = ("contam score --bertscore-model sentence-transformers/all-MiniLM-L6-v2 "
+                 "--bertscore-layers 5")
+
+
+def step_by_step() -> list[str]:
+    section = README.read_text(encoding="utf-8").split("## A study, step by step", 1)[1]
+    block = re.search(r"```bash\n(.*?)```", section, re.DOTALL).group(1)
+    return block.splitlines()
+
+
+def test_the_step_by_step_study_activates_the_virtualenv_before_its_first_contam():
+    lines = step_by_step()
+    first_contam = next(n for n, line in enumerate(lines) if line.startswith("contam "))
+    assert any(line.startswith(". .venv/bin/activate") for line in lines[:first_contam])
+
+
+def test_the_step_by_step_study_gives_the_offline_score_line_beside_contam_score():
+    lines = step_by_step()
+    score = next(n for n, line in enumerate(lines) if line.startswith("contam score"))
+    offline = next(n for n, line in enumerate(lines) if OFFLINE_SCORE in line)
+    assert offline in (score + 1, score + 2) and "offline" in " ".join(lines[score:offline]).lower()
+    args = build_parser().parse_args(shlex.split(OFFLINE_SCORE)[1:])  # the line is one the CLI takes
+    assert (args.bertscore_model, args.bertscore_layers) == ("sentence-transformers/all-MiniLM-L6-v2", 5)
+
+
+def test_the_readme_says_how_to_reach_contam_after_set_up():
+    text = README.read_text(encoding="utf-8").split("## A study, step by step", 1)[0]
+    assert "`.venv/bin/contam`" in text and "`. .venv/bin/activate`" in text
+
+
+@pytest.fixture
+def venv(tmp_path, monkeypatch):
+    """A virtualenv's bin folder with its python and contam, the working folder above it, and a
+    PATH without it (set-up activates nothing)."""
+    bin_dir = tmp_path / ".venv" / "bin"
+    bin_dir.mkdir(parents=True)
+    for name in ("python", "contam", "activate"):
+        (bin_dir / name).write_text("#!/bin/sh\n", encoding="utf-8")
+        (bin_dir / name).chmod(0o755)
+    monkeypatch.setattr(sys, "executable", str(bin_dir / "python"))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    return bin_dir
+
+
+def test_try_next_names_the_virtualenvs_contam_when_path_lacks_it(venv, tmp_path, capsys):
+    demo._print_where(tmp_path / "out", [], 1.0)
+    lines = capsys.readouterr().out.splitlines()
+    tries = [line.strip() for line in lines if " sql --store " in line]
+    assert len(tries) == 3 and all(line.startswith(".venv/bin/contam sql --store") for line in tries)
+    assert "  (or `. .venv/bin/activate` once in this shell, and then plain `contam`)" in lines
+
+
+def test_try_next_says_plain_contam_in_an_activated_virtualenv(venv, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("PATH", f"{venv}:/usr/bin:/bin")
+    assert demo.contam_command() == "contam"
+    demo._print_where(tmp_path / "out", [], 1.0)
+    out = capsys.readouterr().out
+    assert out.count("\n  contam sql --store") == 3 and "activate" not in out
