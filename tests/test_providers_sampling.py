@@ -142,6 +142,7 @@ def test_a_local_model_refuses_to_sample_before_loading_anything():
 
     from providers.local import LocalProvider
 
-    provider = LocalProvider(ModelSpec(name="l", provider="local", model="smollm2"))
+    provider = LocalProvider(ModelSpec(name="l", provider="local", model="smollm2",
+                                       params={"device": "cpu"}))  # no torch import
     with pytest.raises(Fatal, match="cannot sample"):
         anyio.run(provider.generate, SAMPLED)
