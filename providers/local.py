@@ -351,6 +351,8 @@ def _reply(loaded: _Loaded, new_tokens: list[int], prompt_length: int, *, hit_li
 class LocalProvider(Provider):
     """One configured local model. The weights load on first use (or in :meth:`preflight`)."""
 
+    can_sample = False  # greedy decoding only
+
     def __init__(self, spec: ModelSettings, client: Any = None) -> None:
         # ``client`` is the engine's httpx client, handed to every provider; nothing here is HTTP.
         self.spec = spec
