@@ -57,6 +57,7 @@ def test_cdd_part_counts_shares_intervals_and_fisher(probed):
 
 
 def test_report_files_hold_the_section_and_its_figure(probed, tmp_path, contam):
+    """~10 s: the whole report folder, every figure as PNG and PDF, as `contam report` writes it."""
     status, _, err = contam("report", "--store", probed, "--out", tmp_path)
     assert status == 0, err
     md = (tmp_path / "report.md").read_text(encoding="utf-8")

@@ -161,7 +161,8 @@ def _require_data(store: Store) -> None:
     if store.count("latest_items") == 0:
         raise UserError(f"{store.path}: the store has no items; import items first")
     if store.count("latest_answers") + store.count("latest_labels") + store.count("probe_scores") == 0:
-        raise UserError(f"{store.path}: the store has no answers, labels or probe scores to report on")
+        raise UserError(f"{store.path}: the store has no answers or labels (nor probe scores) to "
+                        "report on")
 
 
 def _require_subsets(store: Store, contrast: tuple[str, str]) -> None:
