@@ -71,6 +71,23 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
                    help="longest wait between two polls of a batch job, seconds (default 60)")
 
 
+def _add_probe(sub: argparse._SubParsersAction) -> None:
+    from metrics.probe_registry import PROBES
+
+    p = sub.add_parser("probe", help="a contamination probe (cdd ...) on every configured model")
+    kinds = p.add_subparsers(dest="kind", required=True, metavar="KIND")
+    for kind, entry in PROBES.items():
+        k = _add_lane_job(kinds, kind, entry.summary, "comma-separated model names from the config",
+                          "the first N items")
+        k.add_argument("--batch", action="store_true",
+                       help="openai, anthropic and gemini models go as batch jobs (about half price)")
+        k.add_argument("-v", "--verbose", action="count", default=0,
+                       help="log what happens on stderr (-vv: more)")
+        for option in entry.options:
+            k.add_argument(option.flag, dest=f"param_{option.name}", type=option.type,
+                           metavar=option.name.upper(), help=option.help)
+
+
 def _add_batches(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("batches", help="list the store's batch jobs, or cancel one")
     p.add_argument("action", nargs="?", choices=["list", "cancel"], default="list")
@@ -197,7 +214,7 @@ def _add_bench(sub: argparse._SubParsersAction) -> None:
 
 
 _BUILDERS: list[Callable[[argparse._SubParsersAction], None]] = [
-    _add_demo, _add_import, _add_run, _add_batches, _add_cost, _add_judge, _add_score,
+    _add_demo, _add_import, _add_run, _add_probe, _add_batches, _add_cost, _add_judge, _add_score,
     _add_report, _add_sql, _add_emulator, _add_bench,
 ]
 
@@ -214,6 +231,7 @@ EXAMPLES = {
     "emulator": "contam emulator --latency-ms 300 --faults 500=0.03,529=0.02 &",
     "bench": "contam bench --emulator --requests 256",
     "batches": "contam batches --store runs/paper.duckdb",
+    "probe": "contam probe cdd examples/study.toml --samples 20 --limit 50",
     "cost": 'contam cost --store runs/paper.duckdb --price "*=2.50,10.00" --items 400',
 }
 
@@ -255,6 +273,15 @@ def _run(args: argparse.Namespace) -> int:
     batch = batch_options(poll_max_s=args.batch_poll_max, fallback=args.batch_fallback)
     options = RunOptions(**vars(_job_options(args)), batch=args.batch, batch_options=batch)
     return print_result(run(args.config, store=args.store, options=options))
+
+
+def _probe(args: argparse.Namespace) -> int:
+    from harness.jobs.probe import ProbeOptions, probe
+
+    parameters = {name.removeprefix("param_"): value for name, value in vars(args).items()
+                  if name.startswith("param_") and value is not None}
+    options = ProbeOptions(**vars(_job_options(args)), batch=args.batch, parameters=parameters)
+    return print_result(probe(args.kind, args.config, store=args.store, options=options))
 
 
 def _batches(args: argparse.Namespace) -> int:
@@ -381,7 +408,8 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
-    "demo": _demo, "import": _import, "run": _run, "batches": _batches, "cost": _cost,
+    "demo": _demo, "import": _import, "run": _run, "probe": _probe, "batches": _batches,
+    "cost": _cost,
     "judge": _judge, "score": _score, "report": _report, "sql": _sql, "emulator": _emulator,
     "bench": _bench,
 }

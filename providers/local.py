@@ -382,6 +382,9 @@ class LocalProvider(Provider):
                 f"{loaded.device}, loaded in {loaded.load_seconds:.1f} s)")
 
     async def generate(self, request: Request) -> Reply:
+        if request.temperature or request.samples > 1:
+            raise Fatal(f"{self.label}: local models decode greedily; they cannot sample "
+                        f"(temperature {request.temperature or 0:g}, {request.samples} completions asked)")
         loaded = await self._loaded()
         if self._lock is None:  # created here, inside the event loop that will use it
             self._lock = anyio.Lock()
