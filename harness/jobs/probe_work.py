@@ -51,13 +51,18 @@ class ProbePlan:
                  for row in first_items(store.con.cursor(), limit)}
         prompts = {item_id: {p.variant: p for p in probe.prompts(item)}
                    for item_id, item in items.items()}
-        expected = [(item_id, variant, prompt.samples)
-                    for item_id, by_variant in prompts.items() for variant, prompt in by_variant.items()]
+        expected = [row for item_id, by_variant in prompts.items()
+                    for row in _expected(item_id, by_variant)]
         return cls(probe, params_sha256(probe.kind, probe.params()), items, prompts, expected)
 
     @property
     def samples_per_model(self) -> int:
         return sum(samples for _, _, samples in self.expected)
+
+
+def _expected(item_id: str, prompts: dict[str, ProbePrompt]) -> list[tuple[str, str, int]]:
+    """Each prompt's samples; an item asked nothing stands as one empty row (scored at once)."""
+    return [(item_id, variant, p.samples) for variant, p in prompts.items()] or [(item_id, "", 0)]
 
 
 def samples_per_request(spec: ModelSpec) -> int:

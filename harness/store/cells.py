@@ -124,7 +124,8 @@ def first_items(con: duckdb.DuckDBPyConnection, limit: int | None) -> list[tuple
 
 
 # What a probe asks of each item: (item_id, variant, samples) rows, in item order. A probe
-# builds them from its prompts; they travel as three list parameters.
+# builds them from its prompts; they travel as three list parameters. An item the probe asks
+# nothing of (no word to mask) is one row with 0 samples: complete at once, and scored.
 Expected = Sequence[tuple[str, str, int]]
 
 _EXPECTED_CTE = """
@@ -166,21 +167,22 @@ have AS (SELECT s.item_id, s.model, count(DISTINCT (s.variant, s.sample)) AS n, 
          FROM probe_samples s JOIN expected e USING (item_id, variant)
          WHERE s.probe = $probe AND s.params_sha256 = $sha AND list_contains($models, s.model)
            AND s.sample < e.samples
-         GROUP BY ALL)
-SELECT h.item_id, h.model
-FROM have h JOIN need USING (item_id)
-WHERE h.n = need.n
+         GROUP BY ALL),
+grid AS (SELECT need.*, m.model FROM need CROSS JOIN (SELECT unnest($models) AS model) m)
+SELECT g.item_id, g.model
+FROM grid g LEFT JOIN have h USING (item_id, model)
+WHERE coalesce(h.n, 0) = g.n
   AND NOT EXISTS (SELECT 1 FROM probe_scores sc
-                  WHERE sc.probe = $probe AND sc.params_sha256 = $sha AND sc.item_id = h.item_id
-                    AND sc.model = h.model AND sc.seq > h.last_seq)
-ORDER BY need.ord, h.model
+                  WHERE sc.probe = $probe AND sc.params_sha256 = $sha AND sc.item_id = g.item_id
+                    AND sc.model = g.model AND sc.seq > coalesce(h.last_seq, 0))
+ORDER BY g.ord, g.model
 """
 
 
 def complete_unscored(con: duckdb.DuckDBPyConnection, *, probe: str, params_sha256: str,
                       models: Sequence[str], expected: Expected) -> list[tuple[str, str]]:
-    """(item_id, model) of each cell that has every sample ``expected`` asks for and no score
-    newer than its newest sample, in item order."""
+    """(item_id, model) of each cell that has every sample ``expected`` asks for (an item asked
+    nothing has them all) and no score newer than its newest sample, in item order."""
     params = {**_expected_params(expected), "probe": probe, "sha": params_sha256,
               "models": list(models)}
     return con.execute(_COMPLETE_UNSCORED_SQL, params).fetchall()
