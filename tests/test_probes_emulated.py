@@ -17,7 +17,7 @@ from harness.emulator.server import EmulatorSettings, run_emulator
 from harness.report.probe_guided import guided_part
 from harness.report.probe_rows import latest_params, score_frame
 from harness.report.probe_tsguess import tsguess_part
-from metrics.probe_tsguess import RULE
+from metrics.probe_tsguess import NO_ELIGIBLE_WORD, RULE
 
 CONTRAST = ("official", "fan")
 WORDS = ["lantern", "harbour", "quartz", "meadow", "falcon", "cobalt", "saddle", "ember"]
@@ -33,6 +33,7 @@ def write_items(path: Path, n: int = 60) -> Path:
             writer.writerow([f"i{k:03d}", f"Game {k % 5}", "official" if k % 2 == 0 else "fan",
                              f"In realm{k} which {WORDS[k % 8]} guards the {WORDS[(k // 8) % 8]} "
                              f"tower of king{k}?", f"Keeper {k}"])
+        writer.writerow(["lone", "It", "fan", "Was it in 1996?", "Yes"])  # nothing to mask
     return path
 
 
@@ -56,7 +57,7 @@ def probed(tmp_path: Path, contam, profile: str, kind: str, *flags: str) -> duck
         config = write_config(tmp_path, emu, items)
         status, out, err = contam("probe", kind, config, "--store", store, "--no-progress", *flags)
     assert status == 0, err
-    assert "120 cells scored" in out, out
+    assert "122 cells scored" in out, out
     return duckdb.connect(str(store), read_only=True)
 
 
@@ -70,8 +71,14 @@ def test_ts_guess_separates_the_subsets_only_when_contaminated(tmp_path, contam,
         detail = orjson.loads(con.execute(
             "SELECT detail FROM latest_probe_scores WHERE item_id = 'i000' AND model = 'gpt-emu'"
         ).fetchone()[0])
+        lone = con.execute("SELECT value, detail::VARCHAR FROM latest_probe_scores "
+                           "WHERE item_id = 'lone'").fetchall()
+        asked = con.execute("SELECT count(*) FROM probe_samples WHERE item_id = 'lone'").fetchone()[0]
+    assert asked == 0  # never guessed
     assert params["rule"] == RULE and detail["rule"] == RULE
     assert detail["word"] == "realm0" and detail["zipf"] == 0.0  # rarest, the first of two 0s
+    assert lone == [(None, orjson.dumps({"rule": RULE, "reason": NO_ELIGIBLE_WORD}).decode())] * 2
+    assert {r["not_probed"] for r in part["rates"] if r["subset"] == "fan"} == {1}
     assert len(part["tests"]) == 2
     for test in part["tests"]:
         assert test["documented_n"] == test["undocumented_n"] == 30
@@ -93,12 +100,12 @@ def test_guided_beats_general_on_documented_items_only_when_contaminated(tmp_pat
                                           [sha]).fetchone()[0])
         asked = con.execute("SELECT count(*) FROM latest_probe_samples WHERE probe = 'guided'"
                             ).fetchone()[0]
-    assert params["dataset"] == "Keepers QA" and asked == 240
+    assert params["dataset"] == "Keepers QA" and asked == 244  # "Was it in 1996?" is split too
     rows = {(r["model"], r["subset"], r["measure"]): r for r in part["differences"]}
     for model in ("gpt-emu", "claude-emu"):
         for measure in ("rouge_l", "bleu2"):
             documented, undocumented = rows[(model, "official", measure)], rows[(model, "fan", measure)]
-            assert documented["n"] == undocumented["n"] == 30
+            assert (documented["n"], undocumented["n"]) == (30, 31)
             assert abs(undocumented["mean_difference"]) < 0.15 and undocumented["p"] > 0.01
             if profile == "contaminated":
                 # a memorised item's rest comes back whole (1.0); a generic completion is another
