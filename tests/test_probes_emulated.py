@@ -14,9 +14,8 @@ import pytest
 
 from harness.emulator.knowledge import Knowledge
 from harness.emulator.server import EmulatorSettings, run_emulator
-from harness.report.probe_guided import guided_part
-from harness.report.probe_rows import latest_params, score_frame
-from harness.report.probe_tsguess import tsguess_part
+from harness.report import probe_guided, probe_tsguess
+from harness.store import Store
 from metrics.probe_tsguess import NO_ELIGIBLE_WORD, RULE
 
 CONTRAST = ("official", "fan")
@@ -49,7 +48,7 @@ def write_config(folder: Path, emu, items: Path) -> Path:
     return path
 
 
-def probed(tmp_path: Path, contam, profile: str, kind: str, *flags: str) -> duckdb.DuckDBPyConnection:
+def probed(tmp_path: Path, contam, profile: str, kind: str, *flags: str) -> Path:
     items = write_items(tmp_path / "items.csv")
     store = tmp_path / "probe.duckdb"
     knowledge = Knowledge.from_file(items, profile=profile, seed=3)
@@ -58,16 +57,16 @@ def probed(tmp_path: Path, contam, profile: str, kind: str, *flags: str) -> duck
         status, out, err = contam("probe", kind, config, "--store", store, "--no-progress", *flags)
     assert status == 0, err
     assert "122 cells scored" in out, out
-    return duckdb.connect(str(store), read_only=True)
+    return store
 
 
 @pytest.mark.parametrize("profile", ["contaminated", "clean"])
 def test_ts_guess_separates_the_subsets_only_when_contaminated(tmp_path, contam, keys, profile) -> None:
-    with probed(tmp_path, contam, profile, "ts-guess") as con:
-        sha = latest_params(con, "ts-guess")
-        part = tsguess_part(score_frame(con, "ts-guess", sha), CONTRAST)
-        params = orjson.loads(con.execute("SELECT params FROM probe_params WHERE params_sha256 = ?",
-                                          [sha]).fetchone()[0])
+    store = probed(tmp_path, contam, profile, "ts-guess")
+    with Store(store) as opened:
+        part = probe_tsguess.build(opened, CONTRAST)
+    params = part["params"]
+    with duckdb.connect(str(store), read_only=True) as con:
         detail = orjson.loads(con.execute(
             "SELECT detail FROM latest_probe_scores WHERE item_id = 'i000' AND model = 'gpt-emu'"
         ).fetchone()[0])
@@ -93,11 +92,11 @@ def test_ts_guess_separates_the_subsets_only_when_contaminated(tmp_path, contam,
 @pytest.mark.parametrize("profile", ["contaminated", "clean"])
 def test_guided_beats_general_on_documented_items_only_when_contaminated(tmp_path, contam, keys,
                                                                          profile) -> None:
-    with probed(tmp_path, contam, profile, "guided", "--dataset", "Keepers QA") as con:
-        sha = latest_params(con, "guided")
-        part = guided_part(score_frame(con, "guided", sha), CONTRAST)
-        params = orjson.loads(con.execute("SELECT params FROM probe_params WHERE params_sha256 = ?",
-                                          [sha]).fetchone()[0])
+    store = probed(tmp_path, contam, profile, "guided", "--dataset", "Keepers QA")
+    with Store(store) as opened:
+        part = probe_guided.build(opened, CONTRAST)
+    params = part["params"]
+    with duckdb.connect(str(store), read_only=True) as con:
         asked = con.execute("SELECT count(*) FROM latest_probe_samples WHERE probe = 'guided'"
                             ).fetchone()[0]
     assert params["dataset"] == "Keepers QA" and asked == 244  # "Was it in 1996?" is split too

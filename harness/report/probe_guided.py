@@ -26,11 +26,18 @@ import numpy as np
 import pandas as pd
 import scipy.stats as sps
 
+from harness.report.format import Section, Table, fmt_num, fmt_p, user
+from harness.report.probe_rows import chosen_params, score_frame
 from harness.report.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, bootstrap_mean_interval
+from harness.store import Store
 
-__all__ = ["guided_part", "paired_difference", "MEASURES", "BOOTSTRAP"]
+__all__ = ["KIND", "FIGURE", "build", "section", "guided_part", "paired_difference", "MEASURES",
+           "BOOTSTRAP"]
 
+KIND = "guided"
+FIGURE = "fig_probe_guided"
 MEASURES = ("rouge_l", "bleu2")
+MEASURE_NAMES = {"rouge_l": "ROUGE-L", "bleu2": "BLEU-2"}
 BOOTSTRAP = {"resamples": BOOTSTRAP_RESAMPLES, "seed": BOOTSTRAP_SEED, "interval": "BCa 95%",
              "test": "one-sided paired bootstrap, H0: mean(guided - general) <= 0, "
                      "differences centred on zero"}
@@ -60,6 +67,14 @@ def _one_sided_p(differences: np.ndarray, mean: float) -> float:
     return float((1 + np.sum(resampled >= mean)) / (1 + BOOTSTRAP_RESAMPLES))
 
 
+def build(store: Store, contrast: tuple[str, str]) -> dict[str, Any] | None:
+    """``report["probes"]["guided"]``, or None when the store has no guided scores."""
+    chosen = chosen_params(store, KIND)
+    if chosen is None:
+        return None
+    return {**chosen, **guided_part(score_frame(store, KIND, chosen["params_sha256"]), contrast)}
+
+
 def guided_part(frame: pd.DataFrame, contrast: tuple[str, str]) -> dict[str, Any]:
     """``frame``: ``probe_scores`` rows of the guided probe with ``model``, ``item_id``,
     ``subset``, ``metric`` and ``value``; items not probed (NULL) are left out."""
@@ -87,3 +102,45 @@ def _measure(items: pd.DataFrame, measure: str) -> dict[str, Any]:
         return paired_difference(np.array([]), np.array([]))
     pairs = items[[guided, general]].dropna()
     return paired_difference(pairs[guided].to_numpy(), pairs[general].to_numpy())
+
+
+# -- rendering ---------------------------------------------------------------------------------
+
+def section(part: dict[str, Any], report: dict[str, Any]) -> Section:
+    tables = [Table(["Model", "Subset", "Items", "Guided", "General", "Guided − general",
+                     "95% CI (BCa)", "p (one-sided)"],
+                    [[r["model"], str(r["subset"]), str(r["n"]), fmt_num(r["guided_mean"]),
+                      fmt_num(r["general_mean"]), fmt_num(r["mean_difference"]),
+                      _interval(r), fmt_p(r["p"])]
+                     for r in part["differences"] if r["measure"] == measure],
+                    f"Mean {MEASURE_NAMES[measure]} of the completion against the question's true "
+                    "rest, per model over all items and per subset.")
+              for measure in MEASURES]
+    return Section("Probe: guided (guided vs general instruction)", _paragraphs(part), tables,
+                   figures=[FIGURE])
+
+
+def _interval(row: dict[str, Any]) -> str:
+    low, high = row["ci_low"], row["ci_high"]
+    return "—" if math.isnan(low) or math.isnan(high) else f"[{low:.3f}, {high:.3f}]"
+
+
+def _paragraphs(part: dict[str, Any]) -> list[str]:
+    params, boot = part["params"], part["bootstrap"]
+    lines = ["The first half of each question (its first ⌊n/2⌋ words), with the item's title and "
+             "answer, is completed twice, greedy: under the guided instruction, which names the "
+             f"{user(params.get('split', '?'))} split of the {user(params.get('dataset', '?'))} "
+             "dataset and asks for the rest exactly as it appears there, and under the general "
+             "instruction, which names nothing (Golchin & Surdeanu 2023, arXiv 2308.08493). Each "
+             "completion is scored against the true rest by ROUGE-L (F-measure over tokens) and "
+             "BLEU-2. A guided score above the general one says the benchmark itself has leaked.",
+             f"The difference guided − general is paired by item: its interval is a 95% BCa "
+             f"bootstrap interval resampling items ({boot['resamples']} resamples, seed "
+             f"{boot['seed']}); p is a one-sided paired bootstrap test of H0: the mean difference is "
+             "at most 0 (the differences centred on zero and resampled the same way; p = (1 + "
+             "resampled means ≥ the observed one) / (1 + resamples)), as Golchin & Surdeanu judge "
+             f"significance by bootstrap resampling. Parameters {user(part['params_sha256'][:12])}."]
+    if part["other_params"]:
+        lines.append(f"The store also holds guided scores under {len(part['other_params'])} other "
+                     "parameter set(s), not shown: query `latest_probe_scores` for them.")
+    return lines
