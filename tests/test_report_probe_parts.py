@@ -101,3 +101,46 @@ def test_bootstrap_edge_cases() -> None:
     assert better["p"] == 1 / (BOOTSTRAP_RESAMPLES + 1)
     one = paired_difference(np.array([0.4]), np.array([0.1]))
     assert one["n"] == 1 and math.isnan(one["p"]) and math.isnan(one["ci_low"])
+
+
+def report_of(tsguess: dict, guided: dict) -> dict:
+    return {"contrast": {"documented": "official", "undocumented": "fan"},
+            "probes": {"ts-guess": tsguess, "guided": guided}}
+
+
+def params_info(**params) -> dict:
+    return {"params_sha256": "ab" * 32, "params": params, "other_params": []}
+
+
+def test_sections_state_the_rule_the_tests_and_the_bootstrap() -> None:
+    from harness.report import probe_guided, probe_tsguess
+
+    tsguess = {**params_info(rule="rarest"), **tsguess_part(tsguess_frame(), CONTRAST)}
+    guided = {**params_info(dataset="PokeQA", split="test"), **guided_part(guided_frame(0.4), CONTRAST)}
+    report = report_of(tsguess, guided)
+    ts = probe_tsguess.section(tsguess, report)
+    assert "rule rarest" in ts.paragraphs[0] and "Wilson" in ts.paragraphs[0]
+    assert [len(t.rows) for t in ts.tables] == [3, 1]  # A official, A fan, B official; one test
+    assert ts.tables[1].rows[0][1] == "80.0% (8/10)" and ts.tables[1].rows[0][3] == "+67.5 pp"
+    gd = probe_guided.section(guided, report)
+    text = " ".join(gd.paragraphs)
+    assert f"{BOOTSTRAP_RESAMPLES} resamples, seed {BOOTSTRAP_SEED}" in text
+    assert "one-sided" in text and "PokeQA" in text
+    assert [len(t.rows) for t in gd.tables] == [3, 3]  # all, official, fan per measure
+
+
+def test_figures_draw_each_subsets_value() -> None:
+    from harness.report import probe_bars
+
+    tsguess = {**params_info(rule="rarest"), **tsguess_part(tsguess_frame(), CONTRAST)}
+    guided = {**params_info(dataset="d", split="s"), **guided_part(guided_frame(0.4), CONTRAST)}
+    report = report_of(tsguess, guided)
+    (ax,) = probe_bars.exact_match_rates(report).axes
+    heights = sorted(round(bar.get_height(), 6) for bar in ax.patches)
+    assert heights == [0.0, 0.0, 12.5, 80.0]  # B has no fan bar (0), B official 0 %, A fan 1/8
+    figure = probe_bars.guided_differences(report)
+    assert [ax.get_title() for ax in figure.axes] == ["ROUGE-L", "BLEU-2"]
+    official = next(r for r in guided["differences"]
+                    if r["subset"] == "official" and r["measure"] == "rouge_l")
+    assert round(official["mean_difference"], 6) in {round(b.get_height(), 6)
+                                                      for b in figure.axes[0].patches}
