@@ -19,7 +19,7 @@ __all__ = ["exact_match_rates", "guided_differences", "TSGUESS_CAPTION", "GUIDED
 TSGUESS_CAPTION = ("Probe ts-guess: share of masked words filled in exactly (Deng et al. 2023) on "
                    "the documented and the undocumented subset per model; bars are 95% Wilson "
                    "intervals, Fisher's exact p above.")
-GUIDED_CAPTION = ("Probe guided: mean difference guided − general instruction (Golchin & Surdeanu "
+GUIDED_CAPTION = ("Probe guided: mean difference guided − general instruction (Golchin and Surdeanu "
                   "2023) of ROUGE-L and BLEU-2 against the question's true rest, on the documented "
                   "and the undocumented subset per model; bars are 95% BCa bootstrap intervals, "
                   "each with its one-sided bootstrap p.")
@@ -89,7 +89,9 @@ def guided_differences(report: dict) -> Figure:
                 ax.text(xi + offset, top + 0.04, f"p {fmt_p(_value(row, 'p', float('nan')))}",
                         ha="center", fontsize=6, rotation=90, va="bottom")
         ax.axhline(0, color="black", linewidth=0.8)
-        ax.set_ylim(min(-0.25, min(lows, default=0.0) - 0.1), 1.6)  # room for p above 1
+        bottom = min(-0.25, min(lows, default=0.0) - 0.1)
+        ax.set_ylim(bottom, 1.6)  # room for the p labels above 1
+        ax.set_yticks([t / 4 for t in range(-4, 5) if t / 4 >= bottom])
         ax.set_title(name, fontsize=9)
     fig.axes[0].set_ylabel("mean guided − general")
     fig.legend(loc="outside upper center", ncols=2, frameon=False)

@@ -138,8 +138,9 @@ def _paragraphs(part: dict[str, Any]) -> list[str]:
              f"bootstrap interval resampling items ({boot['resamples']} resamples, seed "
              f"{boot['seed']}); p is a one-sided paired bootstrap test of H0: the mean difference is "
              "at most 0 (the differences centred on zero and resampled the same way; p = (1 + "
-             "resampled means ≥ the observed one) / (1 + resamples)), as Golchin & Surdeanu judge "
-             f"significance by bootstrap resampling. Parameters {user(part['params_sha256'][:12])}."]
+             "resampled means ≥ the observed one) / (1 + resamples), so its smallest value is "
+             f"{fmt_p(1 / (boot['resamples'] + 1))}), as Golchin & Surdeanu judge significance by "
+             f"bootstrap resampling. Parameters {user(part['params_sha256'][:12])}."]
     if part["other_params"]:
         lines.append(f"The store also holds guided scores under {len(part['other_params'])} other "
                      "parameter set(s), not shown: query `latest_probe_scores` for them.")
