@@ -7,7 +7,7 @@ import asyncio
 import signal
 from collections.abc import Callable
 
-from harness.emulator.apis import DIALECTS
+from harness.emulator.dialects import DIALECTS
 from harness.emulator.knowledge import Knowledge
 from harness.emulator.server import serve
 from harness.emulator.settings import EmulatorSettings, parse_faults
