@@ -34,6 +34,9 @@ def _progress(parser: argparse.ArgumentParser) -> None:
 def _add_demo(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("demo", help="bundled items -> local model -> scores -> report, offline")
     p.add_argument("--out", default="runs/demo", help="folder for the store and report")
+    p.add_argument("--probes", action="store_true",
+                   help="also every contamination probe on a contaminated and a clean emulated "
+                        "model that know the demo items (in-process emulators)")
     _progress(p)
 
 
@@ -66,6 +69,23 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
                         "synchronous path")
     p.add_argument("--batch-poll-max", type=float,
                    help="longest wait between two polls of a batch job, seconds (default 60)")
+
+
+def _add_probe(sub: argparse._SubParsersAction) -> None:
+    from metrics.probe_registry import PROBES
+
+    p = sub.add_parser("probe", help="a contamination probe (cdd ...) on every configured model")
+    kinds = p.add_subparsers(dest="kind", required=True, metavar="KIND")
+    for kind, entry in PROBES.items():
+        k = _add_lane_job(kinds, kind, entry.summary, "comma-separated model names from the config",
+                          "the first N items")
+        k.add_argument("--batch", action="store_true",
+                       help="openai, anthropic and gemini models go as batch jobs (about half price)")
+        k.add_argument("-v", "--verbose", action="count", default=0,
+                       help="log what happens on stderr (-vv: more)")
+        for option in entry.options:
+            k.add_argument(option.flag, dest=f"param_{option.name}", type=option.type,
+                           metavar=option.name.upper(), help=option.help)
 
 
 def _add_batches(sub: argparse._SubParsersAction) -> None:
@@ -165,6 +185,11 @@ def _add_emulator(sub: argparse._SubParsersAction) -> None:
                    help="probability that a batch line fails with a 500")
     p.add_argument("--batch-expire-rate", type=float, default=0.0,
                    help="probability that a batch line expires unprocessed")
+    p.add_argument("--items", help="an items file (CSV or JSONL): answer like a model that knows "
+                                   "it (the reference for most documented items)")
+    p.add_argument("--profile", choices=["contaminated", "clean"], default="contaminated",
+                   help="with --items: contaminated shows memorisation signals on documented "
+                        "items (default), clean none")
 
 
 def _add_bench(sub: argparse._SubParsersAction) -> None:
@@ -189,7 +214,7 @@ def _add_bench(sub: argparse._SubParsersAction) -> None:
 
 
 _BUILDERS: list[Callable[[argparse._SubParsersAction], None]] = [
-    _add_demo, _add_import, _add_run, _add_batches, _add_cost, _add_judge, _add_score,
+    _add_demo, _add_import, _add_run, _add_probe, _add_batches, _add_cost, _add_judge, _add_score,
     _add_report, _add_sql, _add_emulator, _add_bench,
 ]
 
@@ -206,6 +231,7 @@ EXAMPLES = {
     "emulator": "contam emulator --latency-ms 300 --faults 500=0.03,529=0.02 &",
     "bench": "contam bench --emulator --requests 256",
     "batches": "contam batches --store runs/paper.duckdb",
+    "probe": "contam probe cdd examples/study.toml --samples 20 --limit 50",
     "cost": 'contam cost --store runs/paper.duckdb --price "*=2.50,10.00" --items 400',
 }
 
@@ -262,6 +288,15 @@ def _run(args: argparse.Namespace) -> int:
     batch = batch_options(poll_max_s=args.batch_poll_max, fallback=args.batch_fallback)
     options = RunOptions(**vars(_job_options(args)), batch=args.batch, batch_options=batch)
     return print_result(run(args.config, store=args.store, options=options))
+
+
+def _probe(args: argparse.Namespace) -> int:
+    from harness.jobs.probe import ProbeOptions, probe
+
+    parameters = {name.removeprefix("param_"): value for name, value in vars(args).items()
+                  if name.startswith("param_") and value is not None}
+    options = ProbeOptions(**vars(_job_options(args)), batch=args.batch, parameters=parameters)
+    return print_result(probe(args.kind, args.config, store=args.store, options=options))
 
 
 def _batches(args: argparse.Namespace) -> int:
@@ -349,18 +384,19 @@ def _sql(args: argparse.Namespace) -> int:
 
 
 def emulator_settings_from_args(args: argparse.Namespace) -> Any:
-    from harness.emulator.server import emulator_settings
+    from harness.emulator.command import emulator_settings
 
     return emulator_settings(latency_ms=args.latency_ms, jitter_ms=args.jitter_ms or 0.0,
                              rpm=args.rpm, faults=args.faults or "", served_model=args.served_model,
                              quota_per_day=args.quota_per_day, seed=args.seed, slots=args.slots,
                              batch_processing_s=args.batch_processing_s,
                              batch_fail_rate=args.batch_fail_rate,
-                             batch_expire_rate=args.batch_expire_rate)
+                             batch_expire_rate=args.batch_expire_rate,
+                             items=args.items, profile=args.profile)
 
 
 def _emulator(args: argparse.Namespace) -> int:
-    from harness.emulator.server import banner, serve_until_signal
+    from harness.emulator.command import banner, serve_until_signal
 
     settings = emulator_settings_from_args(args)
     serve_until_signal(settings, args.host, args.port,
@@ -384,11 +420,12 @@ def _bench(args: argparse.Namespace) -> int:
 def _demo(args: argparse.Namespace) -> int:
     from harness.jobs.demo import demo
 
-    return demo(args.out, no_progress=args.no_progress)
+    return demo(args.out, no_progress=args.no_progress, probes=args.probes)
 
 
 HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
-    "demo": _demo, "import": _import, "run": _run, "batches": _batches, "cost": _cost,
+    "demo": _demo, "import": _import, "run": _run, "probe": _probe, "batches": _batches,
+    "cost": _cost,
     "judge": _judge, "score": _score, "report": _report, "sql": _sql, "emulator": _emulator,
     "bench": _bench,
 }

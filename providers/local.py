@@ -351,6 +351,8 @@ def _reply(loaded: _Loaded, new_tokens: list[int], prompt_length: int, *, hit_li
 class LocalProvider(Provider):
     """One configured local model. The weights load on first use (or in :meth:`preflight`)."""
 
+    can_sample = False  # greedy decoding only
+
     def __init__(self, spec: ModelSettings, client: Any = None) -> None:
         # ``client`` is the engine's httpx client, handed to every provider; nothing here is HTTP.
         self.spec = spec
@@ -382,6 +384,9 @@ class LocalProvider(Provider):
                 f"{loaded.device}, loaded in {loaded.load_seconds:.1f} s)")
 
     async def generate(self, request: Request) -> Reply:
+        if request.temperature or request.samples > 1:
+            raise Fatal(f"{self.label}: local models decode greedily; they cannot sample "
+                        f"(temperature {request.temperature or 0:g}, {request.samples} completions asked)")
         loaded = await self._loaded()
         if self._lock is None:  # created here, inside the event loop that will use it
             self._lock = anyio.Lock()

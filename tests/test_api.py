@@ -54,7 +54,7 @@ def test_every_api_function_takes_the_store_and_options_by_keyword_only():
                  if inspect.isfunction(getattr(api, name))}
     with_store = {name for name, f in functions.items()
                   if "store" in inspect.signature(f).parameters}
-    assert with_store == {"import_path", "run", "judge", "score", "report", "sql", "cells",
+    assert with_store == {"import_path", "run", "probe", "judge", "score", "report", "sql", "cells",
                           "list_batches", "cancel_batch", "cost"}
     for name in with_store:
         parameters = inspect.signature(functions[name]).parameters
@@ -91,3 +91,15 @@ def test_a_job_results_repr_shows_its_values_and_no_function(tmp_path):
     text = repr(result)
     assert "ollama-m: 2/2 answered" in text and "done=2" in text
     assert "bound method" not in text and "<function" not in text and " at 0x" not in text
+
+
+def test_the_api_runs_a_probe_with_its_parameters(tmp_path):
+    from harness import api
+
+    store = tmp_path / "s.duckdb"
+    with run_emulator(EmulatorSettings()) as emu:
+        config = write_config(tmp_path, [model_entry("ollama", emu)], items=2)
+        options = api.ProbeOptions(no_progress=True, handle_signals=False, parameters={"samples": 3})
+        result = api.probe("cdd", config, store=store, options=options)
+    assert result.exit_status == 0 and (result.samples_stored, result.cells_scored) == (8, 2)
+    assert api.sql("SELECT count(*) FROM probe_samples", store=store).rows == [(8,)]

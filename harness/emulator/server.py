@@ -10,11 +10,13 @@ adds what real servers do to clients: latency, an enforced requests-per-minute l
 model) with each API's 429 hint, random faults, a per-day quota, a served-model substitution, key
 checks, and a ``script`` of exact outcomes for tests. Without a ``responder`` it answers questions
 with a reproducible stand-in and judge requests (the judge rubric as system prompt) with a bare
-label (:func:`default_reply`).
+label (:func:`default_reply`); with ``knowledge`` (``contam emulator --items``) it answers like a
+model that knows those items (:mod:`harness.emulator.knowledge`).
 
 In-process use: ``with run_emulator(EmulatorSettings(...)) as emu:`` serves from a background
 thread with its own event loop; ``emu.url`` is the address, ``emu.base_url("openai")`` a provider's
-``base_url``, and ``emu.requests`` every request received. Command line: ``contam emulator``.
+``base_url``, and ``emu.requests`` every request received. Command line: ``contam emulator``
+(:mod:`harness.emulator.command`).
 """
 
 from __future__ import annotations
@@ -24,7 +26,6 @@ import contextlib
 import hashlib
 import math
 import random
-import signal
 import threading
 import time
 from collections import Counter, defaultdict, deque
@@ -33,14 +34,15 @@ from datetime import datetime, timedelta, timezone
 from email.utils import format_datetime
 from typing import Any
 
-from harness.emulator.apis import DIALECTS, BadCall, Call, Canned, Dialect, Hint, json_reply
+from harness.emulator.answers import Answerer
+from harness.emulator.apis import BadCall, Call, Canned, Dialect, Hint, json_reply
+from harness.emulator.dialects import DIALECTS
 from harness.emulator.batch import BatchServer
 from harness.emulator.http import HTTPServer, Unparseable
 from harness.emulator.settings import (
     HANG, RESET, EmulatorSettings, RecordedRequest, Step, default_answer, default_reply,
     judge_label, parse_faults, parse_step,
 )
-from harness.errors import UserError
 
 __all__ = [
     "EmulatorSettings",
@@ -54,9 +56,6 @@ __all__ = [
     "default_answer",
     "default_reply",
     "judge_label",
-    "emulator_settings",
-    "banner",
-    "serve_until_signal",
 ]
 
 OLLAMA_VERSION = "0.13.0"
@@ -110,6 +109,7 @@ class _App:
         self._windows: defaultdict[tuple[str, str], deque[float]] = defaultdict(deque)
         self._day_counts: Counter[tuple[str, str]] = Counter()
         self._seen_models: dict[str, set[str]] = defaultdict(set)
+        self.answerer = Answerer(settings)
         # A replica of a served model works on `slots` requests at a time: the others wait their
         # turn, so its throughput is slots / latency whatever the clients send.
         self._slots = asyncio.Semaphore(settings.slots) if settings.slots else None
@@ -218,18 +218,12 @@ class _App:
 
     def success(self, dialect: Dialect, call: Call) -> Canned:
         try:
-            answer = (self.settings.responder(call.question) if self.settings.responder
-                      else default_reply(call.system, call.question))
+            answers = self.answerer.answers(call)
         except Exception as exc:  # a test's responder failing is the server's 500, as for real
             return dialect.error(500, f"responder failed: {type(exc).__name__}")
-        words = answer.split()
-        truncated = bool(call.max_tokens) and len(words) > call.max_tokens
-        if truncated:
-            answer = " ".join(words[:call.max_tokens])
-        return dialect.ok(call, served=self.settings.served_model or call.model, answer=answer,
-                          truncated=truncated,
+        return dialect.ok(call, served=self.settings.served_model or call.model, answers=answers,
                           input_tokens=len(f"{call.system} {call.question}".split()),
-                          output_tokens=len(answer.split()))
+                          output_tokens=sum(len(answer.text.split()) for answer in answers))
 
     # The small endpoints clients use to look around: Ollama's version/tags/show, OpenAI's models.
     def _side_endpoint(self, endpoint: str, body: Any) -> Canned:
@@ -374,53 +368,3 @@ async def serve(settings: EmulatorSettings, *, host: str = "127.0.0.1", port: in
         await (stop or asyncio.Event()).wait()
     finally:
         await server.close()
-
-
-# --------------------------------------------------------------------------- contam emulator
-
-def emulator_settings(*, latency_ms: float = 0.0, jitter_ms: float = 0.0, rpm: float | None = None,
-                      faults: str = "", served_model: str | None = None,
-                      quota_per_day: int | None = None, seed: int | None = None,
-                      batch_processing_s: float = 0.0, batch_fail_rate: float = 0.0,
-                      batch_expire_rate: float = 0.0, slots: int | None = None) -> EmulatorSettings:
-    """The settings of ``contam emulator``'s flags (``faults`` as on the command line)."""
-    try:
-        return EmulatorSettings(
-            latency_ms=latency_ms, jitter_ms=jitter_ms, rpm=rpm, faults=parse_faults(faults),
-            served_model=served_model, quota_per_day=quota_per_day, seed=seed, slots=slots, record=False,
-            batch_processing_s=batch_processing_s, batch_fail_rate=batch_fail_rate,
-            batch_expire_rate=batch_expire_rate)
-    except ValueError as exc:
-        raise UserError(str(exc)) from None
-
-
-def banner(url: str, settings: EmulatorSettings) -> str:
-    lines = [f"contam emulator listening on {url}"]
-    lines += [f"  {api:<10} base_url = \"{url}/v1\"" if api == "openai" else
-              f"  {api:<10} base_url = \"{url}\"" for api in DIALECTS]
-    faults = ",".join(f"{k}={v:g}" for k, v in settings.faults.items()) or "none"
-    lines.append(f"latency {settings.latency_ms:g} ms, rpm {settings.rpm or 'unlimited'}, "
-                 f"slots {settings.slots or 'unlimited'}, "
-                 f"faults {faults}, served model {settings.served_model or 'as asked'}, "
-                 f"quota/day {settings.quota_per_day or 'unlimited'}; Ctrl-C stops it")
-    lines.append("judge requests (the judge rubric as system prompt) get a label: right when the "
-                 "answer holds every reference word, partially right when some, else wrong")
-    return "\n".join(lines)
-
-
-def serve_until_signal(settings: EmulatorSettings, host: str, port: int,
-                       on_ready: Callable[[str], None]) -> None:
-    """``contam emulator``: serve in the foreground until SIGINT or SIGTERM."""
-    try:
-        asyncio.run(_serve_until_signal(settings, host, port, on_ready))
-    except OSError as exc:
-        raise UserError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
-
-
-async def _serve_until_signal(settings: EmulatorSettings, host: str, port: int,
-                              on_ready: Callable[[str], None]) -> None:
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(signum, stop.set)
-    await serve(settings, host=host, port=port, stop=stop, on_ready=on_ready)
