@@ -20,6 +20,7 @@ __all__ = [
     "ModelSettings",
     "Request",
     "Reply",
+    "TextLogprobs",
     "Provider",
     "ProviderError",
     "RateLimited",
@@ -67,6 +68,22 @@ class Reply:
     finish_reason: str | None = None
     input_tokens: int | None = None
     output_tokens: int | None = None
+    http_status: int | None = 200
+
+
+@dataclass(frozen=True, kw_only=True)
+class TextLogprobs:
+    """What a model makes of a given text, token by token (the min-k probe): one entry per scored
+    token, i.e. every token of the text but the first, which nothing precedes. ``means`` and
+    ``stds`` are, per position, the mean and standard deviation of log p(z) for z drawn from the
+    model's next-token distribution (Min-K%++); None where the provider cannot know them."""
+
+    tokens: tuple[str, ...]
+    logprobs: tuple[float, ...]
+    means: tuple[float, ...] | None = None
+    stds: tuple[float, ...] | None = None
+    served_model: str | None = None
+    input_tokens: int | None = None  # the whole text, the unscored first token included
     http_status: int | None = 200
 
 
@@ -147,6 +164,17 @@ class Provider:
 
     async def generate(self, request: Request) -> Reply:
         raise NotImplementedError
+
+    @classmethod
+    def text_logprobs_refusal(cls, spec: ModelSettings) -> str | None:
+        """Why ``spec`` cannot give the log-probabilities of a given text's tokens (min-k), in one
+        line, or None when it can; asked before anything is sent. Default: it cannot."""
+        return (f"model {spec.name!r}: provider {spec.provider!r} gives no log-probabilities of a "
+                "given text")
+
+    async def text_logprobs(self, text: str) -> TextLogprobs:
+        """The log-probabilities of ``text``'s tokens; only where the refusal above is None."""
+        raise Fatal(self.text_logprobs_refusal(self.spec) or "text_logprobs is not implemented")
 
 
 def resolve_api_key(spec: ModelSettings, default_env: str | None = None, *,
