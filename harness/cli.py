@@ -71,6 +71,18 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
                    help="longest wait between two polls of a batch job, seconds (default 60)")
 
 
+def _add_probe(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("probe", help="a contamination probe of the configured models (min-k)")
+    p.add_argument("kind", choices=["min-k"])
+    p.add_argument("config")
+    _store(p, default=None)
+    p.add_argument("--models", help="comma-separated model names from the config")
+    p.add_argument("--limit", type=int, help="at most N items per model")
+    p.add_argument("--k", type=float, default=0.2,
+                   help="min-k: the fraction of least likely tokens averaged (default 0.2)")
+    _progress(p)
+
+
 def _add_batches(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("batches", help="list the store's batch jobs, or cancel one")
     p.add_argument("action", nargs="?", choices=["list", "cancel"], default="list")
@@ -192,7 +204,7 @@ def _add_bench(sub: argparse._SubParsersAction) -> None:
 
 
 _BUILDERS: list[Callable[[argparse._SubParsersAction], None]] = [
-    _add_demo, _add_import, _add_run, _add_batches, _add_cost, _add_judge, _add_score,
+    _add_demo, _add_import, _add_run, _add_probe, _add_batches, _add_cost, _add_judge, _add_score,
     _add_report, _add_sql, _add_emulator, _add_bench,
 ]
 
@@ -209,6 +221,7 @@ EXAMPLES = {
     "emulator": "contam emulator --latency-ms 300 --faults 500=0.03,529=0.02 &",
     "bench": "contam bench --emulator --requests 256",
     "batches": "contam batches --store runs/paper.duckdb",
+    "probe": "contam probe min-k examples/min-k.toml --k 0.2",
     "cost": 'contam cost --store runs/paper.duckdb --price "*=2.50,10.00" --items 400',
 }
 
@@ -250,6 +263,13 @@ def _run(args: argparse.Namespace) -> int:
     batch = batch_options(poll_max_s=args.batch_poll_max, fallback=args.batch_fallback)
     options = RunOptions(**vars(_job_options(args)), batch=args.batch, batch_options=batch)
     return print_result(run(args.config, store=args.store, options=options))
+
+
+def _probe(args: argparse.Namespace) -> int:
+    from harness.jobs.probe_mink import MinKOptions, probe_min_k
+
+    options = MinKOptions(**vars(_job_options(args)), k=args.k)
+    return print_result(probe_min_k(args.config, store=args.store, options=options))
 
 
 def _batches(args: argparse.Namespace) -> int:
@@ -375,7 +395,7 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
-    "demo": _demo, "import": _import, "run": _run, "batches": _batches, "cost": _cost,
+    "demo": _demo, "import": _import, "run": _run, "probe": _probe, "batches": _batches, "cost": _cost,
     "judge": _judge, "score": _score, "report": _report, "sql": _sql, "emulator": _emulator,
     "bench": _bench,
 }
