@@ -180,6 +180,11 @@ def _add_emulator(sub: argparse._SubParsersAction) -> None:
                    help="probability that a batch line fails with a 500")
     p.add_argument("--batch-expire-rate", type=float, default=0.0,
                    help="probability that a batch line expires unprocessed")
+    p.add_argument("--items", help="an items file (CSV or JSONL): answer like a model that knows "
+                                   "it (the reference for most documented items)")
+    p.add_argument("--profile", choices=["contaminated", "clean"], default="contaminated",
+                   help="with --items: contaminated shows memorisation signals on documented "
+                        "items (default), clean none")
 
 
 def _add_bench(sub: argparse._SubParsersAction) -> None:
@@ -364,7 +369,8 @@ def emulator_settings_from_args(args: argparse.Namespace) -> Any:
                              quota_per_day=args.quota_per_day, seed=args.seed, slots=args.slots,
                              batch_processing_s=args.batch_processing_s,
                              batch_fail_rate=args.batch_fail_rate,
-                             batch_expire_rate=args.batch_expire_rate)
+                             batch_expire_rate=args.batch_expire_rate,
+                             items=args.items, profile=args.profile)
 
 
 def _emulator(args: argparse.Namespace) -> int:

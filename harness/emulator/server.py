@@ -10,7 +10,8 @@ adds what real servers do to clients: latency, an enforced requests-per-minute l
 model) with each API's 429 hint, random faults, a per-day quota, a served-model substitution, key
 checks, and a ``script`` of exact outcomes for tests. Without a ``responder`` it answers questions
 with a reproducible stand-in and judge requests (the judge rubric as system prompt) with a bare
-label (:func:`default_reply`).
+label (:func:`default_reply`); with ``knowledge`` (``contam emulator --items``) it answers like a
+model that knows those items (:mod:`harness.emulator.knowledge`).
 
 In-process use: ``with run_emulator(EmulatorSettings(...)) as emu:`` serves from a background
 thread with its own event loop; ``emu.url`` is the address, ``emu.base_url("openai")`` a provider's
@@ -36,6 +37,7 @@ from typing import Any
 from harness.emulator.apis import DIALECTS, BadCall, Call, Canned, Dialect, Hint, json_reply
 from harness.emulator.batch import BatchServer
 from harness.emulator.http import HTTPServer, Unparseable
+from harness.emulator.knowledge import Knowledge
 from harness.emulator.settings import (
     HANG, RESET, EmulatorSettings, RecordedRequest, Step, default_answer, default_reply,
     judge_label, parse_faults, parse_step,
@@ -218,8 +220,7 @@ class _App:
 
     def success(self, dialect: Dialect, call: Call) -> Canned:
         try:
-            answer = (self.settings.responder(call.question) if self.settings.responder
-                      else default_reply(call.system, call.question))
+            answer = self._answer(call)
         except Exception as exc:  # a test's responder failing is the server's 500, as for real
             return dialect.error(500, f"responder failed: {type(exc).__name__}")
         words = answer.split()
@@ -230,6 +231,14 @@ class _App:
                           truncated=truncated,
                           input_tokens=len(f"{call.system} {call.question}".split()),
                           output_tokens=len(answer.split()))
+
+    def _answer(self, call: Call) -> str:
+        settings = self.settings
+        if settings.responder:
+            return settings.responder(call.question)
+        if settings.knowledge is not None:
+            return settings.knowledge.answer(call.system, call.question, temperature=None, sample=0)
+        return default_reply(call.system, call.question)
 
     # The small endpoints clients use to look around: Ollama's version/tags/show, OpenAI's models.
     def _side_endpoint(self, endpoint: str, body: Any) -> Canned:
@@ -382,14 +391,18 @@ def emulator_settings(*, latency_ms: float = 0.0, jitter_ms: float = 0.0, rpm: f
                       faults: str = "", served_model: str | None = None,
                       quota_per_day: int | None = None, seed: int | None = None,
                       batch_processing_s: float = 0.0, batch_fail_rate: float = 0.0,
-                      batch_expire_rate: float = 0.0, slots: int | None = None) -> EmulatorSettings:
-    """The settings of ``contam emulator``'s flags (``faults`` as on the command line)."""
+                      batch_expire_rate: float = 0.0, slots: int | None = None,
+                      items: str | None = None, profile: str = "contaminated") -> EmulatorSettings:
+    """The settings of ``contam emulator``'s flags (``faults`` as on the command line; ``items``
+    an items file the emulator answers as a model of that ``profile`` would)."""
     try:
+        knowledge = (Knowledge.from_file(items, profile=profile, seed=seed or 0)
+                     if items is not None else None)
         return EmulatorSettings(
             latency_ms=latency_ms, jitter_ms=jitter_ms, rpm=rpm, faults=parse_faults(faults),
             served_model=served_model, quota_per_day=quota_per_day, seed=seed, slots=slots, record=False,
             batch_processing_s=batch_processing_s, batch_fail_rate=batch_fail_rate,
-            batch_expire_rate=batch_expire_rate)
+            batch_expire_rate=batch_expire_rate, knowledge=knowledge)
     except ValueError as exc:
         raise UserError(str(exc)) from None
 
@@ -405,6 +418,8 @@ def banner(url: str, settings: EmulatorSettings) -> str:
                  f"quota/day {settings.quota_per_day or 'unlimited'}; Ctrl-C stops it")
     lines.append("judge requests (the judge rubric as system prompt) get a label: right when the "
                  "answer holds every reference word, partially right when some, else wrong")
+    if settings.knowledge is not None:
+        lines.append(f"answers like a model that knows {settings.knowledge!r}")
     return "\n".join(lines)
 
 

@@ -8,7 +8,7 @@ import unicodedata
 import zlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from metrics.judge import JUDGE_RUBRIC
 
@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from harness.emulator.apis import Canned
 
 __all__ = ["EmulatorSettings", "RecordedRequest", "Step", "parse_step", "parse_faults",
-           "default_answer", "default_reply", "judge_label", "RESET", "HANG"]
+           "default_answer", "default_reply", "judge_label", "ItemKnowledge", "RESET", "HANG"]
 
 RESET, HANG = "reset", "hang"  # outcomes that are not an HTTP answer
 _STEP_WORDS = {"ok", "quota", "reset", "malformed", "hang"}
@@ -117,6 +117,17 @@ def default_reply(system: str, user: str) -> str:
     return judge_label(graded["reference"], graded["answer"])
 
 
+class ItemKnowledge(Protocol):
+    """What the emulator asks of its knowledge of a set of items
+    (:class:`harness.emulator.knowledge.Knowledge`, which imports this module)."""
+
+    def item_for(self, text: str) -> Any: ...
+
+    def memorised(self, item: Any) -> bool: ...
+
+    def answer(self, system: str, user: str, *, temperature: float | None, sample: int) -> str: ...
+
+
 @dataclass(frozen=True, kw_only=True)
 class EmulatorSettings:
     """How the emulator behaves. Every field is optional; the default is a fast, faultless server."""
@@ -131,6 +142,8 @@ class EmulatorSettings:
     quota_per_day: int | None = None  # requests per (API, model) before the day's quota is gone
     api_keys: frozenset[str] | None = None  # when set, other keys get each API's auth error
     responder: Callable[[str], str] | None = None  # question text -> answer; default_reply if None
+    # Answer like a model that knows these items (contam emulator --items); the responder wins.
+    knowledge: ItemKnowledge | None = None
     known_models: frozenset[str] | None = None  # when set, other models are 404 (Ollama: not pulled)
     hang_s: float = 600.0  # how long a "hang" holds the connection open without answering
     seed: int | None = None  # for the fault draws and the jitter

@@ -1,0 +1,152 @@
+"""``guided``: guided vs general instruction (Golchin & Surdeanu 2023, arXiv 2308.08493).
+
+The model sees the first part of an item twice: once with the *guided* instruction, which names
+the benchmark and asks for the rest exactly as it appears there, once with the *general*
+instruction, which asks for a fitting rest without naming anything. A completion closer to the
+true rest under the guided instruction than under the general one says the benchmark file itself
+has leaked into training. Pure: prompts and scores; ``contam probe guided`` runs it.
+
+**The split**: the question's whitespace-separated words; the first piece is the first
+``floor(n / 2)`` of them, the true rest the others (verbatim). An item whose first piece or rest
+holds no word character (a one-word question) is not probed: no request, NULL scores with the
+reason.
+
+**The instructions** are the authors' open-QA templates (their repository ``time-travel-in-llms``,
+``GUI_QA``/``GI_QA`` wording of the classification template), user turn only, greedy, with the
+item's title as a ``GAME:`` line beside its answer (the templates' label slot: the same
+information in both, so only the naming differs). The guided one names the split (default
+``test``) and the dataset (default ``contam``, a fixed label: a default that followed a file name
+would change the probe's parameters, and so its rows, when a file is renamed; name the benchmark
+as it is publicly known with ``--dataset``).
+
+**Scores** per item (``probe_scores`` rows): ROUGE-L F-measure (beta = 1: LCS over tokens,
+``2PR / (P + R)``, no stemming) and BLEU-2 (:mod:`metrics.bleu`), each of the guided and the
+general completion against the true rest, and their difference guided - general. Tokens are
+BLEU-2's (NFC, lower case, ``\\w+``). A leading ``SECOND PIECE:`` label in a completion is
+dropped; a blank completion reproduced nothing and scores 0.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from rapidfuzz.distance import LCSseq
+
+from metrics.bleu import bleu2, tokenize
+from metrics.probes import ProbeItem, ProbePrompt, ProbeScore
+
+__all__ = ["GuidedProbe", "split_question", "rouge_l", "guided_prompt", "general_prompt",
+           "GUIDED_TEMPLATE", "GENERAL_TEMPLATE", "DEFAULT_DATASET", "DEFAULT_SPLIT", "METRICS",
+           "NOT_SPLITTABLE"]
+
+DEFAULT_DATASET, DEFAULT_SPLIT = "contam", "test"
+NOT_SPLITTABLE = "not probed: the question has too few words to split into two pieces"
+GUIDED_TEMPLATE = """INSTRUCTION:
+You are provided with the FIRST PIECE of an instance from the {split} split of the {dataset} dataset.
+Finish the SECOND PIECE of the instance as EXACTLY appeared in the dataset.
+ONLY rely on the original form of the instance in the dataset to finish the SECOND PIECE.
+
+GAME: {title}
+ANSWER: {answer}
+
+FIRST PIECE:
+{first_piece}
+
+SECOND PIECE:"""
+GENERAL_TEMPLATE = """INSTRUCTION:
+Finish the SECOND PIECE based on the FIRST PIECE, such that these two pieces become a single question with the following ANSWER.
+
+GAME: {title}
+ANSWER: {answer}
+
+FIRST PIECE:
+{first_piece}
+
+SECOND PIECE:"""
+SPLIT_RULE = "whitespace words; first piece = first floor(n/2), rest = the others"
+# The probe_scores metrics of one item, in order.
+METRICS = ("rouge_l_guided", "rouge_l_general", "rouge_l_diff",
+           "bleu2_guided", "bleu2_general", "bleu2_diff")
+_LABEL = re.compile(r"\A\s*second piece\s*:\s*", re.IGNORECASE)
+
+
+def split_question(question: str) -> tuple[str, str] | None:
+    """(first piece, true rest) by :data:`SPLIT_RULE`, or None when one of them has no word."""
+    words = question.split()
+    first, rest = " ".join(words[:len(words) // 2]), " ".join(words[len(words) // 2:])
+    return (first, rest) if tokenize(first) and tokenize(rest) else None
+
+
+def rouge_l(candidate: str, reference: str) -> float:
+    """ROUGE-L F-measure (beta = 1) of ``candidate`` against ``reference`` over BLEU-2's tokens;
+    0.0 when either has no token."""
+    produced, wanted = tokenize(candidate), tokenize(reference)
+    common = LCSseq.similarity(produced, wanted) if produced and wanted else 0
+    if not common:
+        return 0.0
+    precision, recall = common / len(produced), common / len(wanted)
+    return 2 * precision * recall / (precision + recall)
+
+
+def guided_prompt(item: ProbeItem, first_piece: str, *, dataset: str, split: str) -> str:
+    return GUIDED_TEMPLATE.format(split=split, dataset=dataset, title=item.title,
+                                  answer=item.reference, first_piece=first_piece)
+
+
+def general_prompt(item: ProbeItem, first_piece: str) -> str:
+    return GENERAL_TEMPLATE.format(title=item.title, answer=item.reference, first_piece=first_piece)
+
+
+def _completion(texts: Mapping[str, Sequence[str]], variant: str) -> str:
+    return _LABEL.sub("", (texts.get(variant) or [""])[0])
+
+
+class GuidedProbe:
+    """Two greedy requests per item (``guided``, ``general``); six scores per item."""
+
+    kind = "guided"
+
+    def __init__(self, *, dataset: str = DEFAULT_DATASET, split: str = DEFAULT_SPLIT,
+                 max_output_tokens: int = 64) -> None:
+        if not dataset.strip() or not split.strip():
+            raise ValueError("the guided probe needs a dataset name and a split name")
+        self.dataset, self.split, self.max_output_tokens = dataset, split, max_output_tokens
+
+    def params(self) -> dict[str, Any]:
+        return {"dataset": self.dataset, "split": self.split, "split_rule": SPLIT_RULE,
+                "guided_template": GUIDED_TEMPLATE, "general_template": GENERAL_TEMPLATE,
+                "rouge_l": "F-measure beta=1 over NFC lower \\w+ tokens, no stemming",
+                "temperature": 0.0, "max_output_tokens": self.max_output_tokens}
+
+    def prompts(self, item: ProbeItem) -> Sequence[ProbePrompt]:
+        pieces = split_question(item.question)
+        if pieces is None:
+            return ()
+        first = pieces[0]
+        users = {"guided": guided_prompt(item, first, dataset=self.dataset, split=self.split),
+                 "general": general_prompt(item, first)}
+        return tuple(ProbePrompt(variant=variant, system="", user=user, temperature=0.0,
+                                 max_output_tokens=self.max_output_tokens)
+                     for variant, user in users.items())
+
+    def score(self, item: ProbeItem, texts: Mapping[str, Sequence[str]]) -> Sequence[ProbeScore]:
+        pieces = split_question(item.question)
+        if pieces is None:
+            return tuple(ProbeScore(metric=m, value=None, detail={"reason": NOT_SPLITTABLE})
+                         for m in METRICS)
+        rest = pieces[1]
+        guided, general = _completion(texts, "guided"), _completion(texts, "general")
+        values = {}
+        for name, measure in (("rouge_l", rouge_l), ("bleu2", _bleu2)):
+            values[f"{name}_guided"] = measure(guided, rest)
+            values[f"{name}_general"] = measure(general, rest)
+            values[f"{name}_diff"] = values[f"{name}_guided"] - values[f"{name}_general"]
+        detail = {"rest": rest, "first_piece_words": len(pieces[0].split())}
+        return tuple(ProbeScore(metric=m, value=values[m], detail=detail) for m in METRICS)
+
+
+def _bleu2(candidate: str, reference: str) -> float:
+    """BLEU-2, with a blank completion scoring 0 (it reproduced nothing) rather than NULL."""
+    return bleu2(candidate, reference) or 0.0

@@ -1,0 +1,159 @@
+"""``ts-guess``: Testset Slot Guessing, question-based (Deng et al. 2023, arXiv 2311.09783).
+
+One word of each question is hidden behind ``[MASK]`` and the model is asked to fill it in; a
+model that reproduces a word it could not infer from the rest has probably seen the item. Pure:
+the prompt, the masking rule and the exact-match scorer; ``contam probe ts-guess`` runs it.
+
+**The prompt** is the paper's question-based template, user turn only, no system prompt::
+
+    Complete the sentence in one word:
+
+    <the question with one word replaced by [MASK]>
+    Hint: <the item's title>
+    Reply the answer only.
+
+The "Hint:" line is the paper's hint slot (they tried type, category and URL hints on TruthfulQA);
+here it names the game, which the question alone may not (two games may ask the same question).
+
+**The masked word** (rule :data:`RULE`, deterministic and offline): the question's words are its
+runs of word characters, joined by inner apostrophes or hyphens (``Brock's``, ``Mt``, ``TM34``).
+Eligible are words that are not a stop word (:data:`STOP_WORDS`, English function words), have a
+letter (a bare number like ``1996`` says nothing about memorisation and wordfreq lumps digits
+together), are longer than one character, and are not a word of the title (case-insensitive:
+the hint gives those away). The chosen word is the eligible one with the lowest
+``wordfreq.zipf_frequency(word, "en")`` (0 for a word wordfreq does not know), the first in the
+question on a tie. Its first occurrence is masked. An item without an eligible word is not
+probed: no request, and a NULL score with the reason.
+
+**Exact match**: the reply and the word are compared after NFC, case folding, removing every
+punctuation character (Unicode category P*: ``"Badge."`` and ``Badge`` match, ``Brock's`` and
+``Brocks`` too) and collapsing whitespace. The reply must be the word alone: "The answer is
+Badge" does not match, as in the paper's exact match.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from importlib.metadata import version
+from typing import Any
+
+from metrics.probes import ProbeItem, ProbePrompt, ProbeScore
+
+__all__ = ["TsGuessProbe", "Slot", "choose_slot", "mask_question", "normalise", "exact_match",
+           "masked_prompt", "RULE", "TEMPLATE", "MASK", "STOP_WORDS", "NO_ELIGIBLE_WORD"]
+
+RULE = "rarest-content-word:wordfreq-zipf-en:no-stopword-number-or-title-word:first-on-tie"
+MASK = "[MASK]"
+TEMPLATE = "Complete the sentence in one word:\n\n{masked}\nHint: {title}\nReply the answer only."
+NORMALISATION = "NFC, casefold, punctuation (Unicode P*) removed, whitespace collapsed"
+NO_ELIGIBLE_WORD = "no eligible word: every word is a stop word, a number, one letter or a title word"
+
+# English function words: never the slot (articles, pronouns, prepositions, conjunctions,
+# auxiliaries and question words), since guessing them says nothing about memorisation.
+STOP_WORDS = frozenset("""
+a an the this that these those some any each every no all both either neither another other such
+i me my mine we us our ours you your yours he him his she her hers it its they them their theirs
+what which who whom whose when where why how whether
+is am are was were be been being do does did done doing have has had having
+can could may might must shall should will would ought
+of in on at to for from by with about against between into through during before after above
+below up down out off over under again further then once than as until while upon within without
+along across behind beyond around among toward towards onto via per
+and or but nor so yet if because though although unless since
+not only own same too very just also there here
+""".split())
+
+_WORD = re.compile(r"\w+(?:['’-]\w+)*")
+
+
+@dataclass(frozen=True)
+class Slot:
+    """The masked word: its wording in the question, where it is, how rare it is."""
+
+    word: str
+    start: int
+    end: int
+    zipf: float
+
+
+def _zipf(word: str) -> float:
+    from wordfreq import zipf_frequency  # its word lists load on first use (~0.4 s)
+
+    return zipf_frequency(word, "en")
+
+
+def _fold(word: str) -> str:
+    return unicodedata.normalize("NFC", word).casefold()
+
+
+def _eligible(word: str, title_words: set[str]) -> bool:
+    folded = _fold(word)
+    return (len(folded) > 1 and any(ch.isalpha() for ch in folded)
+            and folded not in STOP_WORDS and folded not in title_words)
+
+
+def choose_slot(question: str, title: str) -> Slot | None:
+    """The word :data:`RULE` masks in ``question``, or None when no word is eligible."""
+    title_words = {_fold(m.group()) for m in _WORD.finditer(title)}
+    candidates = [m for m in _WORD.finditer(question) if _eligible(m.group(), title_words)]
+    if not candidates:
+        return None
+    ranked = [(_zipf(m.group()), position, m) for position, m in enumerate(candidates)]
+    zipf, _, match = min(ranked, key=lambda entry: entry[:2])
+    return Slot(word=match.group(), start=match.start(), end=match.end(), zipf=zipf)
+
+
+def mask_question(question: str, slot: Slot) -> str:
+    return f"{question[:slot.start]}{MASK}{question[slot.end:]}"
+
+
+def masked_prompt(item: ProbeItem, slot: Slot) -> str:
+    return TEMPLATE.format(masked=mask_question(item.question, slot), title=item.title)
+
+
+def normalise(text: str) -> str:
+    """:data:`NORMALISATION`, the comparison of a reply with the masked word."""
+    folded = unicodedata.normalize("NFC", text).casefold()
+    kept = "".join(ch for ch in folded if not unicodedata.category(ch).startswith("P"))
+    return " ".join(kept.split())
+
+
+def exact_match(reply: str, word: str) -> bool:
+    return bool(normalise(word)) and normalise(reply) == normalise(word)
+
+
+class TsGuessProbe:
+    """One greedy request per item with an eligible word; the score is 1.0 for an exact match,
+    0.0 otherwise, NULL (with the reason) for an item that has no eligible word."""
+
+    kind = "ts-guess"
+    metric = "exact_match"
+
+    def __init__(self, *, max_output_tokens: int = 16) -> None:
+        self.max_output_tokens = max_output_tokens
+
+    def params(self) -> dict[str, Any]:
+        return {"rule": RULE, "template": TEMPLATE, "mask": MASK, "normalisation": NORMALISATION,
+                "stop_words": len(STOP_WORDS), "wordfreq": version("wordfreq"),
+                "temperature": 0.0, "max_output_tokens": self.max_output_tokens}
+
+    def prompts(self, item: ProbeItem) -> Sequence[ProbePrompt]:
+        slot = choose_slot(item.question, item.title)
+        if slot is None:
+            return ()
+        return (ProbePrompt(variant="masked", system="", user=masked_prompt(item, slot),
+                            temperature=0.0, max_output_tokens=self.max_output_tokens),)
+
+    def score(self, item: ProbeItem, texts: Mapping[str, Sequence[str]]) -> Sequence[ProbeScore]:
+        slot = choose_slot(item.question, item.title)
+        if slot is None:
+            return (ProbeScore(metric=self.metric, value=None,
+                               detail={"rule": RULE, "reason": NO_ELIGIBLE_WORD}),)
+        reply = (texts.get("masked") or [""])[0]
+        detail = {"rule": RULE, "word": slot.word, "zipf": slot.zipf, "position": slot.start,
+                  "reply": normalise(reply)}
+        return (ProbeScore(metric=self.metric, value=float(exact_match(reply, slot.word)),
+                           detail=detail),)
