@@ -72,15 +72,27 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
 
 
 def _add_probe(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("probe", help="a contamination probe of the configured models (min-k)")
-    p.add_argument("kind", choices=["min-k"])
-    p.add_argument("config")
-    _store(p, default=None)
-    p.add_argument("--models", help="comma-separated model names from the config")
-    p.add_argument("--limit", type=int, help="at most N items per model")
-    p.add_argument("--k", type=float, default=0.2,
-                   help="min-k: the fraction of least likely tokens averaged (default 0.2)")
-    _progress(p)
+    from metrics.probe_registry import PROBES
+
+    p = sub.add_parser("probe", help="a contamination probe (cdd ...) on every configured model")
+    kinds = p.add_subparsers(dest="kind", required=True, metavar="KIND")
+    for kind, entry in PROBES.items():
+        k = _add_lane_job(kinds, kind, entry.summary, "comma-separated model names from the config",
+                          "the first N items")
+        k.add_argument("--batch", action="store_true",
+                       help="openai, anthropic and gemini models go as batch jobs (about half price)")
+        k.add_argument("-v", "--verbose", action="count", default=0,
+                       help="log what happens on stderr (-vv: more)")
+        for option in entry.options:
+            k.add_argument(option.flag, dest=f"param_{option.name}", type=option.type,
+                           metavar=option.name.upper(), help=option.help)
+    k = _add_lane_job(kinds, "min-k", "Min-K% and Min-K%++ of each item's text (models with "
+                      "token log-probabilities: local, vLLM)",
+                      "comma-separated model names from the config", "the first N items")
+    k.add_argument("-v", "--verbose", action="count", default=0,
+                   help="log what happens on stderr (-vv: more)")
+    k.add_argument("--k", type=float, default=0.2,
+                   help="the fraction of least likely tokens averaged (default 0.2)")
 
 
 def _add_batches(sub: argparse._SubParsersAction) -> None:
@@ -226,7 +238,7 @@ EXAMPLES = {
     "emulator": "contam emulator --latency-ms 300 --faults 500=0.03,529=0.02 &",
     "bench": "contam bench --emulator --requests 256",
     "batches": "contam batches --store runs/paper.duckdb",
-    "probe": "contam probe min-k examples/min-k.toml --k 0.2",
+    "probe": "contam probe cdd examples/study.toml --samples 20 --limit 50",
     "cost": 'contam cost --store runs/paper.duckdb --price "*=2.50,10.00" --items 400',
 }
 
@@ -271,6 +283,17 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _probe(args: argparse.Namespace) -> int:
+    if args.kind == "min-k":
+        return _probe_min_k(args)
+    from harness.jobs.probe import ProbeOptions, probe
+
+    parameters = {name.removeprefix("param_"): value for name, value in vars(args).items()
+                  if name.startswith("param_") and value is not None}
+    options = ProbeOptions(**vars(_job_options(args)), batch=args.batch, parameters=parameters)
+    return print_result(probe(args.kind, args.config, store=args.store, options=options))
+
+
+def _probe_min_k(args: argparse.Namespace) -> int:
     from harness.jobs.probe_mink import MinKOptions, probe_min_k
 
     options = MinKOptions(**vars(_job_options(args)), k=args.k)
@@ -401,7 +424,8 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
-    "demo": _demo, "import": _import, "run": _run, "probe": _probe, "batches": _batches, "cost": _cost,
+    "demo": _demo, "import": _import, "run": _run, "probe": _probe, "batches": _batches,
+    "cost": _cost,
     "judge": _judge, "score": _score, "report": _report, "sql": _sql, "emulator": _emulator,
     "bench": _bench,
 }

@@ -41,6 +41,9 @@ class ModelSpec:
     max_hint_s: float = 600.0  # the longest server-asked wait (Retry-After ...) a lane accepts
     params: dict[str, Any] = field(default_factory=dict)
     batch: bool = False  # ask through the provider's batch API (BATCH_PROVIDERS only)
+    # The most completions one probe request asks for (OpenAI n, Gemini candidateCount), below
+    # the provider's own limit; None: that limit (1 for the APIs without a multi-sample field).
+    samples_per_request: int | None = None
 
     def public_dict(self) -> dict[str, Any]:
         """What may be stored in `runs.config`: everything but secrets (there are none here:

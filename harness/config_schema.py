@@ -49,6 +49,7 @@ MODEL_FIELDS = {
     "max_hint_s": Field("number"),  # a server asking a longer wait than this stops the lane
     "params": Field("table"),
     "batch": Field("flag"),  # ask through the provider's batch API
+    "samples_per_request": Field("count"),  # a probe's completions per request (n, candidateCount)
 }
 
 

@@ -30,7 +30,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 from rapidfuzz.distance import LCSseq
 
@@ -103,16 +104,21 @@ def _completion(texts: Mapping[str, Sequence[str]], variant: str) -> str:
     return _LABEL.sub("", (texts.get(variant) or [""])[0])
 
 
+@dataclass(frozen=True, kw_only=True)
 class GuidedProbe:
     """Two greedy requests per item (``guided``, ``general``); six scores per item."""
 
-    kind = "guided"
+    kind: ClassVar[str] = "guided"
+    dataset: str = DEFAULT_DATASET
+    split: str = DEFAULT_SPLIT
+    max_output_tokens: int = 64
 
-    def __init__(self, *, dataset: str = DEFAULT_DATASET, split: str = DEFAULT_SPLIT,
-                 max_output_tokens: int = 64) -> None:
-        if not dataset.strip() or not split.strip():
-            raise ValueError("the guided probe needs a dataset name and a split name")
-        self.dataset, self.split, self.max_output_tokens = dataset, split, max_output_tokens
+    def __post_init__(self) -> None:
+        if not self.dataset.strip() or not self.split.strip():
+            raise ValueError("--dataset and --split must name something: they are what the "
+                             "guided instruction says")
+        if self.max_output_tokens < 1:
+            raise ValueError(f"--max-output-tokens must be at least 1, not {self.max_output_tokens}")
 
     def params(self) -> dict[str, Any]:
         return {"dataset": self.dataset, "split": self.split, "split_rule": SPLIT_RULE,

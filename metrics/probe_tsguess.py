@@ -38,7 +38,7 @@ import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib.metadata import version
-from typing import Any
+from typing import Any, ClassVar
 
 from metrics.probes import ProbeItem, ProbePrompt, ProbeScore
 
@@ -125,15 +125,18 @@ def exact_match(reply: str, word: str) -> bool:
     return bool(normalise(word)) and normalise(reply) == normalise(word)
 
 
+@dataclass(frozen=True, kw_only=True)
 class TsGuessProbe:
     """One greedy request per item with an eligible word; the score is 1.0 for an exact match,
     0.0 otherwise, NULL (with the reason) for an item that has no eligible word."""
 
-    kind = "ts-guess"
-    metric = "exact_match"
+    kind: ClassVar[str] = "ts-guess"
+    metric: ClassVar[str] = "exact_match"
+    max_output_tokens: int = 16
 
-    def __init__(self, *, max_output_tokens: int = 16) -> None:
-        self.max_output_tokens = max_output_tokens
+    def __post_init__(self) -> None:
+        if self.max_output_tokens < 1:
+            raise ValueError(f"--max-output-tokens must be at least 1, not {self.max_output_tokens}")
 
     def params(self) -> dict[str, Any]:
         return {"rule": RULE, "template": TEMPLATE, "mask": MASK, "normalisation": NORMALISATION,

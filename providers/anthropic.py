@@ -4,6 +4,8 @@ Headers ``x-api-key`` and ``anthropic-version: 2023-06-01``. The system prompt i
 ``system`` field and the question the single user message. ``max_tokens`` is required by the API:
 ``params["max_tokens"]`` when the config sets it, else the request's limit, else 1024. Other
 sampling ``params`` (``temperature``, ``top_p``, ``top_k``, ``stop_sequences`` ...) are top-level.
+A probe's ``temperature`` wins over the config's. The API has no multi-sample field: a probe sends
+one request per completion.
 """
 
 from __future__ import annotations
@@ -47,6 +49,8 @@ class AnthropicProvider(HTTPProvider):
                                 "messages": [{"role": "user", "content": request.user}]}
         if request.system:
             body["system"] = request.system
+        if request.temperature is not None:
+            body["temperature"] = request.temperature
         return {**self.spec.params, **body}
 
     def reply_from(self, body: Any) -> Reply:

@@ -59,16 +59,34 @@ class Request:
     system: str
     user: str
     max_output_tokens: int | None = None
+    # A probe's sampling: the temperature wins over the model's configured one (None: the
+    # config's), and ``samples`` completions of this one prompt come back in one reply where
+    # the API has a multi-sample field (OpenAI ``n``, Gemini ``candidateCount``); a provider
+    # without one is never asked for more than ``Provider.max_samples`` (1).
+    temperature: float | None = None
+    samples: int = 1
 
 
 @dataclass(frozen=True, kw_only=True)
 class Reply:
-    text: str  # verbatim, becomes `answer_raw`
+    text: str  # verbatim, becomes `answer_raw`; the first completion of a multi-sample reply
     served_model: str | None
     finish_reason: str | None = None
-    input_tokens: int | None = None
-    output_tokens: int | None = None
+    input_tokens: int | None = None  # of the whole request
+    output_tokens: int | None = None  # of the whole request, every completion together
     http_status: int | None = 200
+    # Every completion of a multi-sample reply, in the API's order, with its finish reason;
+    # empty for a reply of one completion (``text`` and ``finish_reason`` are it).
+    texts: tuple[str, ...] = ()
+    finish_reasons: tuple[str | None, ...] = ()
+
+    def completions(self) -> tuple[tuple[str, str | None], ...]:
+        """(text, finish reason) of each completion: the several of a multi-sample reply, else
+        the one."""
+        if not self.texts:
+            return ((self.text, self.finish_reason),)
+        reasons = self.finish_reasons or (None,) * len(self.texts)
+        return tuple(zip(self.texts, reasons))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -148,6 +166,10 @@ class Provider:
     to say, and a provider overrides the ones it has."""
 
     spec: ModelSettings
+    # The most completions one request may ask for (``Request.samples``): the API's
+    # multi-sample field's limit, 1 where it has none (the probe job then sends one request per
+    # completion).
+    max_samples: int = 1
 
     @classmethod
     def resolve_key(cls, spec: ModelSettings) -> str | None:
@@ -164,6 +186,13 @@ class Provider:
 
     async def generate(self, request: Request) -> Reply:
         raise NotImplementedError
+
+    def check_samples(self, request: Request) -> None:
+        """Fatal when ``request`` asks for more completions than one request of this API can
+        carry (the probe job splits by :attr:`max_samples`, so this is a caller's bug)."""
+        if request.samples > self.max_samples:
+            raise Fatal(f"model {self.spec.name!r}: {request.samples} completions asked of one "
+                        f"{self.spec.provider} request; it carries at most {self.max_samples}")
 
     @classmethod
     def text_logprobs_refusal(cls, spec: ModelSettings) -> str | None:

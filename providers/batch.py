@@ -27,6 +27,7 @@ __all__ = ["BatchLine", "JobState", "LineResult", "JobLimits", "BatchProtocol", 
 
 def request_body(provider: HTTPProvider, request: Request) -> bytes:
     """The body the synchronous path sends for ``request`` (:func:`providers.transport.send`)."""
+    provider.check_samples(request)
     return orjson.dumps(provider.payload(request))
 
 

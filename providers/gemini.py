@@ -5,7 +5,10 @@ The key travels in the ``x-goog-api-key`` header, never as ``?key=``. The system
 into ``generationConfig`` (``temperature``, ``maxOutputTokens``, ``seed``, ``thinkingConfig`` ...),
 except ``safetySettings``, which the API takes at the top level. Gemini sends its rate-limit hint
 in the 429 body (``RetryInfo.retryDelay``), and a ``QuotaFailure`` whose ``quotaId`` is per day
-means the day's quota is gone: that stops the model instead of burning retries.
+means the day's quota is gone: that stops the model instead of burning retries. A probe's request
+adds ``generationConfig.temperature`` (over the config's) and ``candidateCount``: that many
+candidates of one prompt, paid for once (at most 8; some models take only 1: lower the model's
+``samples_per_request``).
 """
 
 from __future__ import annotations
@@ -31,7 +34,9 @@ class GeminiProvider(HTTPProvider):
 
     key_env = "GEMINI_API_KEY"
     default_base_url = "https://generativelanguage.googleapis.com"
-    reserved_params = frozenset({"model", "contents", "systemInstruction", "cachedContent"})
+    reserved_params = frozenset({"model", "contents", "systemInstruction", "cachedContent",
+                                 "candidateCount"})
+    max_samples = 8  # the largest candidateCount the API accepts
 
     def served_model_id(self) -> str:
         return self.spec.model.removeprefix("models/")
@@ -47,6 +52,10 @@ class GeminiProvider(HTTPProvider):
         config = {k: v for k, v in params.items() if k not in _TOP_LEVEL_PARAMS}
         if request.max_output_tokens and not any(k in config for k in _OUTPUT_LIMIT_KEYS):
             config["maxOutputTokens"] = request.max_output_tokens
+        if request.temperature is not None:
+            config["temperature"] = request.temperature
+        if request.samples > 1:
+            config["candidateCount"] = request.samples
         body: dict[str, Any] = {"contents": [{"role": "user", "parts": [{"text": request.user}]}]}
         if request.system:
             body["systemInstruction"] = {"parts": [{"text": request.system}]}
@@ -66,14 +75,12 @@ class GeminiProvider(HTTPProvider):
             # not a fault: asking again gets the same verdict.
             reason = body["promptFeedback"]["blockReason"]
             return Reply(text="", finish_reason=f"blocked:{reason}", **common)
-        candidate = candidates[0]
-        if "content" not in candidate and not candidate.get("finishReason"):
-            raise KeyError("candidates[0] has neither content nor finishReason")
-        # No content with a finishReason (SAFETY, RECITATION ...) is an empty answer; the
-        # reason is kept, and RECITATION is telling in a study of memorised text.
-        parts = (candidate.get("content") or {}).get("parts") or []
-        text = "".join(part.get("text", "") for part in parts if not part.get("thought"))
-        return Reply(text=text, finish_reason=candidate.get("finishReason"), **common)
+        ordered = sorted(candidates, key=lambda candidate: candidate.get("index", 0))
+        texts = [_candidate_text(candidate) for candidate in ordered]
+        reasons = [candidate.get("finishReason") for candidate in ordered]
+        several = len(ordered) > 1
+        return Reply(text=texts[0], finish_reason=reasons[0], texts=tuple(texts) if several else (),
+                     finish_reasons=tuple(reasons) if several else (), **common)
 
     def error_from(self, response: httpx.Response) -> ProviderError:
         error = _error_object(self.error_body(response))
@@ -85,6 +92,15 @@ class GeminiProvider(HTTPProvider):
         quota = response.status_code == 429 and _per_day_quota(details)
         return error_for_status(response.status_code, detail, label=self.label,
                                 retry_after_s=hint, quota=quota)
+
+
+def _candidate_text(candidate: dict[str, Any]) -> str:
+    """A candidate's answer text. No content with a finishReason (SAFETY, RECITATION ...) is an
+    empty answer; the reason is kept, and RECITATION is telling in a study of memorised text."""
+    if "content" not in candidate and not candidate.get("finishReason"):
+        raise KeyError("a candidate has neither content nor finishReason")
+    parts = (candidate.get("content") or {}).get("parts") or []
+    return "".join(part.get("text", "") for part in parts if not part.get("thought"))
 
 
 def _output_tokens(usage: dict[str, Any]) -> int | None:

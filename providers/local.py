@@ -388,6 +388,9 @@ class LocalProvider(Provider):
                 f"{loaded.device}, loaded in {loaded.load_seconds:.1f} s)")
 
     async def generate(self, request: Request) -> Reply:
+        if request.temperature or request.samples > 1:
+            raise Fatal(f"{self.label}: local models decode greedily; they cannot sample "
+                        f"(temperature {request.temperature or 0:g}, {request.samples} completions asked)")
         loaded = await self._loaded()
         if not loaded.tokenizer.chat_template:
             raise Fatal(f"{self.label}: {loaded.served_model} has no chat template; an instruct "

@@ -3,7 +3,8 @@
 The system prompt is the ``system`` field (it overrides the Modelfile's), the question the
 ``prompt``; no ``context`` is ever sent, so nothing of an earlier call leaks in (R1). Sampling
 ``params`` go into ``options`` (``temperature``, ``seed``, ``num_predict``, ``num_ctx`` ...), except
-the request-level ``keep_alive``, ``think`` and ``format``. A key is optional: ``OLLAMA_API_KEY`` (or
+the request-level ``keep_alive``, ``think`` and ``format``; a probe's ``temperature`` wins over the
+config's (there is no multi-sample field: a probe sends one request per completion). A key is optional: ``OLLAMA_API_KEY`` (or
 the config's ``api_key_env``) is sent as a Bearer token for ollama.com and authenticated proxies.
 
 Ollama echoes the requested tag, and cloud-proxied tags carry a ``-cloud`` suffix, so served and
@@ -76,6 +77,8 @@ class OllamaProvider(HTTPProvider):
         options = {k: v for k, v in params.items() if k not in _TOP_LEVEL_PARAMS}
         if request.max_output_tokens and "num_predict" not in options:
             options["num_predict"] = request.max_output_tokens
+        if request.temperature is not None:
+            options["temperature"] = request.temperature
         body: dict[str, Any] = {"model": self.spec.model, "prompt": request.user,
                                 "system": request.system, "stream": False}
         if options:

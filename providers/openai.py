@@ -2,9 +2,11 @@
 
 vLLM, llama.cpp's server and most gateways accept the same request, so ``base_url`` (which
 includes ``/v1``) is all it takes to point this provider elsewhere. Sampling ``params`` become
-top-level fields (``temperature``, ``seed``, ``top_p``, ``max_completion_tokens`` ...). The min-k
-probe's prompt log-probabilities come from vLLM's ``/completions`` instead
-(:mod:`providers.openai_logprobs`); OpenAI's own API has none and is refused.
+top-level fields (``temperature``, ``seed``, ``top_p``, ``max_completion_tokens`` ...). A probe's
+request adds its own ``temperature`` (over the config's) and ``n``: that many choices of one prompt,
+which is paid for once (at most 128, the API's limit). The min-k probe's prompt log-probabilities
+come from vLLM's ``/completions`` instead (:mod:`providers.openai_logprobs`); OpenAI's own API has
+none and is refused.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ class OpenAIProvider(HTTPProvider):
     key_env = "OPENAI_API_KEY"
     default_base_url = "https://api.openai.com/v1"
     reserved_params = frozenset({"model", "messages", "stream", "stream_options", "n"})
+    max_samples = 128  # the API's limit on n
 
     def endpoint(self) -> str:
         return f"{self.base_url}/chat/completions"
@@ -56,19 +59,19 @@ class OpenAIProvider(HTTPProvider):
         body: dict[str, Any] = {"model": self.spec.model, "messages": messages}
         if request.max_output_tokens and not any(k in self.spec.params for k in _OUTPUT_LIMIT_KEYS):
             body["max_completion_tokens"] = request.max_output_tokens
-        return {**body, **self.spec.params}
+        return {**body, **self.spec.params, **_sampling(request)}
 
     def reply_from(self, body: Any) -> Reply:
-        choice = body["choices"][0]
-        message = choice["message"]
-        text = message.get("content")
-        if text is None:  # a refusal arrives in its own field with content null
-            text = message.get("refusal") or ""
+        choices = sorted(body["choices"], key=lambda choice: choice.get("index", 0))
+        texts = [_choice_text(choice) for choice in choices]
+        reasons = [choice.get("finish_reason") for choice in choices]
         usage = body.get("usage") or {}
-        return Reply(text=str(text), served_model=body.get("model"),
-                     finish_reason=choice.get("finish_reason"),
+        several = len(choices) > 1
+        return Reply(text=texts[0], served_model=body.get("model"), finish_reason=reasons[0],
                      input_tokens=usage.get("prompt_tokens"),
-                     output_tokens=usage.get("completion_tokens"))
+                     output_tokens=usage.get("completion_tokens"),
+                     texts=tuple(texts) if several else (),
+                     finish_reasons=tuple(reasons) if several else ())
 
     @classmethod
     def text_logprobs_refusal(cls, spec: ModelSettings) -> str | None:
@@ -95,6 +98,24 @@ class OpenAIProvider(HTTPProvider):
             error.get("code") in _QUOTA_CODES or error.get("type") in _QUOTA_CODES)
         return error_for_status(response.status_code, detail, label=self.label,
                                 retry_after_s=_hint(response.headers), quota=quota)
+
+
+def _sampling(request: Request) -> dict[str, Any]:
+    """A probe's temperature and number of choices; nothing for a plain question."""
+    fields: dict[str, Any] = {}
+    if request.temperature is not None:
+        fields["temperature"] = request.temperature
+    if request.samples > 1:
+        fields["n"] = request.samples
+    return fields
+
+
+def _choice_text(choice: dict[str, Any]) -> str:
+    message = choice["message"]
+    text = message.get("content")
+    if text is None:  # a refusal arrives in its own field with content null
+        text = message.get("refusal") or ""
+    return str(text)
 
 
 def _hint(headers: Mapping[str, str]) -> float | None:

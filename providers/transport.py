@@ -169,6 +169,7 @@ class HTTPProvider(Provider):
         return resolve_api_key(spec, cls.key_env, required=cls.key_required)
 
     async def generate(self, request: Request) -> Reply:
+        self.check_samples(request)
         response = await send(self.client, "POST", self.endpoint(), label=self.label,
                               timeout=self.spec.timeout_s, headers=self.headers(),
                               payload=self.payload(request))

@@ -99,3 +99,25 @@ def test_ollama_client_parses_reply_and_errors(emu) -> None:
     with pytest.raises(ollama.ResponseError) as limited:
         client.generate(model="llama3.2", prompt="q")
     assert limited.value.status_code == 429
+
+
+def test_openai_client_parses_a_reply_of_n_choices(emu) -> None:
+    client = openai.OpenAI(base_url=emu.base_url("openai"), api_key="sk-client-test", max_retries=0)
+    completion = client.chat.completions.create(
+        model="gpt-emu", messages=[{"role": "user", "content": QUESTION}], temperature=0.8, n=5)
+    texts = [choice.message.content for choice in completion.choices]
+    assert [choice.index for choice in completion.choices] == [0, 1, 2, 3, 4]
+    assert len(set(texts)) == 5 and all(text.startswith(ANSWER.rstrip(".")) for text in texts)
+    assert completion.usage.completion_tokens == sum(len(text.split()) for text in texts)
+
+
+def test_google_genai_client_parses_a_reply_of_several_candidates(emu) -> None:
+    client = genai.Client(api_key="gemini-client-test",
+                          http_options=genai_types.HttpOptions(base_url=emu.url, api_version="v1beta"))
+    response = client.models.generate_content(
+        model="gemini-emu", contents=QUESTION,
+        config=genai_types.GenerateContentConfig(temperature=0.8, candidate_count=3))
+    texts = [candidate.content.parts[0].text for candidate in response.candidates]
+    assert [candidate.index for candidate in response.candidates] == [0, 1, 2]
+    assert len(set(texts)) == 3
+    assert emu.requests[-1].body["generationConfig"]["candidateCount"] == 3

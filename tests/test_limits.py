@@ -22,6 +22,11 @@ def test_token_estimate_is_a_quarter_of_the_characters_plus_the_output_cap():
     assert estimate_tokens(Request(system="", user="abcd")) == 1 + OUTPUT_TOKENS_GUESS
 
 
+def test_token_estimate_counts_the_prompt_once_and_the_output_per_completion():
+    request = Request(system="s" * 40, user="u" * 41, max_output_tokens=100, samples=20)
+    assert estimate_tokens(request) == 21 + 20 * 100
+
+
 def test_the_gate_holds_requests_for_the_hint_and_never_shortens_it():
     limits = LaneLimits(spec())
 

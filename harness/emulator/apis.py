@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import math
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any
@@ -19,6 +20,7 @@ import orjson
 
 __all__ = [
     "Call",
+    "Completion",
     "Canned",
     "Hint",
     "BadCall",
@@ -53,6 +55,16 @@ class Call:
     question: str
     max_tokens: int | None
     key: str | None
+    temperature: float | None = None
+    samples: int = 1  # OpenAI n, Gemini candidateCount; the other APIs have no such field
+
+
+@dataclass(frozen=True, slots=True)
+class Completion:
+    """One answer of a reply (a multi-sample reply has several): its text, cut at the limit?"""
+
+    text: str
+    truncated: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +116,16 @@ def _parts_text(container: Any) -> str:
     return "".join(part.get("text", "") for part in parts if isinstance(part, dict))
 
 
+def _sample_count(value: Any) -> int:
+    """``n`` / ``candidateCount`` as a count of answers; anything but a whole number >= 1 is a
+    bad call, as the APIs answer it."""
+    if value is None:
+        return 1
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise BadCall(f"the number of answers must be a whole number >= 1, not {value!r}")
+    return value
+
+
 def _bearer(headers: dict[str, str]) -> str | None:
     auth = headers.get("authorization", "")
     return auth[7:] if auth.lower().startswith("bearer ") else None
@@ -130,7 +152,7 @@ class Dialect:
                   body: Any) -> Call:
         raise NotImplementedError
 
-    def ok(self, call: Call, *, served: str, answer: str, truncated: bool,
+    def ok(self, call: Call, *, served: str, answers: Sequence[Completion],
            input_tokens: int, output_tokens: int) -> Canned:
         raise NotImplementedError
 
@@ -186,16 +208,19 @@ class OpenAIDialect(Dialect):
         users = [_text_of(m.get("content")) for m in messages if m.get("role") == "user"]
         limit = body.get("max_completion_tokens") or body.get("max_tokens")
         key = _bearer(headers)
-        return Call("openai", body["model"], system, users[-1] if users else "", limit, key)
+        return Call("openai", body["model"], system, users[-1] if users else "", limit, key,
+                    body.get("temperature"), _sample_count(body.get("n")))
 
-    def ok(self, call: Call, *, served: str, answer: str, truncated: bool,
+    def ok(self, call: Call, *, served: str, answers: Sequence[Completion],
            input_tokens: int, output_tokens: int) -> Canned:
-        message = {"role": "assistant", "content": answer, "refusal": None, "annotations": []}
+        choices = [{"index": n, "message": {"role": "assistant", "content": answer.text,
+                                            "refusal": None, "annotations": []},
+                    "logprobs": None, "finish_reason": "length" if answer.truncated else "stop"}
+                   for n, answer in enumerate(answers)]
         return json_reply(200, {
             "id": f"chatcmpl-emu{_next_id()}", "object": "chat.completion",
             "created": int(time.time()), "model": served,
-            "choices": [{"index": 0, "message": message, "logprobs": None,
-                         "finish_reason": "length" if truncated else "stop"}],
+            "choices": choices,
             "usage": {"prompt_tokens": input_tokens, "completion_tokens": output_tokens,
                       "total_tokens": input_tokens + output_tokens,
                       "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
@@ -286,13 +311,15 @@ class GeminiDialect(Dialect):
         config = body.get("generationConfig") or {}
         limit = config.get("maxOutputTokens") or config.get("max_output_tokens")
         key = headers.get("x-goog-api-key") or query.get("key")  # the API accepts both
-        return Call("gemini", path_model or "", system, _parts_text(contents[-1]), limit, key)
+        return Call("gemini", path_model or "", system, _parts_text(contents[-1]), limit, key,
+                    config.get("temperature"), _sample_count(config.get("candidateCount")))
 
-    def ok(self, call: Call, *, served: str, answer: str, truncated: bool,
+    def ok(self, call: Call, *, served: str, answers: Sequence[Completion],
            input_tokens: int, output_tokens: int) -> Canned:
         return json_reply(200, {
-            "candidates": [{"content": {"parts": [{"text": answer}], "role": "model"},
-                            "finishReason": "MAX_TOKENS" if truncated else "STOP", "index": 0}],
+            "candidates": [{"content": {"parts": [{"text": answer.text}], "role": "model"},
+                            "finishReason": "MAX_TOKENS" if answer.truncated else "STOP",
+                            "index": n} for n, answer in enumerate(answers)],
             "usageMetadata": {"promptTokenCount": input_tokens,
                               "candidatesTokenCount": output_tokens,
                               "totalTokenCount": input_tokens + output_tokens,
@@ -383,14 +410,16 @@ class AnthropicDialect(Dialect):
         system = body.get("system") or ""
         users = [_text_of(m.get("content")) for m in messages if m.get("role") == "user"]
         return Call("anthropic", body["model"], _text_of(system), users[-1] if users else "",
-                    body["max_tokens"], headers.get("x-api-key") or _bearer(headers))
+                    body["max_tokens"], headers.get("x-api-key") or _bearer(headers),
+                    body.get("temperature"))
 
-    def ok(self, call: Call, *, served: str, answer: str, truncated: bool,
+    def ok(self, call: Call, *, served: str, answers: Sequence[Completion],
            input_tokens: int, output_tokens: int) -> Canned:
+        answer = answers[0]  # no multi-sample field
         return json_reply(200, {
             "id": f"msg_emu{_next_id()}", "type": "message", "role": "assistant", "model": served,
-            "content": [{"type": "text", "text": answer}],
-            "stop_reason": "max_tokens" if truncated else "end_turn", "stop_sequence": None,
+            "content": [{"type": "text", "text": answer.text}],
+            "stop_reason": "max_tokens" if answer.truncated else "end_turn", "stop_sequence": None,
             "usage": {"input_tokens": input_tokens, "cache_creation_input_tokens": 0,
                       "cache_read_input_tokens": 0, "output_tokens": output_tokens,
                       "service_tier": "standard"},
@@ -440,14 +469,17 @@ class OllamaDialect(Dialect):
         options = body.get("options") or {}
         key = _bearer(headers)
         return Call("ollama", str(body["model"]), str(body.get("system") or ""),
-                    str(body.get("prompt") or ""), options.get("num_predict"), key)
+                    str(body.get("prompt") or ""), options.get("num_predict"), key,
+                    options.get("temperature"))
 
-    def ok(self, call: Call, *, served: str, answer: str, truncated: bool,
+    def ok(self, call: Call, *, served: str, answers: Sequence[Completion],
            input_tokens: int, output_tokens: int) -> Canned:
+        answer = answers[0]  # no multi-sample field
         return json_reply(200, {
             "model": served,
             "created_at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
-            "response": answer, "done": True, "done_reason": "length" if truncated else "stop",
+            "response": answer.text, "done": True,
+            "done_reason": "length" if answer.truncated else "stop",
             "context": [1, 2, 3], "total_duration": 1_000_000, "load_duration": 100_000,
             "prompt_eval_count": input_tokens, "prompt_eval_duration": 200_000,
             "eval_count": output_tokens, "eval_duration": 700_000,

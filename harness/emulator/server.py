@@ -35,14 +35,16 @@ from datetime import datetime, timedelta, timezone
 from email.utils import format_datetime
 from typing import Any
 
-from harness.emulator.apis import DIALECTS, BadCall, Call, Canned, Dialect, Hint, json_reply
+from harness.emulator.apis import (
+    DIALECTS, BadCall, Call, Canned, Completion, Dialect, Hint, json_reply,
+)
 from harness.emulator.batch import BatchServer
 from harness.emulator.http import HTTPServer, Unparseable
 from harness.emulator.knowledge import Knowledge
 from harness.emulator.logprobs import CompletionsDialect
 from harness.emulator.settings import (
     HANG, RESET, EmulatorSettings, RecordedRequest, Step, default_answer, default_reply,
-    judge_label, parse_faults, parse_step,
+    judge_label, parse_faults, parse_step, sampled_reply,
 )
 from harness.errors import UserError
 
@@ -100,6 +102,14 @@ def _http_date_in(seconds: float) -> str:
     return format_datetime(when.replace(microsecond=0) + timedelta(seconds=1), usegmt=True)
 
 
+def _cut(text: str, max_tokens: int | None) -> Completion:
+    """An answer cut at the call's output limit (a word counts as a token here)."""
+    words = text.split()
+    if max_tokens and len(words) > max_tokens:
+        return Completion(" ".join(words[:max_tokens]), truncated=True)
+    return Completion(text)
+
+
 def _is_cloud(model: str) -> bool:
     return model.endswith("-cloud") or model.endswith(":cloud")
 
@@ -116,6 +126,7 @@ class _App:
         self._windows: defaultdict[tuple[str, str], deque[float]] = defaultdict(deque)
         self._day_counts: Counter[tuple[str, str]] = Counter()
         self._seen_models: dict[str, set[str]] = defaultdict(set)
+        self._drawn: Counter[tuple[Any, ...]] = Counter()  # samples answered per sampled prompt
         # A replica of a served model works on `slots` requests at a time: the others wait their
         # turn, so its throughput is slots / latency whatever the clients send.
         self._slots = asyncio.Semaphore(settings.slots) if settings.slots else None
@@ -227,25 +238,36 @@ class _App:
 
     def success(self, dialect: Dialect, call: Call) -> Canned:
         try:
-            answer = self._answer(call)
+            answers = [_cut(self._answer(call, sample), call.max_tokens)
+                       for sample in self._samples(call)]
         except Exception as exc:  # a test's responder failing is the server's 500, as for real
             return dialect.error(500, f"responder failed: {type(exc).__name__}")
-        words = answer.split()
-        truncated = bool(call.max_tokens) and len(words) > call.max_tokens
-        if truncated:
-            answer = " ".join(words[:call.max_tokens])
-        return dialect.ok(call, served=self.settings.served_model or call.model, answer=answer,
-                          truncated=truncated,
+        return dialect.ok(call, served=self.settings.served_model or call.model, answers=answers,
                           input_tokens=len(f"{call.system} {call.question}".split()),
-                          output_tokens=len(answer.split()))
+                          output_tokens=sum(len(answer.text.split()) for answer in answers))
 
-    def _answer(self, call: Call) -> str:
+    def _answer(self, call: Call, sample: int) -> str:
+        """One answer: the responder's, the knowledge's (deterministic in its seed, the item, the
+        sample number and the temperature), else the stand-in."""
         settings = self.settings
         if settings.responder:
             return settings.responder(call.question)
         if settings.knowledge is not None:
-            return settings.knowledge.answer(call.system, call.question, temperature=None, sample=0)
-        return default_reply(call.system, call.question)
+            return settings.knowledge.answer(call.system, call.question,
+                                             temperature=call.temperature, sample=sample)
+        return sampled_reply(call.system, call.question, temperature=call.temperature,
+                             sample=sample)
+
+    def _samples(self, call: Call) -> range:
+        """The sample numbers of a call's answers: a sampling call (temperature > 0) draws the
+        next ones for its prompt, as a real model draws fresh samples for every request; any
+        other call answers as sample 0."""
+        if not call.temperature:
+            return range(call.samples)
+        key = (call.api, call.model, call.system, call.question, call.temperature)
+        first = self._drawn[key]
+        self._drawn[key] += call.samples
+        return range(first, first + call.samples)
 
     # The small endpoints clients use to look around: Ollama's version/tags/show, OpenAI's models.
     def _side_endpoint(self, endpoint: str, body: Any) -> Canned:

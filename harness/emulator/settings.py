@@ -16,7 +16,8 @@ if TYPE_CHECKING:
     from harness.emulator.apis import Canned
 
 __all__ = ["EmulatorSettings", "RecordedRequest", "Step", "parse_step", "parse_faults",
-           "default_answer", "default_reply", "judge_label", "ItemKnowledge", "RESET", "HANG"]
+           "default_answer", "default_reply", "sampled_reply", "judge_label", "ItemKnowledge",
+           "RESET", "HANG"]
 
 RESET, HANG = "reset", "hang"  # outcomes that are not an HTTP answer
 _STEP_WORDS = {"ok", "quota", "reset", "malformed", "hang"}
@@ -115,6 +116,15 @@ def default_reply(system: str, user: str) -> str:
     if graded is None:
         return default_answer(user)
     return judge_label(graded["reference"], graded["answer"])
+
+
+def sampled_reply(system: str, user: str, *, temperature: float | None, sample: int) -> str:
+    """:func:`default_reply`, and at a temperature above 0 every sample told apart from it
+    by a few words of its own: a model that knows nothing samples diverse answers."""
+    reply = default_reply(system, user)
+    if not temperature:
+        return reply
+    return f"{reply.rstrip('.')}, or so it seems (take {sample})."
 
 
 class ItemKnowledge(Protocol):

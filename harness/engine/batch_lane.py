@@ -19,11 +19,14 @@ failed or expired are submitted again in a follow-up job (at most ``max_attempts
 handed to the synchronous path (``--batch-fallback sync``, done by ``harness.jobs.run``).
 Non-retryable errors stop the model as they do on the synchronous path, and every result passes
 the same served-model check.
+
+``contam probe --batch`` runs the same lane over a probe's requests: several per cell (a task's
+``tags``, its prompt and sample numbers, travel with each line in ``batch_cells``), and its jobs
+carry the probe's ``purpose`` so that a run and a probe never take up each other's jobs.
 """
 
 from __future__ import annotations
 
-import datetime as dt
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
@@ -53,6 +56,7 @@ from providers.batch import (
     create_batch_protocol,
     split_lines,
 )
+from harness.engine.batch_keys import created_near, custom_id, job_tag, task_key
 from providers.registry import check_first_reply, create_provider
 
 __all__ = ["BatchOptions", "BatchLane", "BATCH_PROVIDERS", "uses_batch", "open_job_count",
@@ -62,7 +66,7 @@ BATCH_PROVIDERS = frozenset(BATCH_PROTOCOLS)
 _CLOSED = ("imported", "abandoned")
 OPEN_JOBS_SQL = f"""
 SELECT batch_key, job_id, status, created_at FROM latest_batches
-WHERE model = $model AND status NOT IN {_CLOSED} ORDER BY seq
+WHERE model = $model AND coalesce(purpose, '') = $purpose AND status NOT IN {_CLOSED} ORDER BY seq
 """
 
 
@@ -81,14 +85,15 @@ def uses_batch(spec: ModelSpec, batch_flag: bool) -> bool:
     return (batch_flag or spec.batch) and spec.provider in BATCH_PROVIDERS
 
 
-def open_job_count(store: Store, spec: ModelSpec) -> int:
-    """Jobs of this model not imported yet: a run polls them, whatever its mode, rather than
-    asking their cells again."""
-    return len(store.con.cursor().execute(OPEN_JOBS_SQL, {"model": spec.name}).fetchall())
+def open_job_count(store: Store, spec: ModelSpec, purpose: str | None = None) -> int:
+    """Jobs of this model (and purpose: None for a run's) not imported yet: a run polls them,
+    whatever its mode, rather than asking their cells again."""
+    return len(_open_jobs(store, spec, purpose))
 
 
-def job_tag(run_id: str, batch_key: str) -> str:
-    return f"contam:{run_id}:{batch_key}"
+def _open_jobs(store: Store, spec: ModelSpec, purpose: str | None) -> list[tuple]:
+    return store.con.cursor().execute(
+        OPEN_JOBS_SQL, {"model": spec.name, "purpose": purpose or ""}).fetchall()
 
 
 @dataclass(eq=False)
@@ -96,7 +101,7 @@ class _Job:
     """A job this lane follows: its key, its cells by custom id, its provider state."""
 
     key: str
-    cells: dict[str, str]  # custom id -> item id
+    cells: dict[str, Task]  # custom id -> the cell's task (no request: it went out in the job)
     created_at: Any
     job_id: str | None = None
     status: str = "submitting"
@@ -115,15 +120,16 @@ class BatchLane:
 
     def __init__(self, store: Store, spec: ModelSpec, tasks: Callable[[], Iterator[Task]], *,
                  run_id: str, accept: Accept, options: BatchOptions, stats: LaneStats,
-                 opening: str | None = None) -> None:
+                 opening: str | None = None, purpose: str | None = None) -> None:
         self.store, self.spec, self.tasks = store, spec, tasks
         self.run_id, self.accept, self.options, self.stats = run_id, accept, options, stats
         self.opening = opening  # a note shown when the lane starts
+        self.purpose = purpose  # None for a run's jobs; a probe's own word for its jobs
         self.refused: ProviderError | None = None  # known before the run (a missing key)
         self.protocol: BatchProtocol | None = None
         self.writer: BatchWriter | None = None
         self.notify: Callable[[str], None] = lambda message: None  # run() gets the display's
-        self._last_errors: dict[str, str] = {}  # item id -> cause, while its last outcome failed
+        self._last_errors: dict[tuple, str] = {}  # task key -> cause, while its last outcome failed
 
     async def run(self, writer: BatchWriter, notify: Callable[[str], None]) -> None:
         self.writer, self.notify = writer, notify
@@ -153,7 +159,7 @@ class BatchLane:
         jobs = await self._resume()
         rounds = 1 if self.options.fallback == "sync" else self.spec.max_attempts
         for attempt in range(1, rounds + 1):
-            in_open_jobs = {item for job in jobs for item in job.cells.values()}
+            in_open_jobs = {task_key(task) for job in jobs for task in job.cells.values()}
             jobs += await self._submit_pending(in_open_jobs, attempt)
             if not jobs:
                 return
@@ -163,7 +169,7 @@ class BatchLane:
     # -- resuming -----------------------------------------------------------------------------
 
     async def _resume(self) -> list[_Job]:
-        rows = self.store.con.cursor().execute(OPEN_JOBS_SQL, {"model": self.spec.name}).fetchall()
+        rows = _open_jobs(self.store, self.spec, self.purpose)
         jobs = []
         for key, job_id, status, created_at in rows:
             job = _Job(key, self._cells(key), created_at, job_id, status)
@@ -175,10 +181,14 @@ class BatchLane:
         self.stats.in_flight += sum(len(job.cells) for job in jobs)
         return jobs
 
-    def _cells(self, key: str) -> dict[str, str]:
+    def _cells(self, key: str) -> dict[str, Task]:
         rows = self.store.con.cursor().execute(
-            "SELECT line, item_id FROM batch_cells WHERE batch_key = ? ORDER BY line", [key]).fetchall()
-        return {_custom_id(key, line): item_id for line, item_id in rows}
+            "SELECT line, item_id, variant, samples FROM batch_cells WHERE batch_key = ? ORDER BY line",
+            [key]).fetchall()
+        return {custom_id(key, line): Task(item_id=item_id, model=self.spec.name, request=None,
+                                            tags=None if variant is None else
+                                            {"variant": variant, "samples": samples})
+                for line, item_id, variant, samples in rows}
 
     async def _recover(self, job: _Job) -> bool:
         """A job submitted without its id reaching the store: adopt it if the provider has it,
@@ -213,7 +223,7 @@ class BatchLane:
         assert self.protocol is not None
         known = {row[0] for row in self.store.con.cursor().execute(
             "SELECT DISTINCT job_id FROM batches WHERE job_id IS NOT NULL").fetchall()}
-        near = [j for j in jobs if j.job_id not in known and _created_near(j, job.created_at)]
+        near = [j for j in jobs if j.job_id not in known and created_near(j, job.created_at)]
         for candidate in (j for j in near if j.ended):
             results = await self.protocol.results(candidate)
             if any(r.custom_id.startswith(f"{job.key}-") for r in results):
@@ -224,7 +234,7 @@ class BatchLane:
 
     async def _submit_pending(self, in_open_jobs: set[str], attempt: int) -> list[_Job]:
         assert self.protocol is not None
-        tasks = [t for t in self.tasks() if t.item_id not in in_open_jobs]
+        tasks = [t for t in self.tasks() if task_key(t) not in in_open_jobs]
         lines = (self.protocol.line(str(n), task.request) for n, task in enumerate(tasks))
         limits = self.options.limits or self.protocol.limits
         jobs = []
@@ -235,12 +245,13 @@ class BatchLane:
 
     async def _submit(self, tasks: list[Task], group: list[BatchLine], attempt: int) -> _Job:
         key = f"c{uuid.uuid4().hex[:12]}"
-        lines = [BatchLine(_custom_id(key, n), line.body) for n, line in enumerate(group)]
-        job = _Job(key, {line.custom_id: task.item_id for line, task in zip(lines, tasks)}, utc_now(),
-                   attempt=attempt)
+        lines = [BatchLine(custom_id(key, n), line.body) for n, line in enumerate(group)]
+        job = _Job(key, {line.custom_id: Task(item_id=task.item_id, model=self.spec.name,
+                                              request=None, tags=task.tags)
+                         for line, task in zip(lines, tasks)}, utc_now(), attempt=attempt)
         await self._record(job, durable=True, cells=[
-            {"batch_key": key, "line": n, "item_id": t.item_id, "model": self.spec.name}
-            for n, t in enumerate(tasks)])
+            {"batch_key": key, "line": n, "item_id": t.item_id, "model": self.spec.name,
+             **(t.tags or {})} for n, t in enumerate(tasks)])
         state = await self._send(job, lines)
         job.job_id, job.status, job.state = state.job_id, state.status, state
         await self._record(job, durable=True)
@@ -334,18 +345,18 @@ class BatchLane:
         rows: dict[str, list[dict[str, Any]]] = {"answers": [], "attempts": []}
         latency = (utc_now() - job.created_at).total_seconds()
         for result in results:
-            item_id = job.cells.get(result.custom_id)
-            if item_id is None or item_id in outcome.seen:
+            task = job.cells.get(result.custom_id)
+            if task is None or result.custom_id in outcome.seen:
                 continue  # not a line of this job (an adopted Anthropic job), or a repeat
-            outcome.seen.add(item_id)
-            self._result_rows(job, item_id, result, latency, rows, outcome)
-        for item_id in set(job.cells.values()) - outcome.seen:
+            outcome.seen.add(result.custom_id)
+            self._result_rows(job, task, result, latency, rows, outcome)
+        for custom_id in sorted(set(job.cells) - outcome.seen):
             error = Transient(f"{self.spec.name}: batch {job.job_id} returned no result for this request")
-            rows["attempts"].append(self._attempt(job, item_id, latency, error))
-            self._last_errors[item_id] = failure_cause(error)
+            rows["attempts"].append(self._attempt(job, job.cells[custom_id], latency, error))
+            self._last_errors[task_key(job.cells[custom_id])] = failure_cause(error)
         return rows, outcome
 
-    def _result_rows(self, job: _Job, item_id: str, result: LineResult, latency: float,
+    def _result_rows(self, job: _Job, task: Task, result: LineResult, latency: float,
                      rows: dict[str, list[dict[str, Any]]], outcome: "_Outcome") -> None:
         error = result.error
         if result.reply is not None:
@@ -356,23 +367,23 @@ class BatchLane:
                 error = mismatch
             else:
                 # The request went out in the job; the accept hook reads only the cell.
-                task = Task(item_id=item_id, model=self.spec.name, request=None)
                 for table, table_rows in self.accept(task, result.reply, latency).items():
                     rows.setdefault(table, []).extend(table_rows)
-                rows["attempts"].append(self._attempt(job, item_id, latency, None,
+                rows["attempts"].append(self._attempt(job, task, latency, None,
                                                       result.reply.http_status))
-                self._last_errors.pop(item_id, None)
+                self._last_errors.pop(task_key(task), None)
                 outcome.answered += 1
                 return
         assert error is not None
-        rows["attempts"].append(self._attempt(job, item_id, latency, error))
-        self._last_errors[item_id] = failure_cause(error)
+        rows["attempts"].append(self._attempt(job, task, latency, error))
+        self._last_errors[task_key(task)] = failure_cause(error)
         if not error.retryable and outcome.stop is None:
             outcome.stop = error
 
-    def _attempt(self, job: _Job, item_id: str, latency: float, error: ProviderError | None,
+    def _attempt(self, job: _Job, task: Task, latency: float, error: ProviderError | None,
                  http_status: int | None = None) -> dict[str, Any]:
-        return {"run_id": self.run_id, "item_id": item_id, "model": self.spec.name,
+        return {**(task.tags or {}), "run_id": self.run_id, "item_id": task.item_id,
+                "model": self.spec.name,
                 "attempt": job.attempt,
                 "started_at": job.created_at, "latency_s": latency,
                 "outcome": error.outcome if error else "ok",
@@ -388,7 +399,7 @@ class BatchLane:
                "job_id": job.job_id, "status": job.status, "cells": len(job.cells),
                "succeeded": state.succeeded if state else None,
                "failed": state.failed if state else None, "created_at": job.created_at,
-               "updated_at": utc_now()}
+               "updated_at": utc_now(), "purpose": self.purpose}
         if fields.get("status") in _CLOSED:
             row["finished_at"] = utc_now()
         return {**row, **fields}
@@ -416,22 +427,3 @@ class _Outcome:
     answered: int = 0
     stop: ProviderError | None = None
     seen: set[str] = field(default_factory=set)
-
-
-# How far a provider's clock and ours may disagree about when a job was created.
-_CREATION_WINDOW = dt.timedelta(minutes=10)
-
-
-def _created_near(state: JobState, created_at: dt.datetime) -> bool:
-    """Whether the provider says it created the job within the window around ``created_at``
-    (naive UTC); a job whose creation time cannot be read is kept as a candidate."""
-    text = (state.raw or {}).get("created_at")
-    try:
-        when = dt.datetime.fromisoformat(str(text)).astimezone(dt.UTC).replace(tzinfo=None)
-    except ValueError:
-        return True
-    return abs(when - created_at) <= _CREATION_WINDOW
-
-
-def _custom_id(key: str, line: int) -> str:
-    return f"{key}-{line:06d}"

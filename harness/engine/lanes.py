@@ -41,7 +41,7 @@ import logging
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -113,12 +113,15 @@ def collector_tuned() -> Iterator[None]:
 
 @dataclass(frozen=True, slots=True)
 class Task:
-    """One question for one lane. ``context`` is opaque to the engine and handed to ``accept``."""
+    """One question for one lane. ``context`` is opaque to the engine and handed to ``accept``;
+    ``tags`` are columns its ``attempts`` rows carry beside item and model (a probe's ``variant``
+    and ``samples``: several requests of one cell, told apart)."""
 
     item_id: str
     model: str  # the lane's label
     request: Request
     context: Any = None
+    tags: Mapping[str, Any] | None = None
 
 
 Accept = Callable[[Task, Reply, float], Rows]
@@ -506,8 +509,9 @@ class _LaneRun:
     def _attempt_row(self, task: Task, number: int, started_at: Any, latency: float,
                      outcome: str, http_status: int | None, retry_after_s: float | None = None,
                      error: str | None = None, *, replica: str | None) -> dict[str, Any]:
-        return {"run_id": self.engine.run_id, "item_id": task.item_id, "model": task.model,
-                "attempt": number, "started_at": started_at, "latency_s": latency,
-                "outcome": outcome, "http_status": http_status, "retry_after_s": retry_after_s,
-                "error": redact(error) if error else None, "replica": replica}
+        row = {"run_id": self.engine.run_id, "item_id": task.item_id, "model": task.model,
+               "attempt": number, "started_at": started_at, "latency_s": latency,
+               "outcome": outcome, "http_status": http_status, "retry_after_s": retry_after_s,
+               "error": redact(error) if error else None, "replica": replica}
+        return {**row, **task.tags} if task.tags else row
 

@@ -36,7 +36,8 @@ __all__ = ["LaneLimits", "estimate_tokens", "bucket", "OUTPUT_TOKENS_GUESS", "CH
 # request's input tokens *and* the output it may produce against TPM; the exact tokenizer is not
 # known client-side, so: input ≈ characters / 4 (OpenAI's published rule of thumb for English),
 # plus the request's output cap, or a guess of 64 tokens (a bare 1-2 sentence answer) when the
-# request sets none. An underestimate is corrected by the server's 429 hint, an overestimate
+# request sets none, once per completion a multi-sample request asks for (the prompt is counted
+# once, which is what asking for n completions in one request saves). An underestimate is corrected by the server's 429 hint, an overestimate
 # only makes the lane a little slower than the limit.
 CHARS_PER_TOKEN = 4
 OUTPUT_TOKENS_GUESS = 64
@@ -49,7 +50,7 @@ def estimate_tokens(request: Request) -> int:
     """Tokens charged to the TPM bucket for ``request`` (see the module comment)."""
     chars = len(request.system) + len(request.user)
     output = request.max_output_tokens or OUTPUT_TOKENS_GUESS
-    return math.ceil(chars / CHARS_PER_TOKEN) + output
+    return math.ceil(chars / CHARS_PER_TOKEN) + output * request.samples
 
 
 def bucket(per_minute: float, *, burst: float = 1.0) -> AsyncLimiter:

@@ -39,6 +39,7 @@ from harness.jobs.lane_job import (
     JobOptions, JobResult, failure_lines, interrupted_line, new_run_id, recovered_lines,
     run_lanes, run_row,
 )
+from harness.jobs.run import import_config_items
 from harness.store import DEFAULT_STORE, Store, utc_now
 from harness.text import sha256_text
 from metrics.probe_mink import DEFAULT_K, KIND, check_k, probe_params, probe_scores, scored_text
@@ -52,6 +53,8 @@ __all__ = ["MinKOptions", "probe_min_k", "execute_min_k", "TextScorer", "refusal
 # Significant digits kept of each per-token value in the audit row: a local model's values are
 # float32 (about 7 digits), and the row stays a fraction of what full reprs would take.
 _DIGITS = 7
+# What each attempt's row says it asked (attempts.variant / samples): one scored text per item.
+_TAGS = {"variant": "tokens", "samples": [0]}
 
 
 @dataclass(kw_only=True)
@@ -75,7 +78,7 @@ def probe_min_k(config_path: str | Path, *, store: str | None = None,
         raise UserError(f"min-k needs token log-probabilities: {'; '.join(refused)}")
     with Store(config.store or DEFAULT_STORE) as opened:
         recovered = recovered_lines(opened)
-        imported = _import_items(opened, config)
+        imported = import_config_items(opened, config)
         result = anyio.run(execute_min_k, opened, config, specs, options)
     result.summary[:0] = [*recovered, *imported]
     return result
@@ -101,28 +104,16 @@ def model_params(spec: ModelSpec, k: float) -> dict[str, Any]:
     return probe_params(k, "forward" if spec.provider == "local" else "prompt_logprobs")
 
 
-def _import_items(store: Store, config: RunConfig) -> list[str]:
-    lines = []
-    if config.items is not None:
-        from harness.jobs.importing import import_file
-
-        lines.append(import_file(store, "items", config.items).summary())
-    if store.count("items") == 0:
-        raise UserError(f"{store.path}: no items; name an `items` file in {config.path} "
-                        "or run `contam import items FILE` first")
-    return lines
-
-
 # -- the run ------------------------------------------------------------------------------------
 
 async def execute_min_k(store: Store, config: RunConfig, specs: Sequence[ModelSpec],
                         options: MinKOptions) -> JobResult:
     """The probe on an open store: one lane per model, its pending items as tasks."""
-    result = JobResult(command="probe min-k", run_id=new_run_id())
+    result = JobResult(command="probe", run_id=new_run_id())
     params = {spec.name: model_params(spec, options.k) for spec in specs}
     hashes = {name: params_sha256(KIND, p) for name, p in params.items()}
     lanes = [_lane(store, spec, hashes[spec.name], options.limit) for spec in specs]
-    started = run_row(result.run_id, "probe:min-k", _run_config(config, specs, options, params),
+    started = run_row(result.run_id, "probe", _run_config(config, specs, options, params),
                       sha256_text(KIND))
     await run_lanes(store, lanes, result=result, accept=_accept(result.run_id, specs, options.k),
                     started=started, options=_scoring_options(options),
@@ -143,7 +134,7 @@ def _scoring_options(options: MinKOptions) -> MinKOptions:
 
 def _lane(store: Store, spec: ModelSpec, params_hash: str, limit: int | None) -> Lane:
     items = pending_items(store.con, spec.name, params_hash, limit)
-    tasks = (Task(item_id=item.item_id, model=spec.name, context=params_hash,
+    tasks = (Task(item_id=item.item_id, model=spec.name, context=params_hash, tags=_TAGS,
                   request=Request(system="", user=scored_text(item))) for item in items)
     return Lane(spec=spec, total=len(items), tasks=tasks)
 

@@ -33,7 +33,7 @@ from harness.text import normalise_answer
 from providers.base import Reply
 
 __all__ = ["run", "execute_run", "RunOptions", "batch_options", "pending_tasks",
-           "summary_lines", "answer_rows"]
+           "summary_lines", "answer_rows", "import_config_items"]
 
 
 def run(config_path: str | Path, *, store: str | None = None,
@@ -49,7 +49,7 @@ def run(config_path: str | Path, *, store: str | None = None,
         raise UserError(f"--limit must be a positive number, not {options.limit}")
     with Store(config.store or DEFAULT_STORE) as opened:
         recovered = recovered_lines(opened)
-        imported = _import_items(opened, config)
+        imported = import_config_items(opened, config)
         result = anyio.run(execute_run, opened, config, specs, _run_options(options))
     result.summary[:0] = [*recovered, *imported]
     return result
@@ -185,7 +185,9 @@ def _run_row(run_id: str, config: RunConfig, specs: Sequence[ModelSpec],
     return run_row(run_id, "run", public, prompt_sha256(config.system_prompt))
 
 
-def _import_items(store: Store, config: RunConfig) -> list[str]:
+def import_config_items(store: Store, config: RunConfig) -> list[str]:
+    """The config's ``items`` file, imported (idempotently); refused when the store then has
+    no items at all. Returns the import's summary line."""
     lines = []
     if config.items is not None:
         from harness.jobs.importing import import_file

@@ -1,6 +1,7 @@
 """A cell is one (item, model) pair: the latest answer of ``model`` to ``item`` (with the item's
 latest reference). This module is the one place that says, in SQL, which cells each job still
-has to do: unanswered (``contam run``), unjudged (``contam judge``) and unscored (``contam score``).
+has to do: unanswered (``contam run``), unjudged (``contam judge``), unscored (``contam score``),
+and for ``contam probe`` the samples a cell still lacks and the complete cells not scored yet.
 The ``cells`` view (migration 2 of :mod:`harness.store.store`) is the read side of the same pairs.
 """
 
@@ -11,7 +12,8 @@ from typing import Any
 
 import duckdb
 
-__all__ = ["count_unanswered", "unanswered", "unjudged", "answered_cells", "unscored"]
+__all__ = ["count_unanswered", "unanswered", "unjudged", "answered_cells", "unscored",
+           "first_items", "Expected", "missing_samples", "complete_unscored", "probe_texts"]
 
 _PAGE = 512  # rows fetched at a time: a run's task list is never held in memory
 
@@ -103,3 +105,99 @@ def unscored(con: duckdb.DuckDBPyConnection, metric: str, params_json: str) -> l
     than the cell's answer or reference."""
     params = {"metric": metric, "params": params_json}
     return con.execute(_UNSCORED_SQL + "ORDER BY a.item_id, a.model", params).fetchall()
+
+
+# -- probe: the samples each (item, model, prompt) still lacks; complete cells not yet scored ---
+
+_FIRST_ITEMS_SQL = """
+WITH ordered AS (SELECT item_id, min(seq) AS first_seq FROM items GROUP BY item_id)
+SELECT i.item_id, i.title, i.subset, i.question, i.reference
+FROM ordered o JOIN latest_items i USING (item_id) ORDER BY o.first_seq {limit}
+"""
+
+
+def first_items(con: duckdb.DuckDBPyConnection, limit: int | None) -> list[tuple]:
+    """(item_id, title, subset, question, reference) of the first ``limit`` items (all when
+    None) in file order: a probe's scope."""
+    sql = _FIRST_ITEMS_SQL.format(limit="LIMIT $limit" if limit else "")
+    return con.execute(sql, {"limit": limit} if limit else {}).fetchall()
+
+
+# What a probe asks of each item: (item_id, variant, samples) rows, in item order. A probe
+# builds them from its prompts; they travel as three list parameters. An item the probe asks
+# nothing of (no word to mask) is one row with 0 samples: complete at once, and scored.
+Expected = Sequence[tuple[str, str, int]]
+
+_EXPECTED_CTE = """
+expected AS (SELECT unnest(range(len($items))) AS ord, unnest($items) AS item_id,
+                    unnest($variants) AS variant, unnest($counts) AS samples)"""
+
+_MISSING_SQL = f"""
+WITH {_EXPECTED_CTE},
+wanted AS (SELECT ord, item_id, variant, unnest(range(samples)) AS sample FROM expected)
+SELECT item_id, variant, list(sample::INTEGER ORDER BY sample) AS missing
+FROM wanted w
+WHERE NOT EXISTS (SELECT 1 FROM probe_samples s
+                  WHERE s.probe = $probe AND s.params_sha256 = $sha AND s.model = $model
+                    AND s.item_id = w.item_id AND s.variant = w.variant AND s.sample = w.sample)
+GROUP BY ord, item_id, variant
+ORDER BY ord
+"""
+
+
+def _expected_params(expected: Expected) -> dict[str, list]:
+    return {"items": [e[0] for e in expected], "variants": [e[1] for e in expected],
+            "counts": [e[2] for e in expected]}
+
+
+def missing_samples(con: duckdb.DuckDBPyConnection, *, probe: str, params_sha256: str,
+                    model: str, expected: Expected) -> list[tuple[str, str, list[int]]]:
+    """(item_id, variant, the sample numbers it lacks) of each prompt of ``expected`` that
+    ``model`` has not answered ``samples`` times under these params, in item order: a resumed
+    probe asks exactly these."""
+    params = {**_expected_params(expected), "probe": probe, "sha": params_sha256, "model": model}
+    return [(item, variant, list(missing))
+            for item, variant, missing in con.execute(_MISSING_SQL, params).fetchall()]
+
+
+_COMPLETE_UNSCORED_SQL = f"""
+WITH {_EXPECTED_CTE},
+need AS (SELECT item_id, min(ord) AS ord, sum(samples) AS n FROM expected GROUP BY item_id),
+have AS (SELECT s.item_id, s.model, count(DISTINCT (s.variant, s.sample)) AS n, max(s.seq) AS last_seq
+         FROM probe_samples s JOIN expected e USING (item_id, variant)
+         WHERE s.probe = $probe AND s.params_sha256 = $sha AND list_contains($models, s.model)
+           AND s.sample < e.samples
+         GROUP BY ALL),
+grid AS (SELECT need.*, m.model FROM need CROSS JOIN (SELECT unnest($models) AS model) m)
+SELECT g.item_id, g.model
+FROM grid g LEFT JOIN have h USING (item_id, model)
+WHERE coalesce(h.n, 0) = g.n
+  AND NOT EXISTS (SELECT 1 FROM probe_scores sc
+                  WHERE sc.probe = $probe AND sc.params_sha256 = $sha AND sc.item_id = g.item_id
+                    AND sc.model = g.model AND sc.seq > coalesce(h.last_seq, 0))
+ORDER BY g.ord, g.model
+"""
+
+
+def complete_unscored(con: duckdb.DuckDBPyConnection, *, probe: str, params_sha256: str,
+                      models: Sequence[str], expected: Expected) -> list[tuple[str, str]]:
+    """(item_id, model) of each cell that has every sample ``expected`` asks for (an item asked
+    nothing has them all) and no score newer than its newest sample, in item order."""
+    params = {**_expected_params(expected), "probe": probe, "sha": params_sha256,
+              "models": list(models)}
+    return con.execute(_COMPLETE_UNSCORED_SQL, params).fetchall()
+
+
+_PROBE_TEXTS_SQL = """
+SELECT item_id, model, variant, sample, text FROM latest_probe_samples
+WHERE probe = $probe AND params_sha256 = $sha AND list_contains($models, model)
+  AND list_contains($items, item_id)
+ORDER BY item_id, model, variant, sample
+"""
+
+
+def probe_texts(con: duckdb.DuckDBPyConnection, *, probe: str, params_sha256: str,
+                models: Sequence[str], items: Sequence[str]) -> list[tuple]:
+    """(item_id, model, variant, sample, text) of those items' and models' samples, ordered."""
+    params = {"probe": probe, "sha": params_sha256, "models": list(models), "items": list(items)}
+    return con.execute(_PROBE_TEXTS_SQL, params).fetchall()

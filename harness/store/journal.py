@@ -8,7 +8,8 @@ could; an fsync per reply would cover that too, at a far higher price). Each com
 write waiting, so after it the journal is emptied: it never holds more than one batch.
 
 The next writer to open the store (:class:`harness.store.Store`) replays the journal: every
-write whose ``ok`` attempt (``run_id``, ``item_id``, ``model``, ``attempt``) the store lacks is
+write whose ``ok`` attempt (``run_id``, ``item_id``, ``model``, ``attempt``, and for a probe's
+request its ``variant`` and ``samples``) the store lacks is
 inserted, in one transaction, and the journal is removed. Replaying twice adds nothing. A line
 cut short by the kill (the last one) is skipped: its reply was never whole on disk.
 """
@@ -29,7 +30,7 @@ if TYPE_CHECKING:  # the store calls replay(); this module needs only its type
 __all__ = ["Journal", "Rows", "journal_path", "reply_key", "replay", "merge_writes"]
 
 Rows = Mapping[str, Sequence[Mapping[str, Any]]]  # table name -> rows
-_KEY = ("run_id", "item_id", "model", "attempt")
+_KEY = ("run_id", "item_id", "model", "attempt", "variant", "samples")
 
 
 def journal_path(store_path: str | Path) -> Path:
@@ -101,9 +102,12 @@ def _missing(con: duckdb.DuckDBPyConnection, writes: list[dict]) -> list[dict]:
     columns = [[key.get(name) for key in keys] for name in _KEY]
     present = con.execute(
         "SELECT n FROM (SELECT unnest(range(len($1))) AS n, unnest($1) AS run_id, "
-        "unnest($2) AS item_id, unnest($3) AS model, unnest($4) AS attempt) k "
+        "unnest($2) AS item_id, unnest($3) AS model, unnest($4) AS attempt, "
+        "unnest($5::VARCHAR[]) AS variant, unnest($6::INTEGER[][]) AS samples) k "
         "WHERE EXISTS (SELECT 1 FROM attempts a WHERE a.outcome = 'ok' AND a.run_id = k.run_id "
-        "AND a.item_id = k.item_id AND a.model = k.model AND a.attempt = k.attempt)",
+        "AND a.item_id = k.item_id AND a.model = k.model AND a.attempt = k.attempt "
+        "AND a.variant IS NOT DISTINCT FROM k.variant "
+        "AND a.samples IS NOT DISTINCT FROM k.samples)",
         columns).fetchall()
     done = {row[0] for row in present}
     return [write for n, write in enumerate(writes) if n not in done and keys[n]]

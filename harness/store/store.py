@@ -118,8 +118,15 @@ CREATE OR REPLACE VIEW latest_batches AS
 
 # Contamination probes (``contam probe``): each probe's parameters once, under their hash; every
 # completion a probe asked for as a row of its own (keyed so that a resumed probe asks exactly the
-# missing ones); and what each probe made of an (item, model) cell.
+# missing ones); and what each probe made of an (item, model) cell. A probe asks several requests
+# per cell, so its attempts (and batch lines) also name the prompt (``variant``) and the sample
+# numbers they asked for; ``batches.purpose`` keeps a probe's batch jobs apart from a run's.
 _PROBES = """
+ALTER TABLE attempts ADD COLUMN variant VARCHAR;
+ALTER TABLE attempts ADD COLUMN samples INTEGER[];
+ALTER TABLE batches ADD COLUMN purpose VARCHAR;
+ALTER TABLE batch_cells ADD COLUMN variant VARCHAR;
+ALTER TABLE batch_cells ADD COLUMN samples INTEGER[];
 CREATE TABLE probe_params (
     seq BIGINT DEFAULT nextval('row_seq'), params_sha256 VARCHAR NOT NULL, probe VARCHAR NOT NULL,
     params JSON, created_at TIMESTAMP);
@@ -158,7 +165,7 @@ TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
     "items": ("item_id", "title", "subset", "question", "reference", "extra", "source_file", "added_at"),
     "runs": ("run_id", "kind", "started_at", "finished_at", "config", "prompt_sha256", "harness_version"),
     "attempts": ("run_id", "item_id", "model", "attempt", "started_at", "latency_s", "outcome",
-                 "http_status", "retry_after_s", "error", "replica"),
+                 "http_status", "retry_after_s", "error", "replica", "variant", "samples"),
     "answers": ("run_id", "item_id", "model", "provider", "provider_model", "served_model",
                 "answer_raw", "answer", "finish_reason", "input_tokens", "output_tokens",
                 "latency_s", "created_at"),
@@ -166,8 +173,9 @@ TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
                "created_at"),
     "scores": ("item_id", "model", "metric", "value", "params", "created_at"),
     "batches": ("batch_key", "run_id", "model", "provider", "provider_model", "job_id", "status",
-                "cells", "succeeded", "failed", "error", "created_at", "finished_at", "updated_at"),
-    "batch_cells": ("batch_key", "line", "item_id", "model"),
+                "cells", "succeeded", "failed", "error", "created_at", "finished_at", "updated_at",
+                "purpose"),
+    "batch_cells": ("batch_key", "line", "item_id", "model", "variant", "samples"),
     "probe_params": ("params_sha256", "probe", "params", "created_at"),
     "probe_samples": ("run_id", "probe", "params_sha256", "item_id", "model", "variant", "sample",
                       "provider", "provider_model", "served_model", "prompt_sha256", "text_raw",

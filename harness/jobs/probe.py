@@ -1,0 +1,180 @@
+"""``contam probe KIND CONFIG``: a contamination probe (``metrics.probe_registry.PROBES``) on every
+selected model, through the same engine as ``contam run``.
+
+Each (item, model) cell asks the probe's prompts (cdd: one greedy answer and N samples); every
+completion is a ``probe_samples`` row of its own, keyed by (probe, params_sha256, item, model,
+variant, sample), and what the probe makes of a cell is scored once all its samples are in
+(``probe_scores``). The probe's parameters are recorded once in ``probe_params`` under their hash,
+and the run's ``runs`` row (kind ``probe``) names them too.
+
+Same lanes, rate limits, retries, stateless requests without tools, live display, SIGINT drain,
+exit codes and reply journal as ``contam run`` (:mod:`harness.jobs.lane_job`); ``--batch`` sends
+the same request bodies as provider batch jobs. Resume is by construction: the work of each model
+is the sample numbers it lacks (:func:`harness.store.cells.missing_samples`), so a killed probe
+asks exactly the missing samples when run again, and scores what it could not score before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from harness.config import ModelSpec, RunConfig, load_config
+from harness.engine.batch_lane import BatchLane, open_job_count, uses_batch
+from harness.engine.counters import LaneStats
+from harness.engine.lanes import Accept, Lane
+from harness.errors import UserError
+from harness.jobs.lane_job import (
+    JobOptions, JobResult, failure_lines, interrupted_line, new_run_id, recovered_lines, run_lanes,
+    run_row,
+)
+from harness.jobs.probe_work import (
+    ProbePlan, missing_count, pending_tasks, record_params, sample_rows, score_complete,
+)
+from harness.jobs.run import RunOptions, import_config_items, summary_lines
+from harness.prompts import USER_TEMPLATE
+from harness.store import DEFAULT_STORE, Store
+from metrics.probe_registry import ProbeContext, build_probe
+from metrics.probes import GenerationProbe
+
+__all__ = ["probe", "execute_probe", "ProbeOptions", "ProbeResult", "make_probe"]
+
+
+@dataclass(kw_only=True)
+class ProbeOptions(RunOptions):
+    """A probe's options: those of a run (models, limit, progress, --batch) and the probe's own
+    parameters (``--samples`` ...), by name."""
+
+    parameters: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(kw_only=True)
+class ProbeResult(JobResult):
+    """What one ``contam probe`` did, beside the lanes' counters."""
+
+    probe: str
+    params_sha256: str
+    samples_stored: int = 0  # rows this run added to probe_samples
+    cells_scored: int = 0
+    missing: dict[str, int] = field(default_factory=dict)  # model -> samples still missing
+    flags: str = ""  # the parameter flags given, for the command line that resumes
+
+    @property
+    def exit_status(self) -> int:
+        status = super().exit_status
+        return status or (1 if any(self.missing.values()) else 0)
+
+
+def make_probe(kind: str, config: RunConfig, parameters: dict[str, Any]) -> GenerationProbe:
+    """The probe ``kind`` on the study's prompt, its parameters checked (one-line UserError)."""
+    context = ProbeContext(system_prompt=config.system_prompt, question_template=USER_TEMPLATE)
+    try:
+        return build_probe(kind, context, parameters)
+    except ValueError as exc:
+        raise UserError(f"contam probe {kind}: {exc}") from None
+
+
+def probe(kind: str, config_path: str | Path, *, store: str | None = None,
+          options: ProbeOptions | None = None) -> ProbeResult:
+    """``contam probe``: every selected model asks the probe's prompts until every sample of
+    every item in scope is in, and each complete cell is scored."""
+    options = options or ProbeOptions()
+    config = load_config(config_path, store_flag=store)
+    specs = config.select(options.models)
+    if not specs:
+        raise UserError(f"{config.path}: no [[models]] to probe")
+    if options.limit is not None and options.limit <= 0:
+        raise UserError(f"--limit must be a positive number, not {options.limit}")
+    built = make_probe(kind, config, options.parameters)
+    with Store(config.store or DEFAULT_STORE) as opened:
+        recovered = recovered_lines(opened)
+        imported = import_config_items(opened, config)
+        result = anyio.run(execute_probe, opened, config, specs, built, options)
+    result.summary[:0] = [*recovered, *imported]
+    return result
+
+
+async def execute_probe(store: Store, config: RunConfig, specs: Sequence[ModelSpec],
+                        built: GenerationProbe, options: JobOptions) -> ProbeResult:
+    """The probe on an open store: synchronous lanes, batch lanes for the models in batch mode,
+    then the scoring of every complete cell."""
+    options = _probe_options(options)
+    plan = ProbePlan.build(store, built, options.limit)
+    result = ProbeResult(command="probe", run_id=new_run_id(), probe=built.kind,
+                         params_sha256=plan.params_sha256, flags=_flags(options.parameters))
+    accept = sample_rows(result.run_id, plan, specs)
+    purpose = f"probe:{built.kind}:{plan.params_sha256[:16]}"
+    batched = {spec.name for spec in specs if _in_batch_mode(store, spec, options, purpose)}
+    lanes = [_lane(store, plan, spec) for spec in specs if spec.name not in batched]
+    batch_lanes = [_batch_lane(store, plan, spec, result.run_id, accept, options, purpose)
+                   for spec in specs if spec.name in batched]
+    before = store.count("probe_samples")
+    await run_lanes(store, lanes, result=result, accept=accept, options=options,
+                    started=_run_row(result.run_id, config, specs, plan, options),
+                    first=lambda: record_params(store, plan), batch_lanes=batch_lanes)
+    result.samples_stored = store.count("probe_samples") - before
+    result.cells_scored = score_complete(store, plan, result.run_id, [s.name for s in specs])
+    result.missing = {spec.name: missing_count(store, plan, spec) for spec in specs}
+    _summarise(config, plan, result)
+    return result
+
+
+def _flags(parameters: dict[str, Any]) -> str:
+    return "".join(f" --{name.replace('_', '-')} {value}" for name, value in parameters.items())
+
+
+def _probe_options(options: JobOptions) -> ProbeOptions:
+    if isinstance(options, ProbeOptions):
+        return options
+    return ProbeOptions(**{f.name: getattr(options, f.name) for f in fields(options)})
+
+
+def _in_batch_mode(store: Store, spec: ModelSpec, options: ProbeOptions, purpose: str) -> bool:
+    """--batch (or ``batch = true``) on a provider with a batch API, or open jobs of this probe
+    left by an earlier run: collected in batch mode, never asked twice."""
+    return uses_batch(spec, options.batch) or open_job_count(store, spec, purpose) > 0
+
+
+def _lane(store: Store, plan: ProbePlan, spec: ModelSpec) -> Lane:
+    tasks = pending_tasks(store, plan, spec)
+    return Lane(spec=spec, tasks=tasks, total=len(tasks))
+
+
+def _batch_lane(store: Store, plan: ProbePlan, spec: ModelSpec, run_id: str, accept: Accept,
+                options: ProbeOptions, purpose: str) -> BatchLane:
+    pending = len(pending_tasks(store, plan, spec))
+    stats = LaneStats(label=f"{spec.name} (batch)", total=pending, cap=max(1, pending))
+    return BatchLane(store, spec, lambda: iter(pending_tasks(store, plan, spec)), run_id=run_id,
+                     accept=accept, options=options.batch_options, stats=stats, purpose=purpose)
+
+
+def _run_row(run_id: str, config: RunConfig, specs: Sequence[ModelSpec], plan: ProbePlan,
+             options: ProbeOptions) -> dict[str, Any]:
+    public = {"config_file": str(config.path), "probe": plan.probe.kind,
+              "params": plan.probe.params(), "params_sha256": plan.params_sha256,
+              "limit": options.limit, "models": [spec.public_dict() for spec in specs]}
+    return run_row(run_id, "probe", public, plan.params_sha256)
+
+
+# -- the end: summary and exit status ----------------------------------------------------------
+
+def _summarise(config: RunConfig, plan: ProbePlan, result: ProbeResult) -> None:
+    again = config.command(f"probe {plan.probe.kind}") + result.flags
+    result.summary += [f"probe {plan.probe.kind} (params {plan.params_sha256[:12]}): "
+                       f"{len(plan.items)} items, {plan.samples_per_model} samples per model"]
+    result.summary += [line.replace(" answered", " requests answered")
+                       for line in summary_lines(result.stats)]
+    result.summary += failure_lines(result.stats)
+    result.summary.append(f"{result.samples_stored} samples stored, {result.cells_scored} cells "
+                          "scored")
+    result.summary += [f"{model}: {count} samples still missing"
+                       for model, count in result.missing.items() if count]
+    if result.interrupted is not None:
+        result.problems.append(interrupted_line("probe", result.interrupted, again, "sample"))
+    elif result.exit_status:
+        result.problems.append(f"contam probe: {sum(result.missing.values())} samples still "
+                               f"missing; run `{again}` again to ask them")

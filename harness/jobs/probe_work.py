@@ -1,0 +1,192 @@
+"""What a probe asks and keeps, for :mod:`harness.jobs.probe`: its plan over the items in scope,
+the requests each model still owes (exactly the missing samples), the ``probe_samples`` rows of a
+reply, and the ``probe_scores`` of every cell whose samples are all in.
+
+Samples are numbered per (item, model, variant) from 0 to the prompt's ``samples`` - 1. A model
+whose API has a multi-sample field gets the missing numbers of a prompt in as few requests as its
+limit allows (OpenAI ``n`` up to 128, Gemini ``candidateCount`` up to 8, or the model's
+``samples_per_request``); the others one request per sample. A reply's completions are stored
+under the numbers its request asked for, in order; a reply with fewer completions than asked
+leaves the rest missing, for the next run to ask.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from harness.config import ModelSpec
+from harness.engine.lanes import Task
+from harness.engine.writer import Rows
+from harness.store import Store, utc_now
+from harness.store.cells import Expected, complete_unscored, first_items, missing_samples, probe_texts
+from harness.text import normalise_answer, sha256_text
+from metrics.probes import GenerationProbe, ProbeItem, ProbePrompt, params_sha256
+from providers.base import Reply, Request
+from providers.registry import provider_class
+
+__all__ = ["ProbePlan", "samples_per_request", "pending_tasks", "sample_rows", "score_complete",
+           "record_params", "missing_count"]
+
+
+@dataclass(frozen=True)
+class ProbePlan:
+    """A probe over the items in scope: each item's prompts by variant, and what is expected of
+    every model (``(item_id, variant, samples)`` in item order)."""
+
+    probe: GenerationProbe
+    params_sha256: str
+    items: dict[str, ProbeItem]
+    prompts: dict[str, dict[str, ProbePrompt]]
+    expected: Expected
+
+    @classmethod
+    def build(cls, store: Store, probe: GenerationProbe, limit: int | None) -> "ProbePlan":
+        items = {row[0]: ProbeItem(item_id=row[0], title=row[1] or "", subset=row[2] or "",
+                                   question=row[3] or "", reference=row[4] or "")
+                 for row in first_items(store.con.cursor(), limit)}
+        prompts = {item_id: {p.variant: p for p in probe.prompts(item)}
+                   for item_id, item in items.items()}
+        expected = [row for item_id, by_variant in prompts.items()
+                    for row in _expected(item_id, by_variant)]
+        return cls(probe, params_sha256(probe.kind, probe.params()), items, prompts, expected)
+
+    @property
+    def samples_per_model(self) -> int:
+        return sum(samples for _, _, samples in self.expected)
+
+
+def _expected(item_id: str, prompts: dict[str, ProbePrompt]) -> list[tuple[str, str, int]]:
+    """Each prompt's samples; an item asked nothing stands as one empty row (scored at once)."""
+    return [(item_id, variant, p.samples) for variant, p in prompts.items()] or [(item_id, "", 0)]
+
+
+def samples_per_request(spec: ModelSpec) -> int:
+    """How many completions one request of this model carries: the provider's limit, lowered
+    by the model's ``samples_per_request``."""
+    limit = provider_class(spec).max_samples
+    return min(limit, spec.samples_per_request or limit)
+
+
+def pending_tasks(store: Store, plan: ProbePlan, spec: ModelSpec) -> list[Task]:
+    """The requests ``spec`` still owes: each prompt's missing sample numbers, split by
+    :func:`samples_per_request`, in item order."""
+    per_request = samples_per_request(spec)
+    missing = missing_samples(store.con.cursor(), probe=plan.probe.kind,
+                              params_sha256=plan.params_sha256, model=spec.name,
+                              expected=plan.expected)
+    return [_task(spec, item_id, plan.prompts[item_id][variant], chunk)
+            for item_id, variant, numbers in missing for chunk in _chunks(numbers, per_request)]
+
+
+def _chunks(numbers: list[int], size: int) -> Iterator[list[int]]:
+    for start in range(0, len(numbers), size):
+        yield numbers[start:start + size]
+
+
+def _task(spec: ModelSpec, item_id: str, prompt: ProbePrompt, numbers: list[int]) -> Task:
+    request = Request(system=prompt.system, user=prompt.user,
+                      max_output_tokens=prompt.max_output_tokens, temperature=prompt.temperature,
+                      samples=len(numbers))
+    return Task(item_id=item_id, model=spec.name, request=request,
+                tags={"variant": prompt.variant, "samples": numbers})
+
+
+def missing_count(store: Store, plan: ProbePlan, spec: ModelSpec) -> int:
+    """Samples ``spec`` still lacks."""
+    missing = missing_samples(store.con.cursor(), probe=plan.probe.kind,
+                              params_sha256=plan.params_sha256, model=spec.name,
+                              expected=plan.expected)
+    return sum(len(numbers) for _, _, numbers in missing)
+
+
+# -- what is kept ------------------------------------------------------------------------------
+
+def sample_rows(run_id: str, plan: ProbePlan, specs: Sequence[ModelSpec]
+                ) -> Callable[[Task, Reply, float], Rows]:
+    """The accept hook of a probe: a ``probe_samples`` row per completion, numbered as the
+    request's ``samples`` tag says. The request's token counts go on its first row only, so that
+    sums over rows are right."""
+    by_label = {spec.name: spec for spec in specs}
+
+    def accept(task: Task, reply: Reply, latency_s: float) -> Rows:
+        tags = task.tags or {}
+        prompt = plan.prompts[task.item_id][tags["variant"]]
+        common = _common(run_id, plan, by_label[task.model], task, reply, prompt, latency_s)
+        rows = [{**common, "sample": number, "text_raw": text, "text": normalise_answer(text),
+                 "finish_reason": reason, **_tokens(reply, first=n == 0)}
+                for n, (number, (text, reason)) in enumerate(zip(tags["samples"], reply.completions()))]
+        return {"probe_samples": rows}
+
+    return accept
+
+
+def _common(run_id: str, plan: ProbePlan, spec: ModelSpec, task: Task, reply: Reply,
+            prompt: ProbePrompt, latency_s: float) -> dict[str, Any]:
+    return {"run_id": run_id, "probe": plan.probe.kind, "params_sha256": plan.params_sha256,
+            "item_id": task.item_id, "model": task.model, "variant": prompt.variant,
+            "provider": spec.provider, "provider_model": spec.model,
+            "served_model": reply.served_model,
+            "prompt_sha256": sha256_text(prompt.system + "\x00" + prompt.user),
+            "latency_s": latency_s, "created_at": utc_now()}
+
+
+def _tokens(reply: Reply, *, first: bool) -> dict[str, int | None]:
+    if not first:
+        return {}
+    return {"input_tokens": reply.input_tokens, "output_tokens": reply.output_tokens}
+
+
+def record_params(store: Store, plan: ProbePlan) -> None:
+    """The probe's parameters, once per hash (a rerun with the same ones adds nothing)."""
+    known = store.query("SELECT 1 FROM probe_params WHERE params_sha256 = ? LIMIT 1",
+                        [plan.params_sha256])
+    if not known:
+        store.append("probe_params", [{
+            "params_sha256": plan.params_sha256, "probe": plan.probe.kind,
+            "params": orjson.dumps(plan.probe.params()).decode(), "created_at": utc_now()}])
+
+
+# -- scoring -----------------------------------------------------------------------------------
+
+def score_complete(store: Store, plan: ProbePlan, run_id: str, models: Sequence[str]) -> int:
+    """Score every cell of ``models`` whose samples are all in and that has no score newer than
+    them, in one transaction; returns how many cells were scored."""
+    cells = complete_unscored(store.con, probe=plan.probe.kind, params_sha256=plan.params_sha256,
+                              models=models, expected=plan.expected)
+    if not cells:
+        return 0
+    texts = _texts(store, plan, cells)
+    now = utc_now()
+    rows = [_score_row(run_id, plan, item_id, model, score, now)
+            for item_id, model in cells
+            for score in plan.probe.score(plan.items[item_id], texts[(item_id, model)])]
+    with store.transaction():
+        store.append("probe_scores", rows)
+    return len(cells)
+
+
+def _texts(store: Store, plan: ProbePlan, cells: Sequence[tuple[str, str]]
+           ) -> dict[tuple[str, str], dict[str, list[str]]]:
+    """Each cell's texts by variant, in sample order, within what the plan expects."""
+    wanted = {(item, variant): samples for item, variant, samples in plan.expected}
+    texts: dict[tuple[str, str], dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
+    rows = probe_texts(store.con, probe=plan.probe.kind, params_sha256=plan.params_sha256,
+                       models=sorted({model for _, model in cells}),
+                       items=sorted({item for item, _ in cells}))
+    for item_id, model, variant, sample, text in rows:
+        if sample < wanted.get((item_id, variant), 0):
+            texts[(item_id, model)][variant].append(text or "")
+    return texts
+
+
+def _score_row(run_id: str, plan: ProbePlan, item_id: str, model: str, score: Any,
+               now: Any) -> dict[str, Any]:
+    detail = orjson.dumps(score.detail).decode() if score.detail is not None else None
+    return {"run_id": run_id, "probe": plan.probe.kind, "params_sha256": plan.params_sha256,
+            "item_id": item_id, "model": model, "metric": score.metric, "value": score.value,
+            "detail": detail, "created_at": now}

@@ -1,0 +1,122 @@
+"""CDD: Contamination Detection via output Distribution (Dong et al., 2024, arXiv 2402.15938).
+
+A model that has memorised an item answers it the same way however it samples: its output
+distribution is *peaked*. Per item and model CDD asks one greedy answer (temperature 0) and N
+samples at temperature T, and measures how far each sample is from the greedy answer:
+
+* tokens: the first :data:`COMPARED_TOKENS` tokens of a text, a token being a run of word
+  characters or one other non-space character (``\\w+|[^\\w\\s]`` after NFC). The paper counts the
+  model's own tokens, which a black-box API does not expose; words and punctuation are the
+  nearest model-independent unit. The authors' code, too, compares only the first 100 tokens.
+* distance: the token-level edit distance (Levenshtein, rapidfuzz) of each sample to the greedy
+  answer;
+* peakedness: the *fraction* of samples whose distance is at most ``alpha * l``, ``l`` being the
+  longest of the compared token lists, greedy answer included (the paper's
+  ``Peak(M; x) = F(d <= alpha * l)``, as the authors' ``calculate_ratio`` computes it);
+* flagged: peakedness > ``xi``.
+
+LLMSanitize's ``get_peak`` instead sums the *count* of close samples and compares that count with
+``xi``: with the default ``xi = 0.01`` a single close sample out of twenty flags the item. Here
+one close sample of twenty is a peakedness of 0.05, which exceeds 0.01 as well: ``xi`` is the
+paper's threshold on the fraction, and its meaning is "more than ``xi`` of the samples".
+
+A cell whose greedy answer and samples are all empty has no length to measure against: its
+peakedness is None (not scored), never 1.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from metrics.probes import ProbeItem, ProbePrompt, ProbeScore
+
+__all__ = ["CDDProbe", "Peak", "peakedness", "tokens", "COMPARED_TOKENS", "TOKEN_PATTERN"]
+
+COMPARED_TOKENS = 100
+TOKEN_PATTERN = r"\w+|[^\w\s]"
+_TOKEN = re.compile(TOKEN_PATTERN)
+
+
+def tokens(text: str) -> list[str]:
+    """The compared tokens of ``text``: words and single punctuation marks, case kept."""
+    return _TOKEN.findall(unicodedata.normalize("NFC", text))[:COMPARED_TOKENS]
+
+
+@dataclass(frozen=True)
+class Peak:
+    """One cell's measurement: each sample's distance to the greedy answer, the length they are
+    measured against, and the fraction within ``alpha`` of it (None when every text is empty)."""
+
+    distances: list[int]
+    max_length: int
+    threshold: float
+    peakedness: float | None
+
+
+def peakedness(greedy: str, samples: Sequence[str], alpha: float) -> Peak:
+    """The paper's Peak(M; x) of one cell (see the module docstring)."""
+    from rapidfuzz.distance import Levenshtein
+
+    reference = tokens(greedy)
+    sampled = [tokens(sample) for sample in samples]
+    max_length = max([len(reference), *(len(s) for s in sampled)])
+    distances = [Levenshtein.distance(reference, s) for s in sampled]
+    threshold = alpha * max_length
+    if max_length == 0 or not distances:
+        return Peak(distances, max_length, threshold, None)
+    close = sum(distance <= threshold for distance in distances)
+    return Peak(distances, max_length, threshold, close / len(distances))
+
+
+@dataclass(frozen=True, kw_only=True)
+class CDDProbe:
+    """The cdd probe: two prompts per item (the greedy answer, N samples), two scores per cell
+    (``peakedness`` and ``flagged``). ``system`` and ``question_template`` are the study's own
+    prompt (the run config's), so the probe samples answers to the very question ``contam run``
+    asks."""
+
+    kind: ClassVar[str] = "cdd"
+    system: str
+    question_template: str
+    samples: int = 20
+    temperature: float = 0.8
+    alpha: float = 0.05
+    xi: float = 0.01
+    max_output_tokens: int = 128
+
+    def __post_init__(self) -> None:
+        if self.samples < 1:
+            raise ValueError(f"--samples must be at least 1, not {self.samples}")
+        if not 0 < self.temperature <= 2:
+            raise ValueError(f"--temperature must be above 0 and at most 2, not {self.temperature}")
+        if not 0 <= self.alpha <= 1:
+            raise ValueError(f"--alpha must be between 0 and 1, not {self.alpha}")
+        if not 0 <= self.xi < 1:
+            raise ValueError(f"--xi must be at least 0 and below 1, not {self.xi}")
+        if self.max_output_tokens < 1:
+            raise ValueError(f"--max-output-tokens must be at least 1, not {self.max_output_tokens}")
+
+    def params(self) -> dict[str, Any]:
+        return {"samples": self.samples, "temperature": self.temperature, "alpha": self.alpha,
+                "xi": self.xi, "max_output_tokens": self.max_output_tokens,
+                "compared_tokens": COMPARED_TOKENS, "token_pattern": TOKEN_PATTERN,
+                "system": self.system, "question_template": self.question_template}
+
+    def prompts(self, item: ProbeItem) -> Sequence[ProbePrompt]:
+        user = self.question_template.format(title=item.title, question=item.question)
+        common = {"system": self.system, "user": user, "max_output_tokens": self.max_output_tokens}
+        return [ProbePrompt(variant="greedy", samples=1, temperature=0.0, **common),
+                ProbePrompt(variant="sample", samples=self.samples, temperature=self.temperature,
+                            **common)]
+
+    def score(self, item: ProbeItem, texts: Mapping[str, Sequence[str]]) -> Sequence[ProbeScore]:
+        peak = peakedness(texts["greedy"][0], texts["sample"], self.alpha)
+        detail = {"distances": peak.distances, "max_length": peak.max_length,
+                  "threshold": peak.threshold}
+        flagged = None if peak.peakedness is None else float(peak.peakedness > self.xi)
+        return [ProbeScore(metric="peakedness", value=peak.peakedness, detail=detail),
+                ProbeScore(metric="flagged", value=flagged, detail={"xi": self.xi})]
