@@ -381,6 +381,12 @@ def draw_figures(report: dict, titles: bool = False) -> dict[str, Figure]:
         drawn[name] = draw(report)
         if titles:
             drawn[name].suptitle(TITLES[name], fontsize=9)
+    if report.get("min_k"):  # the min-k probe's figure (it imports this module: imported here)
+        from harness.report.probe_mink_figure import TITLE, min_k_distributions
+
+        drawn["fig_min_k_distributions"] = min_k_distributions(report)
+        if titles:
+            drawn["fig_min_k_distributions"].suptitle(TITLE, fontsize=9)
     return drawn
 
 

@@ -27,12 +27,17 @@ from harness.report.format import DASH, Section, Table, fmt_num, fmt_p, is_missi
 from harness.report.stats import roc_auc
 from harness.store import Store
 
-__all__ = ["min_k_part", "min_k_section", "auc_interval", "RESAMPLES", "SEED", "FIGURE"]
+__all__ = ["min_k_part", "min_k_section", "auc_interval", "RESAMPLES", "SEED", "FIGURE",
+           "FIGURE_CAPTION"]
 
 RESAMPLES = 2000
 SEED = 0
 CONFIDENCE = 0.95
 FIGURE = "fig_min_k_distributions"
+FIGURE_CAPTION = ("Min-K% (and Min-K%++ for local models) of each item's text per model: the "
+                  "documented and the undocumented subset, boxes with every item as a point; the "
+                  "ROC-AUC of documented vs undocumented and its 95% percentile-bootstrap "
+                  "interval head each panel.")
 NAMES = {"min_k": "Min-K%", "min_k_pp": "Min-K%++"}
 
 _SCORES_SQL = """

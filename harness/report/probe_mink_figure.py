@@ -1,6 +1,6 @@
 """The min-k probe's figure: per model (columns) and score (rows), the distribution of the
 documented and the undocumented items' scores, as box plots with every item drawn as a point, and
-the ROC-AUC with its interval written in. Drawn from ``report["min_k"]`` alone, in the report's
+the ROC-AUC with its interval under the model's name. Drawn from ``report["min_k"]`` alone, in the report's
 style (:mod:`harness.report.figures`)."""
 
 from __future__ import annotations
@@ -12,7 +12,9 @@ from harness.report.figures import COLUMN, DOCUMENTED, FULL, UNDOCUMENTED
 from harness.report.format import is_missing
 from harness.report.probe_mink import NAMES
 
-__all__ = ["min_k_distributions"]
+__all__ = ["min_k_distributions", "TITLE"]
+
+TITLE = "Min-K% scores, documented vs undocumented items"
 
 _JITTER_SEED = 0  # the points' horizontal spread: the same drawing every time
 
@@ -36,11 +38,12 @@ def min_k_distributions(report: dict) -> Figure:
 
 
 def _panel(ax, row: dict | None, contrast: dict, model: str) -> None:
-    ax.set_title(model)
     if row is None:  # a server model has no Min-K%++
+        ax.set_title(model)
         ax.text(0.5, 0.5, "not computed", ha="center", va="center", transform=ax.transAxes)
         ax.set_xticks([])
         return
+    ax.set_title(f"{model}\n{_auc_label(row)}")
     groups = [row["documented_values"], row["undocumented_values"]]
     ax.boxplot(groups, positions=[0, 1], widths=0.5, showfliers=False,
                medianprops={"color": "black"})
@@ -49,7 +52,6 @@ def _panel(ax, row: dict | None, contrast: dict, model: str) -> None:
         ax.scatter(x + rng.uniform(-0.15, 0.15, len(values)), values, s=6, color=colour,
                    alpha=0.7, linewidths=0)
     ax.set_xticks([0, 1], [contrast["documented"], contrast["undocumented"]])
-    ax.text(0.5, 0.98, _auc_label(row), ha="center", va="top", transform=ax.transAxes, fontsize=7)
     ax.grid(axis="y", alpha=0.3, linewidth=0.5)
 
 
