@@ -32,7 +32,6 @@ from scipy import stats as sps
 from harness import __version__
 from harness.errors import UserError
 from harness.report import contamination, provenance, stats
-from harness.report.probe_mink import min_k_part
 from harness.store import Store, utc_now
 
 __all__ = ["build_report", "parse_contrast", "figure_regime", "LABELS", "METRICS"]
@@ -97,9 +96,6 @@ def build_report(store: Store, *, contrast: tuple[str, str] = ("official", "fan"
     judge = _judge_rater(store, judge, notes)
     cells = _Cells(store, human, judge)
     report = _sections(store, cells, contrast, human, judge, notes)
-    min_k = min_k_part(store, *contrast)
-    if min_k is not None:  # the min-k probe's part, only in a store that has its scores
-        report["min_k"] = min_k
     report["notes"] = notes
     return report
 
@@ -163,9 +159,8 @@ def parse_contrast(text: str) -> tuple[str, str]:
 def _require_data(store: Store) -> None:
     if store.count("latest_items") == 0:
         raise UserError(f"{store.path}: the store has no items; import items first")
-    if store.count("latest_answers") + store.count("latest_labels") + store.count("probe_scores") == 0:
-        raise UserError(f"{store.path}: the store has no answers or labels to report on (nor probe "
-                        "scores)")
+    if store.count("latest_answers") + store.count("latest_labels") == 0:
+        raise UserError(f"{store.path}: the store has no answers or labels to report on")
 
 
 def _require_subsets(store: Store, contrast: tuple[str, str]) -> None:

@@ -32,9 +32,6 @@ from matplotlib.figure import Figure  # noqa: E402
 
 from harness.report.analysis import METRICS, figure_regime  # noqa: E402
 from harness.report.format import PNG_DPI, is_missing  # noqa: E402
-from harness.report.probe_mink import FIGURE as MIN_K_FIGURE  # noqa: E402
-from harness.report.probe_mink_figure import TITLE as MIN_K_TITLE  # noqa: E402
-from harness.report.probe_mink_figure import min_k_distributions  # noqa: E402
 
 __all__ = ["FIGURES", "TITLES", "draw_figures", "export", "png_bytes", "save_pdf", "close"]
 
@@ -384,11 +381,6 @@ def draw_figures(report: dict, titles: bool = False) -> dict[str, Figure]:
         drawn[name] = draw(report)
         if titles:
             drawn[name].suptitle(TITLES[name], fontsize=9)
-    if report.get("min_k"):  # the min-k probe's figure, where the store has its scores
-        drawn[MIN_K_FIGURE] = min_k_distributions(report, colours=(DOCUMENTED, UNDOCUMENTED),
-                                                  widths=(COLUMN, FULL))
-        if titles:
-            drawn[MIN_K_FIGURE].suptitle(MIN_K_TITLE, fontsize=9)
     return drawn
 
 

@@ -18,9 +18,6 @@ from string import Template
 from harness.report.analysis import METRICS, figure_regime
 from harness.report.format import (DASH, PNG_DPI, Section, Table, fmt_ci, fmt_num, fmt_or, fmt_p, fmt_pct,
                                    is_missing, md_cell, user)
-from harness.report.probe_mink import FIGURE as MIN_K_FIGURE
-from harness.report.probe_mink import FIGURE_CAPTION as MIN_K_CAPTION
-from harness.report.probe_mink import min_k_section
 from harness.report.sections import contamination_section, provenance_section
 
 __all__ = ["sections", "render_markdown", "render_html", "figure_caption", "note_heading"]
@@ -51,8 +48,6 @@ _CAPTIONS = {
 
 
 def figure_caption(name: str, report: dict) -> str:
-    if name == MIN_K_FIGURE:
-        return MIN_K_CAPTION
     regime = figure_regime(report)
     if name == "fig3_metric_disagreement" and regime != "human":
         return ("Figure 3. The same answers under each scoring regime in the store, one panel each, models "
@@ -70,7 +65,7 @@ def sections(report: dict) -> list[Section]:
     leading = {"human": [_overall, _per_title, _gap], "judge": [_judge, _judge_gap]}.get(regime, [])
     builders = [_overview, *leading, contamination_section, _surface, _mcnemar, _regimes,
                 *([_judge] if regime == "human" else []), _agreement, _inter_annotator, _metric_validity,
-                _abstention, min_k_section, _missing_data, provenance_section, _notes]
+                _abstention, _missing_data, provenance_section, _notes]
     return [s for build in builders if (s := build(report)) is not None]
 
 
