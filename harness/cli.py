@@ -37,6 +37,9 @@ def _progress(parser: argparse.ArgumentParser) -> None:
 def _add_demo(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("demo", help="bundled items -> local model -> scores -> report, offline")
     p.add_argument("--out", default="runs/demo", help="folder for the store and report")
+    p.add_argument("--probes", action="store_true",
+                   help="also every contamination probe on a contaminated and a clean emulated "
+                        "model that know the demo items (in-process emulators)")
     _progress(p)
 
 
@@ -420,7 +423,7 @@ def _bench(args: argparse.Namespace) -> int:
 def _demo(args: argparse.Namespace) -> int:
     from harness.jobs.demo import demo
 
-    return demo(args.out, no_progress=args.no_progress)
+    return demo(args.out, no_progress=args.no_progress, probes=args.probes)
 
 
 HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {

@@ -42,3 +42,15 @@ def test_the_api_returns_the_summary_instead_of_printing_it(tmp_path, capsys):
     assert result.exit_status == 0 and result.summary[-1] == "ollama-m: 3/3 answered"
     assert api.sql("SELECT count(*) FROM answers", store=store).rows == [(3,)]
     assert "ollama-m: 3/3 answered" not in capsys.readouterr().out.splitlines()  # only the display
+
+
+def test_the_api_runs_a_probe_with_its_parameters(tmp_path):
+    from harness import api
+
+    store = tmp_path / "s.duckdb"
+    with run_emulator(EmulatorSettings()) as emu:
+        config = write_config(tmp_path, [model_entry("ollama", emu)], items=2)
+        options = api.ProbeOptions(no_progress=True, handle_signals=False, parameters={"samples": 3})
+        result = api.probe("cdd", config, store=store, options=options)
+    assert result.exit_status == 0 and (result.samples_stored, result.cells_scored) == (8, 2)
+    assert api.sql("SELECT count(*) FROM probe_samples", store=store).rows == [(8,)]

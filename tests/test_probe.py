@@ -164,3 +164,29 @@ def test_command_line_probe_with_parameters_and_a_bad_one(tmp_path, emulator, co
     assert "probe cdd" in out and "8 samples stored, 2 cells scored" in out
     status, out, err = contam("probe", "cdd", config, "--store", store, "--xi", "2")
     assert status == 2 and err.count("\n") == 1 and "--xi must be" in err
+
+
+def test_journal_replay_tells_two_requests_of_one_cell_apart(tmp_path):
+    """Two replies of one (run, item, model, attempt 1) that differ in prompt or samples: the
+    store has the first; replay adds the second instead of taking it for the first."""
+    from harness.store.journal import Journal, journal_path
+
+    store_path = tmp_path / "s.duckdb"
+    attempt = {"run_id": "r", "item_id": "i", "model": "m", "attempt": 1, "outcome": "ok"}
+    greedy = {"attempts": [{**attempt, "variant": "greedy", "samples": [0]}],
+              "probe_samples": [{"probe": "cdd", "params_sha256": "p", "item_id": "i", "model": "m",
+                                 "variant": "greedy", "sample": 0, "text": "a"}]}
+    sampled = {"attempts": [{**attempt, "variant": "sample", "samples": [0, 1]}],
+               "probe_samples": [{"probe": "cdd", "params_sha256": "p", "item_id": "i", "model": "m",
+                                  "variant": "sample", "sample": n, "text": "b"} for n in (0, 1)]}
+    with Store(store_path) as store:
+        for table, rows in greedy.items():
+            store.append(table, rows)
+    journal = Journal(journal_path(store_path))
+    journal.append(greedy)
+    journal.append(sampled)
+    journal.close(committed=False)
+    with Store(store_path) as store:
+        assert store.replayed == 1
+        assert store.query("SELECT variant, count(*) FROM probe_samples GROUP BY 1 ORDER BY 1") == [
+            ("greedy", 1), ("sample", 2)]

@@ -10,6 +10,10 @@
    (answer, reference) pairs of the store, because bert-score ships no baseline for that model;
 4. the report (JSON, Markdown, HTML) and its figures are written to ``OUT``.
 
+``--probes`` adds, before the report, every contamination probe on two emulated models that know
+the demo items, a contaminated and a clean one (:mod:`harness.jobs.demo_probes`): the report then
+has its probes section.
+
 There are no human or judge labels in the demo, so the report's accuracy sections are absent and
 say so; the demo prints the surface metrics per title instead of pretending to grade.
 
@@ -44,7 +48,7 @@ STORE_NAME = "contam.duckdb"
 CONFIG_NAME = "demo.toml"
 
 
-def demo(out_dir: str = "runs/demo", *, no_progress: bool = False) -> int:
+def demo(out_dir: str = "runs/demo", *, no_progress: bool = False, probes: bool = False) -> int:
     """``contam demo``: narrates each step on stdout as it goes (it takes a minute); returns the
     exit status."""
     started = time.monotonic()
@@ -56,10 +60,15 @@ def demo(out_dir: str = "runs/demo", *, no_progress: bool = False) -> int:
         if status != 0:
             return status
         _score(store, no_progress=no_progress)
+        if probes:
+            from harness.jobs.demo_probes import demo_probes
+
+            status = demo_probes(store, demo_items_path(), config.system_prompt,
+                                 no_progress=no_progress)
         report_files = _report(store, out)
         _print_summary(store)
     _print_where(out, report_files, time.monotonic() - started)
-    return 0
+    return status
 
 
 def _out_dir(name: str) -> Path:

@@ -78,12 +78,12 @@ def make_probe(kind: str, config: RunConfig, parameters: dict[str, Any]) -> Gene
         raise UserError(f"contam probe {kind}: {exc}") from None
 
 
-def probe(kind: str, config_path: str | Path, *, store: str | None = None,
+def probe(kind: str, config_path: str | Path, *, store: str | Path | None = None,
           options: ProbeOptions | None = None) -> ProbeResult:
     """``contam probe``: every selected model asks the probe's prompts until every sample of
     every item in scope is in, and each complete cell is scored."""
     options = options or ProbeOptions()
-    config = load_config(config_path, store_flag=store)
+    config = load_config(config_path, store_flag=str(store) if store else None)
     specs = config.select(options.models)
     if not specs:
         raise UserError(f"{config.path}: no [[models]] to probe")

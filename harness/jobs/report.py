@@ -113,6 +113,6 @@ def _make_folder(out: Path) -> None:
 
 def _figure_pngs(report: dict[str, Any], out: Path | None = None, titles: bool = False) -> dict[str, bytes]:
     """Each figure as PNG bytes (what the HTML embeds); with ``out``, also saved as PNG and PDF."""
-    from harness.report import figures
+    from harness.report import figures, probe_figures
 
-    return figures.export(report, titles, out)
+    return {**figures.export(report, titles, out), **probe_figures.export(report, out)}

@@ -31,7 +31,7 @@ from scipy import stats as sps
 
 from harness import __version__
 from harness.errors import UserError
-from harness.report import contamination, provenance, stats
+from harness.report import contamination, probes, provenance, stats
 from harness.store import Store, utc_now
 
 __all__ = ["build_report", "parse_contrast", "figure_regime", "LABELS", "METRICS"]
@@ -137,6 +137,7 @@ def _extras(store, cells, frame, contrast, raters, regimes, overall, notes) -> d
         "answer_length": _answer_length(cells, order),
         "meta": _meta(store, frame),
         "provenance": provenance.provenance(store),
+        "probes": probes.build(store, contrast, notes),
     }
 
 
@@ -159,8 +160,8 @@ def parse_contrast(text: str) -> tuple[str, str]:
 def _require_data(store: Store) -> None:
     if store.count("latest_items") == 0:
         raise UserError(f"{store.path}: the store has no items; import items first")
-    if store.count("latest_answers") + store.count("latest_labels") == 0:
-        raise UserError(f"{store.path}: the store has no answers or labels to report on")
+    if store.count("latest_answers") + store.count("latest_labels") + store.count("probe_scores") == 0:
+        raise UserError(f"{store.path}: the store has no answers, labels or probe scores to report on")
 
 
 def _require_subsets(store: Store, contrast: tuple[str, str]) -> None:

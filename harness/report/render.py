@@ -18,6 +18,7 @@ from string import Template
 from harness.report.analysis import METRICS, figure_regime
 from harness.report.format import (DASH, PNG_DPI, Section, Table, fmt_ci, fmt_num, fmt_or, fmt_p, fmt_pct,
                                    is_missing, md_cell, user)
+from harness.report import probe_figures, probes
 from harness.report.sections import contamination_section, provenance_section
 
 __all__ = ["sections", "render_markdown", "render_html", "figure_caption", "note_heading"]
@@ -53,7 +54,8 @@ def figure_caption(name: str, report: dict) -> str:
         return ("Figure 3. The same answers under each scoring regime in the store, one panel each, models "
                 "in name order (no human labels); score-mean panels have 95% BCa bootstrap bars on their "
                 "own scale.")
-    return _CAPTIONS.get((name, regime), f"{name}: nothing to draw (no labels or scores in the store).")
+    return _CAPTIONS.get((name, regime)) or probe_figures.caption(name) or (
+        f"{name}: nothing to draw (no labels or scores in the store).")
 
 
 def sections(report: dict) -> list[Section]:
@@ -65,8 +67,9 @@ def sections(report: dict) -> list[Section]:
     leading = {"human": [_overall, _per_title, _gap], "judge": [_judge, _judge_gap]}.get(regime, [])
     builders = [_overview, *leading, contamination_section, _surface, _mcnemar, _regimes,
                 *([_judge] if regime == "human" else []), _agreement, _inter_annotator, _metric_validity,
-                _abstention, _missing_data, provenance_section, _notes]
-    return [s for build in builders if (s := build(report)) is not None]
+                _abstention, _missing_data, probes.sections, provenance_section, _notes]
+    built = [build(report) for build in builders]  # a Section, None, or a list (the probes')
+    return [s for b in built for s in (b if isinstance(b, list) else [b]) if s is not None]
 
 
 def _overview(report: dict) -> Section:
