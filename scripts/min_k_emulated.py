@@ -62,10 +62,10 @@ def one_profile(profile: str, items: Path, out: Path, models: int) -> None:
     assert main(["report", "--store", str(folder / "min-k.duckdb"), "--out", str(folder / "report")]) == 0
     report = json.loads((folder / "report" / "report.json").read_text("utf-8"))
     print(f"\n{profile}: probe min-k of {models} models x {len(knowledge.items)} items in {wall:.1f} s")
-    for row in report["min_k"]["rows"]:
+    for row in report["probes"]["min-k"]["rows"]:
         print(f"  {row['model']} {row['metric']}: AUC {row['auc']:.3f} "
               f"[{row['auc_ci_low']:.3f}, {row['auc_ci_high']:.3f}], p {row['mannwhitney_p']:.2g}")
-    print(f"  figure: {folder / 'report' / 'fig_min_k_distributions.png'}")
+    print(f"  figure: {folder / 'report' / 'fig_probe_min_k.png'}")
 
 
 def parse_args() -> argparse.Namespace:

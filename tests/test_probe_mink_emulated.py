@@ -28,10 +28,10 @@ def _setup(tmp_path, emu, models=("vllm-a", "vllm-b")):
 
 
 def _part(tmp_path):
-    from harness.report.probe_mink import min_k_part
+    from harness.report.probe_mink import build
 
     with Store(tmp_path / "store.duckdb", read_only=True) as store:
-        return min_k_part(store)
+        return build(store)
 
 
 @pytest.fixture

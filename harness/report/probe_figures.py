@@ -11,13 +11,14 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 
-from harness.report import probe_cdd, probe_cdd_figure
+from harness.report import probe_cdd, probe_cdd_figure, probe_mink, probe_mink_figure
 from harness.report.figures import STYLE, close, png_bytes, save_pdf
 
 __all__ = ["FIGURES", "caption", "draw", "export"]
 
 FIGURES: dict[str, tuple[str, Callable[[dict], Figure], str]] = {
     probe_cdd.FIGURE: (probe_cdd.KIND, probe_cdd_figure.flagged_shares, probe_cdd_figure.CAPTION),
+    probe_mink.FIGURE: (probe_mink.KIND, probe_mink_figure.distributions, probe_mink_figure.CAPTION),
 }
 
 

@@ -1,5 +1,6 @@
-"""The min-k probe's part of the report: per model, score and k, the Min-K% / Min-K%++ scores of the
-documented and the undocumented subset, and how well each score tells them apart.
+"""The min-k probe's part of the report (``report["probes"]["min-k"]``): per model, score and k, the
+Min-K% / Min-K%++ scores of the documented and the undocumented subset, and how well each score
+tells them apart.
 
 The score is taken as a classifier of "documented" (higher = more likely seen in training, the
 papers' direction): its ROC-AUC is the Mann-Whitney U of the documented scores over the
@@ -9,8 +10,8 @@ documented and the undocumented items independently (:data:`RESAMPLES` resamples
 :data:`SEED`, scipy's ``bootstrap``), so a rebuilt report has the same interval. A text with no
 score (fewer tokens than 1/k, stored NULL) is left out and counted.
 
-:func:`min_k_part` reads the store into ``report["min_k"]``; :func:`min_k_section` renders it;
-the figure is :func:`harness.report.probe_mink_figure.min_k_distributions`.
+:func:`build` reads the store, :func:`section` renders the part (both listed in
+:mod:`harness.report.probes`); the figure is :mod:`harness.report.probe_mink_figure`'s.
 """
 
 from __future__ import annotations
@@ -27,17 +28,13 @@ from harness.report.format import DASH, Section, Table, fmt_num, fmt_p, is_missi
 from harness.report.stats import roc_auc
 from harness.store import Store
 
-__all__ = ["min_k_part", "min_k_section", "auc_interval", "RESAMPLES", "SEED", "FIGURE",
-           "FIGURE_CAPTION"]
+__all__ = ["KIND", "FIGURE", "build", "section", "auc_interval", "RESAMPLES", "SEED"]
 
 RESAMPLES = 2000
 SEED = 0
 CONFIDENCE = 0.95
-FIGURE = "fig_min_k_distributions"
-FIGURE_CAPTION = ("Min-K% (and Min-K%++ for local models) of each item's text per model: the "
-                  "documented and the undocumented subset, boxes with every item as a point; the "
-                  "ROC-AUC of documented vs undocumented and its 95% percentile-bootstrap "
-                  "interval head each panel.")
+KIND = "min-k"
+FIGURE = "fig_probe_min_k"
 NAMES = {"min_k": "Min-K%", "min_k_pp": "Min-K%++"}
 
 _SCORES_SQL = """
@@ -51,9 +48,9 @@ ORDER BY s.model, s.metric, s.item_id
 """
 
 
-def min_k_part(store: Store, documented: str = "official",
-               undocumented: str = "fan") -> dict[str, Any] | None:
-    """``report["min_k"]``: None when the store holds no min-k scores of the two subsets."""
+def build(store: Store, contrast: tuple[str, str] = ("official", "fan")) -> dict[str, Any] | None:
+    """The part, or None when the store holds no min-k scores of the two subsets."""
+    documented, undocumented = contrast
     groups: defaultdict[tuple, dict[str, list]] = defaultdict(lambda: defaultdict(list))
     for row in store.query_dicts(_SCORES_SQL, [documented, undocumented]):
         params = orjson.loads(row["params"])
@@ -63,8 +60,7 @@ def min_k_part(store: Store, documented: str = "official",
         return None
     rows = [_row(key, values.get(documented, []), values.get(undocumented, []))
             for key, values in sorted(groups.items())]
-    return {"contrast": {"documented": documented, "undocumented": undocumented},
-            "resamples": RESAMPLES, "seed": SEED, "confidence": CONFIDENCE, "rows": rows}
+    return {"resamples": RESAMPLES, "seed": SEED, "confidence": CONFIDENCE, "rows": rows}
 
 
 def _row(key: tuple, documented: list, undocumented: list) -> dict[str, Any]:
@@ -113,11 +109,8 @@ def auc_interval(doc: list[float], undoc: list[float]) -> tuple[float, float]:
 
 # -- rendering ------------------------------------------------------------------------------------
 
-def min_k_section(report: dict) -> Section | None:
-    part = report.get("min_k")
-    if not part:
-        return None
-    contrast = part["contrast"]
+def section(part: dict[str, Any], report: dict[str, Any]) -> Section:
+    contrast = report["contrast"]
     paragraphs = [
         f"**Min-K% and Min-K%++** (Shi et al. 2023; Zhang et al. 2024): the mean log-probability "
         "(Min-K%++: standardised against the model's next-token distribution) of the k% least "
@@ -136,7 +129,7 @@ def min_k_section(report: dict) -> Section | None:
     table = Table(["Model", "Score", "k", "n (doc / undoc)", "Median doc", "Median undoc",
                    "ROC-AUC", f"{part['confidence']:.0%} CI", "p"], rows,
                   "Min-K% / Min-K%++ per model: documented vs undocumented items.")
-    return Section("Min-K% probe (token log-probabilities)", paragraphs, [table], [FIGURE])
+    return Section("Probe: min-k (token log-probabilities)", paragraphs, [table], [FIGURE])
 
 
 def _ci(row: dict) -> str:

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from harness.report import probe_cdd
+from harness.report import probe_cdd, probe_mink
 from harness.report.format import Section
 from harness.store import Store
 
@@ -31,6 +31,7 @@ class ProbePart:
 
 PARTS: list[ProbePart] = [
     ProbePart(probe_cdd.KIND, probe_cdd.build, probe_cdd.section),
+    ProbePart(probe_mink.KIND, probe_mink.build, probe_mink.section),
 ]
 
 
