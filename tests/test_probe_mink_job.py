@@ -114,6 +114,17 @@ def test_bad_options_are_one_line_errors(tmp_path, tiny_folder, contam, args, me
     assert status == 2 and re.search(message, err) and len(err.strip().splitlines()) == 1
 
 
+def test_the_api_probes_min_k_and_returns_the_summary(tmp_path, tiny_folder, capsys):
+    from harness import api
+
+    options = api.MinKOptions(k=0.5, no_progress=True, limit=2, handle_signals=False)
+    result = api.probe_min_k(_config(tmp_path, tiny_folder), options=options)
+    assert result.exit_status == 0 and "tiny: 2/2 texts scored" in result.summary
+    assert "tiny: 2/2 texts scored" not in capsys.readouterr().out  # only the display prints
+    params = _rows(tmp_path / "store.duckdb", "SELECT params FROM probe_params")
+    assert [json.loads(r["params"])["k"] for r in params] == [0.5]
+
+
 def test_the_scorer_face_keeps_the_providers_served_model_check(tiny_folder):
     """TextScorer answers the engine's generate with the wrapped provider's scores."""
     from harness.jobs.probe_mink import ScoredReply, TextScorer
