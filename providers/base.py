@@ -194,10 +194,18 @@ class Provider:
             raise Fatal(f"model {self.spec.name!r}: {request.samples} completions asked of one "
                         f"{self.spec.provider} request; it carries at most {self.max_samples}")
 
+    # Where ``text_logprobs`` gets its numbers, as the min-k probe's parameters name it:
+    # "forward" (a forward pass: the whole next-token distribution too), "prompt_logprobs" (a
+    # server's, each token's own only); None: this provider gives none.
+    text_logprobs_source: str | None = None
+
     @classmethod
     def text_logprobs_refusal(cls, spec: ModelSettings) -> str | None:
         """Why ``spec`` cannot give the log-probabilities of a given text's tokens (min-k), in one
-        line, or None when it can; asked before anything is sent. Default: it cannot."""
+        line, or None when it can; asked before anything is sent. Default: it can exactly when
+        the class names a :attr:`text_logprobs_source`."""
+        if cls.text_logprobs_source is not None:
+            return None
         return (f"model {spec.name!r}: provider {spec.provider!r} gives no log-probabilities of a "
                 "given text")
 

@@ -357,6 +357,8 @@ def _reply(loaded: _Loaded, new_tokens: list[int], prompt_length: int, *, hit_li
 class LocalProvider(Provider):
     """One configured local model. The weights load on first use (or in :meth:`preflight`)."""
 
+    text_logprobs_source = "forward"  # the whole next-token distribution: Min-K%++ too
+
     def __init__(self, spec: ModelSettings, client: Any = None) -> None:
         # ``client`` is the engine's httpx client, handed to every provider; nothing here is HTTP.
         self.spec = spec
@@ -397,11 +399,6 @@ class LocalProvider(Provider):
                         "model is needed to ask it questions")
         work = partial(_generate_blocking, loaded, request, self._limits(request))
         return await self._serialised(work, "generation")
-
-    @classmethod
-    def text_logprobs_refusal(cls, spec: ModelSettings) -> str | None:
-        """A local model's forward pass gives every token's log-probability: never refused."""
-        return None
 
     async def text_logprobs(self, text: str) -> TextLogprobs:
         """One forward pass over ``text`` (:mod:`providers.local_logprobs`); the chat template

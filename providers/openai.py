@@ -73,6 +73,8 @@ class OpenAIProvider(HTTPProvider):
                      texts=tuple(texts) if several else (),
                      finish_reasons=tuple(reasons) if several else ())
 
+    text_logprobs_source = "prompt_logprobs"  # vLLM's; each token's own log p only
+
     @classmethod
     def text_logprobs_refusal(cls, spec: ModelSettings) -> str | None:
         """OpenAI's own API is refused; any other server is asked (vLLM returns prompt

@@ -32,7 +32,7 @@ import orjson
 
 from harness.config import ModelSpec, RunConfig, load_config
 from harness.engine.counters import LaneStats
-from harness.engine.lanes import Lane, Task
+from harness.engine.lanes import Accept, Lane, Task
 from harness.engine.writer import Rows
 from harness.errors import UserError
 from harness.jobs.lane_job import (
@@ -100,8 +100,9 @@ def refusals(specs: Sequence[ModelSpec]) -> list[str]:
 
 
 def model_params(spec: ModelSpec, k: float) -> dict[str, Any]:
-    """The probe's parameters for one model: a local model's forward pass, or a server's."""
-    return probe_params(k, "forward" if spec.provider == "local" else "prompt_logprobs")
+    """The probe's parameters for one model, which name where its log-probabilities come from
+    (``Provider.text_logprobs_source``: a forward pass, or a server's prompt_logprobs)."""
+    return probe_params(k, provider_class(spec).text_logprobs_source or "")
 
 
 # -- the run ------------------------------------------------------------------------------------
@@ -135,8 +136,14 @@ def _scoring_options(options: MinKOptions) -> MinKOptions:
 def _lane(store: Store, spec: ModelSpec, params_hash: str, limit: int | None) -> Lane:
     items = pending_items(store.con, spec.name, params_hash, limit)
     tasks = (Task(item_id=item.item_id, model=spec.name, context=params_hash, tags=_TAGS,
-                  request=Request(system="", user=scored_text(item))) for item in items)
+                  request=_scoring_request(item)) for item in items)
     return Lane(spec=spec, total=len(items), tasks=tasks)
+
+
+def _scoring_request(item: ProbeItem) -> Request:
+    """The text to score, as the engine carries it. Nothing is generated (a vLLM server makes one
+    token): the output limit of 1 keeps the lane's token bucket from counting an answer's worth."""
+    return Request(system="", user=scored_text(item), max_output_tokens=1)
 
 
 _PENDING_SQL = """
@@ -201,7 +208,7 @@ class TextScorer(Provider):
                            http_status=scored.http_status, scored=scored)
 
 
-def _accept(run_id: str, specs: Sequence[ModelSpec], k: float):
+def _accept(run_id: str, specs: Sequence[ModelSpec], k: float) -> Accept:
     """What is kept of a scored text: the scores and the audit row, in one transaction."""
     by_label = {spec.name: spec for spec in specs}
 
@@ -211,15 +218,20 @@ def _accept(run_id: str, specs: Sequence[ModelSpec], k: float):
                "item_id": task.item_id, "model": task.model, "created_at": utc_now()}
         scores = [{**key, "metric": s.metric, "value": s.value,
                    "detail": orjson.dumps(s.detail).decode()} for s in probe_scores(reply.scored, k)]
-        spec = by_label[task.model]
-        sample = {**key, "variant": "tokens", "sample": 0, "provider": spec.provider,
-                  "provider_model": spec.model, "served_model": reply.served_model,
-                  "prompt_sha256": sha256_text(task.request.user),
-                  "input_tokens": reply.input_tokens, "output_tokens": 0, "latency_s": latency_s,
-                  "detail": orjson.dumps(_audit(reply.scored)).decode()}
+        sample = _sample_row(key, by_label[task.model], task, reply, latency_s)
         return {"probe_scores": scores, "probe_samples": [sample]}
 
     return accept
+
+
+def _sample_row(key: dict[str, Any], spec: ModelSpec, task: Task, reply: ScoredReply,
+                latency_s: float) -> dict[str, Any]:
+    """The audit row of one scored text: which text, which model served it, every token's value."""
+    return {**key, "variant": "tokens", "sample": 0, "provider": spec.provider,
+            "provider_model": spec.model, "served_model": reply.served_model,
+            "prompt_sha256": sha256_text(task.request.user), "input_tokens": reply.input_tokens,
+            "output_tokens": 0, "latency_s": latency_s,
+            "detail": orjson.dumps(_audit(reply.scored)).decode()}
 
 
 def _audit(scored: TextLogprobs) -> dict[str, Any]:
