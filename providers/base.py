@@ -170,6 +170,8 @@ class Provider:
     # multi-sample field's limit, 1 where it has none (the probe job then sends one request per
     # completion).
     max_samples: int = 1
+    # Whether it can sample at a temperature above 0 (a local model decodes greedily only).
+    can_sample: bool = True
 
     @classmethod
     def resolve_key(cls, spec: ModelSettings) -> str | None:

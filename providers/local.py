@@ -357,6 +357,7 @@ def _reply(loaded: _Loaded, new_tokens: list[int], prompt_length: int, *, hit_li
 class LocalProvider(Provider):
     """One configured local model. The weights load on first use (or in :meth:`preflight`)."""
 
+    can_sample = False  # greedy decoding only
     text_logprobs_source = "forward"  # the whole next-token distribution: Min-K%++ too
 
     def __init__(self, spec: ModelSettings, client: Any = None) -> None:

@@ -3,7 +3,7 @@ clean run and a run killed with SIGKILL and resumed; prints requests sent agains
 wall time, and what the resumed probe asked against what the store lacked.
 
     .venv/bin/python scripts/bench_probe.py [--items 400] [--samples 20] [--latency-ms 50]
-                                            [--concurrency 32] [--kill-at 0.4]
+                                            [--concurrency 32] [--kill-at 0.1]
 
 The emulator runs in this process (so it outlives the kill); `contam probe cdd` runs as a child.
 OpenAI asks each item's samples as one request (``n``), Gemini in requests of at most 8
@@ -110,10 +110,14 @@ def clean_run(folder: Path, ledger: Ledger, args: argparse.Namespace, config: Pa
     rows, scored = store_rows(store)
     print(f"clean run: exit {status}, wall {wall:.1f} s, {sum(requests.values())} requests "
           f"answered for {sum(samples.values())} samples; store: {rows} samples, {scored} cells scored")
+    per_protocol(requests, samples)
+    return rows
+
+
+def per_protocol(requests: Counter[str], samples: Counter[str]) -> None:
     for protocol in PROTOCOLS:
         print(f"  {protocol:<9} {requests[protocol]:>6} requests  {samples[protocol]:>6} samples  "
               f"({samples[protocol] / max(requests[protocol], 1):.1f} per request)")
-    return rows
 
 
 def killed_run(folder: Path, ledger: Ledger, args: argparse.Namespace, config: Path,
@@ -146,6 +150,7 @@ def resume(store: Path, ledger: Ledger, args: argparse.Namespace, config: Path, 
     print(f"resumed run: exit {status}, wall {wall:.1f} s, {sum(requests.values())} requests asking "
           f"{sum(samples.values())} samples (the store lacked {left}); store: {rows} samples, "
           f"{scored} cells scored, {missing(config, store, args.samples)} missing")
+    per_protocol(requests, samples)
     return status == 0 and sum(samples.values()) == left
 
 
@@ -155,7 +160,9 @@ def main() -> int:
     parser.add_argument("--samples", type=int, default=20)
     parser.add_argument("--latency-ms", type=float, default=50.0)
     parser.add_argument("--concurrency", type=int, default=32)
-    parser.add_argument("--kill-at", type=float, default=0.4)
+    parser.add_argument("--kill-at", type=float, default=0.1,
+                        help="kill once this share of a whole run's requests is answered (early "
+                             "enough that every protocol still has work, n and candidateCount too)")
     args = parser.parse_args()
     ledger = Ledger()
     settings = EmulatorSettings(latency_ms=args.latency_ms, record=False, on_sent=ledger)
@@ -165,7 +172,8 @@ def main() -> int:
         expected = args.items * (args.samples + 1) * len(PROTOCOLS)
         print(f"cdd: {args.items} items x {len(PROTOCOLS)} models, 1 greedy + {args.samples} "
               f"samples each = {expected} samples; emulator latency {args.latency_ms:g} ms, "
-              f"concurrency {args.concurrency} per model")
+              f"concurrency {args.concurrency} per model; {os.cpu_count()} CPUs, load average "
+              f"{os.getloadavg()[0]:.1f}")
         rows = clean_run(folder, ledger, args, config)
         whole = sum(ledger.requests.values())
         ok = rows == expected and killed_run(folder, ledger, args, config, whole)

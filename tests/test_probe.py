@@ -190,3 +190,19 @@ def test_journal_replay_tells_two_requests_of_one_cell_apart(tmp_path):
         assert store.replayed == 1
         assert store.query("SELECT variant, count(*) FROM probe_samples GROUP BY 1 ORDER BY 1") == [
             ("greedy", 1), ("sample", 2)]
+
+
+def test_samples_per_request_lowers_the_apis_limit(tmp_path, emulator):
+    emu = emulator()
+    config = demo_config(tmp_path, [model_entry("openai", emu, samples_per_request=6)])
+    assert probe_inprocess(config, tmp_path / "s.duckdb", limit=1, parameters={"samples": 20}).status == 0
+    assert sorted(asked_samples(c) for c in generate_calls(emu)) == [1, 2, 6, 6, 6]
+
+
+def test_a_greedy_only_local_model_is_refused_in_one_line_before_anything_is_sent(tmp_path):
+    config = demo_config(tmp_path, [{"name": "smol", "provider": "local", "model": "smollm2",
+                                     "params": {"device": "cpu"}}])
+    run = probe_inprocess(config, tmp_path / "s.duckdb", limit=2)
+    assert run.status == 1 and "decode greedily" in run.out
+    with Store(tmp_path / "s.duckdb", read_only=True) as store:
+        assert store.count("attempts") == store.count("probe_samples") == 0

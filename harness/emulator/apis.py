@@ -1,4 +1,6 @@
-"""The four API dialects the emulator speaks: how each reads a call and spells each answer.
+"""The API dialects the emulator speaks (OpenAI and Gemini here; Anthropic and Ollama in
+:mod:`harness.emulator.apis_single`, all four in :data:`harness.emulator.dialects.DIALECTS`): how
+each reads a call and spells each answer.
 
 Every reply and error body here follows the provider's documented (and observed) shape closely
 enough that the official openai, anthropic, google-genai and ollama clients parse it. The
@@ -9,7 +11,6 @@ decides how that answer looks on the wire for its API.
 from __future__ import annotations
 
 import itertools
-import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -27,11 +28,12 @@ __all__ = [
     "Dialect",
     "OpenAIDialect",
     "GeminiDialect",
-    "AnthropicDialect",
-    "OllamaDialect",
-    "DIALECTS",
     "json_reply",
     "proto_duration",
+    "text_of",
+    "bearer",
+    "now_rfc3339",
+    "next_id",
 ]
 
 
@@ -100,7 +102,7 @@ def _go_duration(seconds: float) -> str:
     return f"{int(minutes)}m{rest_text}s" if minutes else f"{rest_text}s"
 
 
-def _text_of(content: Any) -> str:
+def text_of(content: Any) -> str:
     """A message content that is a string or a list of ``{"type": "text", "text": ...}`` parts."""
     if isinstance(content, str):
         return content
@@ -126,12 +128,12 @@ def _sample_count(value: Any) -> int:
     return value
 
 
-def _bearer(headers: dict[str, str]) -> str | None:
+def bearer(headers: dict[str, str]) -> str | None:
     auth = headers.get("authorization", "")
     return auth[7:] if auth.lower().startswith("bearer ") else None
 
 
-def _now_rfc3339(offset_s: float = 0.0) -> str:
+def now_rfc3339(offset_s: float = 0.0) -> str:
     when = datetime.now(timezone.utc) + timedelta(seconds=offset_s)
     return when.strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -139,7 +141,7 @@ def _now_rfc3339(offset_s: float = 0.0) -> str:
 _ids = itertools.count(1)
 
 
-def _next_id() -> str:
+def next_id() -> str:
     return f"{next(_ids):012x}"
 
 
@@ -203,11 +205,11 @@ class OpenAIDialect(Dialect):
         messages = body.get("messages")
         if not isinstance(messages, list) or not messages:
             raise BadCall("'messages' must be a non-empty array")
-        system = "".join(_text_of(m.get("content")) for m in messages
+        system = "".join(text_of(m.get("content")) for m in messages
                          if m.get("role") in ("system", "developer"))
-        users = [_text_of(m.get("content")) for m in messages if m.get("role") == "user"]
+        users = [text_of(m.get("content")) for m in messages if m.get("role") == "user"]
         limit = body.get("max_completion_tokens") or body.get("max_tokens")
-        key = _bearer(headers)
+        key = bearer(headers)
         return Call("openai", body["model"], system, users[-1] if users else "", limit, key,
                     body.get("temperature"), _sample_count(body.get("n")))
 
@@ -218,7 +220,7 @@ class OpenAIDialect(Dialect):
                     "logprobs": None, "finish_reason": "length" if answer.truncated else "stop"}
                    for n, answer in enumerate(answers)]
         return json_reply(200, {
-            "id": f"chatcmpl-emu{_next_id()}", "object": "chat.completion",
+            "id": f"chatcmpl-emu{next_id()}", "object": "chat.completion",
             "created": int(time.time()), "model": served,
             "choices": choices,
             "usage": {"prompt_tokens": input_tokens, "completion_tokens": output_tokens,
@@ -228,7 +230,7 @@ class OpenAIDialect(Dialect):
                                                     "accepted_prediction_tokens": 0,
                                                     "rejected_prediction_tokens": 0}},
             "service_tier": "default", "system_fingerprint": "fp_emulator",
-        }, (("x-request-id", f"req_{_next_id()}"),))
+        }, (("x-request-id", f"req_{next_id()}"),))
 
     def _error_body(self, status: int, message: str, kind: str, code: str | None) -> Canned:
         return json_reply(status, {"error": {"message": message, "type": kind, "param": None,
@@ -325,7 +327,7 @@ class GeminiDialect(Dialect):
                               "totalTokenCount": input_tokens + output_tokens,
                               "promptTokensDetails": [{"modality": "TEXT",
                                                        "tokenCount": input_tokens}]},
-            "modelVersion": served, "responseId": f"emu{_next_id()}",
+            "modelVersion": served, "responseId": f"emu{next_id()}",
         })
 
     def _error_body(self, status: int, message: str, details: list[Any] | None = None,
@@ -382,123 +384,3 @@ class GeminiDialect(Dialect):
     def model_missing(self, model: str) -> Canned:
         return self.error(404, f"models/{model} is not found for API version v1beta, or is not "
                                "supported for generateContent.")
-
-
-# ------------------------------------------------------------------------------------ Anthropic
-
-_ANTHROPIC_ERRORS = {400: "invalid_request_error", 401: "authentication_error",
-                     402: "billing_error", 403: "permission_error", 404: "not_found_error",
-                     413: "request_too_large", 429: "rate_limit_error", 500: "api_error",
-                     504: "timeout_error", 529: "overloaded_error"}
-_ANTHROPIC_MESSAGES = {500: "Internal server error", 529: "Overloaded"}
-
-
-class AnthropicDialect(Dialect):
-    name = "anthropic"
-
-    def call_from(self, path_model: str | None, headers: dict[str, str], query: dict[str, str],
-                  body: Any) -> Call:
-        if "anthropic-version" not in headers:
-            raise BadCall("anthropic-version: header is required")
-        if not isinstance(body, dict) or not isinstance(body.get("model"), str):
-            raise BadCall("model: Field required")
-        if not isinstance(body.get("max_tokens"), int):
-            raise BadCall("max_tokens: Field required")
-        messages = body.get("messages")
-        if not isinstance(messages, list) or not messages:
-            raise BadCall("messages: Field required")
-        system = body.get("system") or ""
-        users = [_text_of(m.get("content")) for m in messages if m.get("role") == "user"]
-        return Call("anthropic", body["model"], _text_of(system), users[-1] if users else "",
-                    body["max_tokens"], headers.get("x-api-key") or _bearer(headers),
-                    body.get("temperature"))
-
-    def ok(self, call: Call, *, served: str, answers: Sequence[Completion],
-           input_tokens: int, output_tokens: int) -> Canned:
-        answer = answers[0]  # no multi-sample field
-        return json_reply(200, {
-            "id": f"msg_emu{_next_id()}", "type": "message", "role": "assistant", "model": served,
-            "content": [{"type": "text", "text": answer.text}],
-            "stop_reason": "max_tokens" if answer.truncated else "end_turn", "stop_sequence": None,
-            "usage": {"input_tokens": input_tokens, "cache_creation_input_tokens": 0,
-                      "cache_read_input_tokens": 0, "output_tokens": output_tokens,
-                      "service_tier": "standard"},
-        }, (("request-id", f"req_emu{_next_id()}"),))
-
-    def _error_body(self, status: int, message: str,
-                    headers: tuple[tuple[str, str], ...] = ()) -> Canned:
-        kind = _ANTHROPIC_ERRORS.get(status, "api_error" if status >= 500 else "invalid_request_error")
-        return json_reply(status, {"type": "error", "error": {"type": kind, "message": message},
-                                   "request_id": f"req_emu{_next_id()}"}, headers)
-
-    def error(self, status: int, message: str | None = None) -> Canned:
-        return self._error_body(status, message or _ANTHROPIC_MESSAGES.get(status, f"HTTP {status}"))
-
-    def rate_limited(self, call: Call, hint: Hint) -> Canned:
-        limit = f"{hint.limit:g}" if hint.limit else "1"
-        headers = (("retry-after", hint.header),
-                   ("anthropic-ratelimit-requests-limit", limit),
-                   ("anthropic-ratelimit-requests-remaining", "0"),
-                   ("anthropic-ratelimit-requests-reset", _now_rfc3339(math.ceil(hint.seconds))))
-        return self._error_body(
-            429, f"This request would exceed the rate limit for your organization (emulator) of "
-                 f"{limit} requests per minute. For details, refer to: "
-                 "https://docs.claude.com/en/api/rate-limits.", headers)
-
-    def quota_exhausted(self, call: Call, per_day: int | None) -> Canned:
-        tomorrow = (datetime.now(timezone.utc) + timedelta(days=1)).strftime("%Y-%m-%d")
-        return self._error_body(400, "You have reached your specified API usage limits. You will "
-                                     f"regain access on {tomorrow} at 00:00 UTC.")
-
-    def unauthorized(self, key: str | None) -> Canned:
-        return self._error_body(401, "invalid x-api-key" if key else "x-api-key header is required")
-
-    def model_missing(self, model: str) -> Canned:
-        return self.error(404, f"model: {model}")
-
-
-# --------------------------------------------------------------------------------------- Ollama
-
-class OllamaDialect(Dialect):
-    name = "ollama"
-
-    def call_from(self, path_model: str | None, headers: dict[str, str], query: dict[str, str],
-                  body: Any) -> Call:
-        if not isinstance(body, dict) or not body.get("model"):
-            raise BadCall("model is required")
-        options = body.get("options") or {}
-        key = _bearer(headers)
-        return Call("ollama", str(body["model"]), str(body.get("system") or ""),
-                    str(body.get("prompt") or ""), options.get("num_predict"), key,
-                    options.get("temperature"))
-
-    def ok(self, call: Call, *, served: str, answers: Sequence[Completion],
-           input_tokens: int, output_tokens: int) -> Canned:
-        answer = answers[0]  # no multi-sample field
-        return json_reply(200, {
-            "model": served,
-            "created_at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
-            "response": answer.text, "done": True,
-            "done_reason": "length" if answer.truncated else "stop",
-            "context": [1, 2, 3], "total_duration": 1_000_000, "load_duration": 100_000,
-            "prompt_eval_count": input_tokens, "prompt_eval_duration": 200_000,
-            "eval_count": output_tokens, "eval_duration": 700_000,
-        })
-
-    def error(self, status: int, message: str | None = None) -> Canned:
-        return json_reply(status, {"error": message or f"HTTP {status}"})
-
-    def rate_limited(self, call: Call, hint: Hint) -> Canned:
-        return json_reply(429, {"error": "too many requests, please retry later"},
-                          (("retry-after", hint.header),))
-
-    def quota_exhausted(self, call: Call, per_day: int | None) -> Canned:
-        return self.error(429, "you (emulator) have reached your weekly usage limit, upgrade for "
-                               "higher limits: https://ollama.com/upgrade")
-
-    def unauthorized(self, key: str | None) -> Canned:
-        return self.error(401, "unauthorized")
-
-
-DIALECTS: dict[str, Dialect] = {d.name: d for d in (OpenAIDialect(), GeminiDialect(),
-                                                     AnthropicDialect(), OllamaDialect())}

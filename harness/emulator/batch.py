@@ -21,7 +21,8 @@ from typing import Any
 
 import orjson
 
-from harness.emulator.apis import DIALECTS, BadCall, Canned, Dialect, json_reply
+from harness.emulator.apis import BadCall, Canned, Dialect, json_reply
+from harness.emulator.dialects import DIALECTS
 
 # The server's request record (harness.emulator.server.RecordedRequest: method, path, headers,
 # body, raw_body) and application; not imported, as the server imports this module.

@@ -35,9 +35,8 @@ from datetime import datetime, timedelta, timezone
 from email.utils import format_datetime
 from typing import Any
 
-from harness.emulator.apis import (
-    DIALECTS, BadCall, Call, Canned, Completion, Dialect, Hint, json_reply,
-)
+from harness.emulator.apis import BadCall, Call, Canned, Completion, Dialect, Hint, json_reply
+from harness.emulator.dialects import DIALECTS
 from harness.emulator.batch import BatchServer
 from harness.emulator.http import HTTPServer, Unparseable
 from harness.emulator.knowledge import Knowledge

@@ -135,7 +135,7 @@ def refuse_missing_keys(lanes: Sequence[Lane | BatchLane]) -> None:
     """Each lane whose key is missing is marked refused: reported once, before anything is sent,
     and never started; the others go on."""
     for lane in lanes:
-        lane.refused = missing_key(lane.spec)
+        lane.refused = lane.refused or missing_key(lane.spec)  # a job's own refusal stands
 
 
 def recovered_lines(store: Store) -> list[str]:

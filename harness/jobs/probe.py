@@ -33,7 +33,7 @@ from harness.jobs.lane_job import (
     run_row,
 )
 from harness.jobs.probe_work import (
-    ProbePlan, missing_count, pending_tasks, record_params, sample_rows, score_complete,
+    ProbePlan, missing_count, pending_tasks, record_params, refusal, sample_rows, score_complete,
 )
 from harness.jobs.run import RunOptions, import_config_items, summary_lines
 from harness.prompts import USER_TEMPLATE
@@ -140,8 +140,9 @@ def _in_batch_mode(store: Store, spec: ModelSpec, options: ProbeOptions, purpose
 
 
 def _lane(store: Store, plan: ProbePlan, spec: ModelSpec) -> Lane:
-    tasks = pending_tasks(store, plan, spec)
-    return Lane(spec=spec, tasks=tasks, total=len(tasks))
+    refused = refusal(plan, spec)
+    tasks = [] if refused else pending_tasks(store, plan, spec)
+    return Lane(spec=spec, tasks=tasks, total=len(tasks), refused=refused)
 
 
 def _batch_lane(store: Store, plan: ProbePlan, spec: ModelSpec, run_id: str, accept: Accept,

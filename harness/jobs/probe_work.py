@@ -26,11 +26,11 @@ from harness.store import Store, utc_now
 from harness.store.cells import Expected, complete_unscored, first_items, missing_samples, probe_texts
 from harness.text import normalise_answer, sha256_text
 from metrics.probes import GenerationProbe, ProbeItem, ProbePrompt, params_sha256
-from providers.base import Reply, Request
+from providers.base import Fatal, Reply, Request
 from providers.registry import provider_class
 
 __all__ = ["ProbePlan", "samples_per_request", "pending_tasks", "sample_rows", "score_complete",
-           "record_params", "missing_count"]
+           "record_params", "missing_count", "refusal"]
 
 
 @dataclass(frozen=True)
@@ -94,6 +94,16 @@ def _task(spec: ModelSpec, item_id: str, prompt: ProbePrompt, numbers: list[int]
                       samples=len(numbers))
     return Task(item_id=item_id, model=spec.name, request=request,
                 tags={"variant": prompt.variant, "samples": numbers})
+
+
+def refusal(plan: ProbePlan, spec: ModelSpec) -> Fatal | None:
+    """Why ``spec`` cannot run this probe at all (a greedy-only model asked to sample), found
+    before anything is sent; None when it can."""
+    sampled = any(p.temperature for prompts in plan.prompts.values() for p in prompts.values())
+    if sampled and not provider_class(spec).can_sample:
+        return Fatal(f"model {spec.name!r}: {plan.probe.kind} samples at a temperature above 0, "
+                     f"and {spec.provider} models decode greedily")
+    return None
 
 
 def missing_count(store: Store, plan: ProbePlan, spec: ModelSpec) -> int:
