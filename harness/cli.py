@@ -388,7 +388,7 @@ def _sql(args: argparse.Namespace) -> int:
 
 
 def emulator_settings_from_args(args: argparse.Namespace) -> Any:
-    from harness.emulator.server import emulator_settings
+    from harness.emulator.command import emulator_settings
 
     return emulator_settings(latency_ms=args.latency_ms, jitter_ms=args.jitter_ms or 0.0,
                              rpm=args.rpm, faults=args.faults or "", served_model=args.served_model,
@@ -400,7 +400,7 @@ def emulator_settings_from_args(args: argparse.Namespace) -> Any:
 
 
 def _emulator(args: argparse.Namespace) -> int:
-    from harness.emulator.server import banner, serve_until_signal
+    from harness.emulator.command import banner, serve_until_signal
 
     settings = emulator_settings_from_args(args)
     serve_until_signal(settings, args.host, args.port,

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from metrics.probe_cdd import CDDProbe
+from metrics.probe_guided import DEFAULT_DATASET, DEFAULT_SPLIT, GuidedProbe
+from metrics.probe_tsguess import TsGuessProbe
 from metrics.probes import GenerationProbe
 
 __all__ = ["ProbeOption", "ProbeContext", "ProbeKind", "PROBES", "build_probe"]
@@ -55,6 +57,14 @@ def _cdd(context: ProbeContext, **options: Any) -> GenerationProbe:
                     **options)
 
 
+def _ts_guess(context: ProbeContext, **options: Any) -> GenerationProbe:
+    return TsGuessProbe(**options)  # its own prompt (the paper's), not the study's
+
+
+def _guided(context: ProbeContext, **options: Any) -> GenerationProbe:
+    return GuidedProbe(**options)  # its own instructions (the paper's), not the study's
+
+
 PROBES: dict[str, ProbeKind] = {
     "cdd": ProbeKind(
         summary="output peakedness: one greedy answer and N samples per item (Dong et al. 2024)",
@@ -70,6 +80,25 @@ PROBES: dict[str, ProbeKind] = {
             ProbeOption("max_output_tokens", int, 128, "output limit of each answer (default 128)"),
         ),
         build=_cdd),
+    "ts-guess": ProbeKind(
+        summary="testset slot guessing: mask the question's rarest content word, ask for it "
+                "(Deng et al. 2023)",
+        options=(
+            ProbeOption("max_output_tokens", int, 16, "output limit of each reply (default 16)"),
+        ),
+        build=_ts_guess),
+    "guided": ProbeKind(
+        summary="guided vs general instruction: complete the question's first half with and "
+                "without naming the benchmark (Golchin & Surdeanu 2023)",
+        options=(
+            ProbeOption("dataset", str, DEFAULT_DATASET,
+                        "the benchmark's name in the guided instruction, as it is publicly known "
+                        f"(default {DEFAULT_DATASET!r})"),
+            ProbeOption("split", str, DEFAULT_SPLIT,
+                        f"the split the guided instruction names (default {DEFAULT_SPLIT!r})"),
+            ProbeOption("max_output_tokens", int, 64, "output limit of each completion (default 64)"),
+        ),
+        build=_guided),
 }
 
 

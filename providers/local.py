@@ -402,8 +402,7 @@ class LocalProvider(Provider):
         return await self._serialised(work, "generation")
 
     async def text_logprobs(self, text: str) -> TextLogprobs:
-        """One forward pass over ``text`` (:mod:`providers.local_logprobs`); the chat template
-        plays no part, so a base model without one is scored too."""
+        """One forward pass (:mod:`providers.local_logprobs`); no chat template: base models too."""
         loaded = await self._loaded()
         threads = self._limits(Request(system="", user="")).threads
         return await self._serialised(partial(_score_blocking, loaded, text, threads), "scoring")

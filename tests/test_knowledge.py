@@ -83,6 +83,8 @@ def test_unrelated_prompts_and_judge_requests_get_the_old_replies() -> None:
     for text in ("Say hello.", "What is the capital of France?", "Question 17?"):
         assert knowledge.item_for(text) is None
         assert knowledge.answer("", text) == default_answer(text)
+        samples = {knowledge.answer("", text, temperature=0.8, sample=s) for s in range(3)}
+        assert len(samples) == 3  # a model that knows nothing samples diverse answers
     user = judge_request("Boulder Badge", "Boulder Badge").user
     assert knowledge.answer(JUDGE_RUBRIC, user) == judge_label("Boulder Badge", "Boulder Badge") == "right"
 

@@ -24,7 +24,8 @@ temperature 0 or unset is the greedy one; at temperature > 0 a memorised item re
 reply 90 % of the time (the peaked distribution CDD looks for) and every other reply is a hedged
 alternative that differs from the greedy one ("Maybe <another answer>."). All draws are seeded
 by (seed, item, purpose, sample, temperature): the same request gets the same answer in every
-process. A prompt about no known item, and a judge request, gets :func:`default_reply`.
+process. A judge request gets :func:`default_reply` (a label), a prompt about no known item
+:func:`sampled_reply` (the canned answer, varied per sample at temperature > 0).
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.emulator.settings import default_reply
+from harness.emulator.settings import default_reply, sampled_reply
 from harness.jobs.records import KINDS, read_records
 from metrics.judge import JUDGE_RUBRIC
 from metrics.probe_tsguess import STOP_WORDS
@@ -100,14 +101,8 @@ class Knowledge:
                                                   i.reference))) for i in items)
         self.profile, self.seed = profile, seed
         self._questions = [_tokens(item.question) for item in self.items]
-        self._content = [_content_words(tokens) for tokens in self._questions]
-        self._openings = [tuple(t.word for t in tokens[:2]) for tokens in self._questions]
-        self._reference_keys = [_key(item.reference) for item in self.items]
-        self._second_halves = [(_second_half(item), _key(_second_half(item))) for item in self.items]
-        self._words = sorted({t.word for tokens in self._questions for t in tokens
-                              if len(t.word) > 3 and t.word.isalpha()})
-        self._titles = [{t.word for t in _tokens(item.title)} for item in self.items]
         self._index_words()
+        self._index_answers()
 
     @classmethod
     def from_items(cls, items: Iterable[KnownItem], *, profile: str = "contaminated",
@@ -130,7 +125,11 @@ class Knowledge:
     # -- which item a text is about ----------------------------------------------------------
 
     def _index_words(self) -> None:
-        """Postings and IDF weights of the question words, for :meth:`item_for`."""
+        """Postings and IDF weights of the question words, openings and titles, for
+        :meth:`item_for`."""
+        self._content = [_content_words(tokens) for tokens in self._questions]
+        self._openings = [tuple(t.word for t in tokens[:2]) for tokens in self._questions]
+        self._titles = [{t.word for t in _tokens(item.title)} for item in self.items]
         self._postings: defaultdict[str, list[int]] = defaultdict(list)
         for index, words in enumerate(self._content):
             for word in words:
@@ -138,6 +137,13 @@ class Knowledge:
         total = len(self.items)
         self._idf = {w: math.log((total + 1) / (len(p) + 1)) + 1 for w, p in self._postings.items()}
         self._weights = [sum(self._idf[w] for w in words) or 1.0 for words in self._content]
+
+    def _index_answers(self) -> None:
+        """What wrong answers are drawn from: references, question halves, question words."""
+        self._reference_keys = [_key(item.reference) for item in self.items]
+        self._second_halves = [(_second_half(item), _key(_second_half(item))) for item in self.items]
+        self._words = sorted({t.word for tokens in self._questions for t in tokens
+                              if len(t.word) > 3 and t.word.isalpha()})
 
     def item_for(self, text: str) -> KnownItem | None:
         """The item ``text`` is about: the one whose question's content words (not function
@@ -188,9 +194,11 @@ class Knowledge:
     def answer(self, system: str, user: str, *, temperature: float | None = None,
                sample: int = 0) -> str:
         """One completion of (system, user), deterministic in (seed, item, sample, temperature)."""
-        item = None if system.strip() == JUDGE_RUBRIC.strip() else self.item_for(user)
+        if system.strip() == JUDGE_RUBRIC.strip():
+            return default_reply(system, user)  # a judge request: a label
+        item = self.item_for(user)
         if item is None:
-            return default_reply(system, user)
+            return sampled_reply(system, user, temperature=temperature, sample=sample)
         greedy, alternative = self._replies(item, f"{system}\n{user}", user)
         if not temperature:
             return greedy

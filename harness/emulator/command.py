@@ -1,0 +1,70 @@
+"""``contam emulator``: the settings its flags make (with ``--items``, the knowledge of an items
+file), the banner it prints, and serving in the foreground until a signal."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from collections.abc import Callable
+
+from harness.emulator.dialects import DIALECTS
+from harness.emulator.knowledge import Knowledge
+from harness.emulator.server import serve
+from harness.emulator.settings import EmulatorSettings, parse_faults
+from harness.errors import UserError
+
+__all__ = ["emulator_settings", "banner", "serve_until_signal"]
+
+
+def emulator_settings(*, latency_ms: float = 0.0, jitter_ms: float = 0.0, rpm: float | None = None,
+                      faults: str = "", served_model: str | None = None,
+                      quota_per_day: int | None = None, seed: int | None = None,
+                      batch_processing_s: float = 0.0, batch_fail_rate: float = 0.0,
+                      batch_expire_rate: float = 0.0, slots: int | None = None,
+                      items: str | None = None, profile: str = "contaminated") -> EmulatorSettings:
+    """The settings of ``contam emulator``'s flags (``faults`` as on the command line; ``items``
+    an items file the emulator answers as a model of that ``profile`` would)."""
+    try:
+        knowledge = (Knowledge.from_file(items, profile=profile, seed=seed or 0)
+                     if items is not None else None)
+        return EmulatorSettings(
+            latency_ms=latency_ms, jitter_ms=jitter_ms, rpm=rpm, faults=parse_faults(faults),
+            served_model=served_model, quota_per_day=quota_per_day, seed=seed, slots=slots, record=False,
+            batch_processing_s=batch_processing_s, batch_fail_rate=batch_fail_rate,
+            batch_expire_rate=batch_expire_rate, knowledge=knowledge)
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+
+
+def banner(url: str, settings: EmulatorSettings) -> str:
+    lines = [f"contam emulator listening on {url}"]
+    lines += [f"  {api:<10} base_url = \"{url}/v1\"" if api == "openai" else
+              f"  {api:<10} base_url = \"{url}\"" for api in DIALECTS]
+    faults = ",".join(f"{k}={v:g}" for k, v in settings.faults.items()) or "none"
+    lines.append(f"latency {settings.latency_ms:g} ms, rpm {settings.rpm or 'unlimited'}, "
+                 f"slots {settings.slots or 'unlimited'}, "
+                 f"faults {faults}, served model {settings.served_model or 'as asked'}, "
+                 f"quota/day {settings.quota_per_day or 'unlimited'}; Ctrl-C stops it")
+    lines.append("judge requests (the judge rubric as system prompt) get a label: right when the "
+                 "answer holds every reference word, partially right when some, else wrong")
+    if settings.knowledge is not None:
+        lines.append(f"answers like a model that knows {settings.knowledge!r}")
+    return "\n".join(lines)
+
+
+def serve_until_signal(settings: EmulatorSettings, host: str, port: int,
+                       on_ready: Callable[[str], None]) -> None:
+    """``contam emulator``: serve in the foreground until SIGINT or SIGTERM."""
+    try:
+        asyncio.run(_serve_until_signal(settings, host, port, on_ready))
+    except OSError as exc:
+        raise UserError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+
+
+async def _serve_until_signal(settings: EmulatorSettings, host: str, port: int,
+                              on_ready: Callable[[str], None]) -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
+    await serve(settings, host=host, port=port, stop=stop, on_ready=on_ready)

@@ -1,0 +1,98 @@
+"""The ts-guess and guided probes' figures, drawn from ``report["probes"]`` alone in the report's
+style (:mod:`harness.report.figures`): per model, the documented and the undocumented subset side
+by side with their 95% intervals.
+
+* ts-guess: the exact-match rate of the masked word (Wilson intervals), Fisher's p above;
+* guided: the mean difference guided − general of ROUGE-L and of BLEU-2 (BCa intervals), each
+  bar's one-sided bootstrap p beside it.
+"""
+
+from __future__ import annotations
+
+from matplotlib.figure import Figure
+
+from harness.report.figures import COLUMN, DOCUMENTED, FULL, UNDOCUMENTED
+from harness.report.format import fmt_p, is_missing
+
+__all__ = ["exact_match_rates", "guided_differences", "TSGUESS_CAPTION", "GUIDED_CAPTION"]
+
+TSGUESS_CAPTION = ("Probe ts-guess: share of masked words filled in exactly (Deng et al. 2023) on "
+                   "the documented and the undocumented subset per model; bars are 95% Wilson "
+                   "intervals, Fisher's exact p above.")
+GUIDED_CAPTION = ("Probe guided: mean difference guided − general instruction (Golchin and Surdeanu "
+                  "2023) of ROUGE-L and BLEU-2 against the question's true rest, on the documented "
+                  "and the undocumented subset per model; bars are 95% BCa bootstrap intervals, "
+                  "each with its one-sided bootstrap p.")
+_BAR = {"capsize": 2, "error_kw": {"elinewidth": 0.8, "ecolor": "black", "capthick": 0.8}}
+_SIDES = ((-0.2, "documented", DOCUMENTED), (0.2, "undocumented", UNDOCUMENTED))
+
+
+def _value(row: dict | None, key: str, default: float = 0.0) -> float:
+    return default if row is None or is_missing(row.get(key)) else row[key]
+
+
+def _models_axis(ax, models: list[str]) -> list[int]:
+    x = list(range(len(models)))
+    tilt = len(models) > 2
+    ax.set_xticks(x, models, rotation=20 if tilt else 0, ha="right" if tilt else "center")
+    ax.grid(axis="y", linewidth=0.4, alpha=0.5)
+    ax.set_axisbelow(True)
+    return x
+
+
+def _bars(ax, x: list[int], rows: list[dict | None], offset: float, color: str, label: str,
+          scale: float, value: str) -> list[float]:
+    """One subset's bars with their interval; returns the bar heights."""
+    values = [scale * _value(r, value) for r in rows]
+    errors = [[v - scale * _value(r, "ci_low", v / scale) for v, r in zip(values, rows)],
+              [scale * _value(r, "ci_high", v / scale) - v for v, r in zip(values, rows)]]
+    ax.bar([xi + offset for xi in x], values, width=0.4, yerr=errors, color=color, label=label,
+           **_BAR)
+    return values
+
+
+def exact_match_rates(report: dict) -> Figure:
+    part, contrast = report["probes"]["ts-guess"], report["contrast"]
+    models = sorted({r["model"] for r in part["rates"]})
+    by_key = {(r["model"], r["subset"]): r for r in part["rates"]}
+    fisher = {r["model"]: r["fisher_p"] for r in part["tests"]}
+    fig = Figure(figsize=(COLUMN if len(models) <= 4 else FULL, 2.6), layout="constrained")
+    ax = fig.subplots()
+    x = _models_axis(ax, models)
+    for offset, side, color in _SIDES:
+        rows = [by_key.get((model, contrast[side])) for model in models]
+        _bars(ax, x, rows, offset, color, f"{contrast[side]} ({side})", 100, "rate")
+    for xi, model in zip(x, models):
+        ax.text(xi, 104, f"p {fmt_p(fisher.get(model))}", ha="center", fontsize=7)
+    ax.set_ylim(0, 112)
+    ax.set_yticks([0, 25, 50, 75, 100])
+    ax.set_ylabel("masked words guessed (%)")
+    fig.legend(loc="outside upper center", ncols=2, frameon=False)
+    return fig
+
+
+def guided_differences(report: dict) -> Figure:
+    part, contrast = report["probes"]["guided"], report["contrast"]
+    models = sorted({r["model"] for r in part["differences"]})
+    by_key = {(r["model"], r["subset"], r["measure"]): r for r in part["differences"]}
+    fig = Figure(figsize=(FULL, 2.8), layout="constrained")
+    lows = [_value(r, "ci_low", 0.0) for r in part["differences"]]
+    for ax, (measure, name) in zip(fig.subplots(1, 2, sharey=True),
+                                   (("rouge_l", "ROUGE-L"), ("bleu2", "BLEU-2"))):
+        x = _models_axis(ax, models)
+        for offset, side, color in _SIDES:
+            rows = [by_key.get((model, contrast[side], measure)) for model in models]
+            label = f"{contrast[side]} ({side})" if measure == "rouge_l" else None
+            values = _bars(ax, x, rows, offset, color, label, 1, "mean_difference")
+            for xi, value, row in zip(x, values, rows):
+                top = max(value, _value(row, "ci_high", value))
+                ax.text(xi + offset, top + 0.04, f"p {fmt_p(_value(row, 'p', float('nan')))}",
+                        ha="center", fontsize=6, rotation=90, va="bottom")
+        ax.axhline(0, color="black", linewidth=0.8)
+        bottom = min(-0.25, min(lows, default=0.0) - 0.1)
+        ax.set_ylim(bottom, 1.6)  # room for the p labels above 1
+        ax.set_yticks([t / 4 for t in range(-4, 5) if t / 4 >= bottom])
+        ax.set_title(name, fontsize=9)
+    fig.axes[0].set_ylabel("mean guided − general")
+    fig.legend(loc="outside upper center", ncols=2, frameon=False)
+    return fig

@@ -1,0 +1,147 @@
+"""The guided part of the report's probes section: does a model complete an item closer to its
+true rest when told which benchmark it comes from (Golchin & Surdeanu 2023)?
+
+Per model, over all its items and per subset, for ROUGE-L and for BLEU-2: the mean score under
+the guided and under the general instruction, and the mean of the per-item differences
+guided - general with
+
+* a 95 % BCa bootstrap interval, resampling items (the pairs stay together: each item's
+  difference is one value), :data:`~harness.report.stats.BOOTSTRAP_RESAMPLES` resamples, seed
+  :data:`~harness.report.stats.BOOTSTRAP_SEED` (:func:`~harness.report.stats.bootstrap_mean_interval`);
+* a one-sided paired bootstrap p of "guided is no better than general" (H0: mean difference
+  <= 0): the differences are centred on zero (H0 made true), resampled the same number of times
+  with the same seed (``scipy.stats.bootstrap``), and p = (1 + #{resampled mean >= observed mean})
+  / (1 + resamples) (Davison & Hinkley 1997, ch. 4). Golchin & Surdeanu also judge
+  significance by bootstrap resampling of the guided vs general scores, one-sided (guided
+  better); LLMSanitize's version reports the share of resampled means <= 0 without centring,
+  which is not a p-value of H0.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import scipy.stats as sps
+
+from harness.report.format import Section, Table, fmt_num, fmt_p, user
+from harness.report.probe_rows import chosen_params, score_frame
+from harness.report.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, bootstrap_mean_interval
+from harness.store import Store
+
+__all__ = ["KIND", "FIGURE", "build", "section", "guided_part", "paired_difference", "MEASURES",
+           "BOOTSTRAP"]
+
+KIND = "guided"
+FIGURE = "fig_probe_guided"
+MEASURES = ("rouge_l", "bleu2")
+MEASURE_NAMES = {"rouge_l": "ROUGE-L", "bleu2": "BLEU-2"}
+BOOTSTRAP = {"resamples": BOOTSTRAP_RESAMPLES, "seed": BOOTSTRAP_SEED, "interval": "BCa 95%",
+             "test": "one-sided paired bootstrap, H0: mean(guided - general) <= 0, "
+                     "differences centred on zero"}
+
+
+def paired_difference(guided: np.ndarray, general: np.ndarray) -> dict[str, Any]:
+    """Mean scores, mean difference, its BCa interval and the one-sided bootstrap p."""
+    differences = np.asarray(guided, float) - np.asarray(general, float)
+    n = len(differences)
+    mean = float(differences.mean()) if n else math.nan
+    low, high = bootstrap_mean_interval(differences)
+    return {"n": n, "guided_mean": float(np.mean(guided)) if n else math.nan,
+            "general_mean": float(np.mean(general)) if n else math.nan,
+            "mean_difference": mean, "ci_low": low, "ci_high": high,
+            "p": _one_sided_p(differences, mean)}
+
+
+def _one_sided_p(differences: np.ndarray, mean: float) -> float:
+    if len(differences) < 2:
+        return math.nan
+    centred = differences - mean
+    if np.ptp(centred) == 0:  # every difference equal: resampling cannot move the mean
+        return 1.0 if mean <= 0 else 1 / (BOOTSTRAP_RESAMPLES + 1)
+    resampled = sps.bootstrap((centred,), np.mean, n_resamples=BOOTSTRAP_RESAMPLES,
+                              method="percentile", rng=np.random.default_rng(BOOTSTRAP_SEED),
+                              ).bootstrap_distribution
+    return float((1 + np.sum(resampled >= mean)) / (1 + BOOTSTRAP_RESAMPLES))
+
+
+def build(store: Store, contrast: tuple[str, str]) -> dict[str, Any] | None:
+    """``report["probes"]["guided"]``, or None when the store has no guided scores."""
+    chosen = chosen_params(store, KIND)
+    if chosen is None:
+        return None
+    return {**chosen, **guided_part(score_frame(store, KIND, chosen["params_sha256"]), contrast)}
+
+
+def guided_part(frame: pd.DataFrame, contrast: tuple[str, str]) -> dict[str, Any]:
+    """``frame``: ``probe_scores`` rows of the guided probe with ``model``, ``item_id``,
+    ``subset``, ``metric`` and ``value``; items not probed (NULL) are left out."""
+    wide = frame.pivot_table(index=["model", "item_id", "subset"], columns="metric",
+                             values="value", aggfunc="first").reset_index()
+    rows = []
+    for model, items in wide.groupby("model", sort=True):
+        for scope, subset_rows in _scopes(items, contrast):
+            rows += [{"model": model, "subset": scope, "measure": measure,
+                      **_measure(subset_rows, measure)} for measure in MEASURES]
+    return {"differences": rows, "bootstrap": BOOTSTRAP}
+
+
+def _scopes(items: pd.DataFrame, contrast: tuple[str, str]):
+    yield "all", items
+    for subset in (*contrast, *sorted(set(items["subset"]) - set(contrast))):
+        chosen = items[items["subset"] == subset]
+        if len(chosen):
+            yield subset, chosen
+
+
+def _measure(items: pd.DataFrame, measure: str) -> dict[str, Any]:
+    guided, general = f"{measure}_guided", f"{measure}_general"
+    if guided not in items or general not in items:
+        return paired_difference(np.array([]), np.array([]))
+    pairs = items[[guided, general]].dropna()
+    return paired_difference(pairs[guided].to_numpy(), pairs[general].to_numpy())
+
+
+# -- rendering ---------------------------------------------------------------------------------
+
+def section(part: dict[str, Any], report: dict[str, Any]) -> Section:
+    tables = [Table(["Model", "Subset", "Items", "Guided", "General", "Guided − general",
+                     "95% CI (BCa)", "p (one-sided)"],
+                    [[r["model"], str(r["subset"]), str(r["n"]), fmt_num(r["guided_mean"]),
+                      fmt_num(r["general_mean"]), fmt_num(r["mean_difference"]),
+                      _interval(r), fmt_p(r["p"])]
+                     for r in part["differences"] if r["measure"] == measure],
+                    f"Mean {MEASURE_NAMES[measure]} of the completion against the question's true "
+                    "rest, per model over all items and per subset.")
+              for measure in MEASURES]
+    return Section("Probe: guided (guided vs general instruction)", _paragraphs(part), tables,
+                   figures=[FIGURE])
+
+
+def _interval(row: dict[str, Any]) -> str:
+    low, high = row["ci_low"], row["ci_high"]
+    return "—" if math.isnan(low) or math.isnan(high) else f"[{low:.3f}, {high:.3f}]"
+
+
+def _paragraphs(part: dict[str, Any]) -> list[str]:
+    params, boot = part["params"], part["bootstrap"]
+    lines = ["The first half of each question (its first ⌊n/2⌋ words), with the item's title and "
+             "answer, is completed twice, greedy: under the guided instruction, which names the "
+             f"{user(params.get('split', '?'))} split of the {user(params.get('dataset', '?'))} "
+             "dataset and asks for the rest exactly as it appears there, and under the general "
+             "instruction, which names nothing (Golchin & Surdeanu 2023, arXiv 2308.08493). Each "
+             "completion is scored against the true rest by ROUGE-L (F-measure over tokens) and "
+             "BLEU-2. A guided score above the general one says the benchmark itself has leaked.",
+             f"The difference guided − general is paired by item: its interval is a 95% BCa "
+             f"bootstrap interval resampling items ({boot['resamples']} resamples, seed "
+             f"{boot['seed']}); p is a one-sided paired bootstrap test of H0: the mean difference is "
+             "at most 0 (the differences centred on zero and resampled the same way; p = (1 + "
+             "resampled means ≥ the observed one) / (1 + resamples), so its smallest value is "
+             f"{fmt_p(1 / (boot['resamples'] + 1))}), as Golchin & Surdeanu judge significance by "
+             f"bootstrap resampling. Parameters {user(part['params_sha256'][:12])}."]
+    if part["other_params"]:
+        lines.append(f"The store also holds guided scores under {len(part['other_params'])} other "
+                     "parameter set(s), not shown: query `latest_probe_scores` for them.")
+    return lines

@@ -1,0 +1,118 @@
+"""The ts-guess part of the report's probes section: how often each model fills the masked word
+of a question exactly, per subset, and whether that differs between the documented and the
+undocumented subset.
+
+Per model and subset: items probed (an item without an eligible word is counted apart as not
+probed, never as a miss), exact matches, the rate with its 95 % Wilson interval. Per model: the
+documented and undocumented rates, their difference with Newcombe's hybrid score interval, the
+odds ratio and the two-sided Fisher exact p on the 2 x 2 table match / no match, as the main
+report does for accuracy (:mod:`harness.report.stats`).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pandas as pd
+
+from harness.report.format import Section, Table, fmt_ci, fmt_or, fmt_p, fmt_pct, user
+from harness.report.probe_rows import chosen_params, score_frame
+from harness.report.stats import fisher_exact_2x2, newcombe_interval, wilson_interval
+from harness.store import Store
+
+__all__ = ["KIND", "FIGURE", "METRIC", "build", "section", "tsguess_part"]
+
+KIND = "ts-guess"
+FIGURE = "fig_probe_tsguess"
+METRIC = "exact_match"
+
+
+def build(store: Store, contrast: tuple[str, str]) -> dict[str, Any] | None:
+    """``report["probes"]["ts-guess"]``, or None when the store has no ts-guess scores."""
+    chosen = chosen_params(store, KIND)
+    if chosen is None:
+        return None
+    frame = score_frame(store, KIND, chosen["params_sha256"])
+    return {**chosen, **tsguess_part(frame[frame["metric"] == METRIC], contrast)}
+
+
+def tsguess_part(frame: pd.DataFrame, contrast: tuple[str, str]) -> dict[str, Any]:
+    """``frame``: one row per (model, item) with ``model``, ``item_id``, ``subset`` and ``value``
+    (1.0 match, 0.0 miss, NaN not probed)."""
+    rates = [_rate(model, subset, rows) for (model, subset), rows
+             in frame.groupby(["model", "subset"], sort=False)]
+    rates.sort(key=lambda r: (r["model"], _subset_order(r["subset"], contrast)))
+    tests = [_test(model, rows, contrast) for model, rows in frame.groupby("model", sort=True)]
+    return {"metric": METRIC, "rates": rates, "tests": [t for t in tests if t is not None]}
+
+
+def _subset_order(subset: str, contrast: tuple[str, str]) -> tuple[int, str]:
+    return (contrast.index(subset) if subset in contrast else len(contrast), subset)
+
+
+def _counts(rows: pd.DataFrame) -> tuple[int, int, int]:
+    """(probed, matches, not probed)."""
+    probed = rows["value"].dropna()
+    return len(probed), int((probed == 1.0).sum()), int(rows["value"].isna().sum())
+
+
+def _rate(model: str, subset: str, rows: pd.DataFrame) -> dict[str, Any]:
+    n, hits, not_probed = _counts(rows)
+    low, high = wilson_interval(hits, n)
+    return {"model": model, "subset": subset, "n": n, "matches": hits,
+            "rate": hits / n if n else math.nan, "ci_low": low, "ci_high": high,
+            "not_probed": not_probed}
+
+
+def _test(model: str, rows: pd.DataFrame, contrast: tuple[str, str]) -> dict[str, Any] | None:
+    documented, undocumented = (_counts(rows[rows["subset"] == side]) for side in contrast)
+    (n1, k1, _), (n2, k2, _) = documented, undocumented
+    if not n1 or not n2:
+        return None
+    fisher = fisher_exact_2x2(k1, n1 - k1, k2, n2 - k2)
+    low, high = newcombe_interval(k1, n1, k2, n2)
+    odds = "inf" if math.isinf(fisher.odds_ratio) else fisher.odds_ratio
+    return {"model": model, "documented_n": n1, "documented_matches": k1,
+            "documented_rate": k1 / n1, "undocumented_n": n2, "undocumented_matches": k2,
+            "undocumented_rate": k2 / n2, "difference": k1 / n1 - k2 / n2,
+            "ci_low": low, "ci_high": high, "odds_ratio": odds, "fisher_p": fisher.p}
+
+
+# -- rendering ---------------------------------------------------------------------------------
+
+def section(part: dict[str, Any], report: dict[str, Any]) -> Section:
+    doc, undoc = report["contrast"]["documented"], report["contrast"]["undocumented"]
+    rates = Table(["Model", "Subset", "Items probed", "Matches", "Exact match", "95% CI (Wilson)",
+                   "Not probed"],
+                  [[r["model"], str(r["subset"]), str(r["n"]), str(r["matches"]), fmt_pct(r["rate"]),
+                    fmt_ci(r["ci_low"], r["ci_high"]), str(r["not_probed"])] for r in part["rates"]],
+                  "Exact-match rate of the masked word per model and subset.")
+    tests = Table(["Model", doc, undoc, "Difference", "95% CI (Newcombe)", "Odds ratio", "Fisher p"],
+                  [[r["model"], _side_rate(r, "documented"), _side_rate(r, "undocumented"),
+                    f"{100 * r['difference']:+.1f} pp", fmt_ci(r["ci_low"], r["ci_high"]),
+                    fmt_or(r["odds_ratio"]), fmt_p(r["fisher_p"])] for r in part["tests"]],
+                  "Documented vs undocumented: odds ratio ad/bc and two-sided Fisher exact p on the "
+                  "2×2 match / no match table; the difference's interval is Newcombe's hybrid score "
+                  "interval.")
+    return Section("Probe: ts-guess (testset slot guessing)", _paragraphs(part),
+                   [rates, tests], figures=[FIGURE])
+
+
+def _side_rate(row: dict[str, Any], side: str) -> str:
+    return f"{fmt_pct(row[f'{side}_rate'])} ({row[f'{side}_matches']}/{row[f'{side}_n']})"
+
+
+def _paragraphs(part: dict[str, Any]) -> list[str]:
+    lines = ["One word of each question is masked and the model asked to fill it in, greedy, with "
+             "the item's title as a hint (Deng et al. 2023, arXiv 2311.09783, question-based). The "
+             "masked word is the question's rarest content word by wordfreq's Zipf frequency "
+             "(stop words, numbers, one-letter words and title words excluded; the first on a tie): "
+             f"rule {user(part['params'].get('rule', '?'))}. A reply matches when it equals the word "
+             "after NFC, case folding and removing punctuation. An item without an eligible word is "
+             "not probed and not counted. Rates have 95% Wilson intervals. Parameters "
+             f"{user(part['params_sha256'][:12])}."]
+    if part["other_params"]:
+        lines.append(f"The store also holds ts-guess scores under {len(part['other_params'])} other "
+                     "parameter set(s), not shown: query `latest_probe_scores` for them.")
+    return lines

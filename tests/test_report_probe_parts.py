@@ -1,0 +1,146 @@
+"""The ts-guess and guided parts of the report's probes section, computed from probe_scores rows:
+counts, Wilson intervals and Fisher's test for ts-guess; the paired bootstrap for guided."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+import scipy.stats as sps
+
+from harness.report.probe_guided import BOOTSTRAP, guided_part, paired_difference
+from harness.report.probe_tsguess import tsguess_part
+from harness.report.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
+
+CONTRAST = ("official", "fan")
+
+
+def tsguess_frame() -> pd.DataFrame:
+    rows = [("A", f"o{i}", "official", 1.0 if i < 8 else 0.0) for i in range(10)]
+    rows += [("A", f"f{i}", "fan", 1.0 if i < 1 else 0.0) for i in range(8)]
+    rows += [("A", "f-lone", "fan", math.nan)]  # not probed: no eligible word
+    rows += [("B", f"o{i}", "official", 0.0) for i in range(10)]
+    return pd.DataFrame(rows, columns=["model", "item_id", "subset", "value"])
+
+
+def test_tsguess_rates_per_model_and_subset_with_wilson_intervals() -> None:
+    part = tsguess_part(tsguess_frame(), CONTRAST)
+    rates = {(r["model"], r["subset"]): r for r in part["rates"]}
+    official, fan = rates[("A", "official")], rates[("A", "fan")]
+    assert (official["n"], official["matches"], official["rate"]) == (10, 8, 0.8)
+    assert (fan["n"], fan["matches"], fan["not_probed"]) == (8, 1, 1)
+    ci = sps.binomtest(8, 10).proportion_ci(method="wilson")
+    assert (official["ci_low"], official["ci_high"]) == pytest.approx((ci.low, ci.high))
+    assert [r["subset"] for r in part["rates"] if r["model"] == "A"] == ["official", "fan"]
+
+
+def test_tsguess_fisher_documented_vs_undocumented() -> None:
+    (test,) = tsguess_part(tsguess_frame(), CONTRAST)["tests"]  # B has no fan items: no test
+    fisher = sps.fisher_exact([[8, 2], [1, 7]])
+    assert test["model"] == "A" and test["difference"] == pytest.approx(0.8 - 1 / 8)
+    assert test["fisher_p"] == pytest.approx(fisher.pvalue)
+    assert test["odds_ratio"] == pytest.approx(fisher.statistic)
+    assert test["ci_low"] < test["difference"] < test["ci_high"]
+
+
+def guided_frame(shift: float, n: int = 40) -> pd.DataFrame:
+    rng = np.random.default_rng(5)
+    rows = []
+    for i in range(n):
+        subset = "official" if i % 2 == 0 else "fan"
+        general = rng.uniform(0, 0.5)
+        guided = general + (shift if subset == "official" else 0.0) + rng.normal(0, 0.05)
+        for measure in ("rouge_l", "bleu2"):
+            rows += [("M", f"i{i}", subset, f"{measure}_guided", guided),
+                     ("M", f"i{i}", subset, f"{measure}_general", general),
+                     ("M", f"i{i}", subset, f"{measure}_diff", guided - general)]
+    rows += [("M", "lone", "fan", f"{m}_{v}", math.nan) for m in ("rouge_l", "bleu2")
+             for v in ("guided", "general", "diff")]
+    return pd.DataFrame(rows, columns=["model", "item_id", "subset", "metric", "value"])
+
+
+def test_guided_difference_per_scope_and_measure() -> None:
+    part = guided_part(guided_frame(0.4), CONTRAST)
+    rows = {(r["subset"], r["measure"]): r for r in part["differences"]}
+    assert set(rows) == {(s, m) for s in ("all", "official", "fan") for m in ("rouge_l", "bleu2")}
+    assert rows[("all", "rouge_l")]["n"] == 40 and rows[("fan", "rouge_l")]["n"] == 20  # NULLs out
+    official, fan = rows[("official", "rouge_l")], rows[("fan", "rouge_l")]
+    assert official["mean_difference"] == pytest.approx(
+        official["guided_mean"] - official["general_mean"])
+    assert official["ci_low"] > 0.3 and official["p"] < 0.001
+    assert abs(fan["mean_difference"]) < 0.05 and fan["p"] > 0.05
+    assert part["bootstrap"] == BOOTSTRAP and BOOTSTRAP["seed"] == BOOTSTRAP_SEED
+
+
+def test_paired_bootstrap_is_seeded_and_is_scipys_bca_on_the_differences() -> None:
+    rng = np.random.default_rng(9)
+    guided, general = rng.uniform(0, 1, 50), rng.uniform(0, 1, 50)
+    first, second = paired_difference(guided, general), paired_difference(guided, general)
+    assert first == second
+    bca = sps.bootstrap((guided - general,), np.mean, n_resamples=BOOTSTRAP_RESAMPLES, method="BCa",
+                        rng=np.random.default_rng(BOOTSTRAP_SEED)).confidence_interval
+    assert (first["ci_low"], first["ci_high"]) == pytest.approx((bca.low, bca.high))
+
+
+def test_bootstrap_p_agrees_with_the_normal_approximation_on_a_large_sample() -> None:
+    rng = np.random.default_rng(1)
+    for shift in (0.0, 0.05, -0.1):
+        guided = rng.uniform(0, 1, 300)
+        general = guided - shift + rng.normal(0, 0.5, 300)
+        d = guided - general
+        z = d.mean() / (d.std(ddof=1) / math.sqrt(len(d)))
+        assert paired_difference(guided, general)["p"] == pytest.approx(sps.norm.sf(z), abs=0.02)
+
+
+def test_bootstrap_edge_cases() -> None:
+    same = paired_difference(np.full(10, 0.5), np.full(10, 0.5))
+    assert (same["mean_difference"], same["ci_low"], same["ci_high"], same["p"]) == (0, 0, 0, 1.0)
+    better = paired_difference(np.full(10, 0.9), np.full(10, 0.1))
+    assert better["p"] == 1 / (BOOTSTRAP_RESAMPLES + 1)
+    one = paired_difference(np.array([0.4]), np.array([0.1]))
+    assert one["n"] == 1 and math.isnan(one["p"]) and math.isnan(one["ci_low"])
+
+
+def report_of(tsguess: dict, guided: dict) -> dict:
+    return {"contrast": {"documented": "official", "undocumented": "fan"},
+            "probes": {"ts-guess": tsguess, "guided": guided}}
+
+
+def params_info(**params) -> dict:
+    return {"params_sha256": "ab" * 32, "params": params, "other_params": []}
+
+
+def test_sections_state_the_rule_the_tests_and_the_bootstrap() -> None:
+    from harness.report import probe_guided, probe_tsguess
+
+    tsguess = {**params_info(rule="rarest"), **tsguess_part(tsguess_frame(), CONTRAST)}
+    guided = {**params_info(dataset="PokeQA", split="test"), **guided_part(guided_frame(0.4), CONTRAST)}
+    report = report_of(tsguess, guided)
+    ts = probe_tsguess.section(tsguess, report)
+    assert "rule rarest" in ts.paragraphs[0] and "Wilson" in ts.paragraphs[0]
+    assert [len(t.rows) for t in ts.tables] == [3, 1]  # A official, A fan, B official; one test
+    assert ts.tables[1].rows[0][1] == "80.0% (8/10)" and ts.tables[1].rows[0][3] == "+67.5 pp"
+    gd = probe_guided.section(guided, report)
+    text = " ".join(gd.paragraphs)
+    assert f"{BOOTSTRAP_RESAMPLES} resamples, seed {BOOTSTRAP_SEED}" in text
+    assert "one-sided" in text and "PokeQA" in text
+    assert [len(t.rows) for t in gd.tables] == [3, 3]  # all, official, fan per measure
+
+
+def test_figures_draw_each_subsets_value() -> None:
+    from harness.report import probe_bars
+
+    tsguess = {**params_info(rule="rarest"), **tsguess_part(tsguess_frame(), CONTRAST)}
+    guided = {**params_info(dataset="d", split="s"), **guided_part(guided_frame(0.4), CONTRAST)}
+    report = report_of(tsguess, guided)
+    (ax,) = probe_bars.exact_match_rates(report).axes
+    heights = sorted(round(bar.get_height(), 6) for bar in ax.patches)
+    assert heights == [0.0, 0.0, 12.5, 80.0]  # B has no fan bar (0), B official 0 %, A fan 1/8
+    figure = probe_bars.guided_differences(report)
+    assert [ax.get_title() for ax in figure.axes] == ["ROUGE-L", "BLEU-2"]
+    official = next(r for r in guided["differences"]
+                    if r["subset"] == "official" and r["measure"] == "rouge_l")
+    assert round(official["mean_difference"], 6) in {round(b.get_height(), 6)
+                                                      for b in figure.axes[0].patches}
