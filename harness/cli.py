@@ -89,7 +89,7 @@ def _add_probe(sub: argparse._SubParsersAction) -> None:
         for option in entry.options:
             k.add_argument(option.flag, dest=f"param_{option.name}", type=option.type,
                            metavar=option.name.upper(), help=option.help)
-    k = _add_lane_job(kinds, "min-k", "Min-K% and Min-K%++ of each item's text (models with "
+    k = _add_lane_job(kinds, "min-k", "Min-K%% and Min-K%%++ of each item's text (models with "
                       "token log-probabilities: local, vLLM)",
                       "comma-separated model names from the config", "the first N items")
     k.add_argument("-v", "--verbose", action="count", default=0,

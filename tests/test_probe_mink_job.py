@@ -114,6 +114,18 @@ def test_bad_options_are_one_line_errors(tmp_path, tiny_folder, contam, args, me
     assert status == 2 and re.search(message, err) and len(err.strip().splitlines()) == 1
 
 
+@pytest.mark.parametrize("args", [["probe", "--help"], ["probe", "min-k", "--help"]])
+def test_the_help_names_min_k_and_its_k(args, capsys):
+    from harness.cli import main
+
+    with pytest.raises(SystemExit) as done:
+        main(args)
+    out = capsys.readouterr().out
+    assert done.value.code == 0
+    assert ("--k K" in out) == (args[1] == "min-k")  # the subcommand's own flag
+    assert ("Min-K% and Min-K%++" in out) == (args[1] == "--help")  # its line in the list
+
+
 def test_the_api_probes_min_k_and_returns_the_summary(tmp_path, tiny_folder, capsys):
     from harness import api
 
