@@ -86,6 +86,13 @@ def _add_probe(sub: argparse._SubParsersAction) -> None:
         for option in entry.options:
             k.add_argument(option.flag, dest=f"param_{option.name}", type=option.type,
                            metavar=option.name.upper(), help=option.help)
+    k = _add_lane_job(kinds, "min-k", "Min-K%% and Min-K%%++ of each item's text (models with "
+                      "token log-probabilities: local, vLLM)",
+                      "comma-separated model names from the config", "the first N items")
+    k.add_argument("-v", "--verbose", action="count", default=0,
+                   help="log what happens on stderr (-vv: more)")
+    k.add_argument("--k", type=float, default=0.2,
+                   help="the fraction of least likely tokens averaged (default 0.2)")
 
 
 def _add_batches(sub: argparse._SubParsersAction) -> None:
@@ -291,12 +298,21 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _probe(args: argparse.Namespace) -> int:
+    if args.kind == "min-k":
+        return _probe_min_k(args)
     from harness.jobs.probe import ProbeOptions, probe
 
     parameters = {name.removeprefix("param_"): value for name, value in vars(args).items()
                   if name.startswith("param_") and value is not None}
     options = ProbeOptions(**vars(_job_options(args)), batch=args.batch, parameters=parameters)
     return print_result(probe(args.kind, args.config, store=args.store, options=options))
+
+
+def _probe_min_k(args: argparse.Namespace) -> int:
+    from harness.jobs.probe_mink import MinKOptions, probe_min_k
+
+    options = MinKOptions(**vars(_job_options(args)), k=args.k)
+    return print_result(probe_min_k(args.config, store=args.store, options=options))
 
 
 def _batches(args: argparse.Namespace) -> int:

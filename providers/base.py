@@ -20,6 +20,7 @@ __all__ = [
     "ModelSettings",
     "Request",
     "Reply",
+    "TextLogprobs",
     "Provider",
     "ProviderError",
     "RateLimited",
@@ -86,6 +87,22 @@ class Reply:
             return ((self.text, self.finish_reason),)
         reasons = self.finish_reasons or (None,) * len(self.texts)
         return tuple(zip(self.texts, reasons))
+
+
+@dataclass(frozen=True, kw_only=True)
+class TextLogprobs:
+    """What a model makes of a given text, token by token (the min-k probe): one entry per scored
+    token, i.e. every token of the text but the first, which nothing precedes. ``means`` and
+    ``stds`` are, per position, the mean and standard deviation of log p(z) for z drawn from the
+    model's next-token distribution (Min-K%++); None where the provider cannot know them."""
+
+    tokens: tuple[str, ...]
+    logprobs: tuple[float, ...]
+    means: tuple[float, ...] | None = None
+    stds: tuple[float, ...] | None = None
+    served_model: str | None = None
+    input_tokens: int | None = None  # the whole text, the unscored first token included
+    http_status: int | None = 200
 
 
 class ProviderError(Exception):
@@ -178,6 +195,25 @@ class Provider:
         if request.samples > self.max_samples:
             raise Fatal(f"model {self.spec.name!r}: {request.samples} completions asked of one "
                         f"{self.spec.provider} request; it carries at most {self.max_samples}")
+
+    # Where ``text_logprobs`` gets its numbers, as the min-k probe's parameters name it:
+    # "forward" (a forward pass: the whole next-token distribution too), "prompt_logprobs" (a
+    # server's, each token's own only); None: this provider gives none.
+    text_logprobs_source: str | None = None
+
+    @classmethod
+    def text_logprobs_refusal(cls, spec: ModelSettings) -> str | None:
+        """Why ``spec`` cannot give the log-probabilities of a given text's tokens (min-k), in one
+        line, or None when it can; asked before anything is sent. Default: it can exactly when
+        the class names a :attr:`text_logprobs_source`."""
+        if cls.text_logprobs_source is not None:
+            return None
+        return (f"model {spec.name!r}: provider {spec.provider!r} gives no log-probabilities of a "
+                "given text")
+
+    async def text_logprobs(self, text: str) -> TextLogprobs:
+        """The log-probabilities of ``text``'s tokens; only where the refusal above is None."""
+        raise Fatal(self.text_logprobs_refusal(self.spec) or "text_logprobs is not implemented")
 
 
 def resolve_api_key(spec: ModelSettings, default_env: str | None = None, *,

@@ -47,8 +47,11 @@ import anyio.from_thread
 import anyio.to_thread
 
 from harness.errors import first_line
-from providers.base import Fatal, ModelSettings, Provider, Reply, Request, Timeout
+from providers.base import (
+    Fatal, ModelSettings, Provider, Reply, Request, TextLogprobs, Timeout,
+)
 from providers.local_cache import cache_root, find_converted, save_converted
+from providers.local_logprobs import text_logprobs_blocking
 
 __all__ = [
     "LocalProvider",
@@ -161,9 +164,6 @@ def _load_uncached(artifact: LocalArtifact, device: str) -> _Loaded:
     except Exception as exc:  # a corrupt file, an unknown architecture, a missing shard ...
         raise Fatal(f"local model {artifact.name!r}: cannot load from {artifact.directory}: "
                     f"{first_line(exc)}") from exc
-    if not tokenizer.chat_template:
-        raise Fatal(f"local model {artifact.name!r} has no chat template; an instruct model "
-                    "is needed to ask it questions")
     return _Loaded(model=model, tokenizer=tokenizer, device=device,
                    served_model=_served_name(model, artifact),
                    stop_token_ids=_stop_token_ids(model, tokenizer),
@@ -320,6 +320,12 @@ def _torch_threads(count: int) -> Iterator[None]:
         torch.set_num_threads(before)
 
 
+def _score_blocking(loaded: _Loaded, text: str, threads: int) -> TextLogprobs:
+    with _torch_threads(threads):
+        return text_logprobs_blocking(loaded.model, loaded.tokenizer, text, device=loaded.device,
+                                      served_model=loaded.served_model)
+
+
 def _generate_blocking(loaded: _Loaded, request: Request, limits: _Limits) -> Reply:
     """Blocking; runs in a worker thread."""
     import torch
@@ -352,6 +358,7 @@ class LocalProvider(Provider):
     """One configured local model. The weights load on first use (or in :meth:`preflight`)."""
 
     can_sample = False  # greedy decoding only
+    text_logprobs_source = "forward"  # the whole next-token distribution: Min-K%++ too
 
     def __init__(self, spec: ModelSettings, client: Any = None) -> None:
         # ``client`` is the engine's httpx client, handed to every provider; nothing here is HTTP.
@@ -388,22 +395,32 @@ class LocalProvider(Provider):
             raise Fatal(f"{self.label}: local models decode greedily; they cannot sample "
                         f"(temperature {request.temperature or 0:g}, {request.samples} completions asked)")
         loaded = await self._loaded()
+        if not loaded.tokenizer.chat_template:
+            raise Fatal(f"{self.label}: {loaded.served_model} has no chat template; an instruct "
+                        "model is needed to ask it questions")
+        work = partial(_generate_blocking, loaded, request, self._limits(request))
+        return await self._serialised(work, "generation")
+
+    async def text_logprobs(self, text: str) -> TextLogprobs:
+        """One forward pass (:mod:`providers.local_logprobs`); no chat template: base models too."""
+        loaded = await self._loaded()
+        threads = self._limits(Request(system="", user="")).threads
+        return await self._serialised(partial(_score_blocking, loaded, text, threads), "scoring")
+
+    async def _serialised(self, work: Any, what: str) -> Any:
+        """``work`` in a worker thread, one at a time per provider, within the model's timeout."""
         if self._lock is None:  # created here, inside the event loop that will use it
             self._lock = anyio.Lock()
         async with self._lock:
-            return await self._generate_timed(loaded, request)
-
-    async def _generate_timed(self, loaded: _Loaded, request: Request) -> Reply:
-        work = partial(_generate_blocking, loaded, request, self._limits(request))
-        try:
-            with anyio.fail_after(self.spec.timeout_s):
-                return await anyio.to_thread.run_sync(work)
-        except TimeoutError as exc:
-            raise Timeout(f"{self.label}: no answer within {self.spec.timeout_s:g} s") from exc
-        except (Fatal, anyio.get_cancelled_exc_class()):
-            raise
-        except Exception as exc:  # torch out of memory, a prompt longer than the context ...
-            raise Fatal(f"{self.label}: generation failed: {first_line(exc)}") from exc
+            try:
+                with anyio.fail_after(self.spec.timeout_s):
+                    return await anyio.to_thread.run_sync(work)
+            except TimeoutError as exc:
+                raise Timeout(f"{self.label}: no answer within {self.spec.timeout_s:g} s") from exc
+            except (Fatal, anyio.get_cancelled_exc_class()):
+                raise
+            except Exception as exc:  # torch out of memory, a prompt longer than the context ...
+                raise Fatal(f"{self.label}: {what} failed: {first_line(exc)}") from exc
 
     async def _loaded(self) -> _Loaded:
         cached = _LOADED.get((self.artifact, self.device))

@@ -4,7 +4,9 @@ vLLM, llama.cpp's server and most gateways accept the same request, so ``base_ur
 includes ``/v1``) is all it takes to point this provider elsewhere. Sampling ``params`` become
 top-level fields (``temperature``, ``seed``, ``top_p``, ``max_completion_tokens`` ...). A probe's
 request adds its own ``temperature`` (over the config's) and ``n``: that many choices of one prompt,
-which is paid for once (at most 128, the API's limit).
+which is paid for once (at most 128, the API's limit). The min-k probe's prompt log-probabilities
+come from vLLM's ``/completions`` instead (:mod:`providers.openai_logprobs`); OpenAI's own API has
+none and is refused.
 """
 
 from __future__ import annotations
@@ -14,14 +16,15 @@ from typing import Any
 
 import httpx
 
-from providers.base import ProviderError, Reply, Request
+from providers import openai_logprobs
+from providers.base import ModelSettings, ProviderError, Reply, Request, TextLogprobs
 from providers.hints import (
     first_header_hint,
     longest,
     seconds_from_duration,
     seconds_from_retry_after,
 )
-from providers.transport import HTTPProvider, error_for_status
+from providers.transport import HTTPProvider, decode_json, error_for_status, reply_shape, send
 
 __all__ = ["OpenAIProvider"]
 
@@ -69,6 +72,25 @@ class OpenAIProvider(HTTPProvider):
                      output_tokens=usage.get("completion_tokens"),
                      texts=tuple(texts) if several else (),
                      finish_reasons=tuple(reasons) if several else ())
+
+    text_logprobs_source = "prompt_logprobs"  # vLLM's; each token's own log p only
+
+    @classmethod
+    def text_logprobs_refusal(cls, spec: ModelSettings) -> str | None:
+        """OpenAI's own API is refused; any other server is asked (vLLM returns prompt
+        log-probabilities; one that does not is stopped on its first reply)."""
+        return openai_logprobs.refusal(spec, cls.default_base_url)
+
+    async def text_logprobs(self, text: str) -> TextLogprobs:
+        """vLLM's ``/completions`` with ``prompt_logprobs`` (:mod:`providers.openai_logprobs`)."""
+        response = await send(self.client, "POST", f"{self.base_url}/completions",
+                              label=self.label, timeout=self.spec.timeout_s, headers=self.headers(),
+                              payload=openai_logprobs.payload(self.spec.model, text))
+        if not response.is_success:
+            raise self.error_from(response)
+        body = decode_json(response, self.label)
+        with reply_shape(self.label, response.status_code):
+            return openai_logprobs.text_logprobs_from(body, self.label)
 
     def error_from(self, response: httpx.Response) -> ProviderError:
         body = self.error_body(response)

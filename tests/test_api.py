@@ -54,7 +54,7 @@ def test_every_api_function_takes_the_store_and_options_by_keyword_only():
                  if inspect.isfunction(getattr(api, name))}
     with_store = {name for name, f in functions.items()
                   if "store" in inspect.signature(f).parameters}
-    assert with_store == {"import_path", "run", "probe", "judge", "score", "report", "sql", "cells",
+    assert with_store == {"import_path", "run", "probe", "probe_min_k", "judge", "score", "report", "sql", "cells",
                           "list_batches", "cancel_batch", "cost"}
     for name in with_store:
         parameters = inspect.signature(functions[name]).parameters

@@ -8,7 +8,7 @@ import pytest
 
 from harness.cli import build_parser
 from harness.jobs.demo import demo_items_path
-from harness.jobs.demo_probes import EMULATED_MODELS, demo_probes
+from harness.jobs.demo_probes import EMULATED_MODELS, MIN_K_CLEAN, demo_probes
 from harness.jobs.importing import import_file
 from harness.prompts import DEFAULT_SYSTEM_PROMPT
 from harness.report.analysis import build_report
@@ -21,7 +21,8 @@ def test_demo_probes_runs_every_probe_on_both_emulated_models_and_feeds_the_repo
     assert demo_probes(store, demo_items_path(), DEFAULT_SYSTEM_PROMPT, no_progress=True) == 0
     probed = {(probe, model) for probe, model in store.query(
         "SELECT DISTINCT probe, model FROM latest_probe_scores")}
-    assert probed == {(kind, model) for kind in PROBES for model in EMULATED_MODELS}
+    assert probed == {(kind, model) for kind in PROBES for model in EMULATED_MODELS} | {
+        ("min-k", "emulated-contaminated"), ("min-k", MIN_K_CLEAN)}
     shares = dict(((m, s), v) for m, s, v in store.query(
         "SELECT s.model, i.subset, avg(s.value) FROM latest_probe_scores s JOIN latest_items i "
         "USING (item_id) WHERE s.probe = 'cdd' AND s.metric = 'flagged' GROUP BY ALL"))
@@ -33,6 +34,10 @@ def test_demo_probes_runs_every_probe_on_both_emulated_models_and_feeds_the_repo
     report = build_report(store)  # the probes section, before any answer of the demo's model
     models = {r["model"] for r in report["probes"]["cdd"]["per_model"]}
     assert models == set(EMULATED_MODELS)
+    # min-k: the contaminated model's documented items are likelier; the clean model's 18 texts
+    # are noise (tests/test_probe_mink_emulated.py shows AUC about 0.5 on 80 items).
+    auc = {r["model"]: r["auc"] for r in report["probes"]["min-k"]["rows"]}
+    assert auc["emulated-contaminated"] > 0.8 > auc[MIN_K_CLEAN]
 
 
 def test_the_demo_takes_probes():

@@ -4,11 +4,12 @@ One asyncio server (HTTP/1.1 keep-alive parsed by h11, so hundreds of concurrent
 little) answers OpenAI ``/v1/chat/completions`` (and ``/v1/models``), Gemini
 ``/v1beta/models/{model}:generateContent``, Anthropic ``/v1/messages`` and Ollama ``/api/generate``
 (and ``/api/version``, ``/api/tags``, ``/api/show``) with each API's real reply and error shapes
-(:mod:`harness.emulator.apis`), and the batch APIs of OpenAI, Anthropic and Gemini
-(:mod:`harness.emulator.batch`: a job time, failed and expired lines). :class:`EmulatorSettings`
-adds what real servers do to clients: latency, an enforced requests-per-minute limit per (API,
-model) with each API's 429 hint, random faults, a per-day quota, a served-model substitution, key
-checks, and a ``script`` of exact outcomes for tests. Without a ``responder`` it answers questions
+(:mod:`harness.emulator.apis`), the batch APIs of OpenAI, Anthropic and Gemini
+(:mod:`harness.emulator.batch`: a job time, failed and expired lines), and vLLM's ``/v1/completions``
+with prompt log-probabilities (:mod:`harness.emulator.logprobs`). :class:`EmulatorSettings` adds
+what real servers do to clients: latency, an enforced requests-per-minute limit per (API, model)
+with each API's 429 hint, random faults, a per-day quota, a served-model substitution, key checks,
+and a ``script`` of exact outcomes for tests. Without a ``responder`` it answers questions
 with a reproducible stand-in and judge requests (the judge rubric as system prompt) with a bare
 label (:func:`default_reply`); with ``knowledge`` (``contam emulator --items``) it answers like a
 model that knows those items (:mod:`harness.emulator.knowledge`).
@@ -39,6 +40,7 @@ from harness.emulator.apis import BadCall, Call, Canned, Dialect, Hint, json_rep
 from harness.emulator.dialects import DIALECTS
 from harness.emulator.batch import BatchServer
 from harness.emulator.http import HTTPServer, Unparseable
+from harness.emulator.logprobs import CompletionsDialect
 from harness.emulator.settings import (
     HANG, RESET, EmulatorSettings, RecordedRequest, Step, default_answer, default_reply,
     judge_label, parse_faults, parse_step,
@@ -69,6 +71,8 @@ def _route(method: str, path: str) -> tuple[str, str | None, str | None] | None:
     if method == "POST":
         if path == "/v1/chat/completions":
             return "generate", "openai", None
+        if path == "/v1/completions":  # vLLM's, for prompt log-probabilities (min-k)
+            return "completions", "openai", None
         if path == "/v1/messages":
             return "generate", "anthropic", None
         if path == "/api/generate":
@@ -114,6 +118,7 @@ class _App:
         # turn, so its throughput is slots / latency whatever the clients send.
         self._slots = asyncio.Semaphore(settings.slots) if settings.slots else None
         self.batches = BatchServer(self)
+        self.completions = CompletionsDialect(settings.knowledge, settings.seed)
 
     async def respond(self, incoming: RecordedRequest) -> Canned | str:
         route = _route(incoming.method, incoming.path)
@@ -128,6 +133,8 @@ class _App:
         endpoint, api, path_model = route
         if endpoint == "generate":
             return await self._generate(DIALECTS[api or ""], path_model, incoming, body)
+        if endpoint == "completions":
+            return await self._generate(self.completions, path_model, incoming, body)
         return self._side_endpoint(endpoint, body)
 
     async def _generate(self, dialect: Dialect, path_model: str | None, incoming: RecordedRequest,

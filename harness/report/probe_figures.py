@@ -11,7 +11,10 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 
-from harness.report import probe_bars, probe_cdd, probe_cdd_figure, probe_guided, probe_tsguess
+from harness.report import (
+    probe_bars, probe_cdd, probe_cdd_figure, probe_guided, probe_mink, probe_mink_figure,
+    probe_tsguess,
+)
 from harness.report.figures import STYLE, close, png_bytes, save_pdf
 
 __all__ = ["FIGURES", "caption", "draw", "export"]
@@ -22,6 +25,7 @@ FIGURES: dict[str, tuple[str, Callable[[dict], Figure], str]] = {
                            probe_bars.TSGUESS_CAPTION),
     probe_guided.FIGURE: (probe_guided.KIND, probe_bars.guided_differences,
                           probe_bars.GUIDED_CAPTION),
+    probe_mink.FIGURE: (probe_mink.KIND, probe_mink_figure.distributions, probe_mink_figure.CAPTION),
 }
 
 

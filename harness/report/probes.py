@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from harness.report import probe_cdd, probe_guided, probe_tsguess
+from harness.report import probe_cdd, probe_guided, probe_mink, probe_tsguess
 from harness.report.format import Section
 from harness.store import Store
 
@@ -33,6 +33,7 @@ PARTS: list[ProbePart] = [
     ProbePart(probe_cdd.KIND, probe_cdd.build, probe_cdd.section),
     ProbePart(probe_tsguess.KIND, probe_tsguess.build, probe_tsguess.section),
     ProbePart(probe_guided.KIND, probe_guided.build, probe_guided.section),
+    ProbePart(probe_mink.KIND, probe_mink.build, probe_mink.section),
 ]
 
 

@@ -1,0 +1,274 @@
+"""``contam probe min-k CONFIG``: Min-K% and Min-K%++ of every item's text under every selected
+model that gives token log-probabilities (:mod:`metrics.probe_mink`).
+
+Which models can: ``provider = "local"`` (one forward pass, both scores exactly) and OpenAI-
+compatible servers that return prompt log-probabilities (vLLM; Min-K% only, see
+:mod:`providers.openai_logprobs`). Every other model is refused in one line before anything is
+sent (``Provider.text_logprobs_refusal``).
+
+It runs on the engine of ``contam run`` (lanes, limits, retries, the live display, the single
+writer, SIGINT draining, exit codes): each item is one task whose "request" carries the text to
+score, and :class:`TextScorer` turns the engine's ``generate`` into the provider's
+``text_logprobs``. Per (item, model) it stores, in one transaction, ``probe_scores`` rows
+(``min_k``, and ``min_k_pp`` where the distribution is known; the token count in ``detail``) and one
+``probe_samples`` row (variant ``tokens``) whose ``detail`` holds the per-token values for audit.
+Both carry the ``params_sha256`` of the model's :func:`metrics.probe_mink.probe_params` (k, text
+rule, source), recorded once in ``probe_params``. Resumable: an (item, model) whose ``min_k`` row
+exists under those parameters is not asked again.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+import duckdb
+import httpx
+import orjson
+
+from harness.config import ModelSpec, RunConfig, load_config
+from harness.engine.counters import LaneStats
+from harness.engine.lanes import Accept, Lane, Task
+from harness.engine.writer import Rows
+from harness.errors import UserError
+from harness.jobs.lane_job import (
+    JobOptions, JobResult, failure_lines, interrupted_line, new_run_id, recovered_lines,
+    run_lanes, run_row,
+)
+from harness.jobs.run import import_config_items
+from harness.store import DEFAULT_STORE, Store, utc_now
+from harness.text import sha256_text
+from metrics.probe_mink import DEFAULT_K, KIND, check_k, probe_params, probe_scores, scored_text
+from metrics.probes import ProbeItem, params_sha256
+from providers.base import Provider, Reply, Request, TextLogprobs
+from providers.registry import create_provider, provider_class
+
+__all__ = ["MinKOptions", "probe_min_k", "execute_min_k", "TextScorer", "refusals",
+           "model_params", "pending_items"]
+
+# Significant digits kept of each per-token value in the audit row: a local model's values are
+# float32 (about 7 digits), and the row stays a fraction of what full reprs would take.
+_DIGITS = 7
+# What each attempt's row says it asked (attempts.variant / samples): one scored text per item.
+_TAGS = {"variant": "tokens", "samples": [0]}
+
+
+@dataclass(kw_only=True)
+class MinKOptions(JobOptions):
+    """The lane jobs' options and k (``--k``)."""
+
+    k: float = DEFAULT_K
+
+
+def probe_min_k(config_path: str | Path, *, store: str | None = None,
+                options: MinKOptions | None = None) -> JobResult:
+    """``contam probe min-k``: score every selected model's pending items."""
+    options = options or MinKOptions()
+    _check_options(options)
+    config = load_config(config_path, store_flag=store)
+    specs = config.select(options.models)
+    if not specs:
+        raise UserError(f"{config.path}: no [[models]] to probe")
+    refused = refusals(specs)
+    if refused:
+        raise UserError(f"min-k needs token log-probabilities: {'; '.join(refused)}")
+    with Store(config.store or DEFAULT_STORE, create=True) as opened:
+        recovered = recovered_lines(opened)
+        imported = import_config_items(opened, config)
+        result = anyio.run(execute_min_k, opened, config, specs, options)
+    result.summary[:0] = [*recovered, *imported]
+    return result
+
+
+def _check_options(options: MinKOptions) -> None:
+    if options.limit is not None and options.limit <= 0:
+        raise UserError(f"--limit must be a positive number, not {options.limit}")
+    try:
+        check_k(options.k)
+    except ValueError as exc:
+        raise UserError(f"--k: {exc}") from None
+
+
+def refusals(specs: Sequence[ModelSpec]) -> list[str]:
+    """One line for each model that cannot give a text's token log-probabilities."""
+    return [reason for spec in specs
+            if (reason := provider_class(spec).text_logprobs_refusal(spec)) is not None]
+
+
+def model_params(spec: ModelSpec, k: float) -> dict[str, Any]:
+    """The probe's parameters for one model, which name where its log-probabilities come from
+    (``Provider.text_logprobs_source``: a forward pass, or a server's prompt_logprobs)."""
+    return probe_params(k, provider_class(spec).text_logprobs_source or "")
+
+
+# -- the run ------------------------------------------------------------------------------------
+
+async def execute_min_k(store: Store, config: RunConfig, specs: Sequence[ModelSpec],
+                        options: MinKOptions) -> JobResult:
+    """The probe on an open store: one lane per model, its pending items as tasks."""
+    result = JobResult(command="probe", run_id=new_run_id())
+    params = {spec.name: model_params(spec, options.k) for spec in specs}
+    hashes = {name: params_sha256(KIND, p) for name, p in params.items()}
+    lanes = [_lane(store, spec, hashes[spec.name], options.limit) for spec in specs]
+    started = run_row(result.run_id, "probe", _run_config(config, specs, options, params),
+                      sha256_text(KIND))
+    await run_lanes(store, lanes, result=result, accept=_accept(result.run_id, specs, options.k),
+                    started=started, options=_scoring_options(options),
+                    first=lambda: _record_params(store, params, hashes))
+    _summarise(config, result, options)
+    return result
+
+
+def _scoring_options(options: MinKOptions) -> MinKOptions:
+    """The options with a provider factory that scores instead of generating."""
+    make = options.provider_factory or create_provider
+
+    def factory(spec: ModelSpec, client: httpx.AsyncClient) -> Provider:
+        return TextScorer(make(spec, client))
+
+    return MinKOptions(**{**vars(options), "provider_factory": factory})
+
+
+def _lane(store: Store, spec: ModelSpec, params_hash: str, limit: int | None) -> Lane:
+    items = pending_items(store.con, spec.name, params_hash, limit)
+    tasks = (Task(item_id=item.item_id, model=spec.name, context=params_hash, tags=_TAGS,
+                  request=_scoring_request(item)) for item in items)
+    return Lane(spec=spec, total=len(items), tasks=tasks)
+
+
+def _scoring_request(item: ProbeItem) -> Request:
+    """The text to score, as the engine carries it. Nothing is generated (a vLLM server makes one
+    token): the output limit of 1 keeps the lane's token bucket from counting an answer's worth."""
+    return Request(system="", user=scored_text(item), max_output_tokens=1)
+
+
+_PENDING_SQL = """
+WITH ordered AS (SELECT item_id, min(seq) AS first_seq FROM items GROUP BY item_id),
+     scope AS (SELECT * FROM ordered ORDER BY first_seq {limit})
+SELECT i.item_id, i.title, i.subset, i.question, i.reference
+FROM scope s JOIN latest_items i USING (item_id)
+WHERE NOT EXISTS (SELECT 1 FROM probe_scores p WHERE p.probe = $probe AND p.model = $model
+                  AND p.params_sha256 = $params AND p.metric = 'min_k' AND p.item_id = s.item_id)
+ORDER BY s.first_seq
+"""
+
+
+def pending_items(con: duckdb.DuckDBPyConnection, model: str, params_hash: str,
+                  limit: int | None) -> list[ProbeItem]:
+    """The items among the first ``limit`` (file order) without a ``min_k`` row of ``model``
+    under ``params_hash``. A list: a probe's items are few enough to hold (texts, not answers)."""
+    sql = _PENDING_SQL.format(limit="LIMIT $limit" if limit else "")
+    args: dict[str, Any] = {"probe": KIND, "model": model, "params": params_hash}
+    if limit:
+        args["limit"] = limit
+    return [ProbeItem(item_id=r[0], title=r[1] or "", subset=r[2] or "", question=r[3] or "",
+                      reference=r[4] or "") for r in con.execute(sql, args).fetchall()]
+
+
+def _record_params(store: Store, params: dict[str, dict], hashes: dict[str, str]) -> None:
+    """A ``probe_params`` row for each parameter set the store does not have yet."""
+    known = {row[0] for row in store.con.execute(
+        "SELECT params_sha256 FROM probe_params WHERE probe = ?", [KIND]).fetchall()}
+    new = {hashes[name]: p for name, p in params.items() if hashes[name] not in known}
+    store.append("probe_params", [{"params_sha256": h, "probe": KIND, "created_at": utc_now(),
+                                   "params": orjson.dumps(p).decode()} for h, p in new.items()])
+
+
+# -- scoring through the engine ------------------------------------------------------------------
+
+@dataclass(frozen=True, kw_only=True)
+class ScoredReply(Reply):
+    """A reply whose content is a scored text, not a completion."""
+
+    scored: TextLogprobs
+
+
+class TextScorer(Provider):
+    """A provider as the engine drives it, scoring instead of generating: ``generate(request)``
+    returns the log-probabilities of ``request.user``'s tokens. Everything else (the served-model
+    id, the preflight) is the wrapped provider's."""
+
+    def __init__(self, provider: Provider) -> None:
+        self.provider, self.spec = provider, provider.spec
+
+    def served_model_id(self) -> str:
+        return self.provider.served_model_id()
+
+    async def preflight(self) -> str | None:
+        return await self.provider.preflight()
+
+    async def generate(self, request: Request) -> Reply:
+        scored = await self.provider.text_logprobs(request.user)
+        return ScoredReply(text="", served_model=scored.served_model,
+                           input_tokens=scored.input_tokens, output_tokens=0,
+                           http_status=scored.http_status, scored=scored)
+
+
+def _accept(run_id: str, specs: Sequence[ModelSpec], k: float) -> Accept:
+    """What is kept of a scored text: the scores and the audit row, in one transaction."""
+    by_label = {spec.name: spec for spec in specs}
+
+    def accept(task: Task, reply: Reply, latency_s: float) -> Rows:
+        assert isinstance(reply, ScoredReply)  # TextScorer's, by construction
+        key = {"run_id": run_id, "probe": KIND, "params_sha256": task.context,
+               "item_id": task.item_id, "model": task.model, "created_at": utc_now()}
+        scores = [{**key, "metric": s.metric, "value": s.value,
+                   "detail": orjson.dumps(s.detail).decode()} for s in probe_scores(reply.scored, k)]
+        sample = _sample_row(key, by_label[task.model], task, reply, latency_s)
+        return {"probe_scores": scores, "probe_samples": [sample]}
+
+    return accept
+
+
+def _sample_row(key: dict[str, Any], spec: ModelSpec, task: Task, reply: ScoredReply,
+                latency_s: float) -> dict[str, Any]:
+    """The audit row of one scored text: which text, which model served it, every token's value."""
+    return {**key, "variant": "tokens", "sample": 0, "provider": spec.provider,
+            "provider_model": spec.model, "served_model": reply.served_model,
+            "prompt_sha256": sha256_text(task.request.user), "input_tokens": reply.input_tokens,
+            "output_tokens": 0, "latency_s": latency_s,
+            "detail": orjson.dumps(_audit(reply.scored)).decode()}
+
+
+def _audit(scored: TextLogprobs) -> dict[str, Any]:
+    """The per-token values to :data:`_DIGITS` significant digits (the scores are exact)."""
+    def rounded(values: Sequence[float] | None) -> list[float | None] | None:
+        return None if values is None else [
+            float(f"{v:.{_DIGITS}g}") if math.isfinite(v) else None for v in values]
+
+    return {"tokens": list(scored.tokens), "logprobs": rounded(scored.logprobs),
+            "means": rounded(scored.means), "stds": rounded(scored.stds)}
+
+
+# -- the end --------------------------------------------------------------------------------------
+
+def _run_config(config: RunConfig, specs: Sequence[ModelSpec], options: MinKOptions,
+                params: dict[str, dict]) -> dict[str, Any]:
+    return {"config_file": str(config.path), "probe": KIND, "limit": options.limit,
+            "params": params, "models": [spec.public_dict() for spec in specs]}
+
+
+def _summarise(config: RunConfig, result: JobResult, options: MinKOptions) -> None:
+    again = config.command("probe min-k") + (f" --k {options.k:g}" if options.k != DEFAULT_K else "")
+    result.summary += [_summary_line(s) for s in result.stats] + failure_lines(result.stats)
+    if result.interrupted is not None:
+        result.problems.append(interrupted_line("probe min-k", result.interrupted, again, "score"))
+        return
+    if any(s.stopped or s.failed for s in result.stats):
+        result.problems.append(f"contam probe min-k: some texts were not scored; run `{again}` "
+                               "again to score the rest")
+
+
+def _summary_line(s: LaneStats) -> str:
+    line = f"{s.label}: {s.done}/{s.total} texts scored"
+    if s.failed:
+        line += f", {s.failed} failed after all attempts (asked again by the next run)"
+    if s.stopped:
+        return line + f"; STOPPED ({s.stopped}): {s.stop_message}"
+    if s.interrupted and s.remaining:
+        return line + f"; interrupted with {s.remaining} left"
+    return line

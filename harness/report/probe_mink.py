@@ -1,0 +1,137 @@
+"""The min-k probe's part of the report (``report["probes"]["min-k"]``): per model, score and k, the
+Min-K% / Min-K%++ scores of the documented and the undocumented subset, and how well each score
+tells them apart.
+
+The score is taken as a classifier of "documented" (higher = more likely seen in training, the
+papers' direction): its ROC-AUC is the Mann-Whitney U of the documented scores over the
+undocumented ones divided by n1 * n0 (ties count one half; :func:`harness.report.stats.roc_auc`),
+with a two-sided Mann-Whitney p. The 95% interval is a percentile bootstrap that resamples the
+documented and the undocumented items independently (:data:`RESAMPLES` resamples, numpy seed
+:data:`SEED`, scipy's ``bootstrap``), so a rebuilt report has the same interval. A text with no
+score (fewer tokens than 1/k, stored NULL) is left out and counted.
+
+:func:`build` reads the store, :func:`section` renders the part (both listed in
+:mod:`harness.report.probes`); the figure is :mod:`harness.report.probe_mink_figure`'s.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections import defaultdict
+from typing import Any
+
+import numpy as np
+import orjson
+from scipy import stats as sps
+
+from harness.report.format import DASH, Section, Table, fmt_num, fmt_p, is_missing, user
+from harness.report.stats import roc_auc
+from harness.store import Store
+
+__all__ = ["KIND", "FIGURE", "build", "section", "auc_interval", "RESAMPLES", "SEED"]
+
+RESAMPLES = 2000
+SEED = 0
+CONFIDENCE = 0.95
+KIND = "min-k"
+FIGURE = "fig_probe_min_k"
+NAMES = {"min_k": "Min-K%", "min_k_pp": "Min-K%++"}
+
+_SCORES_SQL = """
+SELECT s.model, s.metric, s.value, i.subset, p.params
+FROM latest_probe_scores s
+JOIN latest_items i USING (item_id)
+JOIN (SELECT params_sha256, any_value(params) AS params FROM probe_params
+      WHERE probe = 'min-k' GROUP BY ALL) p USING (params_sha256)
+WHERE s.probe = 'min-k' AND i.subset IN (?, ?)
+ORDER BY s.model, s.metric, s.item_id
+"""
+
+
+def build(store: Store, contrast: tuple[str, str] = ("official", "fan")) -> dict[str, Any] | None:
+    """The part, or None when the store holds no min-k scores of the two subsets."""
+    documented, undocumented = contrast
+    groups: defaultdict[tuple, dict[str, list]] = defaultdict(lambda: defaultdict(list))
+    for row in store.query_dicts(_SCORES_SQL, [documented, undocumented]):
+        params = orjson.loads(row["params"])
+        key = (row["model"], row["metric"], params["k"], params["logprobs"])
+        groups[key][row["subset"]].append(row["value"])
+    if not groups:
+        return None
+    rows = [_row(key, values.get(documented, []), values.get(undocumented, []))
+            for key, values in sorted(groups.items())]
+    return {"resamples": RESAMPLES, "seed": SEED, "confidence": CONFIDENCE, "rows": rows}
+
+
+def _row(key: tuple, documented: list, undocumented: list) -> dict[str, Any]:
+    model, metric, k, source = key
+    doc = [v for v in documented if v is not None]
+    undoc = [v for v in undocumented if v is not None]
+    auc = roc_auc(doc + undoc, [True] * len(doc) + [False] * len(undoc))
+    low, high = auc_interval(doc, undoc)
+    return {"model": model, "metric": metric, "k": k, "logprobs": source,
+            "documented_n": len(doc), "undocumented_n": len(undoc),
+            "unscored": len(documented) + len(undocumented) - len(doc) - len(undoc),
+            "documented_median": _median(doc), "undocumented_median": _median(undoc),
+            "auc": auc, "auc_ci_low": low, "auc_ci_high": high, "mannwhitney_p": _p(doc, undoc),
+            "documented_values": doc, "undocumented_values": undoc}
+
+
+def _median(values: list[float]) -> float:
+    return float(np.median(values)) if values else float("nan")
+
+
+def _p(doc: list[float], undoc: list[float]) -> float:
+    if not doc or not undoc:
+        return float("nan")
+    return float(sps.mannwhitneyu(doc, undoc, alternative="two-sided").pvalue)
+
+
+def _auc_statistic(doc: np.ndarray, undoc: np.ndarray, axis: int = -1) -> np.ndarray:
+    """ROC-AUC along ``axis`` (vectorised over resamples): U / (n1 * n0)."""
+    u = sps.mannwhitneyu(doc, undoc, axis=axis, method="asymptotic").statistic
+    return u / (doc.shape[axis] * undoc.shape[axis])
+
+
+def auc_interval(doc: list[float], undoc: list[float]) -> tuple[float, float]:
+    """The percentile bootstrap interval of the AUC (see the module docstring); NaN with fewer
+    than two scores in either subset."""
+    if len(doc) < 2 or len(undoc) < 2:
+        return float("nan"), float("nan")
+    with warnings.catch_warnings():  # a constant resampled statistic (AUC 1 every time) warns
+        warnings.simplefilter("ignore")
+        ci = sps.bootstrap((np.asarray(doc, float), np.asarray(undoc, float)), _auc_statistic,
+                           n_resamples=RESAMPLES, confidence_level=CONFIDENCE, paired=False,
+                           vectorized=True, method="percentile",
+                           rng=np.random.default_rng(SEED)).confidence_interval
+    return float(ci.low), float(ci.high)
+
+
+# -- rendering ------------------------------------------------------------------------------------
+
+def section(part: dict[str, Any], report: dict[str, Any]) -> Section:
+    contrast = report["contrast"]
+    paragraphs = [
+        f"**Min-K% and Min-K%++** (Shi et al. 2023; Zhang et al. 2024): the mean log-probability "
+        "(Min-K%++: standardised against the model's next-token distribution) of the k% least "
+        "likely tokens of each item's title, question and reference; higher means more likely "
+        "seen in training. Scored as a classifier of the documented subset "
+        f"({user(contrast['documented'])} vs {user(contrast['undocumented'])}): ROC-AUC 0.5 is "
+        f"chance. Intervals: {part['confidence']:.0%} percentile bootstrap, {part['resamples']} "
+        f"resamples of each subset, seed {part['seed']}; p: two-sided Mann–Whitney."]
+    if any(r["logprobs"] == "prompt_logprobs" for r in part["rows"]):
+        paragraphs.append("Models served by vLLM have Min-K% only: a server returns each token's "
+                          "log-probability but not the whole next-token distribution Min-K%++ needs.")
+    rows = [[r["model"], NAMES.get(r["metric"], r["metric"]), f"{r['k']:g}",
+             f"{r['documented_n']} / {r['undocumented_n']}", fmt_num(r["documented_median"]),
+             fmt_num(r["undocumented_median"]), fmt_num(r["auc"]), _ci(r), fmt_p(r["mannwhitney_p"])]
+            for r in part["rows"]]
+    table = Table(["Model", "Score", "k", "n (doc / undoc)", "Median doc", "Median undoc",
+                   "ROC-AUC", f"{part['confidence']:.0%} CI", "p"], rows,
+                  "Min-K% / Min-K%++ per model: documented vs undocumented items.")
+    return Section("Probe: min-k (token log-probabilities)", paragraphs, [table], [FIGURE])
+
+
+def _ci(row: dict) -> str:
+    low, high = row["auc_ci_low"], row["auc_ci_high"]
+    return DASH if is_missing(low) or is_missing(high) else f"[{low:.3f}, {high:.3f}]"

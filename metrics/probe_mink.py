@@ -1,0 +1,126 @@
+"""Min-K% and Min-K%++: how likely a model finds the least likely tokens of a text. Pure: the
+log-probabilities come from a provider (``providers.base.TextLogprobs``), the rows are the job's.
+
+**Min-K% Prob** (Shi et al. 2023, arXiv 2310.16789, "Detecting Pretraining Data from Large
+Language Models"): of the scored tokens x_2..x_n of a text (the first has nothing before it), take
+the k% with the lowest log p(x_i | x_<i) and average their log-probabilities.
+
+**Min-K%++** (Zhang et al. 2024, arXiv 2404.02936): each token's log-probability is first
+standardised against the model's whole next-token distribution at that position,
+``(log p(x_i | x_<i) - mu_i) / sigma_i`` with ``mu_i = E_{z ~ p(.|x_<i)} log p(z | x_<i)`` and
+``sigma_i`` the standard deviation of ``log p(z | x_<i)`` under the same distribution; then, as for
+Min-K%, the lowest k% are averaged.
+
+Both follow the authors' reference code (swj0419/detect-pretrain-code, zjysteven/mink-plus-plus):
+the k% are the ``floor(n * k)`` lowest values of the n scored tokens (``int(len * ratio)``), and a
+higher score means "more likely seen in training" (Min-K%++'s convention; Shi et al.'s script
+stores the negated Min-K%). A text with ``floor(n * k) == 0`` (fewer than 1/k scored tokens) has
+no score: the reference code's mean of nothing is NaN, stored here as NULL with the reason.
+Default k = 20% (:data:`DEFAULT_K`), a parameter.
+
+The text scored for an item is :func:`scored_text`: title, question and reference, each stripped,
+joined by one newline (:data:`TEXT_RULE`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from metrics.probes import ProbeItem, ProbeScore
+from providers.base import TextLogprobs
+
+__all__ = ["KIND", "DEFAULT_K", "TEXT_RULE", "METRICS", "scored_text", "min_k", "min_k_pp",
+           "standardised", "lowest_count", "probe_params", "probe_scores", "check_k"]
+
+KIND = "min-k"
+DEFAULT_K = 0.2
+TEXT_RULE = "title + '\\n' + question + '\\n' + reference (each stripped)"
+METRICS = ("min_k", "min_k_pp")
+
+
+def scored_text(item: ProbeItem) -> str:
+    """The text whose tokens are scored (see :data:`TEXT_RULE`)."""
+    return "\n".join(part.strip() for part in (item.title, item.question, item.reference))
+
+
+def check_k(k: float) -> float:
+    """k as a fraction in (0, 1]; ValueError otherwise."""
+    if not (isinstance(k, int | float) and math.isfinite(k) and 0 < k <= 1):
+        raise ValueError(f"k must be a fraction in (0, 1], not {k!r}")
+    return float(k)
+
+
+def lowest_count(n: int, k: float) -> int:
+    """How many of n scored tokens are "the lowest k%": floor(n * k), as the reference code."""
+    return int(n * check_k(k))
+
+
+def _mean_of_lowest(values: Sequence[float], k: float) -> float | None:
+    count = lowest_count(len(values), k)
+    if count == 0:
+        return None
+    return math.fsum(sorted(values)[:count]) / count
+
+
+def min_k(logprobs: Sequence[float], k: float = DEFAULT_K) -> float | None:
+    """Min-K% Prob: the mean of the lowest ``floor(n * k)`` token log-probabilities; None when
+    that is zero tokens."""
+    return _mean_of_lowest(logprobs, k)
+
+
+def standardised(logprobs: Sequence[float], means: Sequence[float],
+                 stds: Sequence[float]) -> list[float]:
+    """Each token's ``(log p - mu) / sigma`` (Min-K%++'s per-token score). A distribution with
+    all its mass on one token has sigma 0 (and that token log p = mu = 0): its value is 0, where
+    the reference code would divide 0 by 0."""
+    if not len(logprobs) == len(means) == len(stds):
+        raise ValueError("logprobs, means and stds must have one value per scored token")
+    return [(lp - mu) / sd if sd > 0 else 0.0 for lp, mu, sd in zip(logprobs, means, stds)]
+
+
+def min_k_pp(logprobs: Sequence[float], means: Sequence[float], stds: Sequence[float],
+             k: float = DEFAULT_K) -> float | None:
+    """Min-K%++: the mean of the lowest ``floor(n * k)`` standardised token log-probabilities."""
+    return _mean_of_lowest(standardised(logprobs, means, stds), k)
+
+
+# -- the probe's parameters and rows ------------------------------------------------------------
+
+# How the log-probabilities were obtained: a local forward pass sees the whole vocabulary; a
+# server's prompt_logprobs gives each token's own log-probability but only the top few others.
+SOURCES = {
+    "forward": ("one forward pass in-process: log-softmax over the whole vocabulary gives each "
+                "token's log p and the exact mu and sigma of Min-K%++"),
+    "prompt_logprobs": ("the server's prompt_logprobs (vLLM): each token's own log p only; "
+                        "Min-K%++ is not computed (its mu and sigma need the whole next-token "
+                        "distribution, which a server returns only as its top alternatives)"),
+}
+
+
+def probe_params(k: float, source: str) -> dict[str, Any]:
+    """What the rows of one model are keyed by (``probe_params`` / ``params_sha256``)."""
+    if source not in SOURCES:
+        raise ValueError(f"unknown log-probability source {source!r}")
+    metrics = list(METRICS) if source == "forward" else ["min_k"]
+    return {"k": check_k(k), "text": TEXT_RULE, "logprobs": source, "method": SOURCES[source],
+            "metrics": metrics}
+
+
+def probe_scores(scored: TextLogprobs, k: float) -> list[ProbeScore]:
+    """The ``probe_scores`` rows of one (item, model): Min-K%, and Min-K%++ where the
+    distribution's mu and sigma are known."""
+    n = len(scored.logprobs)
+    detail = {"tokens": n, "lowest": lowest_count(n, k)}
+    scores = [_score("min_k", min_k(scored.logprobs, k), detail)]
+    if scored.means is not None and scored.stds is not None:
+        value = min_k_pp(scored.logprobs, scored.means, scored.stds, k)
+        scores.append(_score("min_k_pp", value, detail))
+    return scores
+
+
+def _score(metric: str, value: float | None, detail: dict[str, Any]) -> ProbeScore:
+    if value is None:
+        detail = {**detail, "why_null": "fewer scored tokens than 1/k: no token is in the lowest k%"}
+    return ProbeScore(metric=metric, value=value, detail=detail)
