@@ -17,8 +17,9 @@ from string import Template
 
 from harness.report.analysis import METRICS, figure_regime
 from harness.report.format import (DASH, PNG_DPI, Section, Table, fmt_ci, fmt_num, fmt_or, fmt_p, fmt_pct,
-                                   is_missing, md_cell, user)
+                                   is_missing, md_cell, plural, user)
 from harness.report.sections import contamination_section, provenance_section
+from harness.report.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
 
 __all__ = ["sections", "render_markdown", "render_html", "figure_caption", "note_heading"]
 
@@ -73,12 +74,17 @@ def _overview(report: dict) -> Section:
     meta, contrast = report.get("meta") or {}, report["contrast"]
     return Section("contam report", [
         *_no_human_note(report),
-        f"Store {user(meta.get('store', '?'))}: {meta.get('items', '?')} items, {meta.get('models', '?')} models; "
+        f"Store {user(meta.get('store', '?'))}: {_count(meta, 'items', 'item')}, "
+        f"{_count(meta, 'models', 'model')}; "
         f"generated {meta.get('generated_at', '?')} (contam {meta.get('harness_version') or '?'}).",
         f"Human rater: {user(report['human_rater'] or 'none')}. Judge rater: {user(report['judge_rater'] or 'none')}. "
         f"Contrast: {user(contrast['documented'])} (documented) vs {user(contrast['undocumented'])} (undocumented).",
         "All intervals are 95%. Empty answers and unanswered items count as wrong (a lower bound); "
         "see Missing data."])
+
+
+def _count(meta: dict, key: str, word: str) -> str:
+    return plural(meta[key], word) if isinstance(meta.get(key), int) else f"? {word}s"
 
 
 _STAND_IN = {
@@ -175,7 +181,8 @@ def _surface(report: dict) -> Section | None:
     return Section("Surface metrics by subset", [
         "Mean score of every scored answer, labels or not: the seed paper's §4.3 evidence that the "
         "contamination signal survives every scoring regime. Each mean has a 95% BCa bootstrap interval "
-        "(items resampled, fixed seed), which never leaves the range of the scores; the "
+        f"({BOOTSTRAP_RESAMPLES} resamples of the items, seed {BOOTSTRAP_SEED}), which never leaves the range "
+        "of the scores; the "
         "difference has Welch's 95% interval and two-sided p. The ratio is documented mean / undocumented "
         "mean, shown only where both are positive (rescaled BERTScore-F1 can be negative)."],
         tables, figures=["fig1_leaderboard", "fig2_contamination_gap"] if figure_regime(report) == "surface" else [])
@@ -217,7 +224,8 @@ def _mcnemar(report: dict) -> Section | None:
              str(r["a_only"]), str(r["b_only"]), str(r["identical_labels"]), fmt_p(r["p"]),
              fmt_p(r.get("p_holm"))] for r in report["mcnemar"]]
     return Section("Pairwise model comparisons", [
-        "Exact McNemar test on the same items (binomial on the discordant pairs): a small p means the two "
+        "Exact McNemar test on the same items (two-sided exact binomial p on the discordant pairs, not the "
+        "mid-p): a small p means the two "
         "models' right / not-right records differ beyond chance. Holm p is the Holm-adjusted p within the "
         f"family {report['mcnemar'][0].get('holm_family', '')}; read the adjusted p when several "
         "comparisons are made at once."], [Table(
@@ -232,7 +240,7 @@ def _regimes(report: dict) -> Section | None:
              fmt_pct(r["judge_partial_credit"]), fmt_num(r["bleu2"]), fmt_num(r["bertscore_f1"]),
              fmt_num(r["mean_words"], 1)] for r in report["regimes"]]
     rho = report["rank_correlation"] or {}
-    if rho:
+    if any(v is not None for v in rho.values()):
         rows.append(["Spearman ρ with human", DASH, fmt_num(rho.get("judge")),
                      fmt_num(rho.get("judge_partial_credit")), fmt_num(rho.get("bleu2")),
                      fmt_num(rho.get("bertscore_f1")), DASH])

@@ -32,37 +32,57 @@ def contamination_section(report: dict) -> Section | None:
     if cmh:
         paragraphs += [_cmh_reading(cmh, report["contrast"]), _breslow_day_reading(cmh)]
     if logistic:
-        paragraphs.append(_logistic_reading(logistic))
+        paragraphs.append(_logistic_reading(logistic, cmh))
         tables.append(_logistic_table(logistic))
     return Section("Contamination across models", paragraphs, tables)
 
 
 def _cmh_reading(cmh: dict, contrast: dict) -> str:
+    odds = (f"has {_ratio(cmh['odds_ratio'])} times the odds of a right answer of one of the "
+            f"undocumented subset ({user(contrast['undocumented'])})")
+    test = (f"Mantel–Haenszel odds ratio {_ratio(cmh['odds_ratio'])}, 95% CI {_ratio_ci(cmh)} (Robins–"
+            f"Breslow–Greenland variance); Cochran–Mantel–Haenszel χ² = {fmt_num(cmh['cmh_statistic'], 1)} "
+            f"(1 df, no continuity correction), {p_clause(cmh['cmh_p'], cmh.get('cmh_log10_p'))}")
+    if len(cmh["models"]) == 1:
+        return (f"**One model** ({user(cmh['models'][0])}): an item of the documented subset "
+                f"({user(contrast['documented'])}) {odds}. {test}. With one model this is that model's own "
+                "odds ratio: pooling over models needs at least two.")
     return (f"**Pooled over the {len(cmh['models'])} models**, an item of the documented subset "
-            f"({user(contrast['documented'])}) has {_ratio(cmh['odds_ratio'])} times the odds of a right "
-            f"answer of one of the undocumented subset ({user(contrast['undocumented'])}): Mantel–Haenszel "
-            f"odds ratio {_ratio(cmh['odds_ratio'])}, 95% CI {_ratio_ci(cmh)}; Cochran–Mantel–Haenszel "
-            f"χ² = {fmt_num(cmh['cmh_statistic'], 1)}, {p_clause(cmh['cmh_p'])}.")
+            f"({user(contrast['documented'])}) {odds}: {test}.")
 
 
 def _breslow_day_reading(cmh: dict) -> str:
+    question = "**Does the gap differ between models?**"
+    if len(cmh["models"]) == 1:
+        return f"{question} Asking needs at least two models; this report has one."
     p = cmh.get("breslow_day_p")
     if is_missing(p):
-        return "**Does the gap differ between models?** The Breslow–Day test is not available here (see Notes)."
+        return f"{question} The Breslow–Day test is not available here (see Notes)."
     verdict = ("yes: the odds ratios differ between models, so the pooled figure averages unequal gaps"
                if p < ALPHA else "no evidence that the odds ratios differ between models")
-    return (f"**Does the gap differ between models?** Breslow–Day test of equal odds ratios: "
-            f"χ² = {fmt_num(cmh['breslow_day_statistic'], 1)}, {p_clause(p)}; {verdict}.")
+    return (f"{question} Breslow–Day test of equal odds ratios with Tarone's correction: "
+            f"χ² = {fmt_num(cmh['breslow_day_statistic'], 1)} ({cmh.get('breslow_day_df', '?')} df), "
+            f"{p_clause(p, cmh.get('breslow_day_log10_p'))}; {verdict}.")
 
 
-def _logistic_reading(fit: dict) -> str:
+def _standard_errors(fit: dict) -> str:
+    if fit.get("covariance") == "model-based":
+        return "model-based standard errors (the item-clustered covariance is singular, see Notes)"
+    return (f"standard errors clustered by item (small-sample correction {fit.get('cluster_correction')} "
+            "for G items, N answers and K coefficients; normal reference distribution)")
+
+
+def _logistic_reading(fit: dict, cmh: dict | None) -> str:
     effect = (f"odds ratio documented vs undocumented {_ratio(fit['documented_odds_ratio'])}, 95% CI "
               f"{_ratio_ci(fit, 'documented_')}, {p_clause(fit['documented_p'])}")
-    head = (f"**Logistic model** {fit['formula']} on {fit['n']} answers to {fit['items']} items, standard "
-            "errors clustered by item: ")
+    head = (f"**Logistic model** {fit['formula']} on {fit['n']} answers to {fit['items']} items, "
+            f"{_standard_errors(fit)}: ")
+    if fit.get("models", 2) == 1:
+        return head + f"the {effect} (one model: whether the gap differs between models needs at least two)."
     if not fit["interaction"]:
         return head + (f"the common {effect}, holding the model fixed (right ~ subset * model has no "
-                       "finite estimate on these data: perfect separation, see Notes).")
+                       "finite estimate on these data: perfect separation, see Notes)."
+                       + _heterogeneity_warning(cmh))
     p = fit["interaction_wald_p"]
     verdict = "the gap differs between models" if not is_missing(p) and p < ALPHA else \
         "no evidence that the gap differs between models"
@@ -72,11 +92,21 @@ def _logistic_reading(fit: dict) -> str:
             f"{fmt_num(fit['interaction_wald_statistic'], 1)}, {p_clause(p)}: {verdict}.")
 
 
+def _heterogeneity_warning(cmh: dict | None) -> str:
+    """A common odds ratio is a fair summary only when the models' odds ratios are alike."""
+    p = (cmh or {}).get("breslow_day_p")
+    if is_missing(p) or p >= ALPHA:
+        return ""
+    return (f" **Caution**: the Breslow–Day test rejects equal odds ratios "
+            f"({p_clause(p, cmh.get('breslow_day_log10_p'))}), so this common odds ratio averages gaps "
+            "that differ between models; read each model's own odds ratio in the contamination gap table.")
+
+
 def _logistic_table(fit: dict) -> Table:
     rows = [[t["term"], _ratio(t["odds_ratio"]), _ratio_ci(t), fmt_p(t["p"])] for t in fit["terms"]]
-    return Table(["Term", "Odds ratio", "95% CI (item-clustered)", "p"], rows,
-                 f"Logistic regression {fit['formula']}; odds ratios against the reference model "
-                 f"{fit['reference_model']} and the undocumented subset.")
+    against = "" if fit.get("models", 2) == 1 else f"the reference model {fit['reference_model']} and "
+    return Table(["Term", "Odds ratio", f"95% CI ({fit.get('covariance', 'item-clustered')})", "p"], rows,
+                 f"Logistic regression {fit['formula']}; odds ratios against {against}the undocumented subset.")
 
 
 # -- provenance ---------------------------------------------------------------------------------
