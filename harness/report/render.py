@@ -18,7 +18,8 @@ from string import Template
 from harness.report.analysis import METRICS, figure_regime
 from harness.report.format import (DASH, PNG_DPI, Section, Table, fmt_ci, fmt_num, fmt_or, fmt_p, fmt_pct,
                                    is_missing, md_cell, plural, user)
-from harness.report.sections import contamination_section, provenance_section
+from harness.report.provenance_section import provenance_section
+from harness.report.sections import contamination_section
 from harness.report.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
 
 __all__ = ["sections", "render_markdown", "render_html", "figure_caption", "note_heading"]
