@@ -236,7 +236,7 @@ def test_judge_only_figures_show_judge_accuracy_and_say_so(contam, tmp_path):
         report = build_report(store, contrast=("canon", "hack"))
     fig = figures.leaderboard(report)
     (ax,) = fig.axes
-    assert ax.get_xlabel() == "strict accuracy (%), LLM judge, not human\n(judge:j)"
+    assert " ".join(ax.get_xlabel().split()) == "strict accuracy (%), LLM judge, not human (judge:j)"
     assert [t.get_text().split()[0] for t in ax.get_yticklabels()] == ["m3", "m1", "m2"]  # best first
     assert [p.get_width() for p in ax.patches] == pytest.approx([100, 50, 50])
     figures.close(fig)

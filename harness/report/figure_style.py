@@ -53,10 +53,11 @@ def errors(values: list[float], lows: list[float], highs: list[float]) -> list[l
     return [below, above]
 
 
-def fit(label: Any, width: int = 24) -> str:
-    """At most two lines of ``width`` characters, so that a long name cannot squeeze the plot away."""
-    lines = textwrap.wrap(str(label), width) or [""]
-    return "\n".join(lines[:2]) + ("…" if len(lines) > 2 else "")
+def fit(label: Any, width: int = 24, lines: int = 2) -> str:
+    """At most ``lines`` lines of ``width`` characters, so that a long name cannot squeeze the plot
+    away (nor run off the figure)."""
+    wrapped = textwrap.wrap(str(label), width) or [""]
+    return "\n".join(wrapped[:lines]) + ("…" if len(wrapped) > lines else "")
 
 
 def grid(ax, axis: str) -> None:

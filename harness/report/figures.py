@@ -39,7 +39,7 @@ __all__ = ["FIGURES", "TITLES", "COLUMN", "FULL", "STYLE", "draw_figures", "expo
            "close"]
 
 NO_HUMAN = "no human labels in the store"
-_XLABEL_CHARS = 44  # a column figure's x label line holds ~55 characters: wrap before, never clip
+_XLABEL_CHARS = 30  # fig1's x label, centred under its axes, fits a column figure at this width
 
 
 def _pct(rows: list[dict], key: str) -> list[float]:
@@ -64,9 +64,9 @@ def leaderboard(report: dict) -> Figure:
     _accuracy_bars(ax, rows, model_colours(report))
     if regime == "human":
         ax.set_xlabel("strict accuracy (%), human labels")
-    else:  # the rater's name on a line of its own, wrapped: never wider than the figure
-        rater = fit(f"({report['judge_rater']})", _XLABEL_CHARS)
-        ax.set_xlabel(f"strict accuracy (%), LLM judge, not human\n{rater}")
+    else:  # wrapped: centred under an axes that long model names push right, it must still fit
+        ax.set_xlabel(fit(f"strict accuracy (%), LLM judge, not human ({report['judge_rater']})",
+                          _XLABEL_CHARS, lines=3))
     return fig
 
 
