@@ -99,6 +99,7 @@ class Table:
     headers: list[str]
     rows: list[list[str]]
     caption: str = ""
+    name: str = ""  # what it holds, as the tables/ files are named (harness.report.tidy has its data)
 
     def numeric_columns(self) -> list[bool]:
         """Columns of numbers (dashes allowed, at least one number) are right-aligned; the first never is."""

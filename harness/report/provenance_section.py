@@ -48,7 +48,8 @@ def _imports_table(prov: dict) -> Table | None:
     rows = [[r["kind"], r["file"], r["sha256"], str(r["bytes"]), str(r["rows"]), str(r["added"]),
              r["created_at"] or DASH] for r in prov["imports"]]
     return Table(["Kind", "File", "sha256", "Bytes", "Records", "Added", "Imported (UTC)"], rows,
-                 f"Every import ({plural(len(rows), 'file')} read); a file imported again adds a row.")
+                 f"Every import ({plural(len(rows), 'file')} read); a file imported again adds a row.",
+                 "provenance_imports")
 
 
 def _runs_table(prov: dict) -> Table | None:
@@ -57,7 +58,7 @@ def _runs_table(prov: dict) -> Table | None:
     rows = [[r["run_id"], r["kind"] or DASH, r["started_at"] or DASH, r["finished_at"] or "unfinished",
              r["config_sha256"], r["sha256"] or DASH] for r in prov["runs"]]
     return Table(["Run", "Kind", "Started (UTC)", "Finished (UTC)", "Config sha256", "Prompt / rubric sha256"],
-                 rows, "Every run recorded in the store.")
+                 rows, "Every run recorded in the store.", "provenance_runs")
 
 
 def _models_table(prov: dict) -> Table | None:
@@ -68,7 +69,7 @@ def _models_table(prov: dict) -> Table | None:
              str(m["answers"]), *_attempt_cells(m["attempts"])] for m in prov["models"]]
     return Table(["Model", "Provider", "Requested id", "Served ids (answers)", "Sampling", "Answers",
                   "Attempts", "Retries", "Failed attempts"], rows,
-                 "Per answering model; attempts of judge runs are not counted here.")
+                 "Per answering model; attempts of judge runs are not counted here.", "provenance_models")
 
 
 def _served(served: list[dict]) -> str:
@@ -86,7 +87,8 @@ def _raters_table(prov: dict) -> Table | None:
         return None
     rows = [[r["rater"], str(r["labels"]), ", ".join(r["rubric_sha256"]) or DASH,
              ", ".join(r["sources"]) or DASH, ", ".join(r["run_ids"]) or DASH] for r in prov["raters"]]
-    return Table(["Rater", "Labels", "Rubric sha256", "Imported from", "Judge runs"], rows)
+    return Table(["Rater", "Labels", "Rubric sha256", "Imported from", "Judge runs"], rows,
+                 name="provenance_raters")
 
 
 def _scoring_table(prov: dict) -> Table | None:
@@ -96,4 +98,4 @@ def _scoring_table(prov: dict) -> Table | None:
             for s in prov["scoring"]]
     return Table(["Metric", "Scores", "Non-NULL", "Parameters"], rows,
                  "Scoring parameters as stored with each score; NULL is a score that could not be computed "
-                 "(a blank answer), so only the non-NULL ones enter any mean.")
+                 "(a blank answer), so only the non-NULL ones enter any mean.", "provenance_scoring")

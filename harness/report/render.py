@@ -17,10 +17,10 @@ from string import Template
 
 from harness.report.analysis import METRICS, figure_regime
 from harness.report.format import (DASH, PNG_DPI, Section, Table, fmt_ci, fmt_num, fmt_or, fmt_p, fmt_pct,
-                                   is_missing, md_cell, plural, user)
+                                   fmt_pp, md_cell, plural, user)
 from harness.report.provenance_section import provenance_section
 from harness.report.sections import contamination_section
-from harness.report.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
+from harness.report.surface_section import surface_section
 
 __all__ = ["sections", "render_markdown", "render_html", "figure_caption", "note_heading"]
 
@@ -65,7 +65,7 @@ def sections(report: dict) -> list[Section]:
     there is a judge) and the surface metrics by subset, which then carry figures 1 and 2."""
     regime = figure_regime(report)
     leading = {"human": [_overall, _per_title, _gap], "judge": [_judge, _judge_gap]}.get(regime, [])
-    builders = [_overview, *leading, contamination_section, _surface, _mcnemar, _regimes,
+    builders = [_overview, *leading, contamination_section, surface_section, _mcnemar, _regimes,
                 *([_judge] if regime == "human" else []), _agreement, _inter_annotator, _metric_validity,
                 _abstention, _missing_data, provenance_section, _notes]
     return [s for build in builders if (s := build(report)) is not None]
@@ -111,17 +111,18 @@ def _overall(report: dict) -> Section | None:
     if not report["overall"]:
         return None
     return Section("Overall accuracy", [], [_accuracy_table(
-        report["overall"], "Human annotation; partial credit counts a partially right answer as one half.")],
+        report["overall"], "accuracy_by_model",
+        "Human annotation; partial credit counts a partially right answer as one half.")],
         figures=["fig1_leaderboard"])
 
 
-def _accuracy_table(rows: list[dict], caption: str = "") -> Table:
+def _accuracy_table(rows: list[dict], name: str, caption: str = "") -> Table:
     """Per-model label counts and accuracy: the human's (overall) and the judge's share this table."""
     body = [[r["model"], str(r["n"]), str(r["right"]), str(r["partial"]), str(r["wrong"]),
              fmt_pct(r["accuracy"]), fmt_ci(r.get("ci_low"), r.get("ci_high")), fmt_pct(r["partial_credit"])]
             for r in rows]
     return Table(["Model", "n", "Right", "Partial", "Wrong", "Strict accuracy", "95% CI", "Partial credit"],
-                 body, caption)
+                 body, caption, name)
 
 
 def _per_title(report: dict) -> Section | None:
@@ -132,7 +133,8 @@ def _per_title(report: dict) -> Section | None:
     models = list(dict.fromkeys(r["model"] for r in report["per_title"]))
     rows = [[m] + [_title_cell(cell.get((m, t))) for t, _ in titles] for m in models]
     return Section("Per-title accuracy", [], [Table(
-        ["Model"] + [f"{t} ({s})" for t, s in titles], rows, "Strict accuracy [95% Wilson interval].")],
+        ["Model"] + [f"{t} ({s})" for t, s in titles], rows, "Strict accuracy [95% Wilson interval].",
+        "accuracy_by_title")],
         figures=["fig4_per_title"])
 
 
@@ -143,7 +145,7 @@ def _title_cell(r: dict | None) -> str:
 def _gap(report: dict) -> Section | None:
     if not report["gap"]:
         return None
-    return Section("The contamination gap", [], [_gap_table(report, report["gap"])],
+    return Section("The contamination gap", [], [_gap_table(report, report["gap"], "gap_by_model")],
                    figures=["fig2_contamination_gap"])
 
 
@@ -154,68 +156,19 @@ def _judge_gap(report: dict) -> Section | None:
     return Section("The contamination gap under the LLM judge", [
         f"Strict accuracy by subset under the judge's labels (rater {user(report['judge_rater'])}), "
         "standing in for the human-labelled gap this store cannot give."],
-        [_gap_table(report, report["judge_gap"])], figures=["fig2_contamination_gap"])
+        [_gap_table(report, report["judge_gap"], "judge_gap_by_model")], figures=["fig2_contamination_gap"])
 
 
-def _gap_table(report: dict, gap: list[dict]) -> Table:
+def _gap_table(report: dict, gap: list[dict], name: str) -> Table:
     doc, undoc = report["contrast"]["documented"], report["contrast"]["undocumented"]
     rows = [[r["model"], f"{fmt_pct(r['documented_accuracy'])} ({r['documented_right']}/{r['documented_n']})",
              f"{fmt_pct(r['undocumented_accuracy'])} ({r['undocumented_right']}/{r['undocumented_n']})",
-             _pp(r["gap"]), fmt_ci(r["gap_ci_low"], r["gap_ci_high"]), fmt_or(r["odds_ratio"]),
+             fmt_pp(r["gap"]), fmt_ci(r["gap_ci_low"], r["gap_ci_high"]), fmt_or(r["odds_ratio"]),
              fmt_p(r["fisher_p"]), fmt_p(r.get("fisher_p_holm"))] for r in gap]
     family = gap[0].get("holm_family", "") if gap else ""
     return Table(["Model", doc, undoc, "Gap", "95% CI (Newcombe)", "Odds ratio", "Fisher p", "Holm p"], rows,
                  "Ordered by gap. Odds ratio ad/bc and two-sided Fisher exact p on the 2×2 right / "
-                 f"not-right table; Holm p is adjusted within the family {family}.")
-
-
-# -- surface metrics by subset ------------------------------------------------------------------
-
-def _surface(report: dict) -> Section | None:
-    surface = report.get("surface_by_subset")
-    if not surface:
-        return None
-    contrast = report["contrast"]
-    tables = [_surface_table(surface[metric], contrast, name)
-              for metric, name in METRICS.items() if surface.get(metric)]
-    tables.append(_surface_title_table(surface["per_title"]))
-    return Section("Surface metrics by subset", [
-        "Mean score of every scored answer, labels or not: the seed paper's §4.3 evidence that the "
-        "contamination signal survives every scoring regime. Each mean has a 95% BCa bootstrap interval "
-        f"({BOOTSTRAP_RESAMPLES} resamples of the items, seed {BOOTSTRAP_SEED}), which never leaves the range "
-        "of the scores; the "
-        "difference has Welch's 95% interval and two-sided p. The ratio is documented mean / undocumented "
-        "mean, shown only where both are positive (rescaled BERTScore-F1 can be negative)."],
-        tables, figures=["fig1_leaderboard", "fig2_contamination_gap"] if figure_regime(report) == "surface" else [])
-
-
-def _mean_cell(r: dict, side: str) -> str:
-    return (f"{fmt_num(r[f'{side}_mean'])} {_num_ci(r[f'{side}_ci_low'], r[f'{side}_ci_high'])} "
-            f"(n={r[f'{side}_n']})")
-
-
-def _num_ci(low: float | None, high: float | None) -> str:
-    return DASH if is_missing(low) or is_missing(high) else f"[{low:.3f}, {high:.3f}]"
-
-
-def _surface_table(rows: list[dict], contrast: dict, name: str) -> Table:
-    body = [[r["model"], _mean_cell(r, "documented"), _mean_cell(r, "undocumented"),
-             fmt_num(r["difference"]), _num_ci(r["difference_ci_low"], r["difference_ci_high"]),
-             fmt_p(r["welch_p"]), DASH if is_missing(r["ratio"]) else f"{r['ratio']:.2f}×"] for r in rows]
-    return Table(["Model", f"{contrast['documented']} (documented)", f"{contrast['undocumented']} (undocumented)",
-                  "Difference", "95% CI (Welch)", "Welch p", "Ratio"], body,
-                 f"Mean {name} by subset [95% BCa bootstrap interval].")
-
-
-def _surface_title_table(rows: list[dict]) -> Table:
-    body = [[r["model"], r["title"], str(r["subset"]), str(r["n"]), fmt_num(r["bleu2"]),
-             fmt_num(r["bertscore_f1"]), fmt_num(r["mean_words"], 1)] for r in rows]
-    return Table(["Model", "Title", "Subset", "Answers", "BLEU-2", "BERTScore-F1", "Mean words"], body,
-                 "Mean score per title over the non-empty answers.")
-
-
-def _pp(x: float | None) -> str:
-    return DASH if is_missing(x) else f"{100 * x:.1f} pp"
+                 f"not-right table; Holm p is adjusted within the family {family}.", name)
 
 
 def _mcnemar(report: dict) -> Section | None:
@@ -226,12 +179,12 @@ def _mcnemar(report: dict) -> Section | None:
              fmt_p(r.get("p_holm"))] for r in report["mcnemar"]]
     return Section("Pairwise model comparisons", [
         "Exact McNemar test on the same items (two-sided exact binomial p on the discordant pairs, not the "
-        "mid-p): a small p means the two "
-        "models' right / not-right records differ beyond chance. Holm p is the Holm-adjusted p within the "
+        "mid-p): a small p means the two models' right / not-right records differ beyond chance. Holm p "
+        "is the Holm-adjusted p within the "
         f"family {report['mcnemar'][0].get('holm_family', '')}; read the adjusted p when several "
         "comparisons are made at once."], [Table(
             ["Model A", "Model B", "Items", "n", "A right", "B right", "A only", "B only",
-             "Identical labels", "p", "Holm p"], rows)])
+             "Identical labels", "p", "Holm p"], rows, name="mcnemar_pairs")])
 
 
 def _regimes(report: dict) -> Section | None:
@@ -248,7 +201,7 @@ def _regimes(report: dict) -> Section | None:
     return Section("Scoring regimes", [], [Table(
         ["Model", "Human", "LLM judge", "Judge (partial credit)", "BLEU-2", "BERTScore-F1",
          "Mean answer length (words)"], rows,
-        "Each regime's aggregate per model; ρ across models, ties at average ranks.")],
+        "Each regime's aggregate per model; ρ across models, ties at average ranks.", "scoring_regimes")],
         figures=["fig3_metric_disagreement"])
 
 
@@ -256,7 +209,8 @@ def _judge(report: dict) -> Section | None:
     if not report["judge"]:
         return None
     leads = figure_regime(report) == "judge"
-    return Section("LLM judge", [f"Rater {user(report['judge_rater'])}."], [_accuracy_table(report["judge"])],
+    return Section("LLM judge", [f"Rater {user(report['judge_rater'])}."],
+                   [_accuracy_table(report["judge"], "judge_accuracy_by_model")],
                    figures=["fig1_leaderboard"] if leads else [])
 
 
@@ -268,14 +222,15 @@ def _agreement(report: dict) -> Section | None:
     names = ["Right", "Partially right", "Wrong"]
     confusion = Table(["Human ↓ / Judge →", *names],
                       [[name, *map(str, row)] for name, row in zip(names, pooled["confusion"])],
-                      f"Pooled human × judge confusion (n = {pooled['n']}).")
+                      f"Pooled human × judge confusion (n = {pooled['n']}).", "agreement_confusion")
     rows = [[r["model"], str(r["n"]), fmt_pct(r["exact"]), fmt_num(r["kappa"]), fmt_num(r["kappa_linear"]),
              fmt_num(r["kappa_binary"])] for r in [*agreement["per_model"], {"model": "pooled", **pooled}]]
     return Section("Human × judge agreement", [
         f"Pooled exact agreement {fmt_pct(pooled['exact'])} (Cohen's κ = {fmt_num(pooled['kappa'])}; "
         f"linearly weighted κ = {fmt_num(pooled['kappa_linear'])}; κ = {fmt_num(pooled['kappa_binary'])} "
         "on the collapsed right / not-right decision)."],
-        [confusion, Table(["Model", "n", "Exact", "κ", "κ linear", "κ right/not"], rows)])
+        [confusion, Table(["Model", "n", "Exact", "κ", "κ linear", "κ right/not"], rows,
+                          name="agreement_by_model")])
 
 
 def _inter_annotator(report: dict) -> Section | None:
@@ -287,7 +242,7 @@ def _inter_annotator(report: dict) -> Section | None:
     return Section("Inter-annotator agreement", [
         f"Raters: {', '.join(map(user, inter['raters']))}. Fleiss' κ = {fmt_num(inter['fleiss_kappa'])} on the "
         f"{inter['n_all_raters']} cells every rater labelled."],
-        [Table(["Rater A", "Rater B", "n", "Exact", "κ", "κ linear"], rows)])
+        [Table(["Rater A", "Rater B", "n", "Exact", "κ", "κ linear"], rows, name="inter_annotator_pairs")])
 
 
 _VALIDITY_COLUMNS = (
@@ -309,7 +264,7 @@ def _metric_validity(report: dict) -> Section | None:
             rows = [_validity_row(r["model"], r) for r in validity[metric]["per_model"]]
             rows.append(_validity_row("pooled", validity[metric]["pooled"]))
             tables.append(Table(["Model", *(c[0] for c in _VALIDITY_COLUMNS)], rows,
-                                f"{name} as a classifier of the human 'right' label."))
+                                f"{name} as a classifier of the human 'right' label.", f"validity_{metric}"))
     return Section("Metric validity", [
         "ROC-AUC and point-biserial r against the human right indicator; length is the answer's word "
         "count (Pearson r)."], tables)
@@ -327,7 +282,8 @@ def _abstention(report: dict) -> Section | None:
     return Section("Abstention and confabulation", [
         "Abstained: the answer declines (\"I don't know\", \"I'm not familiar with ...\"). Confabulated: a "
         "non-empty answer the human labelled wrong that does not decline."],
-        [Table(["Model", "Subset", "n", "Abstained", "Abstention rate", "Confabulated", "Confabulation rate"], rows)])
+        [Table(["Model", "Subset", "n", "Abstained", "Abstention rate", "Confabulated", "Confabulation rate"],
+               rows, name="abstention_by_model_subset")])
 
 
 def _missing_data(report: dict) -> Section | None:
@@ -340,7 +296,7 @@ def _missing_data(report: dict) -> Section | None:
         "Empty answers and items without an answer count as wrong for every rater (lower bound); "
         "non-empty answers a rater did not label are left out of that rater's statistics."],
         [Table(["Model", "Items", "Answered", "Empty", "No answer", "No human label", "No judge label",
-                "Empty reference"], rows)])
+                "Empty reference"], rows, name="missing_data_by_model")])
 
 
 def _notes(report: dict) -> Section | None:

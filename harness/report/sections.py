@@ -108,4 +108,5 @@ def _logistic_table(fit: dict) -> Table:
     rows = [[t["term"], _ratio(t["odds_ratio"]), _ratio_ci(t), fmt_p(t["p"])] for t in fit["terms"]]
     against = "" if fit.get("models", 2) == 1 else f"the reference model {fit['reference_model']} and "
     return Table(["Term", "Odds ratio", f"95% CI ({fit.get('covariance', 'item-clustered')})", "p"], rows,
-                 f"Logistic regression {fit['formula']}; odds ratios against {against}the undocumented subset.")
+                 f"Logistic regression {fit['formula']}; odds ratios against {against}the undocumented subset.",
+                 "logistic_terms")
