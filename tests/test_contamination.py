@@ -28,15 +28,19 @@ def mantel_haenszel(tables):
 
 
 def breslow_day(tables, odds):
-    """Breslow & Day (1980) §4.4 by hand: the expected top-left cell under the common odds ratio."""
-    chi2 = 0.0
+    """Breslow & Day (1980) §4.4 by hand: the expected top-left cell under the common odds ratio,
+    less Tarone's (1985) correction (Σ observed − Σ expected)² / Σ variance."""
+    chi2, observed, expected, variance = 0.0, 0.0, 0.0, 0.0
     for t in tables:
         rows, col = t.sum(axis=1), t[:, 0].sum()
         low, high = max(0.0, col - rows[1]), min(rows[0], col)
         fitted = brentq(lambda a: a * (rows[1] - col + a) - odds * (rows[0] - a) * (col - a), low, high)
         cells = [fitted, rows[0] - fitted, col - fitted, rows[1] - col + fitted]
-        chi2 += (t[0, 0] - fitted) ** 2 / (1 / sum(1 / c for c in cells))
-    return chi2, sps.chi2.sf(chi2, len(tables) - 1)
+        v = 1 / sum(1 / c for c in cells)
+        chi2 += (t[0, 0] - fitted) ** 2 / v
+        observed, expected, variance = observed + t[0, 0], expected + fitted, variance + v
+    tarone = chi2 - (observed - expected) ** 2 / variance
+    return tarone, sps.chi2.sf(tarone, len(tables) - 1)
 
 
 def test_cmh_and_breslow_day_on_the_paper_data(paper):

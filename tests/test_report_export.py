@@ -4,12 +4,13 @@ a user or a model supplied (md, html, LaTeX, figure labels)."""
 
 from __future__ import annotations
 
-import csv
 import re
 import shutil
 import subprocess
 
+import numpy as np
 import orjson
+import pandas as pd
 import pytest
 from PIL import Image
 
@@ -55,9 +56,11 @@ def test_paper_report_intervals_stay_in_range_and_tests_are_corrected(paper_out)
     assert all(r["fisher_p"] <= r["fisher_p_holm"] for r in report["gap"])
     md = (paper_out / "report.md").read_text("utf-8")
     assert "| Identical labels | p | Holm p |" in md and "18 tests: 6 pairs × 3 scopes" in md
-    assert re.search(r"Mantel–Haenszel odds ratio 45\.5, 95% CI \[32\.3, 64\.3\]; Cochran–Mantel–Haenszel "
-                     r"χ² = [\d.]+, p < 10⁻³⁰⁰", md)
-    assert re.search(r"Breslow–Day test of equal odds ratios: χ² = 53\.7, p = 1\.3 × 10⁻¹¹; yes", md)
+    assert re.search(r"Mantel–Haenszel odds ratio 45\.5, 95% CI \[32\.3, 64\.3\] \(Robins–Breslow–Greenland "
+                     r"variance\); Cochran–Mantel–Haenszel χ² = 825\.4 \(1 df, no continuity correction\), "
+                     r"p = 1\.6 × 10⁻¹⁸¹", md)
+    assert re.search(r"Breslow–Day test of equal odds ratios with Tarone's correction: χ² = 51\.6 \(3 df\), "
+                     r"p = 3\.6 × 10⁻¹¹; yes", md)
     assert "**Logistic model** right ~ subset + model on 1600 answers to 400 items" in md
     assert "right ~ subset * model has no finite estimate on these data: perfect separation" in md
 
@@ -73,18 +76,66 @@ def test_markdown_right_aligns_numbers_and_notes_speak_words(paper_out):
         "LLM judge, human × judge agreement, rank correlation, LLM judge"
 
 
-def test_every_table_is_written_as_csv_and_booktabs_latex(paper_out):
+def test_every_table_is_written_as_booktabs_latex_beside_its_tidy_csv(paper_out):
     md = (paper_out / "report.md").read_text("utf-8")
     tables = sorted((paper_out / "tables").glob("*.tex"))
-    assert len(tables) == md.count("\n|---") and len(tables) == len(list((paper_out / "tables").glob("*.csv")))
+    assert len(tables) == md.count("\n|---")
     for tex in tables:
         assert_booktabs(tex.read_text("utf-8"))
-    with open(paper_out / "tables" / "03_the_contamination_gap.csv", encoding="utf-8") as handle:
-        rows = list(csv.reader(handle))
-    assert rows[0][-2:] == ["Fisher p", "Holm p"] and rows[1][:2] == ["claude-opus-5", "95.0% (190/200)"]
-    gap = (paper_out / "tables" / "03_the_contamination_gap.tex").read_text("utf-8")
+        assert tex.with_suffix(".csv").exists()
+    gap = (paper_out / "tables" / "gap_by_model.tex").read_text("utf-8")
     assert r"claude-opus-5 & 95.0\% (190/200) & 12.0\% (24/200) & 83.0 pp" in gap
     assert r"7.5 $\times$ 10$^{-72}$" in gap and r"$\infty$" in gap and r"\begin{tabular}{lrrrrrrr}" in gap
+
+
+def test_item25_tables_csv_are_tidy_numbers_for_pandas_and_r(paper, paper_out):
+    folder = paper_out / "tables"
+    gap = pd.read_csv(folder / "gap_by_model.csv")
+    numeric = pd.api.types.is_numeric_dtype
+    assert not numeric(gap["model"]) and all(numeric(gap[c]) for c in gap.columns if c != "model")
+    by_model = gap.set_index("model")
+    assert by_model.loc["gpt-5.6-sol", "odds_ratio"] == np.inf  # written "inf": pandas and R read it
+    assert by_model.loc["gemma-4-31b", "gap"] == paper["gap"][3]["gap"] == pytest.approx(0.485)  # 48.5 pp
+    assert by_model.loc["claude-opus-5", "fisher_p"] == paper["gap"][0]["fisher_p"]  # every digit
+    assert ",inf," in (folder / "gap_by_model.csv").read_text("utf-8")
+    accuracy = pd.read_csv(folder / "accuracy_by_model.csv")
+    assert pd.api.types.is_integer_dtype(accuracy["n"]) and accuracy["accuracy"].between(0, 1).all()
+    assert list(accuracy.columns[:4]) == ["model", "n", "right", "partial"]
+    cmh = pd.read_csv(folder / "pooled_odds_ratio.csv").iloc[0]
+    assert cmh["cmh_p"] == paper["cmh"]["cmh_p"] > 0 and cmh["breslow_day_df"] == 3
+    for path in set(folder.glob("*.csv")) - {folder / "index.csv"}:  # the index holds the captions
+        frame = pd.read_csv(path, keep_default_na=False)
+        text = frame.select_dtypes(exclude="number")
+        for glyph in ("%", "×", "∞", "—", " pp", "10⁻", "[0."):
+            assert not text.apply(lambda column: column.astype(str).str.contains(glyph, regex=False)).any().any(), \
+                (path.name, glyph)
+
+
+def test_item25_files_are_named_by_what_they_hold(paper_out):
+    folder = paper_out / "tables"
+    names = {p.stem for p in folder.glob("*.csv")}
+    assert {"accuracy_by_model", "accuracy_by_title", "gap_by_model", "logistic_terms", "pooled_odds_ratio",
+            "surface_bleu2_by_subset", "surface_bertscore_f1_by_subset", "mcnemar_pairs", "scoring_regimes",
+            "rank_correlation", "agreement_confusion", "validity_bleu2", "missing_data_by_model",
+            "provenance_scoring", "index"} <= names
+    assert not any(name[:1].isdigit() for name in names)
+    index = pd.read_csv(folder / "index.csv")
+    assert set(index["name"]) == names - {"index"} and index["tidy"].all()
+    assert index.set_index("name").loc["gap_by_model", "section"] == "The contamination gap"
+    confusion = pd.read_csv(folder / "agreement_confusion.csv")
+    assert confusion["n"].sum() == 1600 and set(confusion["human"]) == {"right", "partial", "wrong"}
+
+
+def test_item25_a_table_without_tidy_data_is_written_as_displayed(tmp_path):
+    """A section another module adds without a table name still gets its .tex and a .csv."""
+    from harness.report.format import Section, Table
+    from harness.report.tables import write_tables
+
+    section = Section("Probe: min-k% prob", [], [Table(["Model", "AUC"], [["m1", "0.71"]], "A probe.")])
+    write_tables({}, [section], tmp_path)
+    assert (tmp_path / "probe_min_k_prob.tex").exists()
+    assert pd.read_csv(tmp_path / "probe_min_k_prob.csv").to_dict("records") == [{"Model": "m1", "AUC": 0.71}]
+    assert pd.read_csv(tmp_path / "index.csv")["tidy"].tolist() == [False]
 
 
 def assert_booktabs(tex: str) -> None:

@@ -23,6 +23,7 @@ from typing import Any
 import orjson
 
 from harness.errors import InputError
+from harness.jobs.import_log import record_import
 from harness.jobs.records import KINDS, Record, normalise_label, read_records
 from harness.store import DEFAULT_STORE, Store, utc_now
 from harness.text import normalise_answer
@@ -70,6 +71,7 @@ def import_file(store: Store, kind: str, path: str | Path) -> ImportResult:
         if kind != "items":
             _refuse_unknown_items(store, source)
         added = store.append_query(kind, _NEW_ROWS_SQL[kind])
+        record_import(store, kind, path, rows=read, added=added)  # name and sha256, for provenance
     return ImportResult(kind=kind, path=source, read=read, added=added)
 
 

@@ -88,7 +88,7 @@ def _write_files(report: dict[str, Any], out: Path, figure_titles: bool) -> None
     (out / "report.json").write_bytes(report_json(report))
     (out / "report.md").write_text(report_render.render_markdown(report), encoding="utf-8")
     (out / "report.html").write_text(report_render.render_html(report, pngs), encoding="utf-8")
-    report_tables.write_tables(report_render.sections(report), out / "tables")
+    report_tables.write_tables(report, report_render.sections(report), out / "tables")
 
 
 def _move_into(scratch: Path, out: Path) -> list[Path]:

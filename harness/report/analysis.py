@@ -32,6 +32,7 @@ from scipy import stats as sps
 from harness import __version__
 from harness.errors import UserError
 from harness.report import contamination, probes, provenance, stats
+from harness.report.format import plural
 from harness.store import Store, utc_now
 
 __all__ = ["build_report", "parse_contrast", "figure_regime", "LABELS", "METRICS"]
@@ -106,8 +107,7 @@ def _sections(store, cells, contrast, human, judge, notes) -> dict[str, Any]:
     frame = cells.frame()
     report: dict[str, Any] = {
         "contrast": {"documented": contrast[0], "undocumented": contrast[1]},
-        "human_rater": human, "judge_rater": judge,
-        "overall": overall,
+        "human_rater": human, "judge_rater": judge, "overall": overall,
         "per_title": _per_title(cells, _order(overall), contrast) if human else None,
         "gap": _gap(cells, contrast) if human else None,
         "judge": judge_rows,
@@ -246,7 +246,7 @@ def _gap(cells: _Cells, contrast: tuple[str, str], rater: str = "human") -> list
         f"count({rater}) FILTER (WHERE subset = $4) AS un, "
         f"count(*) FILTER (WHERE subset = $4 AND {rater} = 'right') AS uk FROM c GROUP BY model", contrast)
     gaps = [_gap_row(r["model"], r["dk"], r["dn"], r["uk"], r["un"]) for r in rows]
-    family = f"Fisher, one test per model ({len(gaps)} tests, {rater} labels)"
+    family = f"Fisher, one test per model ({plural(len(gaps), 'test')}, {rater} labels)"
     _add_holm(gaps, "fisher_p", "fisher_p_holm", family)
     return sorted(gaps, key=lambda r: (-_num(r["gap"]), r["model"]))
 
@@ -343,7 +343,7 @@ def _rank_correlation(regimes: list[dict], notes: list) -> dict[str, float | Non
             if len(rows) >= 3 else None
         if result[key] is None:
             notes.append({"section": f"rank_correlation.{key}",
-                          "reason": f"{len(rows)} model(s) with {column} data; ρ needs at least 3"})
+                          "reason": f"{plural(len(rows), 'model')} with {column} data; ρ needs at least 3"})
     return result
 
 
@@ -473,8 +473,8 @@ def _mcnemar(frame: pd.DataFrame, contrast, order: list[str]) -> list[dict[str, 
                 both = both[both.index.get_level_values("subset") == scope]
             rows.append(_mcnemar_row(a, b, scope, both[a], both[b]))
     pairs = len(rows) // (1 + len(contrast)) if rows else 0
-    _add_holm(rows, "p", "p_holm", f"exact McNemar, every pair of models in every item scope "
-                                   f"({len(rows)} tests: {pairs} pairs × {1 + len(contrast)} scopes)")
+    family = f"{plural(len(rows), 'test')}: {plural(pairs, 'pair')} × {1 + len(contrast)} scopes"
+    _add_holm(rows, "p", "p_holm", f"exact McNemar, every pair of models in every item scope ({family})")
     return rows
 
 
@@ -495,7 +495,7 @@ def _inter_annotator(store: Store, notes: list) -> dict[str, Any] | None:
     raters = sorted(labels["rater"].unique())
     if len(raters) < 2:
         notes.append({"section": "inter_annotator",
-                      "reason": f"{len(raters)} human rater(s); agreement needs at least 2"})
+                      "reason": f"{plural(len(raters), 'human rater')}; agreement needs at least 2"})
         return None
     wide = labels.pivot(index=["item_id", "model"], columns="rater", values="label")
     wide = wide.astype(object).where(wide.notna(), None)

@@ -6,7 +6,8 @@ fig3_metric_disagreement  one panel per scoring regime the store has, models in 
 fig4_per_title            accuracy per title and model, titles grouped by subset, Wilson bars
 
 Figures are drawn at the size they print (one column, 3.5 in, or the full width, 7.2 in) with
-8-point text, in the Okabe–Ito colour-blind-safe palette, and carry no title: the caption in
+8-point text, in the colours of :mod:`harness.report.figure_style` (one colour per subset and one
+per model, the same in every figure), and carry no title: the caption in
 report.md / report.html says what they show (``titles=True`` draws it in, for slides). Without
 human labels, figures 1 and 2 show the best regime the store has
 (:func:`harness.report.analysis.figure_regime`) and their axis labels name it, so that neither is read
@@ -18,9 +19,7 @@ from __future__ import annotations
 
 import io
 import math
-import textwrap
 from collections.abc import Callable
-from itertools import cycle
 from pathlib import Path
 from typing import Any
 
@@ -31,55 +30,24 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from harness.report.analysis import METRICS, figure_regime  # noqa: E402
-from harness.report.format import PNG_DPI, is_missing  # noqa: E402
+from harness.report.figure_style import (BAR, COLUMN, FULL, NEUTRAL, STYLE, SUBSET_COLOURS,  # noqa: E402
+                                         empty_panel, errors, fit, grid, model_colours, score_limits,
+                                         value_labels, zero_marks)
+from harness.report.format import PNG_DPI, fmt_pp, is_missing  # noqa: E402
 
-__all__ = ["FIGURES", "TITLES", "draw_figures", "export", "png_bytes", "save_pdf", "close"]
+__all__ = ["FIGURES", "TITLES", "COLUMN", "FULL", "STYLE", "draw_figures", "export", "png_bytes", "save_pdf",
+           "close"]
 
-# Okabe & Ito (2008), "Color Universal Design": distinguishable under every common colour blindness.
-OKABE_ITO = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
-DOCUMENTED, UNDOCUMENTED, NEUTRAL = OKABE_ITO[0], OKABE_ITO[1], "#555555"
-COLUMN, FULL = 3.5, 7.2  # inches: one column and the full text width of a two-column paper
 NO_HUMAN = "no human labels in the store"
-_BAR = {"capsize": 2, "error_kw": {"elinewidth": 0.8, "ecolor": "black", "capthick": 0.8}}
-STYLE = {
-    "font.size": 8, "axes.titlesize": 8, "axes.labelsize": 8, "xtick.labelsize": 7.5,
-    "ytick.labelsize": 7.5, "legend.fontsize": 7.5, "axes.spines.top": False, "axes.spines.right": False,
-    "axes.linewidth": 0.6, "text.parse_math": False, "text.usetex": False,
-    "pdf.fonttype": 42, "savefig.dpi": PNG_DPI,  # TrueType in the PDF: text a journal can edit
-}
-
-
-def _errors(values: list[float], lows: list[float], highs: list[float]) -> list[list[float]]:
-    """matplotlib wants distances below and above each value; undefined limits draw no bar."""
-    below = [0.0 if is_missing(lo) else max(0.0, v - lo) for v, lo in zip(values, lows)]
-    above = [0.0 if is_missing(hi) else max(0.0, hi - v) for v, hi in zip(values, highs)]
-    return [below, above]
+_XLABEL_CHARS = 30  # fig1's x label, centred under its axes, fits a column figure at this width
 
 
 def _pct(rows: list[dict], key: str) -> list[float]:
     return [100 * r[key] if not is_missing(r.get(key)) else 0.0 for r in rows]
 
 
-def _empty_panel(ax, title: str, reason: str) -> None:
-    ax.set_title(title)
-    ax.text(0.5, 0.5, reason, ha="center", va="center", wrap=True, color=NEUTRAL, transform=ax.transAxes)
-    ax.set_xticks([])
-    ax.set_yticks([])
-
-
-def _grid(ax, axis: str) -> None:
-    ax.grid(axis=axis, alpha=0.3, linewidth=0.5)
-    ax.set_axisbelow(True)
-
-
-def _fit(label: Any, width: int = 24) -> str:
-    """At most two lines of ``width`` characters, so that a long name cannot squeeze the plot away."""
-    lines = textwrap.wrap(str(label), width) or [""]
-    return "\n".join(lines[:2]) + ("…" if len(lines) > 2 else "")
-
-
 def _model_label(model: str, n: Any) -> str:
-    return f"{_fit(model)}\n(n = {n})"
+    return f"{fit(model)}\n(n = {n})"
 
 
 # -- Figure 1 -----------------------------------------------------------------------------------
@@ -89,13 +57,16 @@ def leaderboard(report: dict) -> Figure:
     if regime == "surface":
         return _surface_leaderboard(report)
     rows = report["overall"] if regime == "human" else _best_first(report["judge"] or [])
-    fig, ax = plt.subplots(figsize=(COLUMN, 0.7 + 0.42 * max(len(rows), 1)), layout="constrained")
+    fig, ax = plt.subplots(figsize=(COLUMN, 0.8 + 0.42 * max(len(rows), 1)), layout="constrained")
     if regime is None:
-        _empty_panel(ax, "Strict accuracy", NO_HUMAN)
+        empty_panel(ax, "Strict accuracy", NO_HUMAN)
         return fig
-    _accuracy_bars(ax, rows)
-    who = "human labels" if regime == "human" else f"LLM judge, not human ({report['judge_rater']})"
-    ax.set_xlabel(f"strict accuracy (%), {who}")
+    _accuracy_bars(ax, rows, model_colours(report))
+    if regime == "human":
+        ax.set_xlabel("strict accuracy (%), human labels")
+    else:  # wrapped: centred under an axes that long model names push right, it must still fit
+        ax.set_xlabel(fit(f"strict accuracy (%), LLM judge, not human ({report['judge_rater']})",
+                          _XLABEL_CHARS, lines=3))
     return fig
 
 
@@ -104,18 +75,18 @@ def _best_first(rows: list[dict]) -> list[dict]:
     return sorted(rows, key=lambda r: (-_value(r, "accuracy", -1.0), r["model"]))
 
 
-def _accuracy_bars(ax, rows: list[dict]) -> None:
-    values = _pct(rows, "accuracy")
-    errors = _errors(values, _pct(rows, "ci_low"), _pct(rows, "ci_high"))
-    y = range(len(rows))
-    ax.barh(y, values, xerr=errors, height=0.6, color=DOCUMENTED, **_BAR)
-    for yi, v, hi in zip(y, values, _pct(rows, "ci_high")):
-        ax.text(hi + 2, yi, f"{v:.1f}", va="center")
-    ax.set_yticks(list(y), [_model_label(r["model"], r["n"]) for r in rows])
+def _accuracy_bars(ax, rows: list[dict], colours: dict[str, str]) -> None:
+    values, highs = _pct(rows, "accuracy"), _pct(rows, "ci_high")
+    y = list(range(len(rows)))
+    bar_colours = [colours.get(r["model"], NEUTRAL) for r in rows]
+    ax.barh(y, values, xerr=errors(values, _pct(rows, "ci_low"), highs), height=0.6, color=bar_colours, **BAR)
+    zero_marks(ax, y, values, bar_colours, horizontal=True)
+    value_labels(ax, y, values, highs, [f"{v:.1f}" for v in values], horizontal=True)
+    ax.set_yticks(y, [_model_label(r["model"], r["n"]) for r in rows])
     ax.invert_yaxis()  # best model on top
-    ax.set_xlim(0, 112)
+    ax.set_xlim(*score_limits(values, [], highs, percent=True))
     ax.set_xticks([0, 25, 50, 75, 100])
-    _grid(ax, "x")
+    grid(ax, "x")
 
 
 def _surface_leaderboard(report: dict) -> Figure:
@@ -123,10 +94,11 @@ def _surface_leaderboard(report: dict) -> Figure:
     rows = sorted(report["regimes"], key=lambda r: (-_value(r, _lead_metric(report)), r["model"]))
     fig, axes = plt.subplots(1, 2, figsize=(FULL, 0.8 + 0.42 * max(len(rows), 1)), sharey=True,
                              layout="constrained")
-    y = list(range(len(rows)))
+    y, colours = list(range(len(rows))), model_colours(report)
     for ax, metric in zip(axes, METRICS):
-        _regime_panel(ax, rows, y, (f"{METRICS[metric]}: mean score", metric, f"{metric}_ci_low",
-                                    f"{metric}_ci_high", False, f"no {METRICS[metric]} scores in the store"))
+        name = METRICS[metric]
+        _regime_panel(ax, rows, y, colours, (f"{name}: mean score", metric, f"{metric}_ci_low",
+                                             f"{metric}_ci_high", False, f"no {name} scores in the store"))
         ax.set_xlabel(f"mean {METRICS[metric]}, not accuracy (no labels)")
     axes[0].set_yticks(y, [_model_label(r["model"], r["bleu2_n"] or r["bertscore_f1_n"]) for r in rows])
     axes[0].invert_yaxis()
@@ -142,10 +114,10 @@ def contamination_gap(report: dict) -> Figure:
     rows = (report["gap"] if regime == "human" else report.get("judge_gap")) or []  # ordered by gap
     fig, ax = plt.subplots(figsize=(COLUMN if len(rows) <= 4 else FULL, 2.8), layout="constrained")
     if regime is None or not rows:
-        _empty_panel(ax, "Contamination gap", NO_HUMAN)
+        empty_panel(ax, "Contamination gap", NO_HUMAN)
         return fig
-    _subset_bars(fig, ax, rows, report["contrast"], "accuracy", 100, lambda r: f"{100 * r['gap']:+.0f} pp")
-    ax.set_ylim(0, 112)
+    _subset_bars(fig, ax, rows, report["contrast"], "accuracy", 100, lambda r: fmt_pp(r["gap"]))
+    ax.set_ylim(0, 115)
     ax.set_yticks([0, 25, 50, 75, 100])
     _narrow(ax, len(rows))
     who = "human labels" if regime == "human" else "LLM judge, not human"
@@ -155,37 +127,39 @@ def contamination_gap(report: dict) -> Figure:
 
 def _subset_bars(fig, ax, rows: list[dict], contrast: dict, value: str, scale: float,
                  annotate: Callable[[dict], str]) -> None:
-    """Documented and undocumented bars side by side per model, the difference written above."""
+    """Documented and undocumented bars side by side per model, the difference written above the
+    higher of the two intervals (the gap label as the gap table prints it)."""
     x = list(range(len(rows)))
-    for offset, side, color in ((-0.2, "documented", DOCUMENTED), (0.2, "undocumented", UNDOCUMENTED)):
+    for offset, side in ((-0.2, "documented"), (0.2, "undocumented")):
         values = [scale * _value(r, f"{side}_{value}") for r in rows]
         lows = [scale * _value(r, f"{side}_ci_low", math.nan) for r in rows]
         highs = [scale * _value(r, f"{side}_ci_high", math.nan) for r in rows]
-        ax.bar([xi + offset for xi in x], values, width=0.4, yerr=_errors(values, lows, highs),
-               color=color, label=f"{contrast[side]} ({side})", **_BAR)
-    tops = [scale * max(_value(r, "documented_ci_high", _value(r, f"documented_{value}")),
-                        _value(r, "undocumented_ci_high", _value(r, f"undocumented_{value}")))
-            for r in rows]
-    room = 2 if scale == 100 else 0.03 * (max(tops, default=0) or 1)
-    for xi, r, top in zip(x, rows, tops):
-        ax.text(xi, top + room, annotate(r), ha="center", fontsize=7)
-    ax.set_xticks(x, [_fit(r["model"]) for r in rows], rotation=20, ha="right", rotation_mode="anchor")
+        ax.bar([xi + offset for xi in x], values, width=0.4, yerr=errors(values, lows, highs),
+               color=SUBSET_COLOURS[side], label=f"{contrast[side]} ({side})", **BAR)
+        zero_marks(ax, [xi + offset for xi in x], values, [SUBSET_COLOURS[side]] * len(x), horizontal=False,
+                   span=0.4)
+    tops = [scale * max(_value(r, f"{side}_ci_high", _value(r, f"{side}_{value}"))
+                        for side in ("documented", "undocumented")) for r in rows]
+    value_labels(ax, x, tops, tops, [annotate(r) for r in rows], horizontal=False)
+    ax.set_xticks(x, [fit(r["model"]) for r in rows], rotation=20, ha="right", rotation_mode="anchor")
     if not fig.legends:
         fig.legend(loc="outside upper center", ncols=2, frameon=False)
-    _grid(ax, "y")
+    grid(ax, "y")
 
 
 def _surface_gap(report: dict) -> Figure:
-    """No labels at all: documented vs undocumented score means, BERTScore-F1 then BLEU-2."""
+    """No labels at all: documented vs undocumented score means, BLEU-2 then BERTScore-F1 (the
+    panel order of every figure), models ordered by the lead metric's difference."""
     surface, lead = report["surface_by_subset"], _lead_metric(report)
     order = [r["model"] for r in sorted(surface[lead], key=lambda r: (-_value(r, "difference"), r["model"]))]
     fig, axes = plt.subplots(1, 2, figsize=(FULL, 2.8), layout="constrained")
-    for ax, metric in zip(axes, ("bertscore_f1", "bleu2")):
+    for ax, metric in zip(axes, METRICS):
         rows = {r["model"]: r for r in surface[metric] or []}
         if not rows:
-            _empty_panel(ax, METRICS[metric], f"no {METRICS[metric]} scores in the store")
+            empty_panel(ax, METRICS[metric], f"no {METRICS[metric]} scores in the store")
             continue
-        _subset_bars(fig, ax, [rows[m] for m in order if m in rows], report["contrast"], "mean", 1, _ratio_label)
+        picked = [rows[m] for m in order if m in rows]
+        _subset_bars(fig, ax, picked, report["contrast"], "mean", 1, _ratio_label)
         _pad_top(ax)
         _narrow(ax, len(order))
         ax.axhline(0, color="black", linewidth=0.6)
@@ -202,9 +176,10 @@ def _ratio_label(row: dict) -> str:
 
 
 def _pad_top(ax) -> None:
-    """Head room above the tallest interval for the ratio labels."""
+    """Head room above the tallest interval for the ratio labels; 0-1 when every mean is 0."""
     low, high = ax.get_ylim()
-    ax.set_ylim(min(low, 0), high + 0.15 * (high - min(low, 0)))
+    low, high = min(low, 0), (high if high > 1e-6 else 1.0)
+    ax.set_ylim(low, high + 0.15 * (high - low))
 
 
 def _narrow(ax, models: int) -> None:
@@ -225,7 +200,7 @@ def _value(row: dict, key: str, default: float = 0.0) -> float:
 
 # -- Figure 3 -----------------------------------------------------------------------------------
 
-_PANELS = (  # (title, column, low, high, is a percentage, missing-data reason)
+_PANELS = (  # (title, column, low, high, is a percentage, missing-data reason), in REGIME_ORDER
     ("Human: strict accuracy (%)", "human_accuracy", "human_ci_low", "human_ci_high", True,
      "no human labels in the store"),
     ("LLM judge: strict accuracy (%)", "judge_accuracy", "judge_ci_low", "judge_ci_high", True,
@@ -263,74 +238,71 @@ def metric_disagreement(report: dict) -> Figure:
                              sharey=True, layout="constrained", squeeze=False)
     flat = list(axes.flat)
     if not panels:
-        _empty_panel(flat[0], "Scoring regimes", "no labels or scores in the store")
+        empty_panel(flat[0], "Scoring regimes", "no labels or scores in the store")
         return fig
-    y = list(range(len(rows)))
+    y, colours = list(range(len(rows))), model_colours(report)
     for letter, ax, panel in zip("abcd", flat, panels):
-        _regime_panel(ax, rows, y, (f"({letter}) {panel[0]}", *panel[1:]))
+        _regime_panel(ax, rows, y, colours, (f"({letter}) {panel[0]}", *panel[1:]))
     for ax in flat[len(panels):]:
         fig.delaxes(ax)
-    flat[0].set_yticks(y, [_fit(r["model"]) for r in rows])
+    flat[0].set_yticks(y, [fit(r["model"]) for r in rows])
     flat[0].invert_yaxis()  # human order, best on top, in every panel (the y axis is shared)
     return fig
 
 
-def _regime_panel(ax, rows, y, panel: tuple) -> None:
+def _regime_panel(ax, rows, y, colours: dict[str, str], panel: tuple) -> None:
+    """One regime's per-model bars in the models' colours, each value written just past its
+    interval, on an axis that fits them (0-1 for an all-zero score panel)."""
     title, column, low, high, percent, reason = panel
     if not any(not is_missing(r.get(column)) for r in rows):
-        _empty_panel(ax, title.split(":")[0], reason)
+        empty_panel(ax, title.split(":")[0], reason)
         return
     scale = 100 if percent else 1
     values = [scale * r[column] if not is_missing(r.get(column)) else 0.0 for r in rows]
     lows = [scale * r[low] if not is_missing(r.get(low)) else math.nan for r in rows]
     highs = [scale * r[high] if not is_missing(r.get(high)) else math.nan for r in rows]
-    ax.barh(y, values, xerr=_errors(values, lows, highs), height=0.6,
-            color=NEUTRAL if percent else OKABE_ITO[4], **_BAR)
-    for yi, v, r in zip(y, values, rows):
-        label = "n/a" if is_missing(r.get(column)) else (f"{v:.1f}" if percent else f"{v:.3f}")
-        ax.text(0.99, yi, label, va="center", ha="right", transform=ax.get_yaxis_transform(),
-                bbox={"facecolor": "white", "edgecolor": "none", "pad": 0.5, "alpha": 0.85})
+    bar_colours = [colours.get(r["model"], NEUTRAL) for r in rows]
+    ax.barh(y, values, xerr=errors(values, lows, highs), height=0.6, color=bar_colours, **BAR)
+    defined = [not is_missing(r.get(column)) for r in rows]
+    zero_marks(ax, y, [v if ok else None for v, ok in zip(values, defined)], bar_colours, horizontal=True)
+    texts = [(f"{v:.1f}" if percent else f"{v:.3f}") if ok else "n/a" for v, ok in zip(values, defined)]
+    value_labels(ax, y, values, highs, texts, horizontal=True)
     ax.set_title(title, loc="left")
-    ax.set_xlim(*_panel_limits(values, lows, highs, percent))
+    ax.set_xlim(*score_limits(values, lows, highs, percent))
     if percent:
         ax.set_xticks([0, 25, 50, 75, 100])
-    _grid(ax, "x")
-
-
-def _panel_limits(values, lows, highs, percent) -> tuple[float, float]:
-    """Room for every bar and interval, plus a margin on the right for the value labels."""
-    defined = [v for v in (*values, *lows, *highs) if not is_missing(v)]
-    top = 100 if percent else max(1e-9, *defined)
-    return min(0.0, *defined) * 1.1, top * 1.3
+    grid(ax, "x")
 
 
 # -- Figure 4 -----------------------------------------------------------------------------------
 
 def per_title(report: dict) -> Figure:
-    """Accuracy per title, one bar per model, the documented subset's titles first."""
+    """Accuracy per title, one bar per model (each in its colour), the documented subset's titles first."""
     rows = report.get("per_title") or []
     titles = _titles_by_subset(rows, report["contrast"])
     models = list(dict.fromkeys(r["model"] for r in rows))
     fig, ax = plt.subplots(figsize=(FULL, 2.9), layout="constrained")
     if not rows:
-        _empty_panel(ax, "Accuracy per title", NO_HUMAN)
+        empty_panel(ax, "Accuracy per title", NO_HUMAN)
         return fig
     cell = {(r["model"], r["title"], r["subset"]): r for r in rows}
-    width = 0.8 / len(models)
-    for i, (model, color) in enumerate(zip(models, cycle(OKABE_ITO))):
+    width, colours = 0.8 / len(models), model_colours(report)
+    for i, model in enumerate(models):
         picked = [cell.get((model, t, s), {}) for t, s in titles]
-        values = _pct(picked, "accuracy")
-        ax.bar([x - 0.4 + width * (i + 0.5) for x in range(len(titles))], values, width=width * 0.92,
-               yerr=_errors(values, _pct(picked, "ci_low"), _pct(picked, "ci_high")), color=color,
-               label=_fit(model, 30), **{**_BAR, "capsize": 1.5})
+        values, colour = _pct(picked, "accuracy"), colours.get(model, NEUTRAL)
+        x = [t - 0.4 + width * (i + 0.5) for t in range(len(titles))]
+        ax.bar(x, values, width=width * 0.92, yerr=errors(values, _pct(picked, "ci_low"), _pct(picked, "ci_high")),
+               color=colour, label=fit(model, 30), **{**BAR, "capsize": 1.5})
+        zero_marks(ax, x, [v if p else None for v, p in zip(values, picked)], [colour] * len(x), horizontal=False,
+                   span=width * 0.92)
     _subset_dividers(ax, titles, report["contrast"])
-    ax.set_xticks(range(len(titles)), [_fit(t, 20) for t, _ in titles], rotation=20 if len(titles) > 4 else 0,
+    ax.set_xticks(range(len(titles)), [fit(t, 20) for t, _ in titles], rotation=20 if len(titles) > 4 else 0,
                   ha="right" if len(titles) > 4 else "center", rotation_mode="anchor")
     ax.set_ylim(0, 112)
     ax.set_yticks([0, 25, 50, 75, 100])
     ax.set_ylabel("strict accuracy (%), human labels")
     fig.legend(loc="outside upper center", ncols=min(len(models), 4), frameon=False)
-    _grid(ax, "y")
+    grid(ax, "y")
     return fig
 
 

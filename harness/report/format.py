@@ -1,8 +1,9 @@
 """The report's building blocks: tables and sections, number formats, and Markdown escaping.
 
-Percentages carry one decimal; p-values are written ``7.5 × 10⁻⁷²``; an infinite odds ratio is
-``∞``; a statistic that is undefined is ``—``. :func:`user` makes a user- or model-supplied value
-safe inside Markdown (no raw HTML, code, emphasis, table break or link).
+Percentages carry one decimal; p-values are written ``7.5 × 10⁻⁷²`` (from their log10 where a
+double cannot hold them: a value that exists is never printed as a bound); an infinite odds
+ratio is ``∞``; a statistic that is undefined is ``—``. :func:`user` makes a user- or
+model-supplied value safe inside Markdown (no raw HTML, code, emphasis, table break or link).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = ["DASH", "PNG_DPI", "is_missing", "Table", "Section", "fmt_pct", "fmt_ci", "fmt_p", "p_clause",
-           "fmt_or", "fmt_num", "fmt_params", "md_cell", "user"]
+           "fmt_or", "fmt_num", "fmt_pp", "fmt_params", "plural", "md_cell", "user"]
 
 DASH = "—"
 PNG_DPI = 300  # the figures' resolution: print quality, and how the HTML works out their print size
@@ -35,10 +36,13 @@ def fmt_ci(low: float | None, high: float | None) -> str:
     return DASH if is_missing(low) or is_missing(high) else f"[{100 * low:.1f}, {100 * high:.1f}]"
 
 
-def fmt_p(p: float | None) -> str:
-    """0.042, or 7.5 × 10⁻⁷² below 0.001."""
+def fmt_p(p: float | None, log10_p: float | None = None) -> str:
+    """0.042, or 7.5 × 10⁻⁷² below 0.001. ``log10_p`` gives the digits of a p-value too small
+    for a double (scipy's tails underflow to 0 below ~1e-308); without it such a p is a bound."""
     if is_missing(p):
         return DASH
+    if p < _TINY and not is_missing(log10_p) and math.isfinite(log10_p):
+        return _scientific(log10_p)
     if p == 0:
         return "< 10⁻³⁰⁰"
     if p >= 0.001:
@@ -47,9 +51,21 @@ def fmt_p(p: float | None) -> str:
     return f"{mantissa} × 10{str(int(exponent)).translate(_SUPERSCRIPT)}"
 
 
-def p_clause(p: float | None) -> str:
-    """``p = 0.042`` in running text; ``p < 10⁻³⁰⁰`` where the p-value underflows to 0."""
-    text = fmt_p(p)
+_TINY = 1e-300  # below this a double holds few digits or none
+
+
+def _scientific(log10_value: float) -> str:
+    """10^x as ``9.1 × 10⁻⁴³⁷``, one decimal in the mantissa."""
+    exponent = math.floor(log10_value)
+    mantissa = round(10 ** (log10_value - exponent), 1)
+    if mantissa >= 10:
+        mantissa, exponent = 1.0, exponent + 1
+    return f"{mantissa:.1f} × 10{str(exponent).translate(_SUPERSCRIPT)}"
+
+
+def p_clause(p: float | None, log10_p: float | None = None) -> str:
+    """``p = 0.042`` in running text; ``p < 10⁻³⁰⁰`` only where no value can be computed."""
+    text = fmt_p(p, log10_p)
     return f"p {text}" if text.startswith("<") else f"p = {text}"
 
 
@@ -63,6 +79,16 @@ def fmt_num(x: float | None, digits: int = 3) -> str:
     return DASH if is_missing(x) else f"{x:.{digits}f}"
 
 
+def fmt_pp(x: float | None) -> str:
+    """A difference of proportions in percentage points, as the gap table and figure 2 print it."""
+    return DASH if is_missing(x) else f"{100 * x:.1f} pp"
+
+
+def plural(n: int, word: str) -> str:
+    """``1 test``, ``2 tests``."""
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
 # -- structure ----------------------------------------------------------------------------------
 
 _NUMERIC = re.compile(r"^(?:[-+−]?\d|\[-?\d|<\s|∞$|—$|$)")
@@ -73,6 +99,7 @@ class Table:
     headers: list[str]
     rows: list[list[str]]
     caption: str = ""
+    name: str = ""  # what it holds, as the tables/ files are named (harness.report.tidy has its data)
 
     def numeric_columns(self) -> list[bool]:
         """Columns of numbers (dashes allowed, at least one number) are right-aligned; the first never is."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from matplotlib.figure import Figure
 
-from harness.report.figures import COLUMN, DOCUMENTED, FULL, UNDOCUMENTED
+from harness.report.figure_style import COLUMN, FULL, SUBSET_COLOURS
 from harness.report.format import fmt_p, is_missing
 
 __all__ = ["exact_match_rates", "guided_differences", "TSGUESS_CAPTION", "GUIDED_CAPTION"]
@@ -24,7 +24,8 @@ GUIDED_CAPTION = ("Probe guided: mean difference guided − general instruction 
                   "and the undocumented subset per model; bars are 95% BCa bootstrap intervals, "
                   "each with its one-sided bootstrap p.")
 _BAR = {"capsize": 2, "error_kw": {"elinewidth": 0.8, "ecolor": "black", "capthick": 0.8}}
-_SIDES = ((-0.2, "documented", DOCUMENTED), (0.2, "undocumented", UNDOCUMENTED))
+_SIDES = tuple((offset, side, SUBSET_COLOURS[side])
+               for offset, side in ((-0.2, "documented"), (0.2, "undocumented")))
 
 
 def _value(row: dict | None, key: str, default: float = 0.0) -> float:

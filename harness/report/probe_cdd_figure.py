@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from matplotlib.figure import Figure
 
-from harness.report.figures import COLUMN, DOCUMENTED, FULL, UNDOCUMENTED
+from harness.report.figure_style import COLUMN, FULL, SUBSET_COLOURS
 from harness.report.format import is_missing, p_clause
 
 __all__ = ["flagged_shares", "CAPTION"]
@@ -24,7 +24,8 @@ def flagged_shares(report: dict) -> Figure:
     fig = Figure(figsize=(COLUMN if len(models) <= 4 else FULL, 2.6), layout="constrained")
     ax = fig.subplots()
     x = list(range(len(models)))
-    for offset, side, color in ((-0.2, "documented", DOCUMENTED), (0.2, "undocumented", UNDOCUMENTED)):
+    for offset, side in ((-0.2, "documented"), (0.2, "undocumented")):
+        color = SUBSET_COLOURS[side]
         rows = [by_key.get((model, contrast[side])) for model in models]
         values = [100 * _share(r) for r in rows]
         errors = [[v - 100 * _limit(r, "ci_low", v / 100) for v, r in zip(values, rows)],

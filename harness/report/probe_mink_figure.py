@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.figure import Figure
 
-from harness.report.figures import COLUMN, DOCUMENTED, FULL, UNDOCUMENTED
+from harness.report.figure_style import COLUMN, FULL, SUBSET_COLOURS
 from harness.report.format import is_missing
 from harness.report.probe_mink import KIND, NAMES
 
@@ -48,7 +48,8 @@ def _panel(ax, row: dict | None, contrast: dict, model: str) -> None:
     ax.boxplot(groups, positions=[0, 1], widths=0.5, showfliers=False,
                medianprops={"color": "black"})
     rng = np.random.default_rng(_JITTER_SEED)
-    for x, (values, colour) in enumerate(zip(groups, (DOCUMENTED, UNDOCUMENTED))):
+    colours = (SUBSET_COLOURS["documented"], SUBSET_COLOURS["undocumented"])
+    for x, (values, colour) in enumerate(zip(groups, colours)):
         ax.scatter(x + rng.uniform(-0.15, 0.15, len(values)), values, s=6, color=colour,
                    alpha=0.7, linewidths=0)
     ax.set_xticks([0, 1], [contrast["documented"], contrast["undocumented"]])

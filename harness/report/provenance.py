@@ -1,21 +1,28 @@
 """Which numbers these are: the report's provenance section, read from the store's own tables.
 
 Runs (id, kind, start and finish, the sha256 of the stored config, the prompt's or the rubric's
-sha256), per answering model the provider, the requested and every served model id with counts,
-its sampling parameters and how its attempts went, per rater where its labels came from, per
-metric the scoring parameters with counts, and contam's version and the store's path. Everything
-comes from ``runs``, ``attempts``, ``answers``, ``labels`` and ``scores``. A run's config is
-summarised by its hash and the models' sampling parameters; it never holds a key's value.
+sha256), every imported file (kind, name as given, sha256, size, records; the ``imports`` table),
+per answering model the provider, the requested and every served model id with counts, its
+sampling parameters and how its attempts went, per rater where its labels came from, per metric
+the scoring parameters with the number of scores and of non-NULL ones, and contam's version and
+the store's path. Everything comes from ``runs``, ``imports``, ``attempts``, ``answers``,
+``labels`` and ``scores``. A run's config is summarised by its hash and the models' sampling
+parameters; it never holds a key's value. Beside the store's record: the versions of Python and of
+the libraries that computed the report (read from the installed distributions, so torch is never
+imported for its version) and the bootstrap's resamples and seed.
 """
 
 from __future__ import annotations
 
 import hashlib
+import platform
+from importlib import metadata
 from typing import Any
 
 import orjson
 
 from harness import __version__
+from harness.report.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
 from harness.store import Store
 
 __all__ = ["provenance"]
@@ -25,8 +32,49 @@ def provenance(store: Store) -> dict[str, Any]:
     runs = _runs(store)
     models = _models(store, runs)
     return {"store": str(store.path), "contam_version": __version__,
-            "runs": [{k: v for k, v in r.items() if k != "config"} for r in runs], "models": models,
-            "raters": _raters(store), "scoring": _scoring(store)}
+            "runs": [{k: v for k, v in r.items() if k != "config"} for r in runs], "imports": _imports(store),
+            "unhashed_sources": _unhashed_sources(store), "models": models, "raters": _raters(store),
+            "scoring": _scoring(store), "software": software_versions(),
+            "bootstrap": {"method": "BCa", "resamples": BOOTSTRAP_RESAMPLES, "seed": BOOTSTRAP_SEED}}
+
+
+# Distributions whose versions decide the numbers: the statistics, the store, the scorers.
+SOFTWARE = ("numpy", "scipy", "statsmodels", "pandas", "duckdb", "mpmath", "matplotlib", "torch",
+            "bert-score", "transformers")
+
+
+def software_versions() -> dict[str, str | None]:
+    """Python's and each distribution's installed version (None where it is not installed)."""
+    versions: dict[str, str | None] = {"python": platform.python_version()}
+    for name in SOFTWARE:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = None
+    return versions
+
+
+# -- imported files -----------------------------------------------------------------------------
+
+def _imports(store: Store) -> list[dict[str, Any]]:
+    """Every import, oldest first (none in a store made before migration 7)."""
+    if not _has_table(store, "imports"):
+        return []
+    rows = store.query_dicts("SELECT kind, file, sha256, bytes, rows, added, created_at FROM imports "
+                             "ORDER BY seq")
+    return [{**r, "created_at": _time(r["created_at"])} for r in rows]
+
+
+def _unhashed_sources(store: Store) -> list[str]:
+    """Files the items and labels name as their source that no import row hashed (imported
+    before contam recorded hashes): named, so that the gap is visible."""
+    sources = {r[0] for r in store.query("SELECT source_file FROM items UNION SELECT source_file FROM labels")}
+    hashed = {r["file"] for r in _imports(store)}
+    return sorted(s for s in sources - hashed if s is not None)
+
+
+def _has_table(store: Store, name: str) -> bool:
+    return bool(store.query("SELECT 1 FROM duckdb_tables() WHERE table_name = ?", [name]))
 
 
 def _runs(store: Store) -> list[dict[str, Any]]:
@@ -113,8 +161,9 @@ def _raters(store: Store) -> list[dict[str, Any]]:
 
 
 def _scoring(store: Store) -> list[dict[str, Any]]:
-    """Each metric's parameters (model, layer, baseline, library versions) with how many scores."""
-    rows = store.query_dicts("SELECT metric, params, count(*) AS scores FROM latest_scores "
-                             "GROUP BY ALL ORDER BY metric, scores DESC")
-    return [{"metric": r["metric"], "scores": r["scores"],
+    """Each metric's parameters (model, layer, baseline, library versions) with how many scores
+    there are and how many of them are not NULL (a blank answer, or a pass that scored nothing)."""
+    rows = store.query_dicts("SELECT metric, params, count(*) AS scores, count(value) AS non_null "
+                             "FROM latest_scores GROUP BY ALL ORDER BY metric, scores DESC")
+    return [{"metric": r["metric"], "scores": r["scores"], "non_null": r["non_null"],
              "params": orjson.loads(r["params"]) if r["params"] else {}} for r in rows]

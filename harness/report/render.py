@@ -17,9 +17,11 @@ from string import Template
 
 from harness.report.analysis import METRICS, figure_regime
 from harness.report.format import (DASH, PNG_DPI, Section, Table, fmt_ci, fmt_num, fmt_or, fmt_p, fmt_pct,
-                                   is_missing, md_cell, user)
+                                   fmt_pp, md_cell, plural, user)
 from harness.report import probe_figures, probes
-from harness.report.sections import contamination_section, provenance_section
+from harness.report.provenance_section import provenance_section
+from harness.report.sections import contamination_section
+from harness.report.surface_section import surface_section
 
 __all__ = ["sections", "render_markdown", "render_html", "figure_caption", "note_heading"]
 
@@ -65,7 +67,7 @@ def sections(report: dict) -> list[Section]:
     there is a judge) and the surface metrics by subset, which then carry figures 1 and 2."""
     regime = figure_regime(report)
     leading = {"human": [_overall, _per_title, _gap], "judge": [_judge, _judge_gap]}.get(regime, [])
-    builders = [_overview, *leading, contamination_section, _surface, _mcnemar, _regimes,
+    builders = [_overview, *leading, contamination_section, surface_section, _mcnemar, _regimes,
                 *([_judge] if regime == "human" else []), _agreement, _inter_annotator, _metric_validity,
                 _abstention, _missing_data, probes.sections, provenance_section, _notes]
     built = [build(report) for build in builders]  # a Section, None, or a list (the probes')
@@ -76,12 +78,17 @@ def _overview(report: dict) -> Section:
     meta, contrast = report.get("meta") or {}, report["contrast"]
     return Section("contam report", [
         *_no_human_note(report),
-        f"Store {user(meta.get('store', '?'))}: {meta.get('items', '?')} items, {meta.get('models', '?')} models; "
+        f"Store {user(meta.get('store', '?'))}: {_count(meta, 'items', 'item')}, "
+        f"{_count(meta, 'models', 'model')}; "
         f"generated {meta.get('generated_at', '?')} (contam {meta.get('harness_version') or '?'}).",
         f"Human rater: {user(report['human_rater'] or 'none')}. Judge rater: {user(report['judge_rater'] or 'none')}. "
         f"Contrast: {user(contrast['documented'])} (documented) vs {user(contrast['undocumented'])} (undocumented).",
         "All intervals are 95%. Empty answers and unanswered items count as wrong (a lower bound); "
         "see Missing data."])
+
+
+def _count(meta: dict, key: str, word: str) -> str:
+    return plural(meta[key], word) if isinstance(meta.get(key), int) else f"? {word}s"
 
 
 _STAND_IN = {
@@ -107,17 +114,18 @@ def _overall(report: dict) -> Section | None:
     if not report["overall"]:
         return None
     return Section("Overall accuracy", [], [_accuracy_table(
-        report["overall"], "Human annotation; partial credit counts a partially right answer as one half.")],
+        report["overall"], "accuracy_by_model",
+        "Human annotation; partial credit counts a partially right answer as one half.")],
         figures=["fig1_leaderboard"])
 
 
-def _accuracy_table(rows: list[dict], caption: str = "") -> Table:
+def _accuracy_table(rows: list[dict], name: str, caption: str = "") -> Table:
     """Per-model label counts and accuracy: the human's (overall) and the judge's share this table."""
     body = [[r["model"], str(r["n"]), str(r["right"]), str(r["partial"]), str(r["wrong"]),
              fmt_pct(r["accuracy"]), fmt_ci(r.get("ci_low"), r.get("ci_high")), fmt_pct(r["partial_credit"])]
             for r in rows]
     return Table(["Model", "n", "Right", "Partial", "Wrong", "Strict accuracy", "95% CI", "Partial credit"],
-                 body, caption)
+                 body, caption, name)
 
 
 def _per_title(report: dict) -> Section | None:
@@ -128,7 +136,8 @@ def _per_title(report: dict) -> Section | None:
     models = list(dict.fromkeys(r["model"] for r in report["per_title"]))
     rows = [[m] + [_title_cell(cell.get((m, t))) for t, _ in titles] for m in models]
     return Section("Per-title accuracy", [], [Table(
-        ["Model"] + [f"{t} ({s})" for t, s in titles], rows, "Strict accuracy [95% Wilson interval].")],
+        ["Model"] + [f"{t} ({s})" for t, s in titles], rows, "Strict accuracy [95% Wilson interval].",
+        "accuracy_by_title")],
         figures=["fig4_per_title"])
 
 
@@ -139,7 +148,7 @@ def _title_cell(r: dict | None) -> str:
 def _gap(report: dict) -> Section | None:
     if not report["gap"]:
         return None
-    return Section("The contamination gap", [], [_gap_table(report, report["gap"])],
+    return Section("The contamination gap", [], [_gap_table(report, report["gap"], "gap_by_model")],
                    figures=["fig2_contamination_gap"])
 
 
@@ -150,67 +159,19 @@ def _judge_gap(report: dict) -> Section | None:
     return Section("The contamination gap under the LLM judge", [
         f"Strict accuracy by subset under the judge's labels (rater {user(report['judge_rater'])}), "
         "standing in for the human-labelled gap this store cannot give."],
-        [_gap_table(report, report["judge_gap"])], figures=["fig2_contamination_gap"])
+        [_gap_table(report, report["judge_gap"], "judge_gap_by_model")], figures=["fig2_contamination_gap"])
 
 
-def _gap_table(report: dict, gap: list[dict]) -> Table:
+def _gap_table(report: dict, gap: list[dict], name: str) -> Table:
     doc, undoc = report["contrast"]["documented"], report["contrast"]["undocumented"]
     rows = [[r["model"], f"{fmt_pct(r['documented_accuracy'])} ({r['documented_right']}/{r['documented_n']})",
              f"{fmt_pct(r['undocumented_accuracy'])} ({r['undocumented_right']}/{r['undocumented_n']})",
-             _pp(r["gap"]), fmt_ci(r["gap_ci_low"], r["gap_ci_high"]), fmt_or(r["odds_ratio"]),
+             fmt_pp(r["gap"]), fmt_ci(r["gap_ci_low"], r["gap_ci_high"]), fmt_or(r["odds_ratio"]),
              fmt_p(r["fisher_p"]), fmt_p(r.get("fisher_p_holm"))] for r in gap]
     family = gap[0].get("holm_family", "") if gap else ""
     return Table(["Model", doc, undoc, "Gap", "95% CI (Newcombe)", "Odds ratio", "Fisher p", "Holm p"], rows,
                  "Ordered by gap. Odds ratio ad/bc and two-sided Fisher exact p on the 2×2 right / "
-                 f"not-right table; Holm p is adjusted within the family {family}.")
-
-
-# -- surface metrics by subset ------------------------------------------------------------------
-
-def _surface(report: dict) -> Section | None:
-    surface = report.get("surface_by_subset")
-    if not surface:
-        return None
-    contrast = report["contrast"]
-    tables = [_surface_table(surface[metric], contrast, name)
-              for metric, name in METRICS.items() if surface.get(metric)]
-    tables.append(_surface_title_table(surface["per_title"]))
-    return Section("Surface metrics by subset", [
-        "Mean score of every scored answer, labels or not: the seed paper's §4.3 evidence that the "
-        "contamination signal survives every scoring regime. Each mean has a 95% BCa bootstrap interval "
-        "(items resampled, fixed seed), which never leaves the range of the scores; the "
-        "difference has Welch's 95% interval and two-sided p. The ratio is documented mean / undocumented "
-        "mean, shown only where both are positive (rescaled BERTScore-F1 can be negative)."],
-        tables, figures=["fig1_leaderboard", "fig2_contamination_gap"] if figure_regime(report) == "surface" else [])
-
-
-def _mean_cell(r: dict, side: str) -> str:
-    return (f"{fmt_num(r[f'{side}_mean'])} {_num_ci(r[f'{side}_ci_low'], r[f'{side}_ci_high'])} "
-            f"(n={r[f'{side}_n']})")
-
-
-def _num_ci(low: float | None, high: float | None) -> str:
-    return DASH if is_missing(low) or is_missing(high) else f"[{low:.3f}, {high:.3f}]"
-
-
-def _surface_table(rows: list[dict], contrast: dict, name: str) -> Table:
-    body = [[r["model"], _mean_cell(r, "documented"), _mean_cell(r, "undocumented"),
-             fmt_num(r["difference"]), _num_ci(r["difference_ci_low"], r["difference_ci_high"]),
-             fmt_p(r["welch_p"]), DASH if is_missing(r["ratio"]) else f"{r['ratio']:.2f}×"] for r in rows]
-    return Table(["Model", f"{contrast['documented']} (documented)", f"{contrast['undocumented']} (undocumented)",
-                  "Difference", "95% CI (Welch)", "Welch p", "Ratio"], body,
-                 f"Mean {name} by subset [95% BCa bootstrap interval].")
-
-
-def _surface_title_table(rows: list[dict]) -> Table:
-    body = [[r["model"], r["title"], str(r["subset"]), str(r["n"]), fmt_num(r["bleu2"]),
-             fmt_num(r["bertscore_f1"]), fmt_num(r["mean_words"], 1)] for r in rows]
-    return Table(["Model", "Title", "Subset", "Answers", "BLEU-2", "BERTScore-F1", "Mean words"], body,
-                 "Mean score per title over the non-empty answers.")
-
-
-def _pp(x: float | None) -> str:
-    return DASH if is_missing(x) else f"{100 * x:.1f} pp"
+                 f"not-right table; Holm p is adjusted within the family {family}.", name)
 
 
 def _mcnemar(report: dict) -> Section | None:
@@ -220,12 +181,13 @@ def _mcnemar(report: dict) -> Section | None:
              str(r["a_only"]), str(r["b_only"]), str(r["identical_labels"]), fmt_p(r["p"]),
              fmt_p(r.get("p_holm"))] for r in report["mcnemar"]]
     return Section("Pairwise model comparisons", [
-        "Exact McNemar test on the same items (binomial on the discordant pairs): a small p means the two "
-        "models' right / not-right records differ beyond chance. Holm p is the Holm-adjusted p within the "
+        "Exact McNemar test on the same items (two-sided exact binomial p on the discordant pairs, not the "
+        "mid-p): a small p means the two models' right / not-right records differ beyond chance. Holm p "
+        "is the Holm-adjusted p within the "
         f"family {report['mcnemar'][0].get('holm_family', '')}; read the adjusted p when several "
         "comparisons are made at once."], [Table(
             ["Model A", "Model B", "Items", "n", "A right", "B right", "A only", "B only",
-             "Identical labels", "p", "Holm p"], rows)])
+             "Identical labels", "p", "Holm p"], rows, name="mcnemar_pairs")])
 
 
 def _regimes(report: dict) -> Section | None:
@@ -235,14 +197,14 @@ def _regimes(report: dict) -> Section | None:
              fmt_pct(r["judge_partial_credit"]), fmt_num(r["bleu2"]), fmt_num(r["bertscore_f1"]),
              fmt_num(r["mean_words"], 1)] for r in report["regimes"]]
     rho = report["rank_correlation"] or {}
-    if rho:
+    if any(v is not None for v in rho.values()):
         rows.append(["Spearman ρ with human", DASH, fmt_num(rho.get("judge")),
                      fmt_num(rho.get("judge_partial_credit")), fmt_num(rho.get("bleu2")),
                      fmt_num(rho.get("bertscore_f1")), DASH])
     return Section("Scoring regimes", [], [Table(
         ["Model", "Human", "LLM judge", "Judge (partial credit)", "BLEU-2", "BERTScore-F1",
          "Mean answer length (words)"], rows,
-        "Each regime's aggregate per model; ρ across models, ties at average ranks.")],
+        "Each regime's aggregate per model; ρ across models, ties at average ranks.", "scoring_regimes")],
         figures=["fig3_metric_disagreement"])
 
 
@@ -250,7 +212,8 @@ def _judge(report: dict) -> Section | None:
     if not report["judge"]:
         return None
     leads = figure_regime(report) == "judge"
-    return Section("LLM judge", [f"Rater {user(report['judge_rater'])}."], [_accuracy_table(report["judge"])],
+    return Section("LLM judge", [f"Rater {user(report['judge_rater'])}."],
+                   [_accuracy_table(report["judge"], "judge_accuracy_by_model")],
                    figures=["fig1_leaderboard"] if leads else [])
 
 
@@ -262,14 +225,15 @@ def _agreement(report: dict) -> Section | None:
     names = ["Right", "Partially right", "Wrong"]
     confusion = Table(["Human ↓ / Judge →", *names],
                       [[name, *map(str, row)] for name, row in zip(names, pooled["confusion"])],
-                      f"Pooled human × judge confusion (n = {pooled['n']}).")
+                      f"Pooled human × judge confusion (n = {pooled['n']}).", "agreement_confusion")
     rows = [[r["model"], str(r["n"]), fmt_pct(r["exact"]), fmt_num(r["kappa"]), fmt_num(r["kappa_linear"]),
              fmt_num(r["kappa_binary"])] for r in [*agreement["per_model"], {"model": "pooled", **pooled}]]
     return Section("Human × judge agreement", [
         f"Pooled exact agreement {fmt_pct(pooled['exact'])} (Cohen's κ = {fmt_num(pooled['kappa'])}; "
         f"linearly weighted κ = {fmt_num(pooled['kappa_linear'])}; κ = {fmt_num(pooled['kappa_binary'])} "
         "on the collapsed right / not-right decision)."],
-        [confusion, Table(["Model", "n", "Exact", "κ", "κ linear", "κ right/not"], rows)])
+        [confusion, Table(["Model", "n", "Exact", "κ", "κ linear", "κ right/not"], rows,
+                          name="agreement_by_model")])
 
 
 def _inter_annotator(report: dict) -> Section | None:
@@ -281,7 +245,7 @@ def _inter_annotator(report: dict) -> Section | None:
     return Section("Inter-annotator agreement", [
         f"Raters: {', '.join(map(user, inter['raters']))}. Fleiss' κ = {fmt_num(inter['fleiss_kappa'])} on the "
         f"{inter['n_all_raters']} cells every rater labelled."],
-        [Table(["Rater A", "Rater B", "n", "Exact", "κ", "κ linear"], rows)])
+        [Table(["Rater A", "Rater B", "n", "Exact", "κ", "κ linear"], rows, name="inter_annotator_pairs")])
 
 
 _VALIDITY_COLUMNS = (
@@ -303,7 +267,7 @@ def _metric_validity(report: dict) -> Section | None:
             rows = [_validity_row(r["model"], r) for r in validity[metric]["per_model"]]
             rows.append(_validity_row("pooled", validity[metric]["pooled"]))
             tables.append(Table(["Model", *(c[0] for c in _VALIDITY_COLUMNS)], rows,
-                                f"{name} as a classifier of the human 'right' label."))
+                                f"{name} as a classifier of the human 'right' label.", f"validity_{metric}"))
     return Section("Metric validity", [
         "ROC-AUC and point-biserial r against the human right indicator; length is the answer's word "
         "count (Pearson r)."], tables)
@@ -321,7 +285,8 @@ def _abstention(report: dict) -> Section | None:
     return Section("Abstention and confabulation", [
         "Abstained: the answer declines (\"I don't know\", \"I'm not familiar with ...\"). Confabulated: a "
         "non-empty answer the human labelled wrong that does not decline."],
-        [Table(["Model", "Subset", "n", "Abstained", "Abstention rate", "Confabulated", "Confabulation rate"], rows)])
+        [Table(["Model", "Subset", "n", "Abstained", "Abstention rate", "Confabulated", "Confabulation rate"],
+               rows, name="abstention_by_model_subset")])
 
 
 def _missing_data(report: dict) -> Section | None:
@@ -334,7 +299,7 @@ def _missing_data(report: dict) -> Section | None:
         "Empty answers and items without an answer count as wrong for every rater (lower bound); "
         "non-empty answers a rater did not label are left out of that rater's statistics."],
         [Table(["Model", "Items", "Answered", "Empty", "No answer", "No human label", "No judge label",
-                "Empty reference"], rows)])
+                "Empty reference"], rows, name="missing_data_by_model")])
 
 
 def _notes(report: dict) -> Section | None:

@@ -23,7 +23,8 @@ __all__ = [
     "Fisher", "wilson_interval", "proportion", "partial_credit", "fisher_exact_2x2",
     "newcombe_interval", "cohen_kappa", "collapse_to_binary", "exact_agreement",
     "mcnemar_exact", "spearman", "pearson", "point_biserial", "roc_auc", "fleiss_kappa",
-    "pairwise_kappas", "confusion_matrix", "bootstrap_mean_interval", "holm",
+    "pairwise_kappas", "confusion_matrix", "bootstrap_mean_interval", "holm", "chi2_sf",
+    "chi2_log10_sf", "BOOTSTRAP_SEED", "BOOTSTRAP_RESAMPLES",
 ]
 
 NAN = float("nan")
@@ -76,6 +77,31 @@ def newcombe_interval(k1: int, n1: int, k2: int, n2: int,
     low = diff - math.sqrt((p1 - l1) ** 2 + (u2 - p2) ** 2)
     high = diff + math.sqrt((u1 - p1) ** 2 + (p2 - l2) ** 2)
     return low, high
+
+
+def chi2_sf(statistic: float, df: int) -> float:
+    """The upper tail P(χ²_df ≥ statistic) by scipy's survival function: ``1 - cdf`` loses
+    every digit below 1e-16 (it gives 0.0 for χ² = 825.4, whose tail is 1.6e-181)."""
+    if math.isnan(statistic) or df < 1:
+        return NAN
+    return float(sps.chi2.sf(statistic, df))
+
+
+_SMALLEST_SAFE = 1e-300  # below this a double loses digits, and scipy's tails underflow to 0
+
+
+def chi2_log10_sf(statistic: float, df: int) -> float:
+    """log10 of :func:`chi2_sf`, exact where the tail itself underflows a double (χ² ≳ 1400 at
+    df = 1): mpmath's regularised upper incomplete gamma Q(df/2, χ²/2) in arbitrary precision."""
+    p = chi2_sf(statistic, df)
+    if math.isnan(p):
+        return NAN
+    if p >= _SMALLEST_SAFE:
+        return math.log10(p)
+    import mpmath  # only for tails a double cannot hold
+
+    tail = mpmath.gammainc(df / 2, statistic / 2, mpmath.inf, regularized=True)
+    return float(mpmath.log10(tail))
 
 
 BOOTSTRAP_SEED = 20240613  # fixed, so a report rebuilt from the same store has the same intervals

@@ -1,21 +1,32 @@
-"""Every report table as a file a paper can use: ``tables/NN_name.csv`` and ``tables/NN_name.tex``.
+"""Every report table as files a paper and an analysis can use, named by what they hold:
+``tables/NAME.tex`` (the table as report.md shows it, a booktabs LaTeX ``table``) and
+``tables/NAME.csv`` (its numbers as tidy data, :mod:`harness.report.tidy`), plus
+``tables/index.csv`` saying which section each file belongs to.
 
-The tables are the very ones report.md and report.html show
-(:func:`harness.report.render.sections`), so the three never disagree. The LaTeX is a booktabs
-``table`` (needs ``\\usepackage{booktabs}``) with LaTeX's specials escaped in every cell, numbers
-right-aligned, and the report's Unicode (×, 10⁻⁷², κ, ρ, ∞, —) written as LaTeX, so that it
-compiles with plain pdflatex.
+The LaTeX tables are the very ones report.md and report.html show
+(:func:`harness.report.render.sections`), so the three never disagree; LaTeX's specials are
+escaped in every cell, numbers right-aligned, and the report's Unicode (×, 10⁻⁷², κ, ρ, ∞, —)
+written as LaTeX, so that it compiles with plain pdflatex (needs ``\\usepackage{booktabs}``).
+The CSVs read straight into pandas (``pd.read_csv``) and R (``read.csv``): numeric columns hold
+plain numbers (``inf`` for an infinite odds ratio, an empty field where a statistic is undefined),
+lists are joined with ``; `` and parameters written as JSON. A table without tidy data (one a
+section adds without a name) is written as it is displayed.
 """
 
 from __future__ import annotations
 
 import csv
+import math
 import re
 from pathlib import Path
+from typing import Any
+
+import orjson
 
 from harness.report.format import Section, Table
+from harness.report.tidy import TEXT_ONLY, tidy_tables
 
-__all__ = ["write_tables", "latex_table", "latex_text"]
+__all__ = ["write_tables", "latex_table", "latex_text", "csv_value"]
 
 _SPECIALS = {
     "\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
@@ -55,17 +66,59 @@ def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_") or "table"
 
 
-def write_tables(sections: list[Section], folder: Path) -> list[Path]:
-    """``NN_section[_k].csv`` and ``.tex`` per table, numbered in report order; returns the paths."""
+def write_tables(report: dict, sections: list[Section], folder: Path) -> list[Path]:
+    """``NAME.tex`` and ``NAME.csv`` per table, the tidy-only CSVs, and ``index.csv``; returns the paths."""
     folder.mkdir(parents=True, exist_ok=True)
-    written, number = [], 0
+    tidy, written, index = tidy_tables(report), [], []
     for section in sections:
-        for k, table in enumerate(section.tables, start=1):
-            number += 1
-            suffix = f"_{k}" if len(section.tables) > 1 else ""
-            stem = folder / f"{number:02d}_{_slug(section.heading)}{suffix}"
-            with stem.with_suffix(".csv").open("w", newline="", encoding="utf-8") as handle:
-                csv.writer(handle).writerows([table.headers, *table.rows])
-            stem.with_suffix(".tex").write_text(latex_table(table, section.heading), encoding="utf-8")
-            written += [stem.with_suffix(".csv"), stem.with_suffix(".tex")]
-    return written
+        for table in section.tables:
+            stem = _unique(table.name or _slug(section.heading), index)
+            (folder / f"{stem}.tex").write_text(latex_table(table, section.heading), encoding="utf-8")
+            rows = tidy.pop(table.name, None) if table.name else None
+            _write_csv(folder / f"{stem}.csv", rows if rows is not None else _display_rows(table))
+            index.append({"name": stem, "section": section.heading, "caption": table.caption,
+                          "latex": f"{stem}.tex", "tidy": rows is not None})
+            written += [folder / f"{stem}.tex", folder / f"{stem}.csv"]
+    for name, rows in tidy.items():  # numbers the report states in its text, not in a table
+        _write_csv(folder / f"{name}.csv", rows)
+        index.append({"name": name, "section": "", "caption": TEXT_ONLY.get(name, ""), "latex": None,
+                      "tidy": True})
+        written.append(folder / f"{name}.csv")
+    _write_csv(folder / "index.csv", index)
+    return [*written, folder / "index.csv"]
+
+
+def _unique(stem: str, index: list[dict]) -> str:
+    """``stem``, or ``stem_2``, ``stem_3``, ... where a file of that name is already written."""
+    taken, name, k = {entry["name"] for entry in index}, stem, 1
+    while name in taken:
+        k += 1
+        name = f"{stem}_{k}"
+    return name
+
+
+def _display_rows(table: Table) -> list[dict[str, str]]:
+    return [dict(zip(table.headers, row)) for row in table.rows]
+
+
+def _write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
+    columns = list(dict.fromkeys(key for row in rows for key in row))
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(columns)
+        writer.writerows([csv_value(row.get(c)) for c in columns] for row in rows)
+
+
+def csv_value(value: Any) -> str:
+    """A field pandas and R read as the value: numbers as Python writes them (``inf``, ``-inf``),
+    None and NaN empty, True/False as ``TRUE``/``FALSE``, lists joined, mappings as JSON."""
+    value = value.item() if hasattr(value, "item") and not isinstance(value, (list, dict, str)) else value
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, (list, tuple)):
+        return "; ".join(csv_value(v) for v in value)
+    if isinstance(value, dict):
+        return orjson.dumps(value).decode()
+    return str(value)

@@ -152,6 +152,14 @@ CREATE OR REPLACE VIEW latest_probe_scores AS
         FROM probe_scores) WHERE rn = 1;
 """
 
+# Every file `contam import` wrote from, so that a report can name it and its sha256 (what a reader
+# needs to fetch the very same file again): one row per import that added or re-read a file.
+_IMPORTS = """
+CREATE TABLE imports (
+    seq BIGINT DEFAULT nextval('row_seq'), kind VARCHAR NOT NULL, file VARCHAR NOT NULL,
+    sha256 VARCHAR NOT NULL, bytes BIGINT, rows BIGINT, added BIGINT, created_at TIMESTAMP);
+"""
+
 # Numbered and append-only themselves: a schema change is a new entry, never an edit of an old one.
 MIGRATIONS: list[tuple[int, str, str]] = [
     (1, "initial tables", _TABLES),
@@ -160,6 +168,7 @@ MIGRATIONS: list[tuple[int, str, str]] = [
     (4, "attempts.replica: the server of a replicated model",
      "ALTER TABLE attempts ADD COLUMN replica VARCHAR;"),
     (6, "contamination probes", _PROBES),
+    (7, "imports: every imported file's name and sha256", _IMPORTS),
 ]
 
 TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
@@ -184,6 +193,7 @@ TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
                       "detail", "created_at"),
     "probe_scores": ("run_id", "probe", "params_sha256", "item_id", "model", "metric", "value",
                      "detail", "created_at"),
+    "imports": ("kind", "file", "sha256", "bytes", "rows", "added", "created_at"),
 }
 
 
