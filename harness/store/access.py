@@ -18,14 +18,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from harness.store import store as store_module
+from harness.store.client import HostGone, HostReader, connect
 from harness.store.discovery import find_holder
 from harness.store.labels import append_label_rows
 from harness.store.store import Store, StoreInUse
 
 if TYPE_CHECKING:
     import pandas as pd
-
-    from harness.store.client import HostReader
 
 __all__ = ["Reader", "reading", "append_labels", "live_progress"]
 
@@ -51,14 +50,25 @@ class Reader(Protocol):
 @contextmanager
 def reading(path: str | Path) -> Iterator[Reader]:
     """A reader of the store for the length of the ``with``: ``query``, ``query_dicts``,
-    ``query_df``, ``count`` and `contam sql`'s ``checked_query``."""
-    with _reach(path, read_only=True) as reader:
+    ``query_df``, ``count`` and `contam sql`'s ``checked_query``. When the job it reads through
+    finishes meanwhile, the next call opens the store itself."""
+    reader = _Following(path)
+    try:
         yield reader
+    finally:
+        reader.close()
 
 
 def append_labels(path: str | Path, rows: Sequence[Mapping[str, Any]]) -> int:
     """Append ``labels`` rows in one transaction, committed when this returns (``created_at``
     is now where a row has none)."""
+    try:
+        return _append_once(path, rows)
+    except HostGone:  # its job finished meanwhile: the store is free now, or another job's
+        return _append_once(path, rows)
+
+
+def _append_once(path: str | Path, rows: Sequence[Mapping[str, Any]]) -> int:
     with _reach(path, read_only=False) as reached:
         if isinstance(reached, Store):
             return append_label_rows(reached.con, rows)
@@ -73,10 +83,52 @@ def live_progress(path: str | Path) -> list[dict[str, Any]] | None:
     if reader is None:
         return None
     with reader:
-        return reader.progress()
+        try:
+            return reader.progress()
+        except HostGone:
+            return None
 
 
-def _reach(path: str | Path, *, read_only: bool) -> "Store | HostReader":
+class _Following:
+    """A :class:`Reader` on the store itself or through its holder's host, which moves to the
+    store itself (or to the next holder) when the host goes away between two calls."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self._reader = _reach(path, read_only=True)
+
+    @property
+    def through_host(self) -> bool:
+        return not isinstance(self._reader, Store)
+
+    def query(self, sql: str, params: Iterable[Any] | None = None) -> list[tuple]:
+        return self._call("query", sql, params)
+
+    def query_dicts(self, sql: str, params: Iterable[Any] | None = None) -> list[dict[str, Any]]:
+        return self._call("query_dicts", sql, params)
+
+    def query_df(self, sql: str, params: Iterable[Any] | None = None) -> "pd.DataFrame":
+        return self._call("query_df", sql, params)
+
+    def count(self, table: str) -> int:
+        return self._call("count", table)
+
+    def checked_query(self, query: str) -> tuple[list[str], list[tuple]]:
+        return self._call("checked_query", query)
+
+    def close(self) -> None:
+        self._reader.close()
+
+    def _call(self, name: str, *args: Any) -> Any:
+        try:
+            return getattr(self._reader, name)(*args)
+        except HostGone:
+            self._reader.close()
+            self._reader = _reach(self.path, read_only=True)
+            return getattr(self._reader, name)(*args)
+
+
+def _reach(path: str | Path, *, read_only: bool) -> Store | HostReader:
     """The store opened here, or its holder's host; waits up to LOCK_WAIT_S for either."""
     deadline = time.monotonic() + store_module.LOCK_WAIT_S
     while True:
@@ -92,10 +144,6 @@ def _reach(path: str | Path, *, read_only: bool) -> "Store | HostReader":
             time.sleep(_RETRY_S)
 
 
-def _host(path: str | Path) -> "HostReader | None":
+def _host(path: str | Path) -> HostReader | None:
     holder = find_holder(path)
-    if holder is None:
-        return None
-    from harness.store.client import connect
-
-    return connect(path, holder)
+    return connect(path, holder) if holder is not None else None

@@ -170,9 +170,13 @@ class StoreHost:
             self._limiter = anyio.CapacityLimiter(_READERS)
         try:
             return _body(await anyio.to_thread.run_sync(work, limiter=self._limiter))
+        except _Finishing as exc:  # the reader is to try again on the store itself
+            return _json({"error": str(exc), "kind": "UserError"}, status=503)
         except UserError as exc:
             return _json({"error": str(exc), "kind": "UserError"}, status=400)
         except duckdb.Error as exc:
+            if self._closing:  # interrupted by stop()
+                return _json({"error": _FINISHING, "kind": "UserError"}, status=503)
             return _json({"error": str(exc), "kind": type(exc).__name__}, status=400)
 
     # -- the work, in worker threads ------------------------------------------------------------
@@ -197,7 +201,7 @@ class StoreHost:
     def _cursor(self) -> Iterator[duckdb.DuckDBPyConnection]:
         with self._lock:
             if self._closing:
-                raise UserError("the process holding the store is finishing; try again")
+                raise _Finishing(_FINISHING)
             cursor = self._base.cursor()
             self._active.add(cursor)
         try:
@@ -206,6 +210,13 @@ class StoreHost:
             with self._lock:
                 self._active.discard(cursor)
             cursor.close()
+
+
+_FINISHING = "the process holding the store is finishing"
+
+
+class _Finishing(UserError):
+    pass
 
 
 def socket_beside(store: Path) -> str:

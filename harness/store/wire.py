@@ -14,6 +14,7 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import json
+import threading
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Result", "encode_result", "decode_result", "result_frame", "encode_json", "decode_json"]
 
+_thread = threading.local()
 # Types whose Python values JSON carries exactly: no cast back needed for rows.
 _JSON_TYPES = frozenset({
     "BOOLEAN", "TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT",
@@ -64,10 +66,11 @@ def decode_result(body: bytes) -> Result:
     """Rows with the Python values a direct connection's ``fetchall`` gives."""
     raw = decode_json(body)
     columns, types, rows = raw["columns"], raw["types"], raw["rows"]
+    if all(_json_exact(kind) for kind in types):
+        return Result(columns, types, [tuple(row) for row in rows])
     values = [[row[i] for row in rows] for i in range(len(columns))]
-    with duckdb.connect() as local:
-        typed = [column if _json_exact(kind) else _cast(local, column, kind)
-                 for column, kind in zip(values, types)]
+    typed = [column if _json_exact(kind) else _cast(column, kind)
+             for column, kind in zip(values, types)]
     return Result(columns, types, list(zip(*typed)))
 
 
@@ -78,13 +81,12 @@ def result_frame(body: bytes) -> "pd.DataFrame":
     casts = ", ".join(f"CAST(unnest(${n}) AS {kind}) AS c{n}"
                       for n, kind in enumerate(types, start=1))
     values = [[row[i] for row in rows] for i in range(len(columns))]
-    with duckdb.connect() as local:
-        try:
-            frame = local.execute(f"SELECT {casts}", values).df()
-        except duckdb.Error:  # a column that cannot be cast back (a MAP): its JSON values
-            import pandas as pd
+    try:
+        frame = _local().execute(f"SELECT {casts}", values).df()
+    except duckdb.Error:  # a column that cannot be cast back (a MAP): its JSON values
+        import pandas as pd
 
-            frame = pd.DataFrame(decode_result(body).rows, columns=range(len(columns)))
+        frame = pd.DataFrame(decode_result(body).rows, columns=range(len(columns)))
     frame.columns = columns
     return frame
 
@@ -93,10 +95,17 @@ def _json_exact(kind: str) -> bool:
     return kind.removesuffix("[]") in _JSON_TYPES if kind.count("[]") <= 1 else False
 
 
-def _cast(local: duckdb.DuckDBPyConnection, column: Sequence[Any], kind: str) -> list[Any]:
+def _local() -> duckdb.DuckDBPyConnection:
+    """This thread's in-memory DuckDB, which does the casting (opening one costs ~50 ms)."""
+    if not hasattr(_thread, "con"):
+        _thread.con = duckdb.connect()
+    return _thread.con
+
+
+def _cast(column: Sequence[Any], kind: str) -> list[Any]:
     try:
-        return [row[0] for row in local.execute(f"SELECT CAST(unnest($1) AS {kind})",
-                                                [list(column)]).fetchall()]
+        return [row[0] for row in _local().execute(f"SELECT CAST(unnest($1) AS {kind})",
+                                                   [list(column)]).fetchall()]
     except duckdb.Error:  # nested values DuckDB reads back otherwise (a MAP): as JSON gave them
         return list(column)
 
