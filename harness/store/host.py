@@ -83,8 +83,12 @@ class StoreHost:
         self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [sock]},
                                         name="contam-store-host", daemon=True)
         self._thread.start()
-        self._wait_started()
-        publish(self.store.path, self.holder)
+        try:
+            self._wait_started()
+            publish(self.store.path, self.holder)
+        except BaseException:
+            self.stop()
+            raise
         return self
 
     def stop(self) -> None:
@@ -113,7 +117,6 @@ class StoreHost:
         deadline = time.monotonic() + _START_TIMEOUT_S
         while not self._server.started:
             if not self._thread.is_alive() or time.monotonic() > deadline:
-                self.stop()
                 raise RuntimeError("the store host did not start")
             time.sleep(0.01)
 
