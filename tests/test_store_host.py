@@ -283,3 +283,33 @@ def test_a_job_waits_for_a_short_reader_and_names_a_long_holder(tmp_path, monkey
     finally:
         writer.kill()
         writer.wait()
+
+
+def test_a_reader_moves_to_the_file_when_the_job_finishes_mid_read(tmp_path):
+    path = tmp_path / "s.duckdb"
+    store = Store(path)
+    store.append("items", [{"item_id": "i0"}])
+    host = StoreHost(store, command="run").start()
+    with reading(path) as reader:
+        assert reader.through_host and reader.count("items") == 1
+        host.stop()
+        store.close()
+        assert reader.count("items") == 1 and not reader.through_host
+
+
+def test_progress_rows_say_why_a_lane_stopped():
+    from harness.engine.counters import LaneStats
+    from harness.jobs.live import LiveBoard
+
+    quota = LaneStats(label="gemini-m", total=10, cap=4, done=3, failed=1, retries=5,
+                      rate_limited=2, stopped="quota", cooling_for=lambda: 12.34)
+    drained = LaneStats(label="openai-m", total=10, cap=8, interrupted=True)
+    board = LiveBoard()
+    assert board.rows() == []
+    board.watch([quota, drained])
+    first, second = board.rows()
+    assert first == {"model": "gemini-m", "done": 3, "total": 10, "failed": 1, "retries": 5,
+                     "rate_limited": 2, "in_flight": 0, "concurrency": 4,
+                     "rate_per_s": first["rate_per_s"], "cooling_down_s": 12.3,
+                     "stopped": "quota"}
+    assert first["rate_per_s"] >= 0 and second["stopped"] == "interrupted"

@@ -48,6 +48,7 @@ Progress = Callable[[], list[dict[str, Any]]]  # the job's per-model counters, a
 _READERS = 4  # requests worked on at once; more wait, so readers cannot crowd out the job
 _MAX_SOCKET_PATH = 100  # bytes; AF_UNIX allows 104-108 depending on the system
 _START_TIMEOUT_S = 10.0
+_READER_NICE = 10
 
 
 class StoreHost:
@@ -172,7 +173,7 @@ class StoreHost:
         if self._limiter is None:
             self._limiter = anyio.CapacityLimiter(_READERS)
         try:
-            return _body(await anyio.to_thread.run_sync(work, limiter=self._limiter))
+            return _body(await anyio.to_thread.run_sync(_yielding(work), limiter=self._limiter))
         except _Finishing as exc:  # the reader is to try again on the store itself
             return _json({"error": str(exc), "kind": "UserError"}, status=503)
         except UserError as exc:
@@ -220,6 +221,18 @@ _FINISHING = "the process holding the store is finishing"
 
 class _Finishing(UserError):
     pass
+
+
+def _yielding(work: Callable[[], bytes]) -> Callable[[], bytes]:
+    """``work`` on a worker thread that yields the CPU to the job's own threads: Linux gives
+    each thread its own nice value, and the job's event loop must not wait for a reader."""
+    def lowered() -> bytes:
+        try:
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), _READER_NICE)
+        except (AttributeError, OSError):  # not Linux, or not allowed: as it is
+            pass
+        return work()
+    return lowered
 
 
 def socket_beside(store: Path) -> str:
