@@ -33,7 +33,6 @@ sys.path.insert(0, str(ROOT))
 from harness.jobs.bench_floor import emulator_process  # noqa: E402
 from harness.store import Store  # noqa: E402
 from harness.store.access import reading  # noqa: E402
-from harness.store.discovery import find_holder  # noqa: E402
 
 KEYS = {"OPENAI_API_KEY": "sk-bench", "ANTHROPIC_API_KEY": "an-bench"}
 SIMPLE = "SELECT count(*) FROM answers"

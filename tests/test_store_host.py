@@ -313,3 +313,14 @@ def test_progress_rows_say_why_a_lane_stopped():
                      "rate_per_s": first["rate_per_s"], "cooling_down_s": 12.3,
                      "stopped": "quota"}
     assert first["rate_per_s"] >= 0 and second["stopped"] == "interrupted"
+
+
+def test_a_malformed_request_is_a_400_not_a_crash(hosted):
+    path, host = hosted
+    good = {"Authorization": f"Bearer {host.holder.token}"}
+    with httpx.Client(transport=httpx.HTTPTransport(uds=host.holder.socket),
+                      base_url="http://h", headers=good) as http:
+        for route, body in (("/query", b"not json"), ("/query", b"{}"), ("/labels", b"[1]")):
+            answer = http.post(route, content=body)
+            assert answer.status_code == 400 and "malformed request" in answer.json()["error"]
+        assert http.get("/health").status_code == 200  # still serving

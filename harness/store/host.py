@@ -17,11 +17,11 @@ host starts. A job starts its host once it needs no file access from DuckDB itse
 
 from __future__ import annotations
 
-import logging
 import os
 import secrets
 import shutil
 import socket
+import stat
 import tempfile
 import threading
 import time
@@ -39,8 +39,6 @@ from harness.store.readonly import (READ_ONLY_BEGIN, check_query, close_external
                                     refuse_side_effects)
 from harness.store.store import Store
 from harness.store.wire import encode_json, encode_result, decode_json
-
-log = logging.getLogger(__name__)
 
 __all__ = ["StoreHost", "Progress", "socket_beside"]
 
@@ -65,18 +63,30 @@ class StoreHost:
         self._lock = threading.Lock()
         self._active: set[duckdb.DuckDBPyConnection] = set()
         self._closing = False
+        self._socket: str | None = None
         self._socket_dir: str | None = None
         self._limiter: Any = None
 
     # -- lifecycle ----------------------------------------------------------------------------
 
     def start(self) -> "StoreHost":
+        try:
+            close_external_access(self.store.con)
+            self._base = self.store.con.cursor()
+            sock = self._bind()
+            self.holder = Holder(pid=os.getpid(), command=self.command, socket=self._socket)
+            self._serve(sock)
+            self._wait_started()
+            publish(self.store.path, self.holder)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _serve(self, sock: socket.socket) -> None:
+        """uvicorn on a thread of its own: no signal handlers, no logging set-up, no access log."""
         import uvicorn
 
-        close_external_access(self.store.con)
-        self._base = self.store.con.cursor()
-        sock = self._bind()
-        self.holder = Holder(pid=os.getpid(), command=self.command, socket=sock.getsockname())
         config = uvicorn.Config(self._app(), log_config=None, log_level="warning",
                                 access_log=False, lifespan="off", server_header=False,
                                 timeout_graceful_shutdown=2)
@@ -84,13 +94,6 @@ class StoreHost:
         self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [sock]},
                                         name="contam-store-host", daemon=True)
         self._thread.start()
-        try:
-            self._wait_started()
-            publish(self.store.path, self.holder)
-        except BaseException:
-            self.stop()
-            raise
-        return self
 
     def stop(self) -> None:
         """Withdraw the discovery file, cancel the reads under way, end the server."""
@@ -124,19 +127,19 @@ class StoreHost:
     def _bind(self) -> socket.socket:
         """A listening-to-be Unix socket only this user can connect to."""
         path = socket_beside(self.store.path)
-        if len(os.fsencode(path)) > _MAX_SOCKET_PATH:
+        if len(os.fsencode(path)) > _MAX_SOCKET_PATH or _taken(path):
             self._socket_dir = tempfile.mkdtemp(prefix="contam-host-")
             path = os.path.join(self._socket_dir, "store.sock")
-        if os.path.exists(path):
-            os.unlink(path)  # a killed holder's: this process holds the store now
+        Path(path).unlink(missing_ok=True)  # a killed holder's: this process holds the store now
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         sock.bind(path)
+        self._socket = path
         os.chmod(path, 0o600)  # before it listens: nobody could connect until now
         return sock
 
     def _remove_socket(self) -> None:
-        if self.holder is not None:
-            Path(self.holder.socket).unlink(missing_ok=True)
+        if self._socket is not None:
+            Path(self._socket).unlink(missing_ok=True)
         if self._socket_dir is not None:
             shutil.rmtree(self._socket_dir, ignore_errors=True)
 
@@ -159,12 +162,17 @@ class StoreHost:
         return await self._in_worker(lambda: encode_json({"progress": self.progress()}))
 
     async def _query(self, request: Any) -> Any:
-        asked = decode_json(await request.body())
-        return await self._in_worker(lambda: self._read(asked["sql"], asked.get("params")))
+        body = await request.body()
+
+        def read() -> bytes:
+            asked = decode_json(body)
+            return self._read(asked["sql"], asked.get("params"))
+        return await self._in_worker(read)
 
     async def _labels(self, request: Any) -> Any:
-        rows = decode_json(await request.body())["rows"]
-        return await self._in_worker(lambda: encode_json({"appended": self._append(rows)}))
+        body = await request.body()
+        return await self._in_worker(
+            lambda: encode_json({"appended": self._append(decode_json(body)["rows"])}))
 
     async def _in_worker(self, work: Callable[[], bytes]) -> Any:
         """``work`` in a worker thread; a refusal or a DuckDB error as a 400 naming its kind."""
@@ -178,6 +186,9 @@ class StoreHost:
             return _json({"error": str(exc), "kind": "UserError"}, status=503)
         except UserError as exc:
             return _json({"error": str(exc), "kind": "UserError"}, status=400)
+        except (ValueError, KeyError, TypeError) as exc:  # not a request of harness.store.client
+            return _json({"error": f"malformed request ({type(exc).__name__})",
+                          "kind": "UserError"}, status=400)
         except duckdb.Error as exc:
             if self._closing:  # interrupted by stop()
                 return _json({"error": _FINISHING, "kind": "UserError"}, status=503)
@@ -236,8 +247,15 @@ def _yielding(work: Callable[[], bytes]) -> Callable[[], bytes]:
 
 
 def socket_beside(store: Path) -> str:
-    path = os.path.abspath(store)
-    return path + ".sock"
+    return os.path.abspath(store) + ".sock"
+
+
+def _taken(path: str) -> bool:
+    """Something that is not a socket has the socket's name: left alone."""
+    try:
+        return not stat.S_ISSOCK(os.lstat(path).st_mode)
+    except FileNotFoundError:
+        return False
 
 
 class _TokenRequired:
