@@ -21,7 +21,7 @@ from harness.emulator.server import EmulatorSettings, run_emulator
 from harness.emulator.settings import default_answer
 from harness.store import Store
 from harness.store.access import append_labels, live_progress, reading
-from harness.store.discovery import discovery_path, find_holder
+from harness.store.discovery import Holder, discovery_path, find_holder, publish
 from harness.store.host import StoreHost
 from tests.runkit import KEYS, model_entry, question_number, write_config
 from tests.test_sql import FILE_AND_NETWORK, REFUSED
@@ -280,6 +280,12 @@ def test_a_job_waits_for_a_short_reader_and_names_a_long_holder(tmp_path, monkey
         with pytest.raises(Exception, match=f"locked by pid {writer.pid} .*which serves no reads"):
             with reading(path):
                 pass
+        # A discovery file naming the live holder, but nothing answers on its socket: ignored.
+        publish(path, Holder(pid=writer.pid, command="run", socket=str(tmp_path / "none.sock")))
+        assert live_progress(path) is None
+        with pytest.raises(Exception, match=f"locked by pid {writer.pid} \\(contam run, which "
+                                            "serves no reads\\)"):
+            append_labels(path, [LABEL])
     finally:
         writer.kill()
         writer.wait()
