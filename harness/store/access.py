@@ -18,13 +18,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from harness.store import store as store_module
-from harness.store.client import HostGone, HostReader, connect
-from harness.store.discovery import find_holder
+from harness.store.discovery import HostGone, find_holder
 from harness.store.labels import append_label_rows
 from harness.store.store import Store, StoreInUse
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from harness.store.client import HostReader  # httpx: imported only when a job holds the store
 
 __all__ = ["Reader", "reading", "append_labels", "live_progress"]
 
@@ -128,7 +129,7 @@ class _Following:
             return getattr(self._reader, name)(*args)
 
 
-def _reach(path: str | Path, *, read_only: bool) -> Store | HostReader:
+def _reach(path: str | Path, *, read_only: bool) -> "Store | HostReader":
     """The store opened here, or its holder's host; waits up to LOCK_WAIT_S for either."""
     deadline = time.monotonic() + store_module.LOCK_WAIT_S
     while True:
@@ -144,6 +145,10 @@ def _reach(path: str | Path, *, read_only: bool) -> Store | HostReader:
             time.sleep(_RETRY_S)
 
 
-def _host(path: str | Path) -> HostReader | None:
+def _host(path: str | Path) -> "HostReader | None":
     holder = find_holder(path)
-    return connect(path, holder) if holder is not None else None
+    if holder is None:
+        return None
+    from harness.store.client import connect
+
+    return connect(path, holder)
