@@ -2,7 +2,8 @@
 the progress of the job that holds it.
 
 Each call finds out who has the store. When nobody does, it opens the file itself (read-only to
-read) and closes it at once, so that nothing here keeps a job from taking the store. When a
+read) for the length of the call (of the ``with``, for :func:`reading`) and no longer, so that
+nothing here keeps a job from taking the store. When a
 contam job holds it, the call goes through that job's store host (:mod:`harness.store.host`,
 found by the discovery file beside the store). When another process holds it and serves no
 reads, the call waits a moment (it may be a reader that is about to let go: a `contam sql`, a
