@@ -36,13 +36,12 @@ from typing import Any, ClassVar
 from rapidfuzz.distance import LCSseq
 
 from metrics.bleu import bleu2, tokenize
-from metrics.probes import ProbeItem, ProbePrompt, ProbeScore
+from metrics.probes import DEFAULT_DATASET, DEFAULT_SPLIT, ProbeItem, ProbePrompt, ProbeScore
 
 __all__ = ["GuidedProbe", "split_question", "rouge_l", "guided_prompt", "general_prompt",
            "GUIDED_TEMPLATE", "GENERAL_TEMPLATE", "DEFAULT_DATASET", "DEFAULT_SPLIT", "METRICS",
            "NOT_SPLITTABLE"]
 
-DEFAULT_DATASET, DEFAULT_SPLIT = "contam", "test"
 NOT_SPLITTABLE = "not probed: the question has too few words to split into two pieces"
 GUIDED_TEMPLATE = """INSTRUCTION:
 You are provided with the FIRST PIECE of an instance from the {split} split of the {dataset} dataset.

@@ -4,7 +4,8 @@ its parameters the command line sets (``contam probe cdd CONFIG --samples 20``).
 A probe is built from the study's own prompt (:class:`ProbeContext`: the run config's system
 prompt and the question template of ``contam run``) and its options, each a flag of its own. Adding
 a probe is one entry in :data:`PROBES`; the job, the command line and ``contam demo --probes``
-find it there. Light to import: the command line reads it to build its parser.
+find it there. Light to import: the command line reads it to build its parser, so each probe's
+module (rapidfuzz, wordfreq, BLEU's numpy) is imported only when that probe is built.
 """
 
 from __future__ import annotations
@@ -13,10 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from metrics.probe_cdd import CDDProbe
-from metrics.probe_guided import DEFAULT_DATASET, DEFAULT_SPLIT, GuidedProbe
-from metrics.probe_tsguess import TsGuessProbe
-from metrics.probes import GenerationProbe
+from metrics.probes import DEFAULT_DATASET, DEFAULT_SPLIT, GenerationProbe
 
 __all__ = ["ProbeOption", "ProbeContext", "ProbeKind", "PROBES", "build_probe"]
 
@@ -53,15 +51,21 @@ class ProbeKind:
 
 
 def _cdd(context: ProbeContext, **options: Any) -> GenerationProbe:
+    from metrics.probe_cdd import CDDProbe
+
     return CDDProbe(system=context.system_prompt, question_template=context.question_template,
                     **options)
 
 
 def _ts_guess(context: ProbeContext, **options: Any) -> GenerationProbe:
+    from metrics.probe_tsguess import TsGuessProbe
+
     return TsGuessProbe(**options)  # its own prompt (the paper's), not the study's
 
 
 def _guided(context: ProbeContext, **options: Any) -> GenerationProbe:
+    from metrics.probe_guided import GuidedProbe
+
     return GuidedProbe(**options)  # its own instructions (the paper's), not the study's
 
 

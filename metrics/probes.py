@@ -12,9 +12,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-import orjson
+__all__ = ["ProbeItem", "ProbePrompt", "ProbeScore", "GenerationProbe", "params_sha256",
+           "DEFAULT_DATASET", "DEFAULT_SPLIT"]
 
-__all__ = ["ProbeItem", "ProbePrompt", "ProbeScore", "GenerationProbe", "params_sha256"]
+# What the guided probe's instruction names by default (a fixed label: renaming a file must not
+# change a probe's parameters); here so that the command line reads it without the probe.
+DEFAULT_DATASET, DEFAULT_SPLIT = "contam", "test"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -68,5 +71,7 @@ class GenerationProbe(Protocol):
 
 def params_sha256(kind: str, params: Mapping[str, Any]) -> str:
     """The key a probe's rows carry: the kind and its parameters, canonical JSON."""
+    import orjson  # here, not at the top: the command line imports this module to build its parser
+
     canonical = orjson.dumps({"probe": kind, "params": params}, option=orjson.OPT_SORT_KEYS)
     return hashlib.sha256(canonical).hexdigest()

@@ -17,7 +17,7 @@ asks exactly the missing samples when run again, and scores what it could not sc
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,7 @@ from harness.jobs.lane_job import (
     JobOptions, JobResult, failure_lines, interrupted_line, new_run_id, recovered_lines, run_lanes,
     run_row,
 )
+from harness.jobs.live import serving_reads
 from harness.jobs.probe_work import (
     ProbePlan, missing_count, pending_tasks, record_params, refusal, sample_rows, score_complete,
 )
@@ -93,7 +94,9 @@ def probe(kind: str, config_path: str | Path, *, store: str | Path | None = None
     with Store(config.store or DEFAULT_STORE, create=True) as opened:
         recovered = recovered_lines(opened)
         imported = import_config_items(opened, config)
-        result = anyio.run(execute_probe, opened, config, specs, built, options)
+        with serving_reads(opened, "probe") as board:
+            result = anyio.run(execute_probe, opened, config, specs, built,
+                               replace(options, live=board))
     result.summary[:0] = [*recovered, *imported]
     return result
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +39,7 @@ from harness.jobs.lane_job import (
     JobOptions, JobResult, failure_lines, interrupted_line, new_run_id, recovered_lines,
     run_lanes, run_row,
 )
+from harness.jobs.live import serving_reads
 from harness.jobs.run import import_config_items
 from harness.store import DEFAULT_STORE, Store, utc_now
 from harness.text import sha256_text
@@ -79,7 +80,8 @@ def probe_min_k(config_path: str | Path, *, store: str | None = None,
     with Store(config.store or DEFAULT_STORE, create=True) as opened:
         recovered = recovered_lines(opened)
         imported = import_config_items(opened, config)
-        result = anyio.run(execute_min_k, opened, config, specs, options)
+        with serving_reads(opened, "probe") as board:
+            result = anyio.run(execute_min_k, opened, config, specs, replace(options, live=board))
     result.summary[:0] = [*recovered, *imported]
     return result
 
