@@ -29,6 +29,7 @@ from providers.base import (
     Request,
     Timeout,
     Transient,
+    redact,
     resolve_api_key,
 )
 
@@ -133,7 +134,8 @@ def reply_shape(label: str, status: int) -> Iterator[None]:
 def error_for_status(status: int, detail: str, *, label: str, retry_after_s: float | None = None,
                      quota: bool = False) -> ProviderError:
     """The retry decision for a non-2xx reply, shared by every provider."""
-    text = f"{label}: HTTP {status}: {detail[:_MESSAGE_LIMIT] or 'no error message'}"
+    # Scrubbed before it is cut: a cut key would no longer match its registered spellings.
+    text = f"{label}: HTTP {status}: {redact(detail)[:_MESSAGE_LIMIT] or 'no error message'}"
     if quota:
         return QuotaExhausted(f"{text} ({QUOTA_ADVICE})", http_status=status)
     if status == 429:
@@ -183,7 +185,7 @@ class HTTPProvider(Provider):
         try:
             return orjson.loads(response.content)
         except orjson.JSONDecodeError:
-            return response.text[:_MESSAGE_LIMIT]
+            return redact(response.text)[:_MESSAGE_LIMIT]  # scrubbed before it is cut
 
     @staticmethod
     def nested_error(body: Any) -> dict[str, Any]:
