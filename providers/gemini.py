@@ -16,7 +16,7 @@ import httpx
 
 from providers.base import ProviderError, Reply, Request
 from providers.hints import seconds_from_duration, seconds_from_retry_after
-from providers.transport import HTTPProvider, error_for_status
+from providers.transport import HTTPProvider, answer_text, error_for_status
 
 __all__ = ["GeminiProvider"]
 
@@ -67,13 +67,16 @@ class GeminiProvider(HTTPProvider):
             reason = body["promptFeedback"]["blockReason"]
             return Reply(text="", finish_reason=f"blocked:{reason}", **common)
         candidate = candidates[0]
-        if "content" not in candidate and not candidate.get("finishReason"):
-            raise KeyError("candidates[0] has neither content nor finishReason")
-        # No content with a finishReason (SAFETY, RECITATION ...) is an empty answer; the
-        # reason is kept, and RECITATION is telling in a study of memorised text.
+        # No text with a finishReason (SAFETY, RECITATION, MAX_TOKENS ...) is an empty answer; the
+        # reason is kept, and RECITATION is telling in a study of memorised text. No text with
+        # STOP is Gemini's empty-reply glitch: malformed, asked again.
         parts = (candidate.get("content") or {}).get("parts") or []
-        text = "".join(part.get("text", "") for part in parts if not part.get("thought"))
-        return Reply(text=text, finish_reason=candidate.get("finishReason"), **common)
+        texts = [answer_text(part["text"], "candidates[0].content.parts[].text")
+                 for part in parts if "text" in part and not part.get("thought")]
+        reason = candidate.get("finishReason")
+        if not texts and reason in (None, "STOP", "FINISH_REASON_UNSPECIFIED"):
+            raise ValueError(f"candidates[0] has no text part (finishReason {reason})")
+        return Reply(text="".join(texts), finish_reason=reason, **common)
 
     def error_from(self, response: httpx.Response) -> ProviderError:
         error = _error_object(self.error_body(response))

@@ -19,7 +19,7 @@ from providers.hints import (
     seconds_from_duration,
     seconds_from_retry_after,
 )
-from providers.transport import HTTPProvider, error_for_status
+from providers.transport import HTTPProvider, answer_text, error_for_status
 
 __all__ = ["OpenAIProvider"]
 
@@ -60,9 +60,11 @@ class OpenAIProvider(HTTPProvider):
         message = choice["message"]
         text = message.get("content")
         if text is None:  # a refusal arrives in its own field with content null
-            text = message.get("refusal") or ""
+            text = message.get("refusal")
+        if text is None and choice.get("finish_reason") == "content_filter":
+            text = ""  # filtered: asking again gets the same verdict (Gemini's blocked prompt)
         usage = body.get("usage") or {}
-        return Reply(text=str(text), served_model=body.get("model"),
+        return Reply(text=answer_text(text, "choices[0].message.content"), served_model=body.get("model"),
                      finish_reason=choice.get("finish_reason"),
                      input_tokens=usage.get("prompt_tokens"),
                      output_tokens=usage.get("completion_tokens"))

@@ -39,6 +39,7 @@ __all__ = [
     "http_failures",
     "decode_json",
     "reply_shape",
+    "answer_text",
     "error_for_status",
     "refuse_unsafe_params",
     "QUOTA_ADVICE",
@@ -129,6 +130,16 @@ def reply_shape(label: str, status: int) -> Iterator[None]:
     except (KeyError, IndexError, TypeError, AttributeError, ValueError) as exc:
         raise Transient(f"{label}: HTTP {status} reply has an unexpected shape "
                         f"({type(exc).__name__}: {exc})", http_status=status) from exc
+
+
+def answer_text(value: Any, field: str) -> str:
+    """A reply's answer text as the API sent it: a string (``""`` is a blank answer, which is
+    data); null or anything else is a malformed reply (``reply_shape`` makes it Transient: asked
+    again), never the text ``"None"``."""
+    if not isinstance(value, str):
+        shown = "null" if value is None else f"a {type(value).__name__}"
+        raise ValueError(f"{field} is {shown}, not text")
+    return value
 
 
 def error_for_status(status: int, detail: str, *, label: str, retry_after_s: float | None = None,
