@@ -18,6 +18,7 @@ from harness.config import model_names
 from harness.errors import UserError, first_line
 from harness.logs import configure_logging
 from harness.store import DEFAULT_STORE
+from harness.text import visible
 
 __all__ = ["main", "build_parser", "print_result"]
 
@@ -234,7 +235,7 @@ def build_parser() -> argparse.ArgumentParser:
 def _import(args: argparse.Namespace) -> int:
     from harness.jobs.importing import import_path
 
-    print(import_path(args.kind, args.file, store=args.store).summary())
+    _say(import_path(args.kind, args.file, store=args.store).summary())
     return 0
 
 
@@ -261,9 +262,10 @@ def _batches(args: argparse.Namespace) -> int:
         raise UserError(f"unexpected argument {args.job_id!r}; did you mean "
                         f"`contam batches cancel {args.job_id}`?")
     if args.action == "cancel":
-        print(cancel_batch(args.job_id, store=args.store).line())
+        _say(cancel_batch(args.job_id, store=args.store).line())
     else:
-        print("\n".join(list_batches(args.store, provider_jobs=args.provider_jobs).lines()))
+        for line in list_batches(args.store, provider_jobs=args.provider_jobs).lines():
+            _say(line)
     return 0
 
 
@@ -272,7 +274,8 @@ def _cost(args: argparse.Namespace) -> int:
 
     prices = {model: (i, o) for model, i, o in map(parse_price, args.price or [])}
     options = CostOptions(prices=prices, batch_discount=args.batch_discount, items=args.items)
-    print("\n".join(cost(args.store, options).lines()))
+    for line in cost(args.store, options).lines():
+        _say(line)
     return 0
 
 
@@ -285,12 +288,18 @@ def _judge(args: argparse.Namespace) -> int:
 def print_result(result: Any, out: TextIO | None = None, err: TextIO | None = None) -> int:
     """A lane job's summary on stdout, its problems on stderr; returns its exit status."""
     for line in result.summary:
-        print(line, file=out or sys.stdout)
+        _say(line, out or sys.stdout)
     for line in result.problems:
-        print(line, file=err or sys.stderr)
+        _say(line, err or sys.stderr)
     if result.log_path is not None:
-        print(f"log: {result.log_path}", file=out or sys.stdout)
+        _say(f"log: {result.log_path}", out or sys.stdout)
     return result.exit_status
+
+
+def _say(line: str, file: TextIO | None = None) -> None:
+    """One line for the terminal: names and messages from files, configs and servers may hold
+    ESC or bidi characters, shown as escapes (``\\x1b``, ``\\u202e``) rather than obeyed."""
+    print(visible(line, keep_newlines=False), file=file or sys.stdout)
 
 
 def _score(args: argparse.Namespace) -> int:
@@ -306,7 +315,7 @@ def _score(args: argparse.Namespace) -> int:
     summaries = score(args.store, options)
     for summary in summaries:
         if summary.error is None:
-            print(summary.line())
+            _say(summary.line())
     failed = [s.error for s in summaries if s.error is not None]
     if failed:  # raised after every metric that could run has run and been stored
         raise UserError(failed[0])
@@ -319,8 +328,8 @@ def _report(args: argparse.Namespace) -> int:
     result = report(args.store, out=args.out, format=args.format, contrast=args.contrast,
                     human=args.human, judge=args.judge, figure_titles=args.figure_titles)
     if result.out is not None:
-        print(f"wrote {len(result.written)} files to {result.out}/",
-              file=sys.stderr if args.format else sys.stdout)
+        _say(f"wrote {len(result.written)} files to {result.out}/",
+             sys.stderr if args.format else sys.stdout)
     if result.text is not None:
         sys.stdout.write(result.text)
     return 0
@@ -397,11 +406,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return HANDLERS[args.command](args)
     except UserError as exc:
-        print(f"contam {args.command}: {exc}", file=sys.stderr)
+        _say(f"contam {args.command}: {exc}", sys.stderr)
         return 2
     except duckdb.Error as exc:  # a store that broke mid-command (cut off, its folder read-only)
         where = getattr(args, "store", None) or "the store"
-        print(f"contam {args.command}: {where}: store error ({first_line(exc)})", file=sys.stderr)
+        _say(f"contam {args.command}: {where}: store error ({first_line(exc)})", sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"contam {args.command}: interrupted", file=sys.stderr)

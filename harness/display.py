@@ -9,7 +9,9 @@ its own snapshots, so what it costs does not grow with concurrency.
 - :class:`PlainProgress`: a line per model every few seconds, for ``--no-progress``, pipes and CI.
 - :class:`BatchProgress`: the batch jobs' (``contam score``) bar or plain lines, per metric.
 
-Only model labels and already-redacted messages are ever shown; keys never reach a display.
+Only model labels and already-redacted messages are ever shown; keys never reach a display. Both
+pass :func:`harness.text.visible` first: an ESC or a bidi override in a model name, a URL or a
+server's message is shown as an escape, never obeyed by the terminal.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from rich.live import Live
 from rich.segment import Segment
 
 from harness.engine.counters import LaneStats, ReplicaStats
+from harness.text import visible
 
 __all__ = ["LaneStats", "RateMeter", "LiveProgress", "PlainProgress", "open_progress",
            "render_table", "plain_lines", "rate_text", "replica_line", "COLUMNS", "BatchProgress"]
@@ -89,6 +92,11 @@ class RateMeter:
         then = history[min(index, len(history) - 2)]
         elapsed = now - then[0]
         return (history[-1][column] - then[column]) / elapsed if elapsed > 0 else 0.0
+
+
+def _safe(text: str) -> str:
+    """One line of a label or message, its control and bidi characters as escapes."""
+    return visible(text, keep_newlines=False)
 
 
 def _duration(seconds: float) -> str:
@@ -205,7 +213,7 @@ def render_table(lanes: Sequence[LaneStats], meter: RateMeter, now: float | None
 
 
 def _nothing_to_do(lanes: Sequence[LaneStats]) -> str:
-    labels = ", ".join(s.label for s in lanes)
+    labels = ", ".join(_safe(s.label) for s in lanes)
     return f"every item already answered by {labels}" if lanes else "no models"
 
 
@@ -287,7 +295,7 @@ def _append_bar(text: StyledLines, value: str, layout: Layout) -> None:
 def replica_line(replica: ReplicaStats) -> str:
     """One replica of a model, compactly: where, in flight, replies, errors, cool-down."""
     cooling = replica.cooling_for()
-    where = replica.url.removeprefix("http://").removeprefix("https://")
+    where = _safe(replica.url.removeprefix("http://").removeprefix("https://"))
     return (f"{where}  in flight {replica.in_flight}  ok {replica.ok}  errors {replica.errors}"
             + (f"  cooling {cooling:.1f}s" if cooling > 0 else ""))
 
@@ -295,7 +303,7 @@ def replica_line(replica: ReplicaStats) -> str:
 def _row(stats: LaneStats, now: float, rate_now: float, rpm_now: float) -> list[Cell]:
     cooling = stats.cooling_for()
     status = "bold red" if stats.stopped else ("green" if stats.state == "done" else "")
-    values = [stats.label, f"{stats.done}/{stats.total}", f"{stats.done}/{stats.total}",
+    values = [_safe(stats.label), f"{stats.done}/{stats.total}", f"{stats.done}/{stats.total}",
               rate_text(rate_now), rate_text(stats.average_rate(now)),
               f"{stats.in_flight}/{stats.cap}", f"{rpm_now:.0f}/{_limit(stats.rpm_limit)}",
               str(stats.retries), str(stats.rate_limited), f"{cooling:.1f}s" if cooling > 0 else "-",
@@ -329,12 +337,13 @@ def plain_lines(lanes: Sequence[LaneStats], meter: RateMeter, now: float | None 
         rates.append(rate_now if _active(s) else None)
         cooling = s.cooling_for()
         lines.append(
-            f"{s.label}: {s.done}/{s.total} answered, {rate_text(rate_now)} now, "
+            f"{_safe(s.label)}: {s.done}/{s.total} answered, {rate_text(rate_now)} now, "
             f"{rate_text(s.average_rate(now))} avg, in flight {s.in_flight}/{s.cap}, "
             f"rpm {rpm_now:.0f}/{_limit(s.rpm_limit)}, retries {s.retries}, 429s {s.rate_limited}, "
             + (f"cooling down {cooling:.1f}s, " if cooling > 0 else "")
             + f"failed {s.failed}, {s.state}")
-        lines += [f"{s.label} replica {replica_line(replica)}" for replica in s.replicas]
+        lines += [f"{_safe(s.label)} replica {replica_line(replica)}"
+                  for replica in s.replicas]
     done, total = sum(s.done for s in lanes), sum(s.total for s in lanes)
     active = [rate for rate in rates if rate is not None]
     lines.append(f"total: {done}/{total} answered, {rate_text(sum(active)) if active else '-'}, "
@@ -366,7 +375,7 @@ class LiveProgress:
                             ascii_bar=self.console.no_color or self.console.color_system is None)
 
     def note(self, message: str) -> None:
-        self._live.console.print(message, markup=False, highlight=False)
+        self._live.console.print(_safe(message), markup=False, highlight=False)
 
     def _tick(self) -> None:
         self._live.refresh()
@@ -403,7 +412,7 @@ class PlainProgress:
 
     def note(self, message: str) -> None:
         with self._lock:
-            print(message, file=self.file, flush=True)
+            print(_safe(message), file=self.file, flush=True)
 
     def print_lines(self) -> None:
         elapsed = time.monotonic() - self.started

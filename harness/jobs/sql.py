@@ -17,7 +17,6 @@ from __future__ import annotations
 import csv
 import io
 import re
-import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,6 +26,7 @@ import orjson
 
 from harness.errors import UserError
 from harness.store import DEFAULT_STORE, Store
+from harness.text import visible
 
 __all__ = ["sql", "run_query", "check_query", "visible", "QueryResult"]
 
@@ -92,20 +92,6 @@ def _explained(con: duckdb.DuckDBPyConnection, query: str) -> Any:
     """The kind of statement an EXPLAIN wraps (EXPLAIN ANALYZE runs it), None if unclear."""
     inner = _parse(con, _EXPLAIN.sub("", query, count=1))
     return inner[0].type if len(inner) == 1 else None
-
-
-def visible(text: str) -> str:
-    """Control, format (bidi, zero-width) and line/paragraph separator characters as escapes;
-    newlines kept."""
-    return "".join(_escape(char) if char != "\n" and _hidden(char) else char for char in text)
-
-
-def _hidden(char: str) -> bool:
-    return unicodedata.category(char) in ("Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn")
-
-
-def _escape(char: str) -> str:
-    return char.encode("unicode_escape", "backslashreplace").decode("ascii")
 
 
 def _table(columns: list[str], rows: list[tuple]) -> str:
