@@ -7,9 +7,10 @@ so `contam sql` never pays for importing torch.
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any, TextIO
+from typing import Any, NoReturn, TextIO
 
 import duckdb
 
@@ -20,7 +21,7 @@ from harness.logs import configure_logging
 from harness.store import DEFAULT_STORE
 from harness.text import visible
 
-__all__ = ["main", "build_parser", "print_result"]
+__all__ = ["main", "build_parser", "print_result", "OneLineParser"]
 
 # Each subcommand's handler below turns the parsed args into a job's typed options, calls the job
 # (imported only then) and prints what it returns; it returns the exit status.
@@ -214,8 +215,18 @@ EXAMPLES = {
 }
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """argparse, but a bad argument is one line naming it and the cause, exit 2
+    (``contam run: --limit: invalid int value: 'abc'``) rather than the usage block (``--help``
+    shows that). Subcommands' parsers are of this class too."""
+
+    def error(self, message: str) -> NoReturn:
+        message = re.sub(r"^argument ([^:]+): ", r"\1: ", message)
+        self.exit(2, visible(f"{self.prog}: {message}", keep_newlines=False) + "\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="contam", description="Measure how much of a language model's benchmark score is "
         "memorised text.", epilog="example:\n  scripts/setup && .venv/bin/contam demo",
         formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -56,6 +56,7 @@ from harness.engine.limits import LaneLimits
 from harness.engine.pool import lane_client, set_worker_slot
 from harness.engine.replicas import Replica, ReplicaSet
 from harness.engine.writer import BatchWriter, Rows
+from harness.errors import cause_line
 from harness.store import utc_now
 from providers.base import (
     BadKey,
@@ -471,7 +472,7 @@ class _LaneRun:
         """Record a failed attempt (the replica has already cooled down, see _generate). The
         caller re-raises."""
         error = exc if isinstance(exc, ProviderError) else InternalError(
-            f"model {self.spec.name!r}: {type(exc).__name__}: {exc}")
+            f"model {self.spec.name!r}: {cause_line(exc)}")
         if isinstance(error, RateLimited):
             self.stats.rate_limited += 1
         too_long = self._wait_too_long(error)
