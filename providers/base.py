@@ -142,6 +142,11 @@ class Provider:
         """The id a reply's ``served_model`` must match (see registry.check_first_reply)."""
         return self.spec.model
 
+    def server_url(self) -> str | None:
+        """The server this provider sends to, which must accept a connection before its lane
+        starts (:func:`providers.reach.check_reachable`); None: no server (``local``)."""
+        return None
+
     async def preflight(self) -> str | None:
         """Checked once before the lane starts: a one-line report, or None when nothing to say."""
         return None

@@ -181,6 +181,9 @@ class HTTPProvider(Provider):
         """The key from the environment; MissingKey where the protocol needs one and none is set."""
         return resolve_api_key(spec, cls.key_env, required=cls.key_required)
 
+    def server_url(self) -> str:
+        return self.base_url
+
     async def generate(self, request: Request) -> Reply:
         response = await send(self.client, "POST", self.endpoint(), label=self.label,
                               timeout=self.spec.timeout_s, headers=self.headers(),

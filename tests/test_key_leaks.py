@@ -72,7 +72,7 @@ def test_a_canary_key_never_leaks_through_any_failure_path(tmp_path, contam, cap
     run_out, run_err = run.out, run.err
     assert run.status == 1 and report_status == 0 and sql_status == 0
     assert {"ok", "rate_limited", "transient", "timeout", "fatal"} <= outcomes
-    assert "refused: 0/3 answered, 3 failed after all attempts" in run_out
+    assert "refused: 0/3 answered; STOPPED (unreachable)" in run_out  # its connection check
     for name, reason in [("unauthorised", "auth"), ("newline-key", "bad key"), ("non-ascii-key", "bad key"),
                          ("bidi-key", "bad key")]:
         assert f"{name}: 0/3 answered; STOPPED ({reason})" in run_out, run_out

@@ -19,6 +19,7 @@ class ReplicaStats:
     ok: int = 0  # replies received (whatever the lane made of them)
     errors: int = 0  # failed exchanges: error statuses, timeouts, resets
     cooling_for: Callable[[], float] = lambda: 0.0  # seconds left in the replica's cool-down
+    left_out: str | None = None  # why its preflight left it out (unreachable, fatal ...)
 
 
 @dataclass(eq=False, kw_only=True)

@@ -15,15 +15,15 @@ backoff is the only other wait.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 import anyio
 
 from harness.engine.counters import ReplicaStats
 from harness.engine.limits import LaneLimits
-from providers.base import Provider, ProviderError
+from providers.base import Provider, ProviderError, redact
 
-__all__ = ["Replica", "ReplicaSet"]
+__all__ = ["Replica", "ReplicaSet", "preflight_all", "none_left"]
 
 
 class Replica:
@@ -95,3 +95,31 @@ class ReplicaSet:
         if self.single:
             return lane
         return max(lane, min(r.cooling_for() for r in self.replicas))
+
+
+async def preflight_all(replicas: Sequence[Replica], preflight: Callable[[Replica], Awaitable[None]]
+                        ) -> dict[Replica, ProviderError]:
+    """Every replica's preflight at once (a dead server costs its timeout once, not once per
+    replica in turn); the ones that failed, with their errors, in the replicas' order."""
+    failures: dict[Replica, ProviderError] = {}
+
+    async def check(replica: Replica) -> None:
+        try:
+            await preflight(replica)
+        except ProviderError as exc:
+            failures[replica] = exc
+
+    async with anyio.create_task_group() as group:
+        for replica in replicas:
+            group.start_soon(check, replica)
+    return {replica: failures[replica] for replica in replicas if replica in failures}
+
+
+def none_left(name: str, failures: list[ProviderError]) -> ProviderError:
+    """The one error a lane stops on when no replica passed its preflight: the only failure, or
+    of several the first's kind with every replica's reason."""
+    if len(failures) == 1:
+        return failures[0]
+    first = failures[0]
+    reasons = "; ".join(redact(str(exc)) for exc in failures)
+    return type(first)(f"model {name!r}: no replica left: {reasons}", http_status=first.http_status)
