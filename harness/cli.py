@@ -7,8 +7,10 @@ so `contam sql` never pays for importing torch.
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
+import textwrap
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn, TextIO
 
@@ -309,8 +311,24 @@ def print_result(result: Any, out: TextIO | None = None, err: TextIO | None = No
 
 def _say(line: str, file: TextIO | None = None) -> None:
     """One line for the terminal: names and messages from files, configs and servers may hold
-    ESC or bidi characters, shown as escapes (``\\x1b``, ``\\u202e``) rather than obeyed."""
-    print(visible(line, keep_newlines=False), file=file or sys.stdout)
+    ESC or bidi characters, shown as escapes (``\\x1b``, ``\\u202e``) rather than obeyed. On a
+    terminal a line wider than it wraps at words, its continuation indented (the terminal would
+    cut words); into a pipe or a file it stays one line."""
+    file = file or sys.stdout
+    text = visible(line, keep_newlines=False)
+    width = _terminal_width(file)
+    if width and len(text) > width:
+        text = "\n".join(textwrap.wrap(text, width=width, subsequent_indent="  ",
+                                       break_long_words=False, break_on_hyphens=False))
+    print(text, file=file)
+
+
+def _terminal_width(file: TextIO) -> int | None:
+    """The columns of the terminal ``file`` writes to; None when it is not a terminal."""
+    try:
+        return os.get_terminal_size(file.fileno()).columns if file.isatty() else None
+    except (AttributeError, OSError, ValueError):  # a StringIO, a closed or odd stream
+        return None
 
 
 def _score(args: argparse.Namespace) -> int:

@@ -39,6 +39,9 @@ __all__ = ["LaneStats", "RateMeter", "LiveProgress", "PlainProgress", "open_prog
 NOW_WINDOW_S = 10.0  # "answers/s now" averages over the last ten seconds
 REFRESH_PER_S = 4
 RPM_WINDOW_S = 60.0
+# A lane younger than this shows no requests per minute: 18 requests in its first second are
+# no rate of 1,080 a minute.
+RPM_MIN_SPAN_S = 10.0
 ETA_SMOOTHING_S = 30.0  # time constant of the rate an ETA divides by
 
 
@@ -54,8 +57,9 @@ class RateMeter:
         self._frozen: dict[int, tuple[float, float]] = {}
         self._smoothed: dict[int, tuple[float, float]] = {}  # lane -> (when, answers per second)
 
-    def sample(self, stats: LaneStats, now: float) -> tuple[float, float]:
-        """(answers per second over the last 10 s, requests per minute over the last 60 s)."""
+    def sample(self, stats: LaneStats, now: float) -> tuple[float, float | None]:
+        """(answers per second over the last 10 s, requests per minute over the last 60 s, or
+        None while the lane has run less than ``RPM_MIN_SPAN_S``)."""
         if id(stats) in self._frozen:
             return self._frozen[id(stats)]
         history = self._history.setdefault(id(stats), deque([(stats.started, 0, 0)]))
@@ -63,7 +67,8 @@ class RateMeter:
         history.append((at, stats.done, stats.sent))
         while len(history) > 2 and at - history[1][0] >= RPM_WINDOW_S:
             history.popleft()
-        rates = self._rate(history, at, NOW_WINDOW_S, 1), self._rate(history, at, RPM_WINDOW_S, 2) * 60
+        rpm = self._rate(history, at, RPM_WINDOW_S, 2) * 60 if at - stats.started >= RPM_MIN_SPAN_S else None
+        rates = self._rate(history, at, NOW_WINDOW_S, 1), rpm
         if stats.finished is not None:
             self._frozen[id(stats)] = rates
         self._smooth(stats, at, self._rate(history, at, RPM_WINDOW_S, 1))
@@ -115,7 +120,11 @@ def rate_text(per_second: float) -> str:
 
 
 def _eta(lanes: Sequence[LaneStats], meter: RateMeter, now: float) -> str:
-    """Lanes run side by side: the run ends when the slowest active lane does."""
+    """``ETA 3m20s``: lanes run side by side, so the run ends when the slowest active lane does.
+    After Ctrl-C nothing new is asked, so what is left is the requests in flight, counted down."""
+    draining = [s for s in lanes if s.interrupted and s.finished is None]
+    if draining:
+        return f"stopping: {sum(s.in_flight for s in draining)} in flight"
     waits = []
     for stats in lanes:
         if not _active(stats) or not stats.remaining:
@@ -124,7 +133,7 @@ def _eta(lanes: Sequence[LaneStats], meter: RateMeter, now: float) -> str:
         if rate <= 0:
             return "?"
         waits.append(stats.remaining / rate)
-    return _duration(max(waits)) if waits else "-"
+    return f"ETA {_duration(max(waits)) if waits else '-'}"
 
 
 def _active(stats: LaneStats) -> bool:
@@ -140,6 +149,11 @@ def _elapsed(lanes: Sequence[LaneStats], now: float) -> str:
 
 def _limit(value: float | None) -> str:
     return f"{value:g}" if value else "-"
+
+
+def _rpm(rpm: float | None, limit: float | None) -> str:
+    """Requests per minute against the limit; ``-`` for a lane too young to have a rate."""
+    return f"{'-' if rpm is None else f'{rpm:.0f}'}/{_limit(limit)}"
 
 
 COLUMNS = ("model", "progress", "done", "now", "avg", "flight", "rpm", "retry", "429", "cool",
@@ -293,19 +307,22 @@ def _append_bar(text: StyledLines, value: str, layout: Layout) -> None:
 
 
 def replica_line(replica: ReplicaStats) -> str:
-    """One replica of a model, compactly: where, in flight, replies, errors, cool-down."""
+    """One replica of a model, compactly: where, in flight, replies, errors, cool-down; or why
+    its preflight left it out."""
     cooling = replica.cooling_for()
     where = _safe(replica.url.removeprefix("http://").removeprefix("https://"))
+    if replica.left_out:
+        return f"{where}  left out ({replica.left_out})"
     return (f"{where}  in flight {replica.in_flight}  ok {replica.ok}  errors {replica.errors}"
             + (f"  cooling {cooling:.1f}s" if cooling > 0 else ""))
 
 
-def _row(stats: LaneStats, now: float, rate_now: float, rpm_now: float) -> list[Cell]:
+def _row(stats: LaneStats, now: float, rate_now: float, rpm_now: float | None) -> list[Cell]:
     cooling = stats.cooling_for()
     status = "bold red" if stats.stopped else ("green" if stats.state == "done" else "")
     values = [_safe(stats.label), f"{stats.done}/{stats.total}", f"{stats.done}/{stats.total}",
               rate_text(rate_now), rate_text(stats.average_rate(now)),
-              f"{stats.in_flight}/{stats.cap}", f"{rpm_now:.0f}/{_limit(stats.rpm_limit)}",
+              f"{stats.in_flight}/{stats.cap}", _rpm(rpm_now, stats.rpm_limit),
               str(stats.retries), str(stats.rate_limited), f"{cooling:.1f}s" if cooling > 0 else "-",
               str(stats.failed), stats.state]
     cells = [(value, "") for value in values]
@@ -322,7 +339,7 @@ def _totals(lanes: Sequence[LaneStats], now: float, meter: RateMeter,
               rate_text(sum(s.average_rate(now) for s in lanes)),
               f"{sum(s.in_flight for s in lanes)}/{sum(s.cap for s in lanes)}", "",
               str(sum(s.retries for s in lanes)), str(sum(s.rate_limited for s in lanes)), "",
-              str(sum(s.failed for s in lanes)), f"ETA {_eta(lanes, meter, now)}"]
+              str(sum(s.failed for s in lanes)), _eta(lanes, meter, now)]
     return [(value, "bold") for value in values]
 
 
@@ -339,7 +356,7 @@ def plain_lines(lanes: Sequence[LaneStats], meter: RateMeter, now: float | None 
         lines.append(
             f"{_safe(s.label)}: {s.done}/{s.total} answered, {rate_text(rate_now)} now, "
             f"{rate_text(s.average_rate(now))} avg, in flight {s.in_flight}/{s.cap}, "
-            f"rpm {rpm_now:.0f}/{_limit(s.rpm_limit)}, retries {s.retries}, 429s {s.rate_limited}, "
+            f"rpm {_rpm(rpm_now, s.rpm_limit)}, retries {s.retries}, 429s {s.rate_limited}, "
             + (f"cooling down {cooling:.1f}s, " if cooling > 0 else "")
             + f"failed {s.failed}, {s.state}")
         lines += [f"{_safe(s.label)} replica {replica_line(replica)}"
@@ -347,7 +364,7 @@ def plain_lines(lanes: Sequence[LaneStats], meter: RateMeter, now: float | None 
     done, total = sum(s.done for s in lanes), sum(s.total for s in lanes)
     active = [rate for rate in rates if rate is not None]
     lines.append(f"total: {done}/{total} answered, {rate_text(sum(active)) if active else '-'}, "
-                 f"elapsed {_elapsed(lanes, now)}, ETA {_eta(lanes, meter, now)}")
+                 f"elapsed {_elapsed(lanes, now)}, {_eta(lanes, meter, now)}")
     return lines
 
 

@@ -146,6 +146,7 @@ def test_bad_replicas_are_left_out_in_one_line_each_and_the_good_one_answers(tmp
         assert everything.count(line) == 1, everything
         assert problem in next(text for text in everything.splitlines() if text.startswith(line))
     assert "openai-m: 6/6 answered" in result.out
+    assert "openai-m replica ftp://x/  left out (fatal)" in result.out  # the display's line
     with Store(tmp_path / "s.duckdb", read_only=True) as store:
         assert store.query("SELECT DISTINCT replica FROM attempts") == [(good,)]
 
