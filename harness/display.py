@@ -54,7 +54,7 @@ class RateMeter:
 
     def __init__(self) -> None:
         self._history: dict[int, deque[tuple[float, int, int]]] = {}
-        self._frozen: dict[int, tuple[float, float]] = {}
+        self._frozen: dict[int, tuple[float, float | None]] = {}
         self._smoothed: dict[int, tuple[float, float]] = {}  # lane -> (when, answers per second)
 
     def sample(self, stats: LaneStats, now: float) -> tuple[float, float | None]:
@@ -67,8 +67,9 @@ class RateMeter:
         history.append((at, stats.done, stats.sent))
         while len(history) > 2 and at - history[1][0] >= RPM_WINDOW_S:
             history.popleft()
-        rpm = self._rate(history, at, RPM_WINDOW_S, 2) * 60 if at - stats.started >= RPM_MIN_SPAN_S else None
-        rates = self._rate(history, at, NOW_WINDOW_S, 1), rpm
+        old_enough = at - stats.started >= RPM_MIN_SPAN_S
+        rates = (self._rate(history, at, NOW_WINDOW_S, 1),
+                 self._rate(history, at, RPM_WINDOW_S, 2) * 60 if old_enough else None)
         if stats.finished is not None:
             self._frozen[id(stats)] = rates
         self._smooth(stats, at, self._rate(history, at, RPM_WINDOW_S, 1))
@@ -131,7 +132,7 @@ def _eta(lanes: Sequence[LaneStats], meter: RateMeter, now: float) -> str:
             continue
         rate = meter.eta_rate(stats, now)
         if rate <= 0:
-            return "?"
+            return "ETA ?"
         waits.append(stats.remaining / rate)
     return f"ETA {_duration(max(waits)) if waits else '-'}"
 

@@ -158,3 +158,8 @@ def test_a_replica_left_out_by_its_preflight_has_a_line_saying_so():
     lines = plain_lines([lane], RateMeter())
     assert lines[2] == "llama replica node2:8000/v1  left out (unreachable)"
     assert "node2:8000/v1  left out (unreachable)" in rendered(render_table([lane], RateMeter()))
+
+
+def test_a_lane_with_no_answer_yet_has_an_unknown_eta():
+    stats = [LaneStats(label="m", total=10, cap=4, started=time.monotonic() - 5)]
+    assert plain_lines(stats, RateMeter())[-1].endswith("ETA ?")
