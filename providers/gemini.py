@@ -67,16 +67,8 @@ class GeminiProvider(HTTPProvider):
             reason = body["promptFeedback"]["blockReason"]
             return Reply(text="", finish_reason=f"blocked:{reason}", **common)
         candidate = candidates[0]
-        # No text with a finishReason (SAFETY, RECITATION, MAX_TOKENS ...) is an empty answer; the
-        # reason is kept, and RECITATION is telling in a study of memorised text. No text with
-        # STOP is Gemini's empty-reply glitch: malformed, asked again.
-        parts = (candidate.get("content") or {}).get("parts") or []
-        texts = [answer_text(part["text"], "candidates[0].content.parts[].text")
-                 for part in parts if "text" in part and not part.get("thought")]
-        reason = candidate.get("finishReason")
-        if not texts and reason in (None, "STOP", "FINISH_REASON_UNSPECIFIED"):
-            raise ValueError(f"candidates[0] has no text part (finishReason {reason})")
-        return Reply(text="".join(texts), finish_reason=reason, **common)
+        return Reply(text=_candidate_text(candidate), finish_reason=candidate.get("finishReason"),
+                     **common)
 
     def error_from(self, response: httpx.Response) -> ProviderError:
         error = _error_object(self.error_body(response))
@@ -88,6 +80,20 @@ class GeminiProvider(HTTPProvider):
         quota = response.status_code == 429 and _per_day_quota(details)
         return error_for_status(response.status_code, detail, label=self.label,
                                 retry_after_s=hint, quota=quota)
+
+
+def _candidate_text(candidate: dict[str, Any]) -> str:
+    """A candidate's answer text: its non-thought text parts. No text with a finishReason (SAFETY,
+    RECITATION, MAX_TOKENS ...) is an empty answer; the reason is kept, and RECITATION is telling
+    in a study of memorised text. No text with STOP (or no reason) is Gemini's empty-reply glitch:
+    malformed, asked again; so is a text part whose text is null (:func:`answer_text`)."""
+    parts = (candidate.get("content") or {}).get("parts") or []
+    texts = [answer_text(part["text"], "candidates[].content.parts[].text")
+             for part in parts if "text" in part and not part.get("thought")]
+    reason = candidate.get("finishReason")
+    if not texts and reason in (None, "STOP", "FINISH_REASON_UNSPECIFIED"):
+        raise ValueError(f"a candidate has no text part (finishReason {reason})")
+    return "".join(texts)
 
 
 def _output_tokens(usage: dict[str, Any]) -> int | None:

@@ -57,14 +57,8 @@ class OpenAIProvider(HTTPProvider):
 
     def reply_from(self, body: Any) -> Reply:
         choice = body["choices"][0]
-        message = choice["message"]
-        text = message.get("content")
-        if text is None:  # a refusal arrives in its own field with content null
-            text = message.get("refusal")
-        if text is None and choice.get("finish_reason") == "content_filter":
-            text = ""  # filtered: asking again gets the same verdict (Gemini's blocked prompt)
         usage = body.get("usage") or {}
-        return Reply(text=answer_text(text, "choices[0].message.content"), served_model=body.get("model"),
+        return Reply(text=_choice_text(choice), served_model=body.get("model"),
                      finish_reason=choice.get("finish_reason"),
                      input_tokens=usage.get("prompt_tokens"),
                      output_tokens=usage.get("completion_tokens"))
@@ -77,6 +71,19 @@ class OpenAIProvider(HTTPProvider):
             error.get("code") in _QUOTA_CODES or error.get("type") in _QUOTA_CODES)
         return error_for_status(response.status_code, detail, label=self.label,
                                 retry_after_s=_hint(response.headers), quota=quota)
+
+
+def _choice_text(choice: dict[str, Any]) -> str:
+    """A choice's answer text: ``content``; a refusal arrives in its own field with content null;
+    content null for ``content_filter`` is blank (asking again gets the same verdict, as for
+    Gemini's blocked prompt); any other null is malformed (:func:`answer_text`)."""
+    message = choice["message"]
+    text = message.get("content")
+    if text is None:
+        text = message.get("refusal")
+    if text is None and choice.get("finish_reason") == "content_filter":
+        text = ""
+    return answer_text(text, "choices[].message.content")
 
 
 def _hint(headers: Mapping[str, str]) -> float | None:
