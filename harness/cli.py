@@ -8,15 +8,19 @@ so `contam sql` never pays for importing torch, nor `contam --version` for DuckD
 from __future__ import annotations
 
 import argparse
+import os
+import re
 import sys
+import textwrap
 from collections.abc import Callable, Sequence
-from typing import Any, TextIO
+from typing import Any, NoReturn, TextIO
 
 from harness import __version__
 from harness.errors import UserError, first_line
 from harness.store import DEFAULT_STORE  # the path alone: DuckDB is imported when a store opens
+from harness.text import visible
 
-__all__ = ["main", "build_parser", "parse_args", "print_result"]
+__all__ = ["main", "build_parser", "parse_args", "print_result", "OneLineParser"]
 
 # Each subcommand's handler below turns the parsed args into a job's typed options, calls the job
 # (imported only then) and prints what it returns; it returns the exit status.
@@ -243,8 +247,18 @@ EXAMPLES = {
 }
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """argparse, but a bad argument is one line naming it and the cause, exit 2
+    (``contam run: --limit: invalid int value: 'abc'``) rather than the usage block (``--help``
+    shows that). Subcommands' parsers are of this class too."""
+
+    def error(self, message: str) -> NoReturn:
+        message = re.sub(r"^argument ([^:]+): ", r"\1: ", message)
+        self.exit(2, visible(f"{self.prog}: {message}", keep_newlines=False) + "\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="contam", description="Measure how much of a language model's benchmark score is "
         "memorised text.", epilog="example:\n  scripts/setup && .venv/bin/contam demo",
         formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -278,7 +292,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 def _import(args: argparse.Namespace) -> int:
     from harness.jobs.importing import import_path
 
-    print(import_path(args.kind, args.file, store=args.store).summary())
+    _say(import_path(args.kind, args.file, store=args.store).summary())
     return 0
 
 
@@ -324,9 +338,10 @@ def _batches(args: argparse.Namespace) -> int:
         raise UserError(f"unexpected argument {args.job_id!r}; did you mean "
                         f"`contam batches cancel {args.job_id}`?")
     if args.action == "cancel":
-        print(cancel_batch(args.job_id, store=args.store).line())
+        _say(cancel_batch(args.job_id, store=args.store).line())
     else:
-        print("\n".join(list_batches(store=args.store, provider_jobs=args.provider_jobs).lines()))
+        for line in list_batches(store=args.store, provider_jobs=args.provider_jobs).lines():
+            _say(line)
     return 0
 
 
@@ -335,7 +350,8 @@ def _cost(args: argparse.Namespace) -> int:
 
     prices = {model: (i, o) for model, i, o in map(parse_price, args.price or [])}
     options = CostOptions(prices=prices, batch_discount=args.batch_discount, items=args.items)
-    print("\n".join(cost(store=args.store, options=options).lines()))
+    for line in cost(store=args.store, options=options).lines():
+        _say(line)
     return 0
 
 
@@ -348,12 +364,34 @@ def _judge(args: argparse.Namespace) -> int:
 def print_result(result: Any, out: TextIO | None = None, err: TextIO | None = None) -> int:
     """A lane job's summary on stdout, its problems on stderr; returns its exit status."""
     for line in result.summary:
-        print(line, file=out or sys.stdout)
+        _say(line, out or sys.stdout)
     for line in result.problems:
-        print(line, file=err or sys.stderr)
+        _say(line, err or sys.stderr)
     if result.log_path is not None:
-        print(f"log: {result.log_path}", file=out or sys.stdout)
+        _say(f"log: {result.log_path}", out or sys.stdout)
     return result.exit_status
+
+
+def _say(line: str, file: TextIO | None = None) -> None:
+    """One line for the terminal: names and messages from files, configs and servers may hold
+    ESC or bidi characters, shown as escapes (``\\x1b``, ``\\u202e``) rather than obeyed. On a
+    terminal a line wider than it wraps at words, its continuation indented (the terminal would
+    cut words); into a pipe or a file it stays one line."""
+    file = file or sys.stdout
+    text = visible(line, keep_newlines=False)
+    width = _terminal_width(file)
+    if width and len(text) > width:
+        text = "\n".join(textwrap.wrap(text, width=width, subsequent_indent="  ",
+                                       break_long_words=False, break_on_hyphens=False))
+    print(text, file=file)
+
+
+def _terminal_width(file: TextIO) -> int | None:
+    """The columns of the terminal ``file`` writes to; None when it is not a terminal."""
+    try:
+        return os.get_terminal_size(file.fileno()).columns if file.isatty() else None
+    except (AttributeError, OSError, ValueError):  # a StringIO, a closed or odd stream
+        return None
 
 
 def _score(args: argparse.Namespace) -> int:
@@ -369,7 +407,7 @@ def _score(args: argparse.Namespace) -> int:
     summaries = score(store=args.store, options=options)
     for summary in summaries:
         if summary.error is None:
-            print(summary.line())
+            _say(summary.line())
     failed = [s.error for s in summaries if s.error is not None]
     if failed:  # raised after every metric that could run has run and been stored
         raise UserError(failed[0])
@@ -382,8 +420,8 @@ def _report(args: argparse.Namespace) -> int:
     result = report(store=args.store, out=args.out, format=args.format, contrast=args.contrast,
                     human=args.human, judge=args.judge, figure_titles=args.figure_titles)
     if result.out is not None:
-        print(f"wrote {len(result.written)} files to {result.out}/",
-              file=sys.stderr if args.format else sys.stdout)
+        _say(f"wrote {len(result.written)} files to {result.out}/",
+             sys.stderr if args.format else sys.stdout)
     if result.text is not None:
         sys.stdout.write(result.text)
     return 0
@@ -457,11 +495,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return HANDLERS[args.command](args)
     except UserError as exc:
-        print(f"contam {args.command}: {exc}", file=sys.stderr)
+        _say(f"contam {args.command}: {exc}", sys.stderr)
         return 2
     except duckdb.Error as exc:  # a store that broke mid-command (cut off, its folder read-only)
         where = getattr(args, "store", None) or "the store"
-        print(f"contam {args.command}: {where}: store error ({first_line(exc)})", file=sys.stderr)
+        _say(f"contam {args.command}: {where}: store error ({first_line(exc)})", sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"contam {args.command}: interrupted", file=sys.stderr)

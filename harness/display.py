@@ -9,7 +9,9 @@ its own snapshots, so what it costs does not grow with concurrency.
 - :class:`PlainProgress`: a line per model every few seconds, for ``--no-progress``, pipes and CI.
 - :class:`BatchProgress`: the batch jobs' (``contam score``) bar or plain lines, per metric.
 
-Only model labels and already-redacted messages are ever shown; keys never reach a display.
+Only model labels and already-redacted messages are ever shown; keys never reach a display. Both
+pass :func:`harness.text.visible` first: an ESC or a bidi override in a model name, a URL or a
+server's message is shown as an escape, never obeyed by the terminal.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TextIO
 
@@ -29,6 +31,7 @@ from rich.live import Live
 from rich.segment import Segment
 
 from harness.engine.counters import LaneStats, ReplicaStats
+from harness.text import visible
 
 __all__ = ["LaneStats", "RateMeter", "LiveProgress", "PlainProgress", "open_progress",
            "render_table", "plain_lines", "rate_text", "replica_line", "COLUMNS", "BatchProgress"]
@@ -36,6 +39,9 @@ __all__ = ["LaneStats", "RateMeter", "LiveProgress", "PlainProgress", "open_prog
 NOW_WINDOW_S = 10.0  # "answers/s now" averages over the last ten seconds
 REFRESH_PER_S = 4
 RPM_WINDOW_S = 60.0
+# A lane younger than this shows no requests per minute: 18 requests in its first second are
+# no rate of 1,080 a minute.
+RPM_MIN_SPAN_S = 10.0
 ETA_SMOOTHING_S = 30.0  # time constant of the rate an ETA divides by
 
 
@@ -48,11 +54,12 @@ class RateMeter:
 
     def __init__(self) -> None:
         self._history: dict[int, deque[tuple[float, int, int]]] = {}
-        self._frozen: dict[int, tuple[float, float]] = {}
+        self._frozen: dict[int, tuple[float, float | None]] = {}
         self._smoothed: dict[int, tuple[float, float]] = {}  # lane -> (when, answers per second)
 
-    def sample(self, stats: LaneStats, now: float) -> tuple[float, float]:
-        """(answers per second over the last 10 s, requests per minute over the last 60 s)."""
+    def sample(self, stats: LaneStats, now: float) -> tuple[float, float | None]:
+        """(answers per second over the last 10 s, requests per minute over the last 60 s, or
+        None while the lane has run less than ``RPM_MIN_SPAN_S``)."""
         if id(stats) in self._frozen:
             return self._frozen[id(stats)]
         history = self._history.setdefault(id(stats), deque([(stats.started, 0, 0)]))
@@ -60,7 +67,9 @@ class RateMeter:
         history.append((at, stats.done, stats.sent))
         while len(history) > 2 and at - history[1][0] >= RPM_WINDOW_S:
             history.popleft()
-        rates = self._rate(history, at, NOW_WINDOW_S, 1), self._rate(history, at, RPM_WINDOW_S, 2) * 60
+        old_enough = at - stats.started >= RPM_MIN_SPAN_S
+        rates = (self._rate(history, at, NOW_WINDOW_S, 1),
+                 self._rate(history, at, RPM_WINDOW_S, 2) * 60 if old_enough else None)
         if stats.finished is not None:
             self._frozen[id(stats)] = rates
         self._smooth(stats, at, self._rate(history, at, RPM_WINDOW_S, 1))
@@ -91,6 +100,11 @@ class RateMeter:
         return (history[-1][column] - then[column]) / elapsed if elapsed > 0 else 0.0
 
 
+def _safe(text: str) -> str:
+    """One line of a label or message, its control and bidi characters as escapes."""
+    return visible(text, keep_newlines=False)
+
+
 def _duration(seconds: float) -> str:
     seconds = int(round(seconds))
     if seconds >= 3600:
@@ -107,16 +121,20 @@ def rate_text(per_second: float) -> str:
 
 
 def _eta(lanes: Sequence[LaneStats], meter: RateMeter, now: float) -> str:
-    """Lanes run side by side: the run ends when the slowest active lane does."""
+    """``ETA 3m20s``: lanes run side by side, so the run ends when the slowest active lane does.
+    After Ctrl-C nothing new is asked, so what is left is the requests in flight, counted down."""
+    draining = [s for s in lanes if s.interrupted and s.finished is None]
+    if draining:
+        return f"stopping: {sum(s.in_flight for s in draining)} in flight"
     waits = []
     for stats in lanes:
         if not _active(stats) or not stats.remaining:
             continue
         rate = meter.eta_rate(stats, now)
         if rate <= 0:
-            return "?"
+            return "ETA ?"
         waits.append(stats.remaining / rate)
-    return _duration(max(waits)) if waits else "-"
+    return f"ETA {_duration(max(waits)) if waits else '-'}"
 
 
 def _active(stats: LaneStats) -> bool:
@@ -132,6 +150,11 @@ def _elapsed(lanes: Sequence[LaneStats], now: float) -> str:
 
 def _limit(value: float | None) -> str:
     return f"{value:g}" if value else "-"
+
+
+def _rpm(rpm: float | None, limit: float | None) -> str:
+    """Requests per minute against the limit; ``-`` for a lane too young to have a rate."""
+    return f"{'-' if rpm is None else f'{rpm:.0f}'}/{_limit(limit)}"
 
 
 COLUMNS = ("model", "progress", "done", "now", "avg", "flight", "rpm", "retry", "429", "cool",
@@ -205,7 +228,7 @@ def render_table(lanes: Sequence[LaneStats], meter: RateMeter, now: float | None
 
 
 def _nothing_to_do(lanes: Sequence[LaneStats]) -> str:
-    labels = ", ".join(s.label for s in lanes)
+    labels = ", ".join(_safe(s.label) for s in lanes)
     return f"every item already answered by {labels}" if lanes else "no models"
 
 
@@ -285,19 +308,22 @@ def _append_bar(text: StyledLines, value: str, layout: Layout) -> None:
 
 
 def replica_line(replica: ReplicaStats) -> str:
-    """One replica of a model, compactly: where, in flight, replies, errors, cool-down."""
+    """One replica of a model, compactly: where, in flight, replies, errors, cool-down; or why
+    its preflight left it out."""
     cooling = replica.cooling_for()
-    where = replica.url.removeprefix("http://").removeprefix("https://")
+    where = _safe(replica.url.removeprefix("http://").removeprefix("https://"))
+    if replica.left_out:
+        return f"{where}  left out ({replica.left_out})"
     return (f"{where}  in flight {replica.in_flight}  ok {replica.ok}  errors {replica.errors}"
             + (f"  cooling {cooling:.1f}s" if cooling > 0 else ""))
 
 
-def _row(stats: LaneStats, now: float, rate_now: float, rpm_now: float) -> list[Cell]:
+def _row(stats: LaneStats, now: float, rate_now: float, rpm_now: float | None) -> list[Cell]:
     cooling = stats.cooling_for()
     status = "bold red" if stats.stopped else ("green" if stats.state == "done" else "")
-    values = [stats.label, f"{stats.done}/{stats.total}", f"{stats.done}/{stats.total}",
+    values = [_safe(stats.label), f"{stats.done}/{stats.total}", f"{stats.done}/{stats.total}",
               rate_text(rate_now), rate_text(stats.average_rate(now)),
-              f"{stats.in_flight}/{stats.cap}", f"{rpm_now:.0f}/{_limit(stats.rpm_limit)}",
+              f"{stats.in_flight}/{stats.cap}", _rpm(rpm_now, stats.rpm_limit),
               str(stats.retries), str(stats.rate_limited), f"{cooling:.1f}s" if cooling > 0 else "-",
               str(stats.failed), stats.state]
     cells = [(value, "") for value in values]
@@ -314,7 +340,7 @@ def _totals(lanes: Sequence[LaneStats], now: float, meter: RateMeter,
               rate_text(sum(s.average_rate(now) for s in lanes)),
               f"{sum(s.in_flight for s in lanes)}/{sum(s.cap for s in lanes)}", "",
               str(sum(s.retries for s in lanes)), str(sum(s.rate_limited for s in lanes)), "",
-              str(sum(s.failed for s in lanes)), f"ETA {_eta(lanes, meter, now)}"]
+              str(sum(s.failed for s in lanes)), _eta(lanes, meter, now)]
     return [(value, "bold") for value in values]
 
 
@@ -329,16 +355,17 @@ def plain_lines(lanes: Sequence[LaneStats], meter: RateMeter, now: float | None 
         rates.append(rate_now if _active(s) else None)
         cooling = s.cooling_for()
         lines.append(
-            f"{s.label}: {s.done}/{s.total} answered, {rate_text(rate_now)} now, "
+            f"{_safe(s.label)}: {s.done}/{s.total} answered, {rate_text(rate_now)} now, "
             f"{rate_text(s.average_rate(now))} avg, in flight {s.in_flight}/{s.cap}, "
-            f"rpm {rpm_now:.0f}/{_limit(s.rpm_limit)}, retries {s.retries}, 429s {s.rate_limited}, "
+            f"rpm {_rpm(rpm_now, s.rpm_limit)}, retries {s.retries}, 429s {s.rate_limited}, "
             + (f"cooling down {cooling:.1f}s, " if cooling > 0 else "")
             + f"failed {s.failed}, {s.state}")
-        lines += [f"{s.label} replica {replica_line(replica)}" for replica in s.replicas]
+        lines += [f"{_safe(s.label)} replica {replica_line(replica)}"
+                  for replica in s.replicas]
     done, total = sum(s.done for s in lanes), sum(s.total for s in lanes)
     active = [rate for rate in rates if rate is not None]
     lines.append(f"total: {done}/{total} answered, {rate_text(sum(active)) if active else '-'}, "
-                 f"elapsed {_elapsed(lanes, now)}, ETA {_eta(lanes, meter, now)}")
+                 f"elapsed {_elapsed(lanes, now)}, {_eta(lanes, meter, now)}")
     return lines
 
 
@@ -366,7 +393,7 @@ class LiveProgress:
                             ascii_bar=self.console.no_color or self.console.color_system is None)
 
     def note(self, message: str) -> None:
-        self._live.console.print(message, markup=False, highlight=False)
+        self._live.console.print(_safe(message), markup=False, highlight=False)
 
     def _tick(self) -> None:
         self._live.refresh()
@@ -403,7 +430,7 @@ class PlainProgress:
 
     def note(self, message: str) -> None:
         with self._lock:
-            print(message, file=self.file, flush=True)
+            print(_safe(message), file=self.file, flush=True)
 
     def print_lines(self) -> None:
         elapsed = time.monotonic() - self.started

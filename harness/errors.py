@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["UserError", "InputError", "first_line"]
+__all__ = ["UserError", "InputError", "first_line", "cause_line"]
 
 
 class UserError(Exception):
@@ -22,3 +22,11 @@ def first_line(exc: BaseException) -> str:
     """An exception's first line (DuckDB's and torch's messages go on with context lines); its
     type's name when the message is empty."""
     return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
+def cause_line(exc: BaseException) -> str:
+    """``Type: first line`` of what went wrong: an exception group (anyio's "unhandled errors in a
+    TaskGroup", which names nothing) is read through to the first exception inside it."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return f"{type(exc).__name__}: {first_line(exc)}"

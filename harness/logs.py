@@ -7,7 +7,7 @@ judge pass also writes its INFO records (every retry with its cause, every serve
 cool-down, every stop) to ``<store stem>.<run_id>.log`` beside the store.
 
 Every record passes :func:`providers.base.redact` before any handler writes it, so an API key
-never reaches a log.
+never reaches a log, then :func:`harness.text.visible`, so no ESC or bidi character does.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from harness.text import visible
 from providers.base import redact
 
 __all__ = ["PACKAGES", "configure_logging", "run_log", "run_log_path"]
@@ -27,10 +28,11 @@ _FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 
 class _RedactKeys(logging.Filter):
-    """Scrubs registered API keys from the finished message (arguments included)."""
+    """Scrubs registered API keys from the finished message (arguments included), and shows its
+    control and bidi characters as escapes (a model name with ESC must not restyle stderr)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        record.msg, record.args = redact(record.getMessage()), None
+        record.msg, record.args = visible(redact(record.getMessage())), None
         return True
 
 

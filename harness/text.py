@@ -1,11 +1,12 @@
-"""Answer text rules shared by every provider, importer and metric."""
+"""Text rules shared by every provider, importer and metric, and how text reaches a terminal."""
 
 from __future__ import annotations
 
 import hashlib
 import re
+import unicodedata
 
-__all__ = ["normalise_answer", "is_blank", "sha256_text", "ABSTENTION_PATTERN"]
+__all__ = ["normalise_answer", "is_blank", "sha256_text", "visible", "ABSTENTION_PATTERN"]
 
 _FENCE = re.compile(r"^```[\w+-]*\s*\n?(.*?)\n?```$", re.DOTALL)
 _ANSWER_LABEL = re.compile(r"^\s*(?:\*\*)?(?:final\s+)?answer(?:\*\*)?\s*[:：]\s*(?:\*\*)?", re.IGNORECASE)
@@ -52,3 +53,22 @@ ABSTENTION_PATTERN = (
 
 def sha256_text(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def visible(text: str, *, keep_newlines: bool = True) -> str:
+    """``text`` safe to print on a terminal: control, format (bidi, zero-width), separator and
+    unassigned characters as escapes (ESC as ``\\x1b``, U+202E as ``\\u202e``), so a model name,
+    a file name or an answer cannot restyle or rewrite the screen. Newlines are kept unless
+    ``keep_newlines`` is false (a line that must stay one line)."""
+    if text.isprintable():  # the common case, in C: nothing to escape
+        return text
+    return "".join(_escape(char) if _hidden(char) and (char != "\n" or not keep_newlines)
+                   else char for char in text)
+
+
+def _hidden(char: str) -> bool:
+    return unicodedata.category(char) in ("Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn")
+
+
+def _escape(char: str) -> str:
+    return char.encode("unicode_escape", "backslashreplace").decode("ascii")

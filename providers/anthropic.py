@@ -17,7 +17,7 @@ import httpx
 
 from providers.base import ProviderError, Reply, Request
 from providers.hints import first_header_hint, longest, seconds_from_retry_after, seconds_until_timestamp
-from providers.transport import HTTPProvider, error_for_status
+from providers.transport import HTTPProvider, answer_text, error_for_status
 
 __all__ = ["AnthropicProvider", "ANTHROPIC_VERSION", "DEFAULT_MAX_TOKENS"]
 
@@ -54,8 +54,13 @@ class AnthropicProvider(HTTPProvider):
         return {**self.spec.params, **body}
 
     def reply_from(self, body: Any) -> Reply:
-        # Only text blocks are the answer; thinking blocks are the model's scratchpad.
-        text = "".join(block["text"] for block in body["content"] if block.get("type") == "text")
+        # Only text blocks are the answer; thinking blocks are the model's scratchpad. No text
+        # block at all (`content: []`) is a model that said nothing: a blank answer.
+        content = body["content"]
+        if not isinstance(content, list):
+            raise TypeError(f"content is {type(content).__name__}, not a list")
+        text = "".join(answer_text(block.get("text"), "content[].text") for block in content
+                       if block.get("type") == "text")
         usage = body.get("usage") or {}
         return Reply(text=text, served_model=body.get("model"),
                      finish_reason=body.get("stop_reason"),

@@ -9,6 +9,7 @@ with each class; providers never retry or sleep themselves.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
@@ -182,6 +183,11 @@ class Provider:
         """The id a reply's ``served_model`` must match (see registry.check_first_reply)."""
         return self.spec.model
 
+    def server_url(self) -> str | None:
+        """The server this provider sends to, which must accept a connection before its lane
+        starts (:func:`providers.reach.check_reachable`); None: no server (``local``)."""
+        return None
+
     async def preflight(self) -> str | None:
         """Checked once before the lane starts: a one-line report, or None when nothing to say."""
         return None
@@ -275,11 +281,34 @@ def register_secret(secret: str) -> None:
 
 def secret_forms(secret: str) -> set[str]:
     """The secret as written, as ``repr`` of the str and of its bytes (``\\n``, ``\\x1b``,
-    ``\\u202e``), JSON-escaped and percent-encoded: the forms exception messages quote."""
+    ``\\u202e``), JSON-escaped, percent-encoded and base64-encoded: the forms exception messages
+    and servers echoing a request back quote."""
     utf8 = secret.encode("utf-8", "surrogatepass")
     return {secret, repr(secret)[1:-1], repr(utf8)[2:-1], secret.encode("unicode_escape").decode(),
             json.dumps(secret)[1:-1], urllib.parse.quote(secret, safe=""),
-            urllib.parse.quote_plus(secret, safe="")}
+            urllib.parse.quote_plus(secret, safe=""), *_base64_forms(utf8)}
+
+
+def _base64_forms(data: bytes) -> set[str]:
+    """``data`` in base64, standard and URL-safe: whole (with and without its ``=`` padding), and
+    as it reads inside a longer encoded string (``Basic base64(user:key)``) at each of the three
+    byte alignments, where only the characters that depend on ``data`` alone are fixed."""
+    forms = set()
+    for encode in (base64.b64encode, base64.urlsafe_b64encode):
+        whole = encode(data).decode("ascii")
+        forms |= {whole, whole.rstrip("=")}
+        forms |= {_aligned_core(encode, data, offset) for offset in range(3)}
+    return forms
+
+
+def _aligned_core(encode: Any, data: bytes, offset: int) -> str:
+    """The 4-character groups of ``encode(prefix + data)`` made of ``data``'s bytes only, when
+    ``data`` starts ``offset`` bytes into a group (the groups it shares with its neighbours
+    vary with them, and are left out: at most two bytes of each end)."""
+    encoded = encode(bytes(offset) + data).decode("ascii")
+    first_group = 1 if offset else 0
+    end_group = (offset + len(data)) // 3
+    return encoded[4 * first_group:4 * end_group]
 
 
 def redact(text: str) -> str:

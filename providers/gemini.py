@@ -19,7 +19,7 @@ import httpx
 
 from providers.base import ProviderError, Reply, Request
 from providers.hints import seconds_from_duration, seconds_from_retry_after
-from providers.transport import HTTPProvider, error_for_status
+from providers.transport import HTTPProvider, answer_text, error_for_status
 
 __all__ = ["GeminiProvider"]
 
@@ -95,12 +95,17 @@ class GeminiProvider(HTTPProvider):
 
 
 def _candidate_text(candidate: dict[str, Any]) -> str:
-    """A candidate's answer text. No content with a finishReason (SAFETY, RECITATION ...) is an
-    empty answer; the reason is kept, and RECITATION is telling in a study of memorised text."""
-    if "content" not in candidate and not candidate.get("finishReason"):
-        raise KeyError("a candidate has neither content nor finishReason")
+    """A candidate's answer text: its non-thought text parts. No text with a finishReason (SAFETY,
+    RECITATION, MAX_TOKENS ...) is an empty answer; the reason is kept, and RECITATION is telling
+    in a study of memorised text. No text with STOP (or no reason) is Gemini's empty-reply glitch:
+    malformed, asked again; so is a text part whose text is null (:func:`answer_text`)."""
     parts = (candidate.get("content") or {}).get("parts") or []
-    return "".join(part.get("text", "") for part in parts if not part.get("thought"))
+    texts = [answer_text(part["text"], "candidates[].content.parts[].text")
+             for part in parts if "text" in part and not part.get("thought")]
+    reason = candidate.get("finishReason")
+    if not texts and reason in (None, "STOP", "FINISH_REASON_UNSPECIFIED"):
+        raise ValueError(f"a candidate has no text part (finishReason {reason})")
+    return "".join(texts)
 
 
 def _output_tokens(usage: dict[str, Any]) -> int | None:

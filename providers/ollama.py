@@ -22,7 +22,7 @@ from providers.base import (
     Fatal, ModelSettings, ProviderError, Reply, Request, Transient, resolve_api_key,
 )
 from providers.hints import seconds_from_retry_after
-from providers.transport import HTTPProvider, decode_json, error_for_status, send
+from providers.transport import HTTPProvider, answer_text, decode_json, error_for_status, send
 
 __all__ = ["OllamaProvider", "normalise_model_id", "DEFAULT_KEY_ENV"]
 
@@ -87,7 +87,7 @@ class OllamaProvider(HTTPProvider):
         return body
 
     def reply_from(self, body: Any) -> Reply:
-        return Reply(text=str(body["response"]), served_model=normalise_model_id(body.get("model")),
+        return Reply(text=answer_text(body["response"], "response"), served_model=normalise_model_id(body.get("model")),
                      finish_reason=body.get("done_reason"),
                      input_tokens=body.get("prompt_eval_count"),
                      output_tokens=body.get("eval_count"))

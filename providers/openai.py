@@ -24,7 +24,8 @@ from providers.hints import (
     seconds_from_duration,
     seconds_from_retry_after,
 )
-from providers.transport import HTTPProvider, decode_json, error_for_status, reply_shape, send
+from providers.transport import (HTTPProvider, answer_text, decode_json, error_for_status,
+                                reply_shape, send)
 
 __all__ = ["OpenAIProvider"]
 
@@ -113,11 +114,16 @@ def _sampling(request: Request) -> dict[str, Any]:
 
 
 def _choice_text(choice: dict[str, Any]) -> str:
+    """A choice's answer text: ``content``; a refusal arrives in its own field with content null;
+    content null for ``content_filter`` is blank (asking again gets the same verdict, as for
+    Gemini's blocked prompt); any other null is malformed (:func:`answer_text`)."""
     message = choice["message"]
     text = message.get("content")
-    if text is None:  # a refusal arrives in its own field with content null
-        text = message.get("refusal") or ""
-    return str(text)
+    if text is None:
+        text = message.get("refusal")
+    if text is None and choice.get("finish_reason") == "content_filter":
+        text = ""
+    return answer_text(text, "choices[].message.content")
 
 
 def _hint(headers: Mapping[str, str]) -> float | None:

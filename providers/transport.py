@@ -29,6 +29,7 @@ from providers.base import (
     Request,
     Timeout,
     Transient,
+    redact,
     resolve_api_key,
 )
 
@@ -38,6 +39,7 @@ __all__ = [
     "http_failures",
     "decode_json",
     "reply_shape",
+    "answer_text",
     "error_for_status",
     "refuse_unsafe_params",
     "QUOTA_ADVICE",
@@ -130,10 +132,21 @@ def reply_shape(label: str, status: int) -> Iterator[None]:
                         f"({type(exc).__name__}: {exc})", http_status=status) from exc
 
 
+def answer_text(value: Any, field: str) -> str:
+    """A reply's answer text as the API sent it: a string (``""`` is a blank answer, which is
+    data); null or anything else is a malformed reply (``reply_shape`` makes it Transient: asked
+    again), never the text ``"None"``."""
+    if not isinstance(value, str):
+        shown = "null" if value is None else f"a {type(value).__name__}"
+        raise ValueError(f"{field} is {shown}, not text")
+    return value
+
+
 def error_for_status(status: int, detail: str, *, label: str, retry_after_s: float | None = None,
                      quota: bool = False) -> ProviderError:
     """The retry decision for a non-2xx reply, shared by every provider."""
-    text = f"{label}: HTTP {status}: {detail[:_MESSAGE_LIMIT] or 'no error message'}"
+    # Scrubbed before it is cut: a cut key would no longer match its registered spellings.
+    text = f"{label}: HTTP {status}: {redact(detail)[:_MESSAGE_LIMIT] or 'no error message'}"
     if quota:
         return QuotaExhausted(f"{text} ({QUOTA_ADVICE})", http_status=status)
     if status == 429:
@@ -168,6 +181,9 @@ class HTTPProvider(Provider):
         """The key from the environment; MissingKey where the protocol needs one and none is set."""
         return resolve_api_key(spec, cls.key_env, required=cls.key_required)
 
+    def server_url(self) -> str:
+        return self.base_url
+
     async def generate(self, request: Request) -> Reply:
         self.check_samples(request)
         response = await send(self.client, "POST", self.endpoint(), label=self.label,
@@ -184,7 +200,7 @@ class HTTPProvider(Provider):
         try:
             return orjson.loads(response.content)
         except orjson.JSONDecodeError:
-            return response.text[:_MESSAGE_LIMIT]
+            return redact(response.text)[:_MESSAGE_LIMIT]  # scrubbed before it is cut
 
     @staticmethod
     def nested_error(body: Any) -> dict[str, Any]:

@@ -145,3 +145,56 @@ def test_the_eta_settles_within_seconds_of_the_start():
         stats.done = stats.sent = int(now / 2)
         meter.sample(stats, now)
     assert meter.eta_rate(stats, 20.0) == pytest.approx(0.5, rel=0.15)
+
+
+@pytest.mark.parametrize("width", [80, 100])
+def test_after_ctrl_c_the_totals_say_what_is_waited_for_and_still_fit(width):
+    lanes = four_lanes()
+    for lane in lanes:
+        lane.interrupted = lane.finished is None and not lane.stopped
+    text = shown(width, lanes=lanes)
+    assert max(len(line) for line in text.splitlines()) <= width
+    total = next(line for line in text.splitlines() if line.startswith("total"))
+    assert "stopping: 16 in flight" in total and "ETA" not in text
+
+
+class _Terminal(io.StringIO):
+    """What print_result sees of a terminal: a tty (its size comes from os.get_terminal_size)."""
+
+    def isatty(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        return 1
+
+
+SUMMARY = ("claude-refused: 0/200 answered; STOPPED (auth): anthropic model 'claude-refused': "
+           "HTTP 401: invalid x-api-key, see https://docs.example.com/errors/authentication-failed")
+
+
+@pytest.mark.parametrize("width", [80, 100])
+def test_summary_lines_wrap_at_words_on_a_terminal(monkeypatch, width):
+    """The terminal broke summary lines mid-word at 80 columns."""
+    import os
+
+    from harness.cli import print_result
+    from harness.jobs.lane_job import JobResult
+
+    monkeypatch.setattr(os, "get_terminal_size", lambda fd: os.terminal_size((width, 24)))
+    out, err = _Terminal(), _Terminal()
+    result = JobResult(command="run", run_id="r", summary=[SUMMARY], problems=[SUMMARY])
+    print_result(result, out, err)
+    for text in (out.getvalue(), err.getvalue()):
+        lines = text.splitlines()
+        assert len(lines) >= 2 and all(len(line) <= width for line in lines)
+        assert all(line.startswith("  ") for line in lines[1:])
+        assert text.split() == SUMMARY.split()  # no word cut in two
+
+
+def test_summary_lines_into_a_pipe_stay_whole():
+    from harness.cli import print_result
+    from harness.jobs.lane_job import JobResult
+
+    out = io.StringIO()
+    print_result(JobResult(command="run", run_id="r", summary=[SUMMARY]), out, io.StringIO())
+    assert out.getvalue() == SUMMARY + "\n"

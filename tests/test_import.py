@@ -9,6 +9,7 @@ import pytest
 
 from harness.errors import InputError
 from harness.jobs.importing import import_file
+from harness.store import Store
 
 ITEMS = [
     {"item_id": "red-01", "title": "Pokémon Red", "subset": "official",
@@ -236,3 +237,75 @@ def test_a_duplicate_far_down_a_file_names_both_lines(loaded, tmp_path):
     rows.append({"item_id": "red-01", "model": "m7", "answer": "y"})
     error = refused(loaded, "answers", write_csv(tmp_path / "answers.csv", rows))
     assert error.line == 30_002 and "first on line 9" in str(error)
+
+
+# -- issue 22: a line without end, a key given twice in one JSON object --------------------------
+
+@pytest.mark.parametrize("kind", ["items", "answers", "labels"])
+@pytest.mark.parametrize("suffix", [".csv", ".jsonl"])
+def test_an_endless_line_is_refused_at_its_line(loaded, tmp_path, kind, suffix):
+    """/dev/zero behind a .jsonl name: without a bound on a line, the import never ended."""
+    from harness.jobs.records import MAX_LINE_BYTES
+
+    zero = tmp_path / f"zero{suffix}"
+    zero.symlink_to("/dev/zero")
+    error = refused(loaded, kind, zero)
+    assert str(error) == f"{zero}:1: line longer than {MAX_LINE_BYTES} bytes"
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".jsonl"])
+def test_a_line_over_the_limit_is_refused_at_its_line(loaded, tmp_path, suffix):
+    from harness.jobs.records import MAX_LINE_BYTES
+
+    rows = write_csv(tmp_path / "rows.csv", ANSWERS) if suffix == ".csv" else \
+        write_jsonl(tmp_path / "rows.jsonl", ANSWERS)
+    path = tmp_path / f"answers{suffix}"
+    path.write_text(rows.read_text() + "x" * (MAX_LINE_BYTES + 1) + "\n", encoding="utf-8")
+    error = refused(loaded, "answers", path)
+    line = len(ANSWERS) + (2 if suffix == ".csv" else 1)
+    assert (error.line, error.problem) == (line, f"line longer than {MAX_LINE_BYTES} bytes")
+
+
+def test_a_jsonl_line_of_exactly_the_limit_is_read(loaded, tmp_path):
+    from harness.jobs.records import MAX_LINE_BYTES
+
+    prefix, end = '{"item_id": "brown-01", "model": "m1", "answer": "', '"}'
+    line = prefix + "x" * (MAX_LINE_BYTES - len(prefix) - len(end)) + end
+    path = tmp_path / "answers.jsonl"
+    path.write_text(line + "\n", encoding="utf-8")
+    assert import_file(loaded, "answers", path).read == 1
+    path.write_text(line.replace('"}', 'y"}') + "\n", encoding="utf-8")
+    assert refused(loaded, "answers", path).line == 1
+
+
+def test_an_endless_answers_file_is_refused_before_it_is_hashed(loaded, tmp_path, contam):
+    """Answers are named after their file's digest, which read a file without a newline forever."""
+    zero = tmp_path / "zero.csv"
+    zero.symlink_to("/dev/zero")
+    assert refused(loaded, "answers", zero).line == 1
+    Store(tmp_path / "s.duckdb", create=True).close()  # `import answers` creates no store
+    status, _, err = contam("import", "answers", "/dev/zero", "--store", tmp_path / "s.duckdb")
+    assert status == 2 and err == "contam import: /dev/zero: unknown file type: use .csv or .jsonl\n"
+
+
+@pytest.mark.parametrize(("line", "key"), [
+    ('{"item_id": "red-01", "model": "m1", "model": "m2", "answer": "x"}', "model"),
+    ('{"item_id": "red-01", "model": "m1", "answer": "Answer: x", "answer": "y"}', "answer"),
+    ('{"item_id": "red-01", "model": "m1", "answer": "x", "meta": {"k": 1, "k": 2}}', "k"),
+    ('{"item_id": "red-01", "model": "m1", "answer": "x", "m\\u006fdel": "m2"}', "model"),
+    # an escaped colon in the value kept makes up for the member dropped: the exact look sees it
+    ('{"item_id": "red-01", "model": "m1", "answer": "x", "answer": "\\u003a"}', "answer"),
+])
+def test_a_key_twice_in_one_json_object_is_refused_naming_line_and_key(loaded, tmp_path, line, key):
+    path = tmp_path / "answers.jsonl"
+    path.write_text(json.dumps(ANSWERS[1]) + "\n" + line + "\n", encoding="utf-8")
+    error = refused(loaded, "answers", path)
+    assert (error.line, error.problem) == (2, f"key {key!r} appears twice in one object")
+
+
+def test_colons_inside_strings_are_no_duplicate(loaded, tmp_path):
+    rows = [{"item_id": "red-01", "model": "m:1", "answer": "Answer: 10:30, {\"a\": 1}",
+             "meta": {"a:b": [{"c": ":"}]}}]
+    result = import_file(loaded, "answers", write_jsonl(tmp_path / "answers.jsonl", rows))
+    assert result.read == 1
+    assert loaded.query("SELECT model, answer_raw FROM answers") == [("m:1", rows[0]["answer"])]

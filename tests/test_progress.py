@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import time
 
+import pytest
 from rich.console import Console
 
 from harness.display import (
@@ -57,7 +58,7 @@ def test_rates_come_from_snapshots_over_sliding_windows():
     stats = LaneStats(label="m", total=1000, cap=4, started=100.0)
     meter = RateMeter()
     stats.done, stats.sent = 10, 10
-    assert meter.sample(stats, 101.0) == (10.0, 600.0)
+    assert meter.sample(stats, 101.0) == (10.0, None)  # no rpm after one second (see below)
     stats.done, stats.sent = 20, 20
     rate_now, rpm_now = meter.sample(stats, 111.0)
     assert rate_now == 1.0  # the last ten seconds only
@@ -114,3 +115,51 @@ def test_batch_progress_live_bar_shows_the_rate(capsys):
         advance(5)
     shown = task.progress.tasks[0]
     assert shown.completed == 5 and shown.fields["rate"] != "-"
+
+
+# -- issue 22: no rate over too short a window, an ETA after Ctrl-C, a replica left out ---------
+
+def test_requests_per_minute_show_only_once_the_lane_has_run_long_enough():
+    """`rpm 887/-` after 18 requests: a rate over a second's requests is no rate."""
+    from harness.display import RPM_MIN_SPAN_S
+
+    stats = LaneStats(label="m", total=1000, cap=16, rpm_limit=500, started=100.0)
+    meter = RateMeter()
+    stats.done = stats.sent = 18
+    assert meter.sample(stats, 101.2)[1] is None
+    assert "rpm -/500," in plain_lines([stats], meter, 101.3)[0]
+    row = next(line for line in rendered(render_table([stats], meter, 101.4)).splitlines()
+               if line.startswith("m "))
+    assert " -/500 " in row and "887" not in row
+    stats.sent = 100
+    assert meter.sample(stats, 100.0 + RPM_MIN_SPAN_S)[1] == pytest.approx(600.0)
+
+
+def test_after_ctrl_c_the_eta_gives_way_to_the_requests_still_in_flight():
+    """The ETA of items that will never be asked stayed frozen while in-flight requests ran out."""
+    stats = lanes()
+    meter = RateMeter()
+    assert "ETA 23s" in plain_lines(stats, meter)[-1]
+    stats[0].interrupted = True
+    stats[0].in_flight = 5
+    assert plain_lines(stats, meter)[-1].endswith("stopping: 5 in flight")
+    stats[0].in_flight = 1
+    total = next(line for line in rendered(render_table(stats, meter)).splitlines()
+                 if line.startswith("total"))
+    assert total.rstrip().endswith("stopping: 1 in flight") and "ETA" not in total
+
+
+def test_a_replica_left_out_by_its_preflight_has_a_line_saying_so():
+    from harness.engine.counters import ReplicaStats
+
+    lane = LaneStats(label="llama", total=10, cap=4, done=2, sent=2)
+    lane.replicas = [ReplicaStats(url="http://node1:8000/v1", ok=2),
+                     ReplicaStats(url="http://node2:8000/v1", left_out="unreachable")]
+    lines = plain_lines([lane], RateMeter())
+    assert lines[2] == "llama replica node2:8000/v1  left out (unreachable)"
+    assert "node2:8000/v1  left out (unreachable)" in rendered(render_table([lane], RateMeter()))
+
+
+def test_a_lane_with_no_answer_yet_has_an_unknown_eta():
+    stats = [LaneStats(label="m", total=10, cap=4, started=time.monotonic() - 5)]
+    assert plain_lines(stats, RateMeter())[-1].endswith("ETA ?")

@@ -297,3 +297,51 @@ async def test_configured_output_limit_wins_over_the_request_default() -> None:
         placed = body.get("options") or body.get("generationConfig") or body
         assert placed[key] == 900
         assert "max_completion_tokens" not in body
+
+
+# ----------------------------------------------------------------------------- null and empty text
+
+NULL_TEXT = {  # issue 22: Ollama's `"response": null` was stored as the answer "None"
+    "ollama": [{"model": "ollama-model", "response": None, "done": True}, {"model": "ollama-model"}],
+    "openai": [{"model": "openai-model", "choices": [{"message": {"content": None}, "finish_reason": "stop"}]},
+               {"model": "openai-model", "choices": [{"message": {"content": None, "refusal": None}}]},
+               {"model": "openai-model", "choices": [{"message": {"content": 42}, "finish_reason": "stop"}]}],
+    "anthropic": [{"model": "anthropic-model", "content": None, "stop_reason": "end_turn"},
+                  {"model": "anthropic-model", "content": [{"type": "text", "text": None}]}],
+    "gemini": [{"candidates": [{"content": {"role": "model"}, "finishReason": "STOP"}]},
+               {"candidates": [{"content": {"parts": []}, "finishReason": "STOP"}]},
+               {"candidates": [{"content": {"parts": [{"text": None}]}, "finishReason": "STOP"}]},
+               {"candidates": [{"content": {"parts": [{"text": "hm", "thought": True}]}}]}],
+}
+
+
+@pytest.mark.parametrize(("name", "body"), [(name, body) for name, bodies in NULL_TEXT.items()
+                                            for body in bodies])
+async def test_null_answer_text_is_a_malformed_reply_never_the_text_none(name: str, body) -> None:
+    error = await outcome(name, answer(200, body))
+    assert type(error) is Transient and error.retryable, error
+    assert "unexpected shape" in str(error)
+
+
+BLANK_TEXT = {  # a model that said nothing: a blank answer, which is data (README, "Null content")
+    "ollama": ({"model": "ollama-model", "response": "", "done_reason": "stop"}, "stop"),
+    "openai": ({"model": "openai-model", "choices": [{"message": {"content": ""}, "finish_reason": "length"}]},
+               "length"),
+    "openai-filtered": ({"model": "openai-model", "choices": [
+        {"message": {"content": None}, "finish_reason": "content_filter"}]}, "content_filter"),
+    "anthropic": ({"model": "anthropic-model", "content": [], "stop_reason": "end_turn"}, "end_turn"),
+    "anthropic-thinking-only": ({"model": "anthropic-model", "stop_reason": "max_tokens",
+                                 "content": [{"type": "thinking", "thinking": "hmm"}]}, "max_tokens"),
+    "gemini": ({"candidates": [{"content": {"parts": [{"text": ""}]}, "finishReason": "STOP"}]}, "STOP"),
+    "gemini-recitation": ({"candidates": [{"finishReason": "RECITATION"}]}, "RECITATION"),
+    "gemini-max-tokens": ({"candidates": [{"content": {"role": "model"}, "finishReason": "MAX_TOKENS"}]},
+                          "MAX_TOKENS"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BLANK_TEXT))
+async def test_a_model_that_said_nothing_is_a_blank_answer(case: str) -> None:
+    body, finish_reason = BLANK_TEXT[case]
+    reply = await outcome(case.split("-")[0], answer(200, body))
+    assert isinstance(reply, Reply), reply
+    assert (reply.text, reply.finish_reason) == ("", finish_reason)

@@ -109,15 +109,31 @@ def test_a_fatal_error_cools_nothing_down():
     assert replicas.replicas[0].cooling_for() == 0
 
 
-def test_when_every_replica_cools_down_a_request_waits_for_the_first_to_reopen():
+def test_when_every_replicas_server_asked_for_a_wait_a_request_waits_for_the_first_to_reopen():
     replicas = replica_set(2)
     a, b = replicas.replicas
-    a.cool_down(0.3)
-    b.cool_down(0.1)
+    a.cool_down(0.3, hinted=True)
+    b.cool_down(0.1, hinted=True)
     assert 0 < replicas.cooling_for() <= 0.1
     started = time.monotonic()
     assert choose(replicas) is b
     assert 0.08 <= time.monotonic() - started < 0.3
+
+
+def test_when_every_replica_backs_off_on_its_own_a_request_goes_to_the_first_to_reopen_now():
+    """Issue 22: two replicas answering 500 stacked every task behind their growing backoffs."""
+    replicas = replica_set(3)
+    a, b, c = replicas.replicas
+    for replica, failures in ((a, 3), (b, 1), (c, 2)):
+        for _ in range(failures):
+            replicas.failed(replica, Transient("500", http_status=500))
+    assert replicas.cooling_for() == 0  # the lane can send
+    started = time.monotonic()
+    assert choose(replicas) is b  # its backoff (1 s) ends first
+    assert time.monotonic() - started < 0.05
+    a.cool_down(30, hinted=True)
+    b.cool_down(30, hinted=True)
+    assert choose(replicas) is c  # a server's hint is never overridden
 
 
 def test_a_hint_beyond_max_hint_s_cools_nothing_down_the_lane_stops_instead():
@@ -167,6 +183,27 @@ def test_a_replica_whose_preflight_fails_is_left_out_and_the_others_answer(tmp_p
     with Store(tmp_path / "s.duckdb", read_only=True) as store:
         assert store.count("latest_answers") == 6
         assert store.query("SELECT DISTINCT replica FROM attempts") == [(healthy.base_url("ollama"),)]
+
+
+@pytest.mark.timeout(120)  # without the fix: minutes, cells waiting on the replicas' backoffs
+def test_two_replicas_that_always_fail_fail_every_cell_in_the_time_of_its_attempts(tmp_path):
+    """60 items, max_attempts 3, both replicas answering 500: every cell fails with its reason,
+    its three attempts back to back (retries wait nothing in tests, see conftest), none held back
+    by a replica's own cool-down (1 s at the least)."""
+    with run_emulator(EmulatorSettings(faults={"500": 1.0})) as one, \
+            run_emulator(EmulatorSettings(faults={"500": 1.0})) as two:
+        entry = model_entry("openai", one, base_url=[one.base_url("openai"), two.base_url("openai")],
+                            max_attempts=3, concurrency=4)
+        result = run_inprocess(write_config(tmp_path, [entry], items=60), tmp_path / "s.duckdb")
+    assert result.status == 1
+    assert "openai-m: 0/60 answered, 60 failed after all attempts" in result.out
+    assert "openai-m: 60 failed — Transient: openai model 'openai-m': HTTP 500: " in result.out
+    with Store(tmp_path / "s.duckdb", read_only=True) as store:
+        spans = store.query("SELECT item_id, count(*), max(started_at) - min(started_at) "
+                            "FROM attempts GROUP BY item_id")
+    assert len(spans) == 60 and all(attempts == 3 for _, attempts, _ in spans)
+    slowest = max(span.total_seconds() for _, _, span in spans)
+    assert slowest < 1.0, f"a cell waited {slowest:.2f} s between its first and last attempt"
 
 
 # -- the display -------------------------------------------------------------------------------

@@ -282,22 +282,14 @@ def test_a_hint_beyond_max_hint_s_stops_the_lane_like_a_quota(tmp_path, hint):
     assert second.status == 0 and len(answered(store, "openai-m")) == 4  # resumed
 
 
-def _closed_port() -> int:
-    import socket
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 def test_cli_run_exits_non_zero_and_names_the_cause_when_cells_fail(tmp_path, contam):
-    unreachable = {"base_url": f"http://127.0.0.1:{_closed_port()}/v1", "max_attempts": 1}
-    with run_emulator() as emu:
-        config = write_config(tmp_path, [model_entry("openai", emu, name="gpt", **unreachable),
+    # (A server that refuses connections is left out by its preflight: test_preflight.py.)
+    with run_emulator() as emu, run_emulator(EmulatorSettings(faults={"500": 1.0})) as broken:
+        config = write_config(tmp_path, [model_entry("openai", broken, name="gpt", max_attempts=1),
                                          model_entry("ollama", emu)], items=3)
         status, out, err = contam("run", config, "--store", tmp_path / "s.duckdb", "--no-progress")
     assert status == 1
-    assert "gpt: 3 failed — ConnectError: All connection attempts failed (3)" in out
+    assert "gpt: 3 failed — Transient: openai model 'gpt': HTTP 500: " in out
     assert "ollama-m: 3/3 answered" in out
     assert "3 cell(s) failed after all attempts" in err
 

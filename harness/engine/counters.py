@@ -20,6 +20,7 @@ class ReplicaStats:
     errors: int = 0  # failed exchanges: error statuses, timeouts, resets
     # seconds left in the replica's cool-down; a function, so no part of a repr
     cooling_for: Callable[[], float] = field(default=lambda: 0.0, repr=False)
+    left_out: str | None = None  # why its preflight left it out (unreachable, fatal ...)
 
 
 @dataclass(eq=False, kw_only=True)

@@ -54,8 +54,9 @@ from harness.config import ModelSpec
 from harness.engine.counters import LaneStats
 from harness.engine.limits import LaneLimits
 from harness.engine.pool import lane_client, set_worker_slot
-from harness.engine.replicas import Replica, ReplicaSet
+from harness.engine.replicas import Replica, ReplicaSet, none_left, preflight_all
 from harness.engine.writer import BatchWriter, Rows
+from harness.errors import cause_line
 from harness.store import utc_now
 from providers.base import (
     BadKey,
@@ -72,6 +73,7 @@ from providers.base import (
     Transient,
     redact,
 )
+from providers.reach import CONNECT_CHECK_S, check_reachable
 from providers.registry import check_first_reply, create_provider
 
 log = logging.getLogger(__name__)
@@ -288,31 +290,29 @@ class _LaneRun:
                     group.start_soon(self._worker, slot)
 
     async def _prepare(self, clients: Sequence[httpx.AsyncClient]) -> bool:
-        """Build the providers, one per replica, and report their preflights (Ollama: is the
-        server up, is the tag local or proxied; local: load the weights). Of several replicas,
-        one whose preflight fails is left out; the lane stops when none is left. False: stopped."""
+        """Build the providers, one per replica, and report their preflights (every HTTP
+        provider: a URL, and a server that accepts a connection; Ollama: is the tag local or
+        proxied; local: load the weights). Of several replicas, one whose preflight fails is left
+        out with one line; the lane stops, in one line, when none is left. False: stopped."""
         try:
-            self._use_replicas(await self._ready_replicas(self._build_replicas(clients)))
+            candidates = self._build_replicas(clients)
+            self._use_replicas(await self._ready_replicas(candidates), candidates)
         except ProviderError as exc:
             self._stop(exc)
             return False
         return True
 
     async def _ready_replicas(self, candidates: list[Replica]) -> list[Replica]:
-        """The replicas whose preflight passed; raises the first failure when none did."""
-        ready, failures = [], []
-        for replica in candidates:
-            try:
-                await self._preflight(replica)
-                ready.append(replica)
-            except ProviderError as exc:
-                failures.append(exc)
-                if len(candidates) > 1:
-                    self.engine.notify(f"{self.spec.name}: replica {replica.url} left out: "
-                                       f"{redact(str(exc))}")
-        if not ready:
-            raise failures[0]
-        return ready
+        """The replicas whose preflight passed; raises when none did."""
+        failures = await preflight_all(candidates, self._preflight)
+        if len(failures) == len(candidates):
+            raise none_left(self.spec.name, list(failures.values()))
+        for replica, exc in failures.items():
+            replica.stats.left_out = stop_reason(exc)
+            log.warning("%s: replica %s left out: %s", self.spec.name, replica.url, exc)
+            self.engine.notify(f"{self.spec.name}: replica {replica.url} left out: "
+                               f"{redact(str(exc))}")
+        return [replica for replica in candidates if replica not in failures]
 
     def _build_replicas(self, clients: Sequence[httpx.AsyncClient]) -> list[Replica]:
         if self.lane.provider is not None:
@@ -321,17 +321,24 @@ class _LaneRun:
                 for url, client in zip(self.spec.replica_urls(), clients)]
 
     async def _preflight(self, replica: Replica) -> None:
+        """A quick connection check of the replica's server (a server that is down would take
+        every request's timeout and retries to say so; nothing is sent), then the provider's own
+        preflight."""
+        url = replica.provider.server_url()
+        if url is not None:
+            await check_reachable(url, label=f"{self.spec.provider} model {self.spec.name!r}",
+                                  timeout=min(self.spec.timeout_s, CONNECT_CHECK_S))
         report = await replica.provider.preflight()
         if report:
             log.info("%s: preflight: %s", self.spec.name, report)
             self.engine.notify(f"{self.spec.name}: {report}")
 
-    def _use_replicas(self, replicas: list[Replica]) -> None:
+    def _use_replicas(self, replicas: list[Replica], candidates: list[Replica]) -> None:
         self.replicas = ReplicaSet(replicas, self.limits, (RETRY_WAIT_INITIAL, RETRY_WAIT_MAX),
                                    max_hint_s=self.spec.max_hint_s)
         self.stats.cooling_for = self.replicas.cooling_for
-        if len(self.spec.replica_urls()) > 1:
-            self.stats.replicas = [replica.stats for replica in replicas]
+        if len(candidates) > 1:  # the display's line per replica, those left out included
+            self.stats.replicas = [replica.stats for replica in candidates]
 
     def drain(self) -> None:
         self._draining = self._halted = True
@@ -474,7 +481,7 @@ class _LaneRun:
         """Record a failed attempt (the replica has already cooled down, see _generate). The
         caller re-raises."""
         error = exc if isinstance(exc, ProviderError) else InternalError(
-            f"model {self.spec.name!r}: {type(exc).__name__}: {exc}")
+            f"model {self.spec.name!r}: {cause_line(exc)}")
         if isinstance(error, RateLimited):
             self.stats.rate_limited += 1
         too_long = self._wait_too_long(error)

@@ -17,12 +17,12 @@ its URL (``no_proxy`` honoured, as Python's ``urllib`` reads them), decided once
 from __future__ import annotations
 
 import ssl
-import urllib.request
 from contextvars import ContextVar
 
 import httpx
 
 from providers.lean import LeanClient
+from providers.reach import environment_proxy
 
 __all__ = ["WorkerPools", "lane_client", "set_worker_slot", "environment_proxy"]
 
@@ -72,16 +72,6 @@ class WorkerPools(httpx.AsyncBaseTransport):
     async def aclose(self) -> None:
         for pool in self._pools.values():
             await pool.aclose()
-
-
-def environment_proxy(url: httpx.URL) -> str | None:
-    """The proxy the environment names for ``url`` (``HTTPS_PROXY``, ``ALL_PROXY``...), or None
-    when there is none or ``NO_PROXY`` exempts its host."""
-    proxies = urllib.request.getproxies()
-    proxy = proxies.get(url.scheme) or proxies.get("all")
-    if proxy is None or urllib.request.proxy_bypass(url.host):
-        return None
-    return proxy
 
 
 def lane_client(workers: int, timeout_s: float) -> LeanClient:

@@ -4,28 +4,17 @@ import's own transaction, so a refused file leaves none; the report's provenance
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 
-from harness.errors import InputError
+from harness.jobs.records import file_sha256
 from harness.store import Store, utc_now
 
-__all__ = ["record_import", "file_sha256"]
-
-
-def file_sha256(path: str | Path) -> tuple[str, int]:
-    """(hex sha256, size in bytes) of the file's bytes as they are on disk."""
-    try:
-        with open(path, "rb") as handle:
-            digest = hashlib.file_digest(handle, "sha256")
-            return digest.hexdigest(), handle.tell()
-    except OSError as exc:
-        raise InputError(str(path), None, exc.strerror or "cannot read") from None
+__all__ = ["record_import"]
 
 
 def record_import(store: Store, kind: str, path: str | Path, *, rows: int, added: int) -> str:
     """Append the import's row; returns the file's sha256."""
-    digest, size = file_sha256(path)
+    digest, size = file_sha256(path), Path(path).stat().st_size
     store.append("imports", [{"kind": kind, "file": str(path), "sha256": digest, "bytes": size,
                               "rows": rows, "added": added, "created_at": utc_now()}])
     return digest

@@ -13,7 +13,6 @@ while importing).
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import itertools
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -24,7 +23,7 @@ import orjson
 
 from harness.errors import InputError
 from harness.jobs.import_log import record_import
-from harness.jobs.records import KINDS, Record, normalise_label, read_records
+from harness.jobs.records import KINDS, Record, file_sha256, normalise_label, read_records
 from harness.store import DEFAULT_STORE, Store, utc_now
 from harness.text import normalise_answer
 
@@ -141,11 +140,7 @@ def _extra_json(fields: dict[str, str], required: tuple[str, ...]) -> str | None
 
 
 def _file_digest(path: str) -> str:
-    try:
-        with open(path, "rb") as handle:
-            return hashlib.file_digest(handle, "sha256").hexdigest()[:12]
-    except OSError as exc:
-        raise InputError(path, None, exc.strerror or "cannot read") from None
+    return file_sha256(path)[:12]
 
 
 _ROW_BUILDERS = {"items": _items_row, "answers": _answers_row, "labels": _labels_row}

@@ -2,28 +2,38 @@
 
 Strict by design. The seed paper lost a row to an unquoted comma that shifted every column
 (question_id 35): here a row whose field count differs from the header, a missing required column,
-invalid UTF-8, a control character (NUL and the other C0 controls but tab, CR and LF) or an unknown
-label is refused with the file and its 1-based line, before anything is written. (Duplicate keys
-are the importer's check: it sees every key of a file at once in the store's staging table.)
+invalid UTF-8, a control character (NUL and the other C0 controls but tab, CR and LF), a JSON
+object naming one key twice or an unknown label is refused with the file and its 1-based line,
+before anything is written. (Duplicate records are the importer's check: it sees every key of a
+file at once in the store's staging table.)
 
-Files are read as a stream, a line at a time, so memory does not grow with the file. Lines end at
-``\n`` only: U+2028, U+0085 and the other characters :meth:`str.splitlines` also breaks at are
-text inside a JSON string, not line ends.
+Files are read as a stream, a line at a time, so memory does not grow with the file, and no line
+may be longer than ``MAX_LINE_BYTES`` (a file without a newline, ``/dev/zero``, is refused at its
+first line instead of read without end). Lines end at ``\n`` only: U+2028, U+0085 and the other
+characters :meth:`str.splitlines` also breaks at are text inside a JSON string, not line ends.
 """
 
 from __future__ import annotations
 
 import csv
+import hashlib
+import json
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, BinaryIO
 
 import orjson
 
 from harness.errors import InputError
 
-__all__ = ["FileKind", "KINDS", "Record", "read_records", "normalise_label"]
+__all__ = ["FileKind", "KINDS", "Record", "read_records", "normalise_label", "file_sha256",
+           "MAX_LINE_BYTES"]
+
+# The longest line a file may hold, in bytes, its line end excluded: far beyond any item, answer or
+# label, and a bound on what one line may cost.
+MAX_LINE_BYTES = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -62,13 +72,38 @@ def normalise_label(raw: str) -> str | None:
 
 def read_records(path: str | Path, kind: FileKind) -> Iterator[Record]:
     """Every record of the file, validated as it streams past; raises InputError naming file and
-    line (from the first record that fails, so a refused file must be consumed before writing)."""
+    line (from the first record that fails, so a refused file must be consumed before writing).
+    A file of an unknown type is refused at once, before anything is read."""
     path = Path(path)
-    parse = _parser(path)
+    return _records(path, _parser(path), kind)
+
+
+def _records(path: Path, parse: Callable[[Path, Iterable[str], FileKind], Iterator[Record]],
+             kind: FileKind) -> Iterator[Record]:
     with _open(path) as handle:
         for record in parse(path, _lines(path, handle), kind):
             _check_values(path, kind, record)
             yield record
+
+
+def file_sha256(path: str | Path) -> str:
+    """The file's sha256, read in chunks; a line longer than ``MAX_LINE_BYTES`` is refused here
+    too, so hashing a file without newlines (``/dev/zero``) ends."""
+    path, digest = Path(path), hashlib.sha256()
+    lines, since_newline = 0, 0  # complete lines so far; bytes since the last newline
+    with _open(path) as handle:
+        while chunk := handle.read(1 << 20):
+            digest.update(chunk)
+            newlines = chunk.count(b"\n")
+            lines += newlines
+            since_newline = len(chunk) - chunk.rfind(b"\n") - 1 if newlines else since_newline + len(chunk)
+            if since_newline > MAX_LINE_BYTES:
+                raise _too_long(path, lines + 1)
+    return digest.hexdigest()
+
+
+def _too_long(path: Path, line: int) -> InputError:
+    return InputError(str(path), line, f"line longer than {MAX_LINE_BYTES} bytes")
 
 
 def _parser(path: Path) -> Callable[[Path, Iterable[str], FileKind], Iterator[Record]]:
@@ -89,9 +124,14 @@ def _open(path: Path):
         raise InputError(str(path), None, exc.strerror or "cannot read") from None
 
 
-def _lines(path: Path, handle: Iterable[bytes]) -> Iterator[str]:
-    """The file's lines, decoded, each with its ``\n``; a binary file splits at ``\n`` only."""
-    for number, raw in enumerate(handle, start=1):
+def _lines(path: Path, handle: BinaryIO) -> Iterator[str]:
+    """The file's lines, decoded, each with its ``\n``; a binary file splits at ``\n`` only. A
+    line is read at most ``MAX_LINE_BYTES`` and its line end at a time: longer is refused."""
+    number = 0
+    while raw := handle.readline(MAX_LINE_BYTES + 1):
+        number += 1
+        if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
+            raise _too_long(path, number)
         try:
             yield raw.decode("utf-8-sig" if number == 1 else "utf-8")  # a leading BOM is dropped
         except UnicodeDecodeError as exc:
@@ -146,8 +186,34 @@ def _jsonl_fields(path: Path, line: int, raw: str, kind: FileKind) -> dict[str, 
         raise InputError(str(path), line, f"invalid JSON ({exc})") from None
     if not isinstance(obj, dict):
         raise InputError(str(path), line, "each line must be a JSON object")
+    if _may_repeat_a_key(raw, obj):
+        _refuse_duplicate_key(path, line, raw)
     _require_columns(path, line, list(obj), kind)
     return {key: _as_text(value) for key, value in obj.items()}
+
+
+def _may_repeat_a_key(raw: str, obj: dict[str, Any]) -> bool:
+    """False only when no object of the line names a key twice (then orjson dropped nothing).
+
+    A JSON text holds one colon per object member, plus the colons inside its strings. orjson's
+    own text of the parsed object escapes no colon, so it holds one per member kept plus those
+    in the strings kept. Unless the line spells a colon as an escape (``\\u003a``), the two
+    counts are equal exactly when no member was dropped: a key given twice is the only way."""
+    return raw.count(":") != orjson.dumps(obj).count(b":") or "\\u003" in raw
+
+
+def _refuse_duplicate_key(path: Path, line: int, raw: str) -> None:
+    """orjson keeps the last of two equal keys and says nothing (it has no hook); the standard
+    library's parser hands over each object's pairs as written."""
+    def pairs(members: list[tuple[str, Any]]) -> dict[str, Any]:
+        seen: set[str] = set()
+        for key, _ in members:
+            if key in seen:
+                raise InputError(str(path), line, f"key {key!r} appears twice in one object")
+            seen.add(key)
+        return dict(members)
+
+    json.loads(raw, object_pairs_hook=pairs)
 
 
 def _as_text(value: object) -> str:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import csv
 import io
-import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,6 +25,7 @@ from harness.errors import UserError
 from harness.store import DEFAULT_STORE
 from harness.store.access import Reader, reading
 from harness.store.readonly import check_query
+from harness.text import visible
 
 __all__ = ["sql", "run_query", "check_query", "visible", "QueryResult"]
 
@@ -57,18 +57,6 @@ def run_query(store: Reader, query: str) -> tuple[list[str], list[tuple]]:
         raise UserError(f"query failed: {exc}") from None
 
 
-def visible(text: str) -> str:
-    """Control, format (bidi, zero-width) and line/paragraph separator characters as escapes;
-    newlines kept."""
-    return "".join(_escape(char) if char != "\n" and _hidden(char) else char for char in text)
-
-
-def _hidden(char: str) -> bool:
-    return unicodedata.category(char) in ("Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn")
-
-
-def _escape(char: str) -> str:
-    return char.encode("unicode_escape", "backslashreplace").decode("ascii")
 
 
 def _table(columns: list[str], rows: list[tuple]) -> str:
