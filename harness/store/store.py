@@ -144,6 +144,24 @@ CREATE OR REPLACE VIEW latest_probe_scores AS
         FROM probe_scores) WHERE rn = 1;
 """
 
+# Labelling in the browser (``contam view``): a rater's note travels with the label, and an undone
+# label is a newer row of the same key with ``retracted`` true (its ``label`` says what was taken
+# back), never a deletion. ``latest_labels`` is redefined so that a key whose latest row is a
+# retraction has no label at all: the ``cells`` view, the report, ``contam import labels`` and the
+# judge's pending cells all read it, so they agree. Each rater's session is recorded with the seed
+# that shuffled their cells, so their order is the same on every visit.
+_LABELLING = """
+ALTER TABLE labels ADD COLUMN note VARCHAR;
+ALTER TABLE labels ADD COLUMN retracted BOOLEAN;
+CREATE TABLE label_sessions (
+    seq BIGINT DEFAULT nextval('row_seq'), session_id VARCHAR NOT NULL, rater VARCHAR NOT NULL,
+    seed BIGINT NOT NULL, blind BOOLEAN, overlap DOUBLE, raters JSON, created_at TIMESTAMP);
+CREATE OR REPLACE VIEW latest_labels AS
+    SELECT * EXCLUDE (rn, retracted) FROM (
+        SELECT *, row_number() OVER (PARTITION BY item_id, model, rater ORDER BY seq DESC) AS rn
+        FROM labels) WHERE rn = 1 AND NOT coalesce(retracted, false);
+"""
+
 # Numbered and append-only themselves: a schema change is a new entry, never an edit of an old one.
 MIGRATIONS: list[tuple[int, str, str]] = [
     (1, "initial tables", _TABLES),
@@ -151,6 +169,7 @@ MIGRATIONS: list[tuple[int, str, str]] = [
     (3, "batch jobs", _BATCHES),
     (4, "attempts.replica: the server of a replicated model",
      "ALTER TABLE attempts ADD COLUMN replica VARCHAR;"),
+    (5, "labelling: notes, retractions, rater sessions", _LABELLING),
     (6, "contamination probes", _PROBES),
 ]
 
@@ -163,7 +182,8 @@ TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
                 "answer_raw", "answer", "finish_reason", "input_tokens", "output_tokens",
                 "latency_s", "created_at"),
     "labels": ("item_id", "model", "rater", "label", "rubric_sha256", "run_id", "source_file",
-               "created_at"),
+               "created_at", "note", "retracted"),
+    "label_sessions": ("session_id", "rater", "seed", "blind", "overlap", "raters", "created_at"),
     "scores": ("item_id", "model", "metric", "value", "params", "created_at"),
     "batches": ("batch_key", "run_id", "model", "provider", "provider_model", "job_id", "status",
                 "cells", "succeeded", "failed", "error", "created_at", "finished_at", "updated_at"),
