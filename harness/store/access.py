@@ -11,7 +11,7 @@ from typing import Any
 
 from harness.store.store import Store
 
-__all__ = ["reading", "append_labels", "live_progress"]
+__all__ = ["reading", "append_labels", "append_label_sessions", "prepare", "live_progress"]
 
 
 @contextmanager
@@ -25,6 +25,18 @@ def append_labels(path: str | Path, rows: Sequence[Mapping[str, Any]]) -> int:
     """Append ``labels`` rows in one transaction, committed when this returns."""
     with Store(path) as store, store.transaction():
         return store.append("labels", rows)
+
+
+def append_label_sessions(path: str | Path, rows: Sequence[Mapping[str, Any]]) -> int:
+    """Append ``label_sessions`` rows (a rater's shuffle seed) in one transaction."""
+    with Store(path) as store, store.transaction():
+        return store.append("label_sessions", rows)
+
+
+def prepare(path: str | Path) -> None:
+    """Open the store for writing once and close it: that applies every migration, so that a
+    long-lived reader (``contam view``) finds the tables and views it reads."""
+    Store(path).close()
 
 
 def live_progress(path: str | Path) -> list[dict[str, Any]] | None:

@@ -315,11 +315,13 @@ class Store:
     def count(self, table: str) -> int:
         return self.con.execute(f"SELECT count(*) FROM {table}").fetchall()[0][0]
 
-    def query(self, sql: str, params: Iterable[Any] | None = None) -> list[tuple]:
-        return self.con.execute(sql, list(params) if params is not None else None).fetchall()
+    def query(self, sql: str, params: Iterable[Any] | Mapping[str, Any] | None = None) -> list[tuple]:
+        """Rows as tuples; ``params`` are positional (``$1``) or, as a mapping, named (``$name``)."""
+        return self.con.execute(sql, _parameters(params)).fetchall()
 
-    def query_dicts(self, sql: str, params: Iterable[Any] | None = None) -> list[dict[str, Any]]:
-        cursor = self.con.execute(sql, list(params) if params is not None else None)
+    def query_dicts(self, sql: str,
+                    params: Iterable[Any] | Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+        cursor = self.con.execute(sql, _parameters(params))
         names = [d[0] for d in cursor.description]
         return [dict(zip(names, row)) for row in cursor.fetchall()]
 
@@ -334,6 +336,12 @@ class Store:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _parameters(params: Iterable[Any] | Mapping[str, Any] | None) -> list | dict | None:
+    if params is None or isinstance(params, Mapping):
+        return dict(params) if params is not None else None
+    return list(params)
 
 
 class _Transaction:
