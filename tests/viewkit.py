@@ -9,7 +9,8 @@ from pathlib import Path
 
 from harness.store import Store, utc_now
 
-__all__ = ["MODELS", "SUBSETS", "JUDGE", "MARKUP", "build_view_store", "token_of", "url_of"]
+__all__ = ["MODELS", "SUBSETS", "JUDGE", "MARKUP", "TOKEN", "build_view_store", "token_of", "url_of",
+           "view_client"]
 
 MODELS = ("zorblax-7b", "quuxmodel-2")
 SUBSETS = ("officialstratum", "fanstratum")
@@ -59,3 +60,21 @@ def url_of(line: str) -> str:
 
 def token_of(url: str) -> str:
     return url.split("token=", 1)[1]
+
+
+TOKEN = "test-token-123"
+
+
+def view_client(path: Path, **options):
+    """A Starlette TestClient on `contam view`'s app for ``path``, token already in its cookie.
+    ``options`` are view_options' (unblind, raters, overlap, seed)."""
+    from starlette.testclient import TestClient
+
+    from harness.store.access import prepare
+    from harness.view import create_app, view_options
+
+    prepare(path)
+    client = TestClient(create_app(view_options(store=path, **options), TOKEN))
+    assert client.get(f"/?token={TOKEN}").status_code == 200  # sets the cookie
+    client.headers["X-Contam-Token"] = TOKEN
+    return client
