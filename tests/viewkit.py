@@ -42,7 +42,7 @@ def build_view_store(path: Path, items: int = 30, *, markup_item: int | None = 0
 
 
 def _answer(n: int, model: str, markup_item: int | None, blank_item: int | None, now) -> dict:
-    text = f"Answer {n} of the model."
+    text = f"Answer {n} from answerer number {MODELS.index(model)}."
     if n == markup_item and model == MODELS[0]:
         text = MARKUP
     if n == blank_item:

@@ -16,7 +16,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from harness.report import stats
 from harness.view.options import ADJUDICATOR
 
 __all__ = ["Agreement", "agreement", "disagreements", "agreed_rows", "rater_labels", "LABELS"]
@@ -85,6 +84,8 @@ def _count(store: Any, sql: str) -> int:
 
 def _kappas(counts: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """One row per (rater_a, rater_b) from their label counts: n, exact agreement, kappas."""
+    from harness.report import stats  # scipy and statsmodels: loaded by the first agreement page
+
     tables: dict[tuple[str, str], list[list[int]]] = {}
     for row in counts:
         table = tables.setdefault((row["rater_a"], row["rater_b"]), [[0] * 3 for _ in LABELS])
@@ -98,6 +99,8 @@ def _fleiss(store: Any) -> dict[str, Any] | None:
     rows = store.query(_FLEISS_SQL)
     if not rows:
         return None
+    from harness.report import stats
+
     table = [[r, p, w] for r, p, w, n in rows for _ in range(n)]
     return {"m": sum(table[0]), "n": len(table), "kappa": stats.fleiss_kappa(table)}
 

@@ -7,8 +7,6 @@ import html
 import threading
 from typing import Any
 
-from harness.jobs.report import render
-from harness.report.analysis import build_report, parse_contrast
 from harness.view.gate import StoreGate
 
 __all__ = ["ReportPages"]
@@ -30,6 +28,9 @@ class ReportPages:
 
     def html(self, *, human: str | None = None, judge: str | None = None,
              contrast: str | None = None) -> str:
+        from harness.jobs.report import render  # pandas, scipy, matplotlib: only when asked for
+        from harness.report.analysis import build_report, parse_contrast
+
         with self._lock:
             with self.gate.reading() as store:
                 key = (store.query(_VERSION)[0], human, judge, contrast)
