@@ -7,6 +7,7 @@ any other address alike. It prints one line, the URL with the token, once it is 
 from __future__ import annotations
 
 import socket
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -26,17 +27,21 @@ PAGE_POLICY = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src
                "connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
 
 
-class SecurityHeaders:
+class ResponseHeaders:
     """No framing, no sniffing, no referrer, no caching of pages with data; a strict content
-    policy unless the response brought its own (the report's)."""
+    policy unless the response brought its own (the report's). And ``Server-Timing``: how long
+    the server took to the response's start (what scripts/bench_view.py reads)."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        started = time.perf_counter()
+
         async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
                 headers = MutableHeaders(scope=message)
+                headers.append("server-timing", f"app;dur={(time.perf_counter() - started) * 1000:.2f}")
                 headers.setdefault("content-security-policy", PAGE_POLICY)
                 headers.update({"x-content-type-options": "nosniff", "referrer-policy": "no-referrer",
                                 "x-frame-options": "DENY", "cache-control": "no-store"})
@@ -51,7 +56,7 @@ def create_app(options: ViewOptions, token: str, port: int | None = None) -> ASG
     app = Starlette(routes=view.routes())
     app.state.view = view
     cookie = f"contam_view_{port if port is not None else options.port}"
-    return SecurityHeaders(TokenGuard(app, token=token, cookie=cookie))
+    return ResponseHeaders(TokenGuard(app, token=token, cookie=cookie))
 
 
 def serve(options: ViewOptions, on_ready: Callable[[str], Any] = print) -> None:

@@ -77,13 +77,16 @@ class BrowsePage:
 # decides the filter or the order, or only the page's rows once the page is cut. Labels follow
 # latest_labels (the latest row per rater; a retracted one is no label), scores latest_scores.
 _HUMAN = """SELECT item_id, model,
-       string_agg(replace(rater, 'human:', '') || ': ' || label, ', ' ORDER BY rater) AS human_labels,
-       coalesce(bool_or(label = $label) FILTER (WHERE {rater_match}), false) AS label_match,
-       count(*) FILTER (WHERE {rater_match}) AS rater_labels,
-       list(label) FILTER (WHERE {rater_match}) AS rater_label_list
+       string_agg(replace(rater, 'human:', '') || ': ' || label, ', ' ORDER BY rater) AS human_labels
 FROM (SELECT item_id, model, rater, arg_max(label, seq) AS label FROM {source}
       WHERE rater = 'human' OR rater LIKE 'human:%' GROUP BY ALL
       HAVING NOT arg_max(coalesce(retracted, false), seq)) GROUP BY ALL"""
+# What the label and disagreement filters test: the labels of the chosen rater (or of any human).
+_RATED = """SELECT item_id, model, bool_or(label = $label) AS label_match,
+       count(*) AS rater_labels, list(label) AS rater_label_list
+FROM (SELECT item_id, model, rater, arg_max(label, seq) AS label FROM {source}
+      WHERE {rater_match} GROUP BY ALL HAVING NOT arg_max(coalesce(retracted, false), seq))
+GROUP BY ALL"""
 _JUDGE = """SELECT item_id, model, arg_min(label, rater) AS judge_label
 FROM (SELECT item_id, model, rater, arg_max(label, seq) AS label FROM {source}
       WHERE rater LIKE 'judge:%' GROUP BY ALL HAVING NOT arg_max(coalesce(retracted, false), seq))
@@ -96,14 +99,16 @@ _ANSWER = "SELECT seq AS answer_seq, answer FROM {source}"
 _CELL_ROWS = "(SELECT * FROM {table} SEMI JOIN page USING (item_id, model))"
 # name -> (subquery, its rows when only the page's are needed, join key, columns)
 _PARTS = {
-    "human": (_HUMAN, _CELL_ROWS.format(table="labels"), "item_id, model",
-              ("human_labels", "label_match", "rater_labels", "rater_label_list")),
+    "rated": (_RATED, "", "item_id, model", ("label_match", "rater_labels", "rater_label_list")),
+    "human": (_HUMAN, _CELL_ROWS.format(table="labels"), "item_id, model", ("human_labels",)),
     "judge": (_JUDGE, _CELL_ROWS.format(table="labels"), "item_id, model", ("judge_label",)),
     "scores": (_SCORES, _CELL_ROWS.format(table="scores"), "item_id, model", ("bleu2", "bertscore_f1")),
     "answer": (_ANSWER, "(SELECT * FROM answers WHERE seq IN (SELECT answer_seq FROM page))",
                "answer_seq", ("answer",)),
 }
-_TABLES = {"human": "labels", "judge": "labels", "scores": "scores", "answer": "answers"}
+_TABLES = {"rated": "labels", "human": "labels", "judge": "labels", "scores": "scores",
+           "answer": "answers"}
+_SHOWN = ("human", "judge", "scores", "answer")  # the parts every page row shows
 _NEEDED_BY_SORT = {"human": "human", "judge": "judge", "bleu2": "scores", "bertscore_f1": "scores",
                    "answer": "answer"}
 
@@ -140,15 +145,17 @@ def _count(store: Any, query: BrowseQuery) -> int:
 
 
 def _statement(query: BrowseQuery) -> tuple[str, dict[str, Any]]:
-    params: dict[str, Any] = {"label": query.label, "offset": (query.page - 1) * PAGE_SIZE}
+    params: dict[str, Any] = {"offset": (query.page - 1) * PAGE_SIZE}
     answer_filter = ""
     if query.model:
         answer_filter, params["model"] = "WHERE model = $model", query.model
     items = [name for name in ("subset", "title") if getattr(query, name)]
     params.update({name: getattr(query, name) for name in items})
-    if query.rater:
-        params["rater"] = query.rater
     early = _early_parts(query)
+    if "rated" in early:
+        params["label"] = query.label
+        if query.rater:
+            params["rater"] = query.rater
     column, direction = COLUMNS[query.sort][1], "DESC" if query.desc else "ASC"
     sql = _SQL.format(
         answer_filter=answer_filter,
@@ -157,7 +164,7 @@ def _statement(query: BrowseQuery) -> tuple[str, dict[str, Any]]:
         early_joins="".join(_join(name, query, whole=True) for name in early),
         cell_filter=_cell_filter(query),
         order=f"{column} {direction} NULLS LAST, item_id, model", limit=PAGE_SIZE,
-        late_joins="".join(_join(name, query, whole=False) for name in _PARTS if name not in early))
+        late_joins="".join(_join(name, query, whole=False) for name in _SHOWN if name not in early))
     return sql, params
 
 
@@ -165,9 +172,9 @@ def _early_parts(query: BrowseQuery) -> list[str]:
     """The parts the filter or the order needs for every cell."""
     needed = {_NEEDED_BY_SORT.get(query.sort)}
     if query.label:
-        needed.add("human")
+        needed.add("rated")
     if query.disagree:
-        needed |= {"human", "judge"}
+        needed |= {"rated", "judge"}
     return [name for name in _PARTS if name in needed]
 
 
@@ -175,19 +182,19 @@ def _join(name: str, query: BrowseQuery, *, whole: bool) -> str:
     """``LEFT JOIN (part) name USING (key)``, over the whole table or the page's rows alone."""
     sql, page_rows, key, _columns = _PARTS[name]
     source = _TABLES[name] if whole else page_rows
-    rater_match = "rater = $rater" if query.rater else "true"
+    rater_match = "rater = $rater" if query.rater else "(rater = 'human' OR rater LIKE 'human:%')"
     return f"\n    LEFT JOIN ({sql.format(source=source, rater_match=rater_match)}) {name} USING ({key})"
 
 
 def _cell_filter(query: BrowseQuery) -> str:
     conditions = ["true"]
     if query.label == "none":
-        conditions.append("coalesce(human.rater_labels, 0) = 0")
+        conditions.append("coalesce(rated.rater_labels, 0) = 0")
     elif query.label:
-        conditions.append("human.label_match")
+        conditions.append("coalesce(rated.label_match, false)")
     if query.disagree:
-        conditions.append("judge.judge_label IS NOT NULL AND coalesce(human.rater_labels, 0) > 0 "
-                          "AND len(list_distinct(list_append(human.rater_label_list, "
+        conditions.append("judge.judge_label IS NOT NULL AND coalesce(rated.rater_labels, 0) > 0 "
+                          "AND len(list_distinct(list_append(rated.rater_label_list, "
                           "judge.judge_label))) > 1")
     return " AND ".join(conditions)
 

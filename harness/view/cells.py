@@ -10,7 +10,7 @@ __all__ = ["cell_content", "cell_extras", "cell_record"]
 
 _CONTENT_SQL = """
 SELECT a.item_id, a.model, a.answer, a.answer_raw, i.title, i.subset, i.question, i.reference
-FROM (SELECT * FROM answers WHERE item_id = $item AND model = $model ORDER BY seq DESC LIMIT 1) a
+FROM (SELECT * FROM answers WHERE {answer} ORDER BY seq DESC LIMIT 1) a
 LEFT JOIN (SELECT * FROM items WHERE item_id = $item ORDER BY seq DESC LIMIT 1) i USING (item_id)
 """
 
@@ -40,10 +40,16 @@ def _key(item_id: str, model: str) -> dict[str, str]:
     return {"item": item_id, "model": model}
 
 
-def cell_content(store: Any, item_id: str, model: str) -> dict[str, Any] | None:
-    """The texts of one cell: its item (title, subset, question, reference) and latest answer;
-    None when the cell has no answer."""
-    rows = store.query_dicts(_CONTENT_SQL, _key(item_id, model))
+def cell_content(store: Any, item_id: str, model: str,
+                 answer_seq: int | None = None) -> dict[str, Any] | None:
+    """The texts of one cell: its item (title, subset, question, reference) and latest answer
+    (found by its ``seq`` when the caller knows it: one row group read, not the table); None
+    when the cell has no answer."""
+    if answer_seq is None:
+        where, params = "item_id = $item AND model = $model", _key(item_id, model)
+    else:
+        where, params = "seq = $seq", {"item": item_id, "seq": answer_seq}
+    rows = store.query_dicts(_CONTENT_SQL.format(answer=where), params)
     return rows[0] if rows else None
 
 

@@ -80,9 +80,9 @@ class _Desk:
     def __init__(self, gate: StoreGate, options: ViewOptions, ids: CellIds) -> None:
         self.gate, self.options, self.ids = gate, options, ids
 
-    def _card(self, store: Any, key: Key) -> dict[str, Any] | None:
+    def _card(self, store: Any, key: Key, answer_seq: int | None = None) -> dict[str, Any] | None:
         """The cell as a page shows it: texts always; model, subset and scores only unblinded."""
-        content = cell_content(store, *key)
+        content = cell_content(store, *key, answer_seq)
         if content is None:
             return None
         card = {"id": self.ids.id_for(key), "title": content["title"],
@@ -114,7 +114,7 @@ class LabelDesk(_Desk):
                 card = self._card(store, show) if show else None
                 if card is None:
                     key = queue.next(self._skipped[rater])
-                    card = self._card(store, key) if key else None
+                    card = self._card(store, key, self._cells.answer_seq(key)) if key else None
                 return Screen(rater, card, queue.progress(), said)
 
     def label(self, rater: str, cell_id: str, label: str, note: str | None = None) -> Screen:

@@ -78,20 +78,25 @@ class EligibleCells:
 
     def __init__(self) -> None:
         self._answers = Follower("answers", "item_id, model, coalesce(trim(answer), '') = ''")
-        self._blank: dict[Key, bool] = {}
+        self._latest: dict[Key, tuple[int, bool]] = {}  # key -> (seq, blank) of its latest answer
         self.epoch = 0
         self.log: list[tuple[Key, bool]] = []
 
     def refresh(self, store: Any) -> None:
         delta = self._answers.fetch(store)
         if delta.reset:
-            self._blank, self.log, self.epoch = {}, [], self.epoch + 1
-        for _seq, item_id, model, blank in delta.rows:
+            self._latest, self.log, self.epoch = {}, [], self.epoch + 1
+        for seq, item_id, model, blank in delta.rows:
             key = (item_id, model)
-            was = self._blank.get(key) is False
-            self._blank[key] = blank
+            was = key in self._latest and not self._latest[key][1]
+            self._latest[key] = (seq, blank)
             if was == blank:  # eligible before and blank now, or the other way round
                 self.log.append((key, not blank))
+
+    def answer_seq(self, key: Key) -> int | None:
+        """The ``seq`` of the cell's latest answer (so that it is read by that alone)."""
+        latest = self._latest.get(key)
+        return latest[0] if latest else None
 
 
 class RaterQueue:
