@@ -27,7 +27,8 @@ from harness.jobs.run import RunOptions, run
 from harness.jobs.score import MetricSummary, ScoreOptions, score
 from harness.jobs.score_ray import RayOptions
 from harness.jobs.sql import QueryResult, sql
-from harness.store import DEFAULT_STORE, Store
+from harness.store import DEFAULT_STORE
+from harness.store.access import reading
 
 __all__ = ["import_path", "run", "judge", "score", "report", "sql", "cells", "list_batches",
            "cancel_batch", "cost", "JobOptions", "RunOptions", "ScoreOptions", "CostOptions",
@@ -36,6 +37,7 @@ __all__ = ["import_path", "run", "judge", "score", "report", "sql", "cells", "li
 
 
 def cells(store: str | Path = DEFAULT_STORE) -> pd.DataFrame:
-    """The ``cells`` view (one row per item and model), read-only, as a DataFrame."""
-    with Store(store, read_only=True) as opened:
-        return opened.con.execute("SELECT * FROM cells ORDER BY item_id, model").df()
+    """The ``cells`` view (one row per item and model), read-only, as a DataFrame (through the
+    job holding the store, if one does)."""
+    with reading(store) as opened:
+        return opened.query_df("SELECT * FROM cells ORDER BY item_id, model")

@@ -63,7 +63,8 @@ def test_a_damaged_store_is_one_line(contam, tmp_path, damage, command):
     assert out == ""
 
 
-def test_a_locked_store_is_one_line(contam, tmp_path):
+def test_a_locked_store_is_one_line(contam, tmp_path, monkeypatch):
+    monkeypatch.setattr("harness.store.store.LOCK_WAIT_S", 0.2)  # how long opens wait for it
     path = filled(tmp_path / "s.duckdb")
     holder = subprocess.Popen([sys.executable, "-c", "import duckdb, sys, time; "
                                f"con = duckdb.connect({str(path)!r}); print('held', flush=True); "

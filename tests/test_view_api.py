@@ -294,3 +294,35 @@ def test_the_report_page_is_the_reports_html_with_its_figures(small):
     assert "img-src data:" in response.headers["content-security-policy"]
     missing = client.get("/report")
     assert missing.status_code == 400 and "subset &#39;official&#39; has no items" in missing.text
+
+
+# -- while a job holds the store ----------------------------------------------------------------
+
+def test_everything_works_through_the_host_of_a_job_holding_the_store(path):
+    """A job (here an in-process StoreHost over an open writer) holds the store: the view's
+    reads, label and session writes and the live progress all go through its host."""
+    from harness.store.access import reading
+    from harness.store.host import StoreHost
+
+    view_client(path)  # migrated before the job takes the store
+    lanes = [{"model": "m", "done": 1, "total": 4, "failed": 0, "retries": 0, "rate_limited": 2,
+              "in_flight": 1, "concurrency": 2, "rate_per_s": 0.5, "cooling_down_s": 3.0,
+              "stopped": None}]
+    with Store(path) as held, StoreHost(held, command="run", progress=lambda: lanes):
+        with reading(path) as reader:
+            assert reader.through_host
+        client = view_client(path, seed=5)
+        assert client.get("/api/progress").json() == {"models": lanes}
+        page = client.get("/label?rater=alice").text
+        reply = _label(client, "alice", _cell_of(page), "wrong", note="through the host")
+        assert reply["progress"]["done"] == 1
+        assert client.post("/api/label/undo", json={"rater": "alice"}).json()["progress"]["done"] == 0
+        assert "<p id=\"count\">12 cells" in client.get(f"/?model={MODELS[0]}").text
+        assert client.get("/agree").status_code == 200
+        rows = held.query_dicts("SELECT rater, label, note, retracted FROM labels "
+                                "WHERE rater = 'human:alice' ORDER BY seq")
+        sessions = held.query("SELECT rater, seed FROM label_sessions")
+    assert rows == [{"rater": "human:alice", "label": "wrong", "note": "through the host",
+                     "retracted": None},
+                    {"rater": "human:alice", "label": "wrong", "note": None, "retracted": True}]
+    assert sessions == [("human:alice", 5)]

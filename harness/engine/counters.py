@@ -62,6 +62,16 @@ class LaneStats:
         elapsed = (self.finished or now) - self.started
         return self.done / elapsed if elapsed > 0 else 0.0
 
+    def progress(self, rate_per_s: float) -> dict[str, object]:
+        """The counters as ``harness.store.access.live_progress`` gives them, with the answers
+        per second a display measured (``rate_per_s``)."""
+        stopped = self.stopped or ("interrupted" if self.interrupted else None)
+        return {"model": self.label, "done": self.done, "total": self.total,
+                "failed": self.failed, "retries": self.retries,
+                "rate_limited": self.rate_limited, "in_flight": self.in_flight,
+                "concurrency": self.cap, "rate_per_s": round(rate_per_s, 3),
+                "cooling_down_s": round(max(0.0, self.cooling_for()), 1), "stopped": stopped}
+
     def top_failures(self, count: int = 3) -> list[tuple[str, int]]:
         """The commonest causes of the failed tasks, most frequent first."""
         return self.failures.most_common(count)

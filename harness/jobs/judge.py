@@ -32,7 +32,7 @@ model spends its cap on thinking first: give it a larger one in ``[judge].params
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +43,7 @@ from harness.config import ModelSpec, RunConfig, load_config
 from harness.engine.lanes import Lane, Task
 from harness.engine.writer import Rows
 from harness.errors import UserError
+from harness.jobs.live import serving_reads
 from harness.jobs.lane_job import (
     JobOptions, JobResult, failure_lines, interrupted_line, new_run_id, recovered_lines, run_lanes,
     run_row,
@@ -120,9 +121,10 @@ def judge(config_path: str | Path, *, store: str | None = None,
     config = load_config(config_path, store_flag=store)
     if options.limit is not None and options.limit <= 0:
         raise UserError(f"--limit must be a positive number, not {options.limit}")
-    with Store(config.store or DEFAULT_STORE) as opened:
+    with Store(config.store or DEFAULT_STORE) as opened, serving_reads(opened, "judge") as board:
         recovered = recovered_lines(opened)
-        result = anyio.run(execute_judge, opened, config, options, options.models)
+        result = anyio.run(execute_judge, opened, config, replace(options, live=board),
+                           options.models)
     result.summary[:0] = recovered
     return result
 

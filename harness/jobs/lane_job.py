@@ -24,6 +24,7 @@ from harness.engine.batch_lane import BatchLane
 from harness.engine.counters import LaneStats
 from harness.engine.lanes import Accept, Engine, Lane, ProviderFactory
 from harness.engine.writer import BatchWriter
+from harness.jobs.live import LiveBoard
 from harness.logs import run_log
 from harness.store import Store, utc_now
 from providers.registry import missing_key
@@ -46,6 +47,7 @@ class JobOptions:
     console: Console | None = None  # where the live display goes (stdout)
     provider_factory: ProviderFactory | None = None  # None: providers.registry.create_provider
     handle_signals: bool = True  # SIGINT/SIGTERM drain the run (main thread only)
+    live: LiveBoard | None = None  # the store host's progress (harness.jobs.live): shown the lanes
 
 
 @dataclass(kw_only=True)
@@ -85,6 +87,8 @@ async def run_lanes(store: Store, lanes: Sequence[Lane], *, result: JobResult, a
     if options.provider_factory is None:
         refuse_missing_keys(batch_lanes)
     stats = [*engine.stats, *(lane.stats for lane in batch_lanes)]
+    if options.live is not None:
+        options.live.watch(stats)
     console = options.console or Console()
     with run_log(store.path, result.run_id) as result.log_path, recorded_run(store, started), \
             open_progress(stats, no_progress=options.no_progress, console=console) as progress:
@@ -99,6 +103,8 @@ async def run_lanes(store: Store, lanes: Sequence[Lane], *, result: JobResult, a
                 second = _engine(then(progress.note), result.run_id, accept, options)
                 await second.run(writer, notify=progress.note, handle_signals=options.handle_signals)
                 stats += second.stats
+                if options.live is not None:
+                    options.live.watch(stats)
                 result.interrupted = second.interrupted
         _log_summary(stats)
     result.stats = stats

@@ -17,7 +17,8 @@ import orjson
 
 from harness.errors import UserError
 from harness.report.analysis import build_report, parse_contrast
-from harness.store import DEFAULT_STORE, Store
+from harness.store import DEFAULT_STORE
+from harness.store.access import reading
 
 __all__ = ["report", "ReportResult", "write_report", "report_json", "default_out_dir", "render"]
 
@@ -35,7 +36,7 @@ def report(store: str | Path = DEFAULT_STORE, *, out: str | Path | None = None,
            format: str | None = None, contrast: str | None = None, human: str | None = None,
            judge: str | None = None, figure_titles: bool = False) -> ReportResult:
     """``contam report``: see the module docstring for where it writes."""
-    with Store(store, read_only=True) as opened:
+    with reading(store) as opened:  # through the job holding the store, if one does
         built = build_report(opened, contrast=parse_contrast(contrast), human=human, judge=judge)
     result = ReportResult(report=built)
     if out or not format:

@@ -9,7 +9,7 @@ two ``runs`` rows with the same ``run_id``: one when it starts, one with ``finis
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,7 @@ from harness.jobs.lane_job import (
     JobOptions, JobResult, SecondPass, failure_lines, interrupted_line, new_run_id,
     recovered_lines, run_lanes, run_row,
 )
+from harness.jobs.live import serving_reads
 from harness.prompts import prompt_sha256, question_request
 from harness.store import DEFAULT_STORE, Store, utc_now
 from harness.store.cells import count_unanswered, unanswered
@@ -50,7 +51,9 @@ def run(config_path: str | Path, *, store: str | None = None,
     with Store(config.store or DEFAULT_STORE) as opened:
         recovered = recovered_lines(opened)
         imported = _import_items(opened, config)
-        result = anyio.run(execute_run, opened, config, specs, _run_options(options))
+        with serving_reads(opened, "run") as board:
+            result = anyio.run(execute_run, opened, config, specs,
+                               replace(_run_options(options), live=board))
     result.summary[:0] = [*recovered, *imported]
     return result
 

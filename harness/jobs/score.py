@@ -27,6 +27,7 @@ import orjson
 
 from harness.display import BatchProgress
 from harness.errors import UserError
+from harness.jobs.live import serving_reads
 from harness.jobs.score_ray import RayOptions, RayShards
 from harness.store import DEFAULT_STORE, Store, utc_now
 from harness.store.cells import answered_cells, unscored
@@ -98,7 +99,7 @@ class ScoreOptions:
 def score(store: str | Path = DEFAULT_STORE, options: ScoreOptions | None = None) -> list[MetricSummary]:
     """``contam score``: every metric over every cell not scored with the same params yet."""
     o = options or ScoreOptions()
-    with Store(store) as opened:
+    with Store(store) as opened, serving_reads(opened, "score"):
         return score_store(opened, o.metrics, bertscore_model=o.bertscore_model, layer=o.layer,
                            rescale=o.rescale, baseline=o.baseline, device=o.device,
                            precision=o.precision, token_budget=o.token_budget, idf=o.idf,

@@ -75,7 +75,7 @@ class _Cells:
         return self.store.query_dicts(f"WITH c AS ({_CELLS_SQL}) {select}", [*self.params, *extra])
 
     def frame(self) -> pd.DataFrame:
-        return self.store.con.execute(f"{_CELLS_SQL} ORDER BY model, item_seq", self.params).df()
+        return self.store.query_df(f"{_CELLS_SQL} ORDER BY model, item_seq", self.params)
 
 
 def _label_counts(column: str) -> str:
@@ -487,9 +487,9 @@ def _mcnemar_row(a: str, b: str, scope: str, la: pd.Series, lb: pd.Series) -> di
 
 def _inter_annotator(store: Store, notes: list) -> dict[str, Any] | None:
     """Agreement between several human raters on the cells they labelled."""
-    labels = store.con.execute(
+    labels = store.query_df(
         "SELECT item_id, model, rater, label FROM latest_labels "
-        "WHERE rater = 'human' OR rater LIKE 'human:%'").df()
+        "WHERE rater = 'human' OR rater LIKE 'human:%'")
     raters = sorted(labels["rater"].unique())
     if len(raters) < 2:
         notes.append({"section": "inter_annotator",

@@ -1,44 +1,166 @@
 """Reaching a store from a process that does not hold it: read it, append labels to it, and see
-the progress of the process that does. Today each call opens the file itself and closes it at
-once, so that nothing here keeps another command from taking the store."""
+the progress of the job that holds it.
+
+Each call finds out who has the store. When nobody does, it opens the file itself (read-only to
+read) and closes it at once, so that nothing here keeps a job from taking the store. When a
+contam job holds it, the call goes through that job's store host (:mod:`harness.store.host`,
+found by the discovery file beside the store). When another process holds it and serves no
+reads, the call waits a moment (it may be a reader that is about to let go: a `contam sql`, a
+view's request, a job starting its host) and then says who holds it, in one line.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from harness.store.store import Store
+from harness.store import store as store_module
+from harness.store.client import HostGone, HostReader, connect
+from harness.store.discovery import find_holder
+from harness.store.labels import append_label_rows
+from harness.store.store import Store, StoreInUse
 
-__all__ = ["reading", "append_labels", "append_label_sessions", "prepare", "live_progress"]
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["Reader", "reading", "append_labels", "append_label_sessions", "prepare",
+           "live_progress"]
+
+_RETRY_S = 0.1
+
+
+class Reader(Protocol):
+    """What a reader of the store may call, on the file itself or through its holder's host."""
+
+    path: Path
+
+    def query(self, sql: str, params: Iterable[Any] | None = None) -> list[tuple]: ...
+
+    def query_dicts(self, sql: str, params: Iterable[Any] | None = None) -> list[dict[str, Any]]: ...
+
+    def query_df(self, sql: str, params: Iterable[Any] | None = None) -> "pd.DataFrame": ...
+
+    def count(self, table: str) -> int: ...
+
+    def checked_query(self, query: str) -> tuple[list[str], list[tuple]]: ...
 
 
 @contextmanager
-def reading(path: str | Path) -> Iterator[Store]:
-    """A read-only store for the length of the ``with``: ``query``, ``query_dicts``, ``count``."""
-    with Store(path, read_only=True) as store:
-        yield store
+def reading(path: str | Path) -> Iterator[Reader]:
+    """A reader of the store for the length of the ``with``: ``query``, ``query_dicts``,
+    ``query_df``, ``count`` and `contam sql`'s ``checked_query``. When the job it reads through
+    finishes meanwhile, the next call opens the store itself."""
+    reader = _Following(path)
+    try:
+        yield reader
+    finally:
+        reader.close()
 
 
 def append_labels(path: str | Path, rows: Sequence[Mapping[str, Any]]) -> int:
-    """Append ``labels`` rows in one transaction, committed when this returns."""
-    with Store(path) as store, store.transaction():
-        return store.append("labels", rows)
+    """Append ``labels`` rows in one transaction, committed when this returns (``created_at``
+    is now where a row has none)."""
+    try:
+        return _append_once(path, rows)
+    except HostGone:  # its job finished meanwhile: the store is free now, or another job's
+        return _append_once(path, rows)
+
+
+def _append_once(path: str | Path, rows: Sequence[Mapping[str, Any]], table: str = "labels") -> int:
+    with _reach(path, read_only=False) as reached:
+        if isinstance(reached, Store):
+            return append_label_rows(reached.con, rows, table)
+        return reached.append_labels(rows, table)
 
 
 def append_label_sessions(path: str | Path, rows: Sequence[Mapping[str, Any]]) -> int:
-    """Append ``label_sessions`` rows (a rater's shuffle seed) in one transaction."""
-    with Store(path) as store, store.transaction():
-        return store.append("label_sessions", rows)
+    """Append ``label_sessions`` rows (a `contam view` rater's shuffle seed), as labels are."""
+    try:
+        return _append_once(path, rows, "label_sessions")
+    except HostGone:
+        return _append_once(path, rows, "label_sessions")
 
 
 def prepare(path: str | Path) -> None:
-    """Open the store for writing once and close it: that applies every migration, so that a
-    long-lived reader (``contam view``) finds the tables and views it reads."""
-    Store(path).close()
+    """Reach the store once as a writer: opened here, that applies every migration (a job that
+    holds it applied them when it opened it), so that a long-lived reader (`contam view`)
+    finds the tables and views it reads."""
+    with _reach(path, read_only=False):
+        pass
 
 
 def live_progress(path: str | Path) -> list[dict[str, Any]] | None:
-    """The lane counters of the process writing the store; None when none is."""
-    return None
+    """The per-model counters of the job holding the store (keys: model, done, total, failed,
+    retries, rate_limited, in_flight, concurrency, rate_per_s, cooling_down_s, stopped); None
+    when no job holding it serves them."""
+    reader = _host(path)
+    if reader is None:
+        return None
+    with reader:
+        try:
+            return reader.progress()
+        except HostGone:
+            return None
+
+
+class _Following:
+    """A :class:`Reader` on the store itself or through its holder's host, which moves to the
+    store itself (or to the next holder) when the host goes away between two calls."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self._reader = _reach(path, read_only=True)
+
+    @property
+    def through_host(self) -> bool:
+        return not isinstance(self._reader, Store)
+
+    def query(self, sql: str, params: Iterable[Any] | None = None) -> list[tuple]:
+        return self._call("query", sql, params)
+
+    def query_dicts(self, sql: str, params: Iterable[Any] | None = None) -> list[dict[str, Any]]:
+        return self._call("query_dicts", sql, params)
+
+    def query_df(self, sql: str, params: Iterable[Any] | None = None) -> "pd.DataFrame":
+        return self._call("query_df", sql, params)
+
+    def count(self, table: str) -> int:
+        return self._call("count", table)
+
+    def checked_query(self, query: str) -> tuple[list[str], list[tuple]]:
+        return self._call("checked_query", query)
+
+    def close(self) -> None:
+        self._reader.close()
+
+    def _call(self, name: str, *args: Any) -> Any:
+        try:
+            return getattr(self._reader, name)(*args)
+        except HostGone:
+            self._reader.close()
+            self._reader = _reach(self.path, read_only=True)
+            return getattr(self._reader, name)(*args)
+
+
+def _reach(path: str | Path, *, read_only: bool) -> Store | HostReader:
+    """The store opened here, or its holder's host; waits up to LOCK_WAIT_S for either."""
+    deadline = time.monotonic() + store_module.LOCK_WAIT_S
+    while True:
+        try:
+            return Store(path, read_only=read_only, lock_wait_s=0)
+        except StoreInUse as in_use:
+            reader = _host(path)
+            if reader is not None:
+                return reader
+            if time.monotonic() >= deadline:
+                raise StoreInUse(in_use.path, in_use.pid, f"{in_use.holder}, which serves no "
+                                 "reads") from None
+            time.sleep(_RETRY_S)
+
+
+def _host(path: str | Path) -> HostReader | None:
+    holder = find_holder(path)
+    return connect(path, holder) if holder is not None else None

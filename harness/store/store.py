@@ -8,7 +8,10 @@ Nothing is ever UPDATEd or DELETEd: a correction is a newer row (higher ``seq``)
 from __future__ import annotations
 
 import datetime as dt
+import os
+import re
 import tempfile
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -19,9 +22,13 @@ import pandas as pd  # the importers hand over DataFrames
 from harness.errors import UserError, first_line
 from harness.store.journal import replay
 
-__all__ = ["Store", "DEFAULT_STORE", "utc_now", "TABLE_COLUMNS", "insert_statement"]
+__all__ = ["Store", "DEFAULT_STORE", "utc_now", "TABLE_COLUMNS", "insert_statement",
+           "StoreInUse", "LOCK_WAIT_S"]
 
 DEFAULT_STORE = "runs/contam.duckdb"
+# How long a writer's open waits for a store another process has open (a `contam sql`, a view's
+# request): such readers hold it for moments, a job for hours.
+LOCK_WAIT_S = 3.0
 
 _TABLES = """
 CREATE SEQUENCE row_seq;
@@ -226,28 +233,48 @@ def utc_now() -> dt.datetime:
     return dt.datetime.now(dt.UTC).replace(tzinfo=None)
 
 
-class Store:
-    """A connection to one store file. ``read_only`` stores never migrate and never write."""
+class StoreInUse(UserError):
+    """The store is open in another process (or, read-only, in this one for writing)."""
 
-    def __init__(self, path: str | Path = DEFAULT_STORE, *, read_only: bool = False) -> None:
+    def __init__(self, path: Path, pid: int | None, holder: str) -> None:
+        self.path, self.pid, self.holder = path, pid, holder
+        who = f"pid {pid} ({holder})" if pid is not None else holder
+        super().__init__(f"{path}: locked by {who}; try again when it has finished")
+
+
+class Store:
+    """A connection to one store file. ``read_only`` stores never migrate and never write.
+    A writer's open waits up to ``lock_wait_s`` (default :data:`LOCK_WAIT_S`) for a store that
+    another process has open; a reader's does not wait (:mod:`harness.store.access` does)."""
+
+    def __init__(self, path: str | Path = DEFAULT_STORE, *, read_only: bool = False,
+                 lock_wait_s: float | None = None) -> None:
         self.path = Path(path)
         self.read_only = read_only
         self.replayed = 0
-        self.con = self._connect()
+        self._locked_down = False
+        wait = (0.0 if read_only else LOCK_WAIT_S) if lock_wait_s is None else lock_wait_s
+        self.con = self._connect(wait)
         if not read_only:
             self.migrate()
             self.replayed = replay(self)  # replies a killed run received but had not committed
 
-    def _connect(self) -> duckdb.DuckDBPyConnection:
+    def _connect(self, wait_s: float) -> duckdb.DuckDBPyConnection:
         if self.read_only and not self.path.exists():
             raise UserError(f"{self.path}: no such store")
         if not self.read_only:
             self._check_writable()
-        try:
-            con = duckdb.connect(str(self.path), read_only=self.read_only)
-        except duckdb.Error as exc:  # not a DuckDB file, locked by another process, ...
-            raise UserError(f"{self.path}: cannot open store ({first_line(exc)})") from None
-        return con
+        deadline = time.monotonic() + wait_s
+        while True:
+            try:
+                return duckdb.connect(str(self.path), read_only=self.read_only)
+            except duckdb.Error as exc:  # not a DuckDB file, locked by another process, ...
+                in_use = _in_use(self.path, exc)
+                if in_use is None:
+                    raise UserError(f"{self.path}: cannot open store ({first_line(exc)})") from None
+                if time.monotonic() >= deadline:
+                    raise in_use from None
+                time.sleep(0.1)
 
     def _check_writable(self) -> None:
         """A writer needs its folder (for the store, its WAL and the reply journal) and the file
@@ -325,6 +352,27 @@ class Store:
         names = [d[0] for d in cursor.description]
         return [dict(zip(names, row)) for row in cursor.fetchall()]
 
+    def query_df(self, sql: str,
+                 params: Iterable[Any] | Mapping[str, Any] | None = None) -> "pd.DataFrame":
+        return self.con.execute(sql, _parameters(params)).df()
+
+    def checked_query(self, query: str) -> tuple[list[str], list[tuple]]:
+        """`contam sql`'s query (:mod:`harness.store.readonly`): one read-only statement, with
+        file and network access switched off and the configuration locked from then on."""
+        from harness.store.readonly import LOCKDOWN, check_query
+
+        if not self.read_only:
+            raise RuntimeError("checked_query needs a read-only store")
+        check_query(self.con, query)
+        if not self._locked_down:
+            for setting in LOCKDOWN:
+                self.con.execute(setting)
+            self._locked_down = True
+        cursor = self.con.execute(query)
+        if cursor.description is None:
+            return [], []
+        return [d[0] for d in cursor.description], cursor.fetchall()
+
     def item_ids(self) -> set[str]:
         return {row[0] for row in self.query("SELECT DISTINCT item_id FROM items")}
 
@@ -336,6 +384,28 @@ class Store:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+_LOCK_HOLDER = re.compile(r"Conflicting lock is held in (?P<program>.+?) \(PID (?P<pid>\d+)\)")
+
+
+def _in_use(path: Path, exc: duckdb.Error) -> StoreInUse | None:
+    """A StoreInUse naming who holds the store (the discovery file's command where it names
+    that process), if that is why DuckDB refused to open it."""
+    from harness.store.discovery import find_holder
+
+    message = str(exc)
+    found = _LOCK_HOLDER.search(message)
+    if found:
+        pid, holder = int(found["pid"]), Path(found["program"]).name
+    elif "different configuration than existing connections" in message:
+        pid, holder = os.getpid(), "this process"
+    else:
+        return None
+    known = find_holder(path)
+    if known is not None and known.pid == pid:
+        holder = f"contam {known.command}"
+    return StoreInUse(path, pid, holder)
 
 
 def _parameters(params: Iterable[Any] | Mapping[str, Any] | None) -> list | dict | None:

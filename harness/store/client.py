@@ -1,0 +1,140 @@
+"""The client side of a store host (:mod:`harness.store.host`): a reader with the read API of
+:class:`~harness.store.Store` whose every call is a request over the host's Unix socket.
+
+A refusal comes back as the same UserError, and a DuckDB error as the same DuckDB exception
+class with the same message, that the call would have raised on the store itself; a host that
+stops answering is a one-line UserError.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import duckdb
+import httpx
+
+from harness.errors import UserError
+from harness.store.discovery import Holder
+from harness.store.wire import decode_json, decode_result, encode_json, result_frame
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["HostReader", "HostGone", "connect"]
+
+_CONNECT_TIMEOUT_S = 2.0
+_READ_TIMEOUT_S = 600.0  # a report on a large store through the host takes a while
+
+
+class HostGone(UserError):
+    """The host stopped answering: its job has finished (or is finishing) or was killed."""
+
+
+class HostReader:
+    """The store at ``path`` read through the host of the process that holds it."""
+
+    def __init__(self, path: str | Path, holder: Holder) -> None:
+        self.path = Path(path)
+        self.holder = holder
+        self.read_only = True
+        # Plain HTTP over a Unix socket: no TLS, so no certificates to load (100 ms a client).
+        transport = httpx.HTTPTransport(uds=holder.socket, verify=False)
+        self._http = httpx.Client(transport=transport, base_url="http://store-host",
+                                  headers={"Authorization": f"Bearer {holder.token}"},
+                                  timeout=httpx.Timeout(_READ_TIMEOUT_S, connect=_CONNECT_TIMEOUT_S))
+
+    # -- the read API of Store ----------------------------------------------------------------
+
+    def query(self, sql: str, params: Iterable[Any] | None = None) -> list[tuple]:
+        return decode_result(self._query(sql, params)).rows
+
+    def query_dicts(self, sql: str, params: Iterable[Any] | None = None) -> list[dict[str, Any]]:
+        return decode_result(self._query(sql, params)).dicts()
+
+    def query_df(self, sql: str, params: Iterable[Any] | None = None) -> "pd.DataFrame":
+        return result_frame(self._query(sql, params))
+
+    def count(self, table: str) -> int:
+        return self.query(f"SELECT count(*) FROM {table}")[0][0]
+
+    def checked_query(self, query: str) -> tuple[list[str], list[tuple]]:
+        """`contam sql`'s query: the host applies the same rule (:mod:`harness.store.readonly`)."""
+        result = decode_result(self._query(query, None))
+        return result.columns, result.rows
+
+    # -- beyond reading -----------------------------------------------------------------------
+
+    def append_labels(self, rows: Sequence[Mapping[str, Any]], table: str = "labels") -> int:
+        """``labels`` rows, or ``label_sessions`` rows (`contam view`'s raters' seeds)."""
+        return decode_json(self._post("/labels", {"rows": list(rows), "table": table}))["appended"]
+
+    def progress(self) -> list[dict[str, Any]]:
+        return decode_json(self._request("GET", "/progress"))["progress"]
+
+    def answers(self) -> bool:
+        """Whether the host answers (with this token)."""
+        try:
+            self._request("GET", "/health")
+        except UserError:
+            return False
+        return True
+
+    @property
+    def through_host(self) -> bool:
+        return True
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> "HostReader":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- requests -----------------------------------------------------------------------------
+
+    def _query(self, sql: str, params: Iterable[Any] | None) -> bytes:
+        if params is not None:  # named ($name) parameters travel as an object, the rest as a list
+            params = dict(params) if isinstance(params, Mapping) else list(params)
+        return self._post("/query", {"sql": sql, "params": params})
+
+    def _post(self, route: str, body: dict[str, Any]) -> bytes:
+        return self._request("POST", route, content=encode_json(body))
+
+    def _request(self, method: str, route: str, **kwargs: Any) -> bytes:
+        try:
+            response = self._http.request(method, route, **kwargs)
+        except httpx.TransportError as exc:
+            raise HostGone(f"{self.path}: the process holding it (pid {self.holder.pid}, "
+                           f"contam {self.holder.command}) does not answer "
+                           f"({type(exc).__name__})") from None
+        if response.status_code == 503:
+            raise HostGone(str(_error(response)))
+        if response.status_code != 200:
+            raise _error(response)
+        return response.content
+
+
+def connect(path: str | Path, holder: Holder) -> HostReader | None:
+    """A reader through ``holder``'s host, or None when nothing answers there (a stale file)."""
+    reader = HostReader(path, holder)
+    if reader.answers():
+        return reader
+    reader.close()
+    return None
+
+
+def _error(response: httpx.Response) -> Exception:
+    """The exception the call would have raised on the store itself."""
+    try:
+        said = decode_json(response.content)
+        message, kind = said["error"], said.get("kind", "")
+    except (ValueError, KeyError, TypeError):
+        return UserError(f"the store host answered {response.status_code}")
+    error_class = getattr(duckdb, kind, None)
+    if isinstance(error_class, type) and issubclass(error_class, duckdb.Error):
+        return error_class(message)
+    return UserError(message)

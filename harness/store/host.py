@@ -1,0 +1,291 @@
+"""The store host: while a long job (run, judge, score, probe) holds a store for writing, its
+process serves the store's reads, label appends and the job's live progress to other local
+processes (``contam sql``, ``contam report``, ``contam view``; :mod:`harness.store.access` is
+the client side).
+
+A Starlette app, served by uvicorn on a thread of its own over a Unix socket beside the store
+(mode 0600; in a private temporary folder when that path is too long for a socket). Every request
+must carry the token of the discovery file (:mod:`harness.store.discovery`), written once the
+host is up and removed when it stops. Each request runs in a worker thread (at most a few at
+once) on a DuckDB cursor of the holder's connection of its own, so the job's event loop never
+waits for a reader, and a read sees what the job has committed.
+
+Reads obey `contam sql`'s rule (:mod:`harness.store.readonly`): one read-only statement, in a
+``READ ONLY`` transaction, with the database's file and network access switched off when the
+host starts. A job starts its host once it needs no file access from DuckDB itself.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import socket
+import stat
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from harness.errors import UserError
+from harness.store.discovery import Holder, publish, withdraw
+from harness.store.labels import append_label_rows
+from harness.store.readonly import (READ_ONLY_BEGIN, check_query, close_external_access,
+                                    refuse_side_effects)
+from harness.store.store import Store
+from harness.store.wire import encode_json, encode_result, decode_json
+
+__all__ = ["StoreHost", "Progress", "socket_beside"]
+
+Progress = Callable[[], list[dict[str, Any]]]  # the job's per-model counters, as live_progress
+_READERS = 4  # requests worked on at once; more wait, so readers cannot crowd out the job
+_MAX_SOCKET_PATH = 100  # bytes; AF_UNIX allows 104-108 depending on the system
+_START_TIMEOUT_S = 10.0
+_READER_NICE = 10
+
+
+class StoreHost:
+    """``with StoreHost(store, command="run", progress=board.rows): ...`` serves ``store``."""
+
+    def __init__(self, store: Store, *, command: str, progress: Progress | None = None) -> None:
+        self.store = store
+        self.command = command
+        self.progress = progress or (lambda: [])
+        self.holder: Holder | None = None
+        self._server: Any = None
+        self._thread: threading.Thread | None = None
+        self._base: duckdb.DuckDBPyConnection | None = None  # the cursor request cursors come from
+        self._lock = threading.Lock()
+        self._active: set[duckdb.DuckDBPyConnection] = set()
+        self._closing = False
+        self._socket: str | None = None
+        self._socket_dir: str | None = None
+        self._limiter: Any = None
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    def start(self) -> "StoreHost":
+        try:
+            close_external_access(self.store.con)
+            self._base = self.store.con.cursor()
+            sock = self._bind()
+            self.holder = Holder(pid=os.getpid(), command=self.command, socket=self._socket)
+            self._serve(sock)
+            self._wait_started()
+            publish(self.store.path, self.holder)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _serve(self, sock: socket.socket) -> None:
+        """uvicorn on a thread of its own: no signal handlers, no logging set-up, no access log."""
+        import uvicorn
+
+        config = uvicorn.Config(self._app(), log_config=None, log_level="warning",
+                                access_log=False, lifespan="off", server_header=False,
+                                timeout_graceful_shutdown=2)
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [sock]},
+                                        name="contam-store-host", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Withdraw the discovery file, cancel the reads under way, end the server."""
+        if self.holder is not None:
+            withdraw(self.store.path, self.holder)
+        with self._lock:
+            self._closing = True
+            for cursor in self._active:
+                cursor.interrupt()
+        if self._server is not None:
+            self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        if self._base is not None:
+            self._base.close()
+        self._remove_socket()
+
+    def __enter__(self) -> "StoreHost":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _wait_started(self) -> None:
+        deadline = time.monotonic() + _START_TIMEOUT_S
+        while not self._server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError("the store host did not start")
+            time.sleep(0.01)
+
+    def _bind(self) -> socket.socket:
+        """A listening-to-be Unix socket only this user can connect to."""
+        path = socket_beside(self.store.path)
+        if len(os.fsencode(path)) > _MAX_SOCKET_PATH or _taken(path):
+            self._socket_dir = tempfile.mkdtemp(prefix="contam-host-")
+            path = os.path.join(self._socket_dir, "store.sock")
+        Path(path).unlink(missing_ok=True)  # a killed holder's: this process holds the store now
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.bind(path)
+        self._socket = path
+        os.chmod(path, 0o600)  # before it listens: nobody could connect until now
+        return sock
+
+    def _remove_socket(self) -> None:
+        if self._socket is not None:
+            Path(self._socket).unlink(missing_ok=True)
+        if self._socket_dir is not None:
+            shutil.rmtree(self._socket_dir, ignore_errors=True)
+
+    # -- the app ------------------------------------------------------------------------------
+
+    def _app(self) -> Any:
+        from starlette.applications import Starlette
+        from starlette.middleware import Middleware
+        from starlette.routing import Route
+
+        routes = [Route("/health", self._health), Route("/progress", self._progress),
+                  Route("/query", self._query, methods=["POST"]),
+                  Route("/labels", self._labels, methods=["POST"])]
+        return Starlette(routes=routes, middleware=[Middleware(_TokenRequired, host=self)])
+
+    async def _health(self, request: Any) -> Any:
+        return _json({"pid": os.getpid(), "command": self.command})
+
+    async def _progress(self, request: Any) -> Any:
+        return await self._in_worker(lambda: encode_json({"progress": self.progress()}))
+
+    async def _query(self, request: Any) -> Any:
+        body = await request.body()
+
+        def read() -> bytes:
+            asked = decode_json(body)
+            return self._read(asked["sql"], asked.get("params"))
+        return await self._in_worker(read)
+
+    async def _labels(self, request: Any) -> Any:
+        body = await request.body()
+
+        def append() -> bytes:
+            asked = decode_json(body)
+            return encode_json({"appended": self._append(asked["rows"], asked.get("table", "labels"))})
+        return await self._in_worker(append)
+
+    async def _in_worker(self, work: Callable[[], bytes]) -> Any:
+        """``work`` in a worker thread; a refusal or a DuckDB error as a 400 naming its kind."""
+        import anyio.to_thread
+
+        if self._limiter is None:
+            self._limiter = anyio.CapacityLimiter(_READERS)
+        try:
+            return _body(await anyio.to_thread.run_sync(_yielding(work), limiter=self._limiter))
+        except _Finishing as exc:  # the reader is to try again on the store itself
+            return _json({"error": str(exc), "kind": "UserError"}, status=503)
+        except UserError as exc:
+            return _json({"error": str(exc), "kind": "UserError"}, status=400)
+        except (ValueError, KeyError, TypeError) as exc:  # not a request of harness.store.client
+            return _json({"error": f"malformed request ({type(exc).__name__})",
+                          "kind": "UserError"}, status=400)
+        except duckdb.Error as exc:
+            if self._closing:  # interrupted by stop()
+                return _json({"error": _FINISHING, "kind": "UserError"}, status=503)
+            return _json({"error": str(exc), "kind": type(exc).__name__}, status=400)
+
+    # -- the work, in worker threads ------------------------------------------------------------
+
+    def _read(self, sql: str, params: Any) -> bytes:
+        with self._cursor() as cursor:
+            cursor.execute(READ_ONLY_BEGIN)
+            try:
+                check_query(cursor, sql)
+                refuse_side_effects(cursor, sql)
+                cursor.execute(sql, params)
+                return encode_result(cursor)
+            finally:
+                with suppress(duckdb.Error):  # an interrupted cursor has nothing to roll back
+                    cursor.execute("ROLLBACK")
+
+    def _append(self, rows: list[dict[str, Any]], table: str) -> int:
+        with self._cursor() as cursor:
+            return append_label_rows(cursor, rows, table)
+
+    @contextmanager
+    def _cursor(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        with self._lock:
+            if self._closing:
+                raise _Finishing(_FINISHING)
+            cursor = self._base.cursor()
+            self._active.add(cursor)
+        try:
+            yield cursor
+        finally:
+            with self._lock:
+                self._active.discard(cursor)
+            cursor.close()
+
+
+_FINISHING = "the process holding the store is finishing"
+
+
+class _Finishing(UserError):
+    pass
+
+
+def _yielding(work: Callable[[], bytes]) -> Callable[[], bytes]:
+    """``work`` on a worker thread that yields the CPU to the job's own threads: Linux gives
+    each thread its own nice value, and the job's event loop must not wait for a reader."""
+    def lowered() -> bytes:
+        try:
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), _READER_NICE)
+        except (AttributeError, OSError):  # not Linux, or not allowed: as it is
+            pass
+        return work()
+    return lowered
+
+
+def socket_beside(store: Path) -> str:
+    return os.path.abspath(store) + ".sock"
+
+
+def _taken(path: str) -> bool:
+    """Something that is not a socket has the socket's name: left alone."""
+    try:
+        return not stat.S_ISSOCK(os.lstat(path).st_mode)
+    except FileNotFoundError:
+        return False
+
+
+class _TokenRequired:
+    """Refuses every request that does not carry the host's token (``Authorization: Bearer``)."""
+
+    def __init__(self, app: Any, host: StoreHost) -> None:
+        self.app, self.host = app, host
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and not self._carries_token(scope):
+            response = _json({"error": "refused: a request to the store host needs its token",
+                              "kind": "UserError"}, status=401)
+            await response(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+    def _carries_token(self, scope: Any) -> bool:
+        expected = f"Bearer {self.host.holder.token}".encode() if self.host.holder else b""
+        given = dict(scope.get("headers") or []).get(b"authorization", b"")
+        return bool(expected) and secrets.compare_digest(given, expected)
+
+
+def _json(value: Any, status: int = 200) -> Any:
+    return _body(encode_json(value), status)
+
+
+def _body(content: bytes, status: int = 200) -> Any:
+    from starlette.responses import Response
+
+    return Response(content, status_code=status, media_type="application/json")

@@ -1,0 +1,123 @@
+"""A query's result as it travels from the store host to a reader in another process, and back
+into the values (and DataFrame) a direct connection would have given.
+
+The host sends the column names, DuckDB's type of each column and the rows as JSON (the standard
+library's: exact floats, NaN, integers past 64 bits), each value DuckDB hands Python that JSON
+lacks written as text that DuckDB casts back (timestamps, decimals, blobs, intervals, UUIDs).
+The reader has an in-memory DuckDB cast every column back to its type, so ``fetchall`` and
+``df`` give what they give on the store itself. A nested column that cannot be cast back (a MAP)
+keeps its JSON values.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import json
+import threading
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import duckdb
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["Result", "encode_result", "decode_result", "result_frame", "encode_json", "decode_json"]
+
+_thread = threading.local()
+# Types whose Python values JSON carries exactly: no cast back needed for rows.
+_JSON_TYPES = frozenset({
+    "BOOLEAN", "TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT",
+    "UINTEGER", "UBIGINT", "UHUGEINT", "FLOAT", "DOUBLE", "VARCHAR", "JSON", '"NULL"'})
+
+
+@dataclass(frozen=True)
+class Result:
+    """A query's result: names, DuckDB type names, rows (tuples of JSON values until decoded)."""
+
+    columns: list[str]
+    types: list[str]
+    rows: list[tuple]
+
+    def dicts(self) -> list[dict[str, Any]]:
+        return [dict(zip(self.columns, row)) for row in self.rows]
+
+
+def encode_result(cursor: duckdb.DuckDBPyConnection) -> bytes:
+    """The result of the statement just executed on ``cursor``, fetched, as JSON bytes."""
+    description = cursor.description or []
+    body = {"columns": [d[0] for d in description], "types": [str(d[1]) for d in description],
+            "rows": cursor.fetchall()}
+    return encode_json(body)
+
+
+def encode_json(value: Any) -> bytes:
+    return json.dumps(value, default=_as_text, ensure_ascii=False).encode("utf-8")
+
+
+def decode_json(body: bytes) -> Any:
+    return json.loads(body)
+
+
+def decode_result(body: bytes) -> Result:
+    """Rows with the Python values a direct connection's ``fetchall`` gives."""
+    raw = decode_json(body)
+    columns, types, rows = raw["columns"], raw["types"], raw["rows"]
+    if all(_json_exact(kind) for kind in types):
+        return Result(columns, types, [tuple(row) for row in rows])
+    values = [[row[i] for row in rows] for i in range(len(columns))]
+    typed = [column if _json_exact(kind) else _cast(column, kind)
+             for column, kind in zip(values, types)]
+    return Result(columns, types, list(zip(*typed)))
+
+
+def result_frame(body: bytes) -> "pd.DataFrame":
+    """The result as the DataFrame a direct connection's ``df()`` gives (DuckDB's dtypes)."""
+    raw = decode_json(body)
+    columns, types, rows = raw["columns"], raw["types"], raw["rows"]
+    casts = ", ".join(f"CAST(unnest(${n}) AS {kind}) AS c{n}"
+                      for n, kind in enumerate(types, start=1))
+    values = [[row[i] for row in rows] for i in range(len(columns))]
+    try:
+        frame = _local().execute(f"SELECT {casts}", values).df()
+    except duckdb.Error:  # a column that cannot be cast back (a MAP): its JSON values
+        import pandas as pd
+
+        frame = pd.DataFrame(decode_result(body).rows, columns=range(len(columns)))
+    frame.columns = columns
+    return frame
+
+
+def _json_exact(kind: str) -> bool:
+    return kind.removesuffix("[]") in _JSON_TYPES if kind.count("[]") <= 1 else False
+
+
+def _local() -> duckdb.DuckDBPyConnection:
+    """This thread's in-memory DuckDB, which does the casting (opening one costs ~50 ms)."""
+    if not hasattr(_thread, "con"):
+        _thread.con = duckdb.connect()
+    return _thread.con
+
+
+def _cast(column: Sequence[Any], kind: str) -> list[Any]:
+    try:
+        return [row[0] for row in _local().execute(f"SELECT CAST(unnest($1) AS {kind})",
+                                                   [list(column)]).fetchall()]
+    except duckdb.Error:  # nested values DuckDB reads back otherwise (a MAP): as JSON gave them
+        return list(column)
+
+
+def _as_text(value: Any) -> Any:
+    """What JSON lacks, in a form DuckDB casts back to the column's type."""
+    if isinstance(value, (dt.datetime, dt.date, dt.time)):
+        return value.isoformat()
+    if isinstance(value, dt.timedelta):
+        return f"{value.days} days {value.seconds} seconds {value.microseconds} microseconds"
+    if isinstance(value, (decimal.Decimal, uuid.UUID)):
+        return str(value)
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return "".join(chr(b) if 32 <= b < 127 and b != 92 else f"\\x{b:02X}" for b in bytes(value))
+    raise TypeError(f"{type(value).__name__} cannot travel from the store host")
