@@ -50,10 +50,12 @@ def build_store(path: Path, items: int, models: int) -> int:
         store.con.execute(f"""INSERT INTO answers BY NAME SELECT 'bench' AS run_id, {item} AS item_id,
             'model-' || m AS model, 'openai' AS provider, 'The answer of model ' || m || ' to item '
             || i || ' is a sentence of about this length.' AS answer_raw, answer_raw AS answer,
-            0.8 AS latency_s, now()::TIMESTAMP AS created_at FROM range({items}) t(i), range({models}) u(m)""")
+            0.8 AS latency_s, now()::TIMESTAMP AS created_at
+            FROM range({items}) t(i), range({models}) u(m)""")
         store.con.execute(f"""INSERT INTO scores BY NAME SELECT {item} AS item_id, 'model-' || m AS model,
             metric, random() AS value, '{{}}' AS params, now()::TIMESTAMP AS created_at
-            FROM range({items}) t(i), range({models}) u(m), (VALUES ('bleu2'), ('bertscore_f1')) v(metric)""")
+            FROM range({items}) t(i), range({models}) u(m),
+                 (VALUES ('bleu2'), ('bertscore_f1')) v(metric)""")
         store.con.execute(f"""INSERT INTO labels BY NAME SELECT {item} AS item_id, 'model-' || m AS model,
             rater, ['right', 'partial', 'wrong'][1 + (hash(i, m, rater) % 3)::INT] AS label,
             now()::TIMESTAMP AS created_at FROM range({items}) t(i), range({models}) u(m),
@@ -92,7 +94,8 @@ def bench_server(path: Path, requests: int) -> None:
         token = view.url.split("token=", 1)[1]
         started = time.perf_counter()
         first = client.get("/label?rater=human:bench")
-        print(f"  first label page (builds the rater's queue): {(time.perf_counter() - started) * 1000:.0f} ms")
+        took = (time.perf_counter() - started) * 1000
+        print(f"  first label page (builds the rater's queue): {took:.0f} ms")
         cell = {"id": re.search(r'data-cell="([0-9a-f]+)"', first.text).group(1)}
 
         def label(_n: int) -> httpx.Response:
@@ -101,11 +104,12 @@ def bench_server(path: Path, requests: int) -> None:
             cell["id"] = response.json()["cell"]["id"]
             return response
 
-        measure("GET /label (the next cell's page)", lambda n: client.get("/label?rater=human:bench"), requests)
+        measure("GET /label (the next cell's page)", lambda n: client.get("/label?rater=human:bench"),
+                requests)
         measure("POST a label, get the next cell", label, requests)
         measure("GET the browse page as it opens", lambda n: client.get("/"), requests)
-        measure("GET a filtered, sorted browse page", lambda n: client.get(BROWSE.format(page=1 + n % 20)),
-                requests)
+        measure("GET a filtered, sorted browse page",
+                lambda n: client.get(BROWSE.format(page=1 + n % 20)), requests)
         print(f"  server peak RSS (VmHWM): {peak_rss_mib(view.process.pid):.0f} MiB")
 
 

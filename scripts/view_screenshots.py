@@ -42,8 +42,8 @@ def build_store(path: Path) -> None:
     now = utc_now()
     rows = [(item, model, text, judge) for item in items for model, text, judge in answers_for(item)]
     with Store(path) as store, store.transaction():
-        store.append("items", [{k: item[k] for k in ("item_id", "title", "subset", "question",
-                                                      "reference")} | {"added_at": now} for item in items])
+        columns = ("item_id", "title", "subset", "question", "reference")
+        store.append("items", [{k: item[k] for k in columns} | {"added_at": now} for item in items])
         store.append("answers", [{"run_id": "demo", "item_id": item["item_id"], "model": model,
                                   "provider": "openai", "answer_raw": text, "answer": text,
                                   "created_at": now} for item, model, text, _ in rows])
@@ -52,8 +52,9 @@ def build_store(path: Path) -> None:
                                 for n, (item, model, _, judge) in enumerate(rows)
                                 for metric, value in (("bleu2", (0.62, 0.21, 0.04)[n % 3]),
                                                       ("bertscore_f1", (0.71, 0.44, 0.18)[n % 3]))])
-        store.append("labels", [{"item_id": item["item_id"], "model": model, "rater": "judge:claude-sonnet-5",
-                                 "label": judge, "created_at": now} for item, model, _, judge in rows])
+        store.append("labels", [{"item_id": item["item_id"], "model": model, "label": judge,
+                                 "rater": "judge:claude-sonnet-5", "created_at": now}
+                                for item, model, _, judge in rows])
         store.append("labels", [{"item_id": item["item_id"], "model": model, "rater": rater,
                                  "label": label, "created_at": now}
                                 for n, (item, model, _, judge) in enumerate(rows[:24])

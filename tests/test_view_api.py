@@ -52,7 +52,8 @@ def test_requests_without_the_token_are_refused_and_get_no_data(path):
         response = bare.get(url)
         assert response.status_code == 403, url
         assert "Question" not in response.text and MODELS[0] not in response.text
-    assert bare.post("/api/label/label", json={"rater": "a", "cell": "x", "label": "right"}).status_code == 403
+    refused = bare.post("/api/label/label", json={"rater": "a", "cell": "x", "label": "right"})
+    assert refused.status_code == 403
 
 
 def test_the_token_in_the_url_becomes_a_strict_httponly_cookie(path):
@@ -272,8 +273,8 @@ def test_live_progress_is_served_when_a_run_holds_the_store(path, monkeypatch):
 def test_the_cell_page_shows_every_attempt_and_label(path):
     with Store(path) as store:
         store.append("attempts", [
-            {"run_id": "r1", "item_id": "it003", "model": MODELS[1], "attempt": 1, "outcome": "rate_limited",
-             "http_status": 429, "latency_s": 0.2, "error": "slow down"},
+            {"run_id": "r1", "item_id": "it003", "model": MODELS[1], "attempt": 1,
+             "outcome": "rate_limited", "http_status": 429, "latency_s": 0.2, "error": "slow down"},
             {"run_id": "r1", "item_id": "it003", "model": MODELS[1], "attempt": 2, "outcome": "ok",
              "http_status": 200, "latency_s": 0.4}])
     client = view_client(path)

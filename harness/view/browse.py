@@ -57,7 +57,8 @@ class BrowseQuery:
         query = replace(self, **changes)
         values = {"subset": query.subset, "title": query.title, "model": query.model,
                   "rater": query.rater, "label": query.label, "disagree": "1" if query.disagree else "",
-                  "sort": "" if query.sort == "item_id" else query.sort, "desc": "1" if query.desc else "",
+                  "sort": "" if query.sort == "item_id" else query.sort,
+                  "desc": "1" if query.desc else "",
                   "page": "" if query.page == 1 else str(query.page)}
         return {k: v for k, v in values.items() if v}
 
@@ -109,6 +110,7 @@ _PARTS = {
 _TABLES = {"rated": "labels", "human": "labels", "judge": "labels", "scores": "scores",
            "answer": "answers"}
 _SHOWN = ("human", "judge", "scores", "answer")  # the parts every page row shows
+_ANY_HUMAN = "(rater = 'human' OR rater LIKE 'human:%')"
 _NEEDED_BY_SORT = {"human": "human", "judge": "judge", "bleu2": "scores", "bertscore_f1": "scores",
                    "answer": "answer"}
 
@@ -145,27 +147,30 @@ def _count(store: Any, query: BrowseQuery) -> int:
 
 
 def _statement(query: BrowseQuery) -> tuple[str, dict[str, Any]]:
-    params: dict[str, Any] = {"offset": (query.page - 1) * PAGE_SIZE}
-    answer_filter = ""
-    if query.model:
-        answer_filter, params["model"] = "WHERE model = $model", query.model
-    items = [name for name in ("subset", "title") if getattr(query, name)]
-    params.update({name: getattr(query, name) for name in items})
     early = _early_parts(query)
-    if "rated" in early:
-        params["label"] = query.label
-        if query.rater:
-            params["rater"] = query.rater
     column, direction = COLUMNS[query.sort][1], "DESC" if query.desc else "ASC"
+    items = [name for name in ("subset", "title") if getattr(query, name)]
     sql = _SQL.format(
-        answer_filter=answer_filter,
+        answer_filter="WHERE model = $model" if query.model else "",
         item_filter="WHERE " + " AND ".join(f"{n} = ${n}" for n in items) if items else "",
         early_columns="".join(f", {name}.{c}" for name in early for c in _PARTS[name][3]),
         early_joins="".join(_join(name, query, whole=True) for name in early),
         cell_filter=_cell_filter(query),
         order=f"{column} {direction} NULLS LAST, item_id, model", limit=PAGE_SIZE,
         late_joins="".join(_join(name, query, whole=False) for name in _SHOWN if name not in early))
-    return sql, params
+    return sql, _params(query, early)
+
+
+def _params(query: BrowseQuery, early: list[str]) -> dict[str, Any]:
+    """The statement's named parameters: only those it uses (DuckDB refuses the others)."""
+    params: dict[str, Any] = {"offset": (query.page - 1) * PAGE_SIZE}
+    params.update({name: getattr(query, name) for name in ("model", "subset", "title")
+                   if getattr(query, name)})
+    if "rated" in early:
+        params["label"] = query.label
+        if query.rater:
+            params["rater"] = query.rater
+    return params
 
 
 def _early_parts(query: BrowseQuery) -> list[str]:
@@ -182,8 +187,9 @@ def _join(name: str, query: BrowseQuery, *, whole: bool) -> str:
     """``LEFT JOIN (part) name USING (key)``, over the whole table or the page's rows alone."""
     sql, page_rows, key, _columns = _PARTS[name]
     source = _TABLES[name] if whole else page_rows
-    rater_match = "rater = $rater" if query.rater else "(rater = 'human' OR rater LIKE 'human:%')"
-    return f"\n    LEFT JOIN ({sql.format(source=source, rater_match=rater_match)}) {name} USING ({key})"
+    rater_match = "rater = $rater" if query.rater else _ANY_HUMAN
+    part = sql.format(source=source, rater_match=rater_match)
+    return f"\n    LEFT JOIN ({part}) {name} USING ({key})"
 
 
 def _cell_filter(query: BrowseQuery) -> str:

@@ -51,6 +51,7 @@ class Follower:
                            {"after": self.last_seq})[0][0]
 
     def _rows(self, store: Any, after: int, upto: int | None) -> list[tuple]:
+        bounds = {"after_seq": after, "upto_seq": upto if upto is not None else -1}
         return store.query(f"SELECT seq, {self.columns} FROM {self.table} WHERE ({self.where}) "
                            "AND seq > $after_seq AND seq <= $upto_seq ORDER BY seq",
-                           {**self.params, "after_seq": after, "upto_seq": upto if upto is not None else -1})
+                           {**self.params, **bounds})

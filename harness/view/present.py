@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from harness.view.labelling import LABEL_NAMES, Screen
+from harness.view.labelling import Screen
 from harness.view.queue import Progress
 
 __all__ = ["progress_text", "number", "screen_json", "duration", "short"]
@@ -54,5 +54,4 @@ def screen_json(screen: Screen) -> dict[str, Any]:
                 card[name] = number(card[name])
     return {"cell": card, "said": screen.said,
             "progress": {"done": screen.progress.done, "total": screen.progress.total,
-                         "text": progress_text(screen.progress)},
-            "labels": LABEL_NAMES}
+                         "text": progress_text(screen.progress)}}
