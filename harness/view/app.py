@@ -53,7 +53,7 @@ class ResponseHeaders:
 def create_app(options: ViewOptions, token: str, port: int | None = None) -> ASGIApp:
     """The whole app: the token guard in front of the pages. ``port`` names the cookie."""
     view = View(options, token)
-    app = Starlette(routes=view.routes())
+    app = Starlette(routes=view.routes(), exception_handlers={UserError: view.refused})
     app.state.view = view
     cookie = f"contam_view_{port if port is not None else options.port}"
     return ResponseHeaders(TokenGuard(app, token=token, cookie=cookie))

@@ -22,6 +22,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
 from harness.errors import UserError
+from harness.store.store import StoreInUse
 from harness.view import browse as browsing
 from harness.view.agreement import agreement
 from harness.view.cells import cell_record
@@ -56,6 +57,14 @@ class View:
         self.templates = Jinja2Templates(env=env)
         self._choices: tuple[Any, dict] | None = None
         self._choices_lock = threading.Lock()
+
+    def refused(self, request: Request, exc: Exception) -> Response:
+        """A UserError no handler caught (the store locked by a process that serves no reads,
+        say): one line, as JSON for the page's script or as a page; 503 while the store is busy."""
+        status = 503 if isinstance(exc, StoreInUse) else 400
+        if request.url.path.startswith("/api/"):
+            return JSONResponse({"error": str(exc)}, status_code=status)
+        return self.error(request, str(exc), status)
 
     def routes(self) -> list:
         return [
@@ -97,10 +106,7 @@ class View:
         given = request.query_params.get("rater", "").strip()
         if not given:
             return self.page(request, "label_start.html")
-        try:
-            screen = self.desk.screen(rater_name(given))
-        except UserError as exc:
-            return self.error(request, str(exc))
+        screen = self.desk.screen(rater_name(given))  # a refused name: View.refused
         return self.page(request, "label.html", screen=screen, mode="label")
 
     def adjudicate(self, request: Request) -> Response:
@@ -173,10 +179,7 @@ class View:
             self.gate.append_labels([row])
             return {"said": f"Saved {rater}'s label"}
 
-        try:
-            return JSONResponse(await run_in_threadpool(write))
-        except UserError as exc:
-            return JSONResponse({"error": str(exc)}, status_code=400)
+        return JSONResponse(await run_in_threadpool(write))
 
 
 REPORT_POLICY = ("default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; "
@@ -199,12 +202,10 @@ def _text(body: dict[str, Any], name: str) -> str:
 
 
 async def _answer(act: Callable[[], Any], known: bool) -> Response:
-    """Run a desk action; its screen as JSON, a refusal as {"error": ...}."""
+    """Run a desk action; its screen as JSON, a stale page's cell as a 409 {"error", "stale"}."""
     if not known:
         return JSONResponse({"error": "no such action"}, status_code=404)
     try:
         return JSONResponse(screen_json(await run_in_threadpool(act)))
-    except StaleCell as exc:
+    except StaleCell as exc:  # other refusals go to View.refused
         return JSONResponse({"error": str(exc), "stale": True}, status_code=409)
-    except UserError as exc:
-        return JSONResponse({"error": str(exc)}, status_code=400)
