@@ -287,6 +287,7 @@ def test_the_cell_page_shows_every_attempt_and_label(path):
 
 
 def test_the_report_page_is_the_reports_html_with_its_figures(small):
+    """Seconds, not milliseconds: the page draws the report's four figures (matplotlib)."""
     client = view_client(small)
     _store_labels(small, "alice", lambda n: ("right", "wrong")[n % 2])
     response = client.get(f"/report?contrast={','.join(SUBSETS)}")

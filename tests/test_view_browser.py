@@ -1,7 +1,12 @@
 """`contam view` in a real browser: Debian's headless chromium (Selenium, chromedriver) against
 `contam view` started as a child process. Keyboard labelling that survives a reload and a
 kill -9, the token, blind pages, escaping, two raters and their kappa, the browse filters, and
-the layout at a phone's width."""
+the layout at a phone's width.
+
+Why these take seconds each, not milliseconds: every test starts `contam view` as a process of
+its own (a few seconds of imports on two cores) and waits for a real browser to render each
+page; the keyboard test waits for 22 keystrokes to be committed one by one, then restarts the
+server after a SIGKILL. One browser is shared by the module."""
 
 from __future__ import annotations
 
