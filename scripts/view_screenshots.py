@@ -16,6 +16,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+import duckdb
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from harness.store import Store, utc_now  # noqa: E402
 from viewserver import ViewServer, chromium  # noqa: E402  (scripts/viewserver.py)
@@ -41,6 +43,7 @@ def build_store(path: Path) -> None:
         items = list(csv.DictReader(handle))
     now = utc_now()
     rows = [(item, model, text, judge) for item in items for model, text, judge in answers_for(item)]
+    duckdb.connect(str(path)).close()  # a store is made only where asked: an empty file first
     with Store(path) as store, store.transaction():
         columns = ("item_id", "title", "subset", "question", "reference")
         store.append("items", [{k: item[k] for k in columns} | {"added_at": now} for item in items])

@@ -14,6 +14,12 @@ ITEMS = [("i1", "Red", "official"), ("i2", "Red", "official"), ("i3", "Prism", "
          ("i4", "Prism", "fan")]
 
 
+def _new(path) -> Store:
+    """A new, migrated store (an empty DuckDB file first: a store is made only where asked)."""
+    duckdb.connect(str(path)).close()
+    return Store(path)
+
+
 def _fill(store: Store) -> None:
     store.append("items", [{"item_id": i, "title": t, "subset": s, "question": f"q {i}",
                             "reference": f"ref {i}"} for i, t, s in ITEMS])
@@ -29,7 +35,7 @@ def _retract(store: Store, item: str, rater: str = "human", label: str = "right"
 
 
 def test_a_retracted_label_leaves_its_key_without_a_label(store_path):
-    with Store(store_path) as store:
+    with _new(store_path) as store:
         _fill(store)
         _retract(store, "i1")
         labelled = {r[0] for r in store.query("SELECT item_id FROM latest_labels")}
@@ -40,7 +46,7 @@ def test_a_retracted_label_leaves_its_key_without_a_label(store_path):
 
 
 def test_the_cells_view_falls_back_to_another_human_rater(store_path):
-    with Store(store_path) as store:
+    with _new(store_path) as store:
         _fill(store)
         store.append("labels", [{"item_id": "i1", "model": "m", "rater": "human:bob",
                                  "label": "wrong"}])
@@ -49,7 +55,7 @@ def test_the_cells_view_falls_back_to_another_human_rater(store_path):
 
 
 def test_a_label_given_again_after_its_retraction_counts(store_path):
-    with Store(store_path) as store:
+    with _new(store_path) as store:
         _fill(store)
         _retract(store, "i1")
         store.append("labels", [{"item_id": "i1", "model": "m", "rater": "human",
@@ -61,7 +67,7 @@ def test_a_label_given_again_after_its_retraction_counts(store_path):
 def test_the_report_leaves_a_retracted_cell_out_as_unlabelled(store_path):
     from harness.report.analysis import build_report
 
-    with Store(store_path) as store:
+    with _new(store_path) as store:
         _fill(store)
         before = build_report(store)
         _retract(store, "i1")
@@ -71,7 +77,7 @@ def test_the_report_leaves_a_retracted_cell_out_as_unlabelled(store_path):
 
 
 def test_reimporting_a_retracted_label_appends_it_again(store_path, tmp_path, contam):
-    with Store(store_path) as store:
+    with _new(store_path) as store:
         _fill(store)
     labels = tmp_path / "labels.csv"
     labels.write_text("item_id,model,rater,label\ni1,m,human,Right\n")
@@ -86,7 +92,7 @@ def test_reimporting_a_retracted_label_appends_it_again(store_path, tmp_path, co
 
 
 def test_a_retracted_judge_label_makes_its_cell_pending_for_the_judge(store_path):
-    with Store(store_path) as store:
+    with _new(store_path) as store:
         _fill(store)
         store.append("labels", [{"item_id": i, "model": "m", "rater": "judge:j", "label": "wrong",
                                  "rubric_sha256": "r1"} for i, _, _ in ITEMS])
@@ -114,6 +120,6 @@ def test_a_store_from_before_migration_5_gets_it_and_keeps_its_labels(store_path
 
 @pytest.mark.parametrize("column", ["retracted", "rn"])
 def test_latest_labels_exposes_neither_the_flag_nor_the_row_number(store_path, column):
-    with Store(store_path) as store:
+    with _new(store_path) as store:
         names = [d[0] for d in store.con.execute("SELECT * FROM latest_labels").description]
     assert column not in names and "note" in names
