@@ -30,6 +30,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+import duckdb  # noqa: E402
+
 from harness.jobs.bench_floor import emulator_process  # noqa: E402
 from harness.store import Store  # noqa: E402
 from harness.store.access import reading  # noqa: E402
@@ -85,6 +87,7 @@ def main() -> int:
 # -- 1. latency ---------------------------------------------------------------------------------
 
 def latency(store: Path, items: int, requests: int) -> None:
+    duckdb.connect(str(store)).close()  # a store is made only where asked: an empty file first
     with Store(store) as opened:
         opened.append("answers", [{"item_id": f"q{n}", "model": model, "answer": f"answer {n}"}
                                   for n in range(items) for model in ("a", "b")])

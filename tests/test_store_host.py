@@ -14,6 +14,7 @@ import threading
 import time
 from pathlib import Path
 
+import duckdb
 import httpx
 import pytest
 
@@ -30,6 +31,12 @@ ROOT = Path(__file__).resolve().parents[1]
 PROGRESS_KEYS = {"model", "done", "total", "failed", "retries", "rate_limited", "in_flight",
                  "concurrency", "rate_per_s", "cooling_down_s", "stopped"}
 LABEL = {"item_id": "q0001", "model": "openai-m", "rater": "human:ann", "label": "right"}
+
+
+def new_store(path: Path) -> Store:
+    """A new, migrated store (an empty DuckDB file first: a store is made only where asked)."""
+    duckdb.connect(str(path)).close()
+    return Store(path)
 
 
 def start_run(config: Path) -> subprocess.Popen:
@@ -114,7 +121,7 @@ def test_a_running_job_serves_sql_report_progress_and_labels(contam, tmp_path):
 def hosted(tmp_path_factory):
     """A store held for writing in this process, its host up: every reader here goes through it."""
     path = tmp_path_factory.mktemp("hosted") / "store.duckdb"
-    with Store(path) as store:
+    with new_store(path) as store:
         store.append("items", [{"item_id": "i0", "title": "t", "subset": "fan"}])
         store.append("answers", [{"item_id": f"i{n}", "model": "m", "answer": f"a {n}"}
                                  for n in range(3)])
@@ -223,7 +230,7 @@ time.sleep(60)
 
 def test_a_killed_holder_leaves_a_stale_file_that_is_ignored(tmp_path):
     path = tmp_path / "s.duckdb"
-    Store(path).close()
+    new_store(path).close()
     holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(path)], cwd=ROOT, text=True,
                               stdout=subprocess.PIPE, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert holder.stdout.readline().strip() == "serving"
@@ -267,7 +274,7 @@ def hold(path: Path, mode: str, seconds: float) -> subprocess.Popen:
 
 def test_a_job_waits_for_a_short_reader_and_names_a_long_holder(tmp_path, monkeypatch):
     path = tmp_path / "s.duckdb"
-    Store(path).close()
+    new_store(path).close()
     reader = hold(path, "read", 0.5)
     with Store(path) as store:  # opened once the reader let go
         assert store.count("items") == 0
@@ -293,7 +300,7 @@ def test_a_job_waits_for_a_short_reader_and_names_a_long_holder(tmp_path, monkey
 
 def test_a_reader_moves_to_the_file_when_the_job_finishes_mid_read(tmp_path):
     path = tmp_path / "s.duckdb"
-    store = Store(path)
+    store = new_store(path)
     store.append("items", [{"item_id": "i0"}])
     host = StoreHost(store, command="run").start()
     with reading(path) as reader:

@@ -2,7 +2,8 @@
 the progress of the job that holds it.
 
 Each call finds out who has the store. When nobody does, it opens the file itself (read-only to
-read) and closes it at once, so that nothing here keeps a job from taking the store. When a
+read) for the length of the call (of the ``with``, for :func:`reading`) and no longer, so that
+nothing here keeps a job from taking the store. When a
 contam job holds it, the call goes through that job's store host (:mod:`harness.store.host`,
 found by the discovery file beside the store). When another process holds it and serves no
 reads, the call waits a moment (it may be a reader that is about to let go: a `contam sql`, a
@@ -18,13 +19,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from harness.store import store as store_module
-from harness.store.client import HostGone, HostReader, connect
-from harness.store.discovery import find_holder
+from harness.store.discovery import HostGone, find_holder
 from harness.store.labels import append_label_rows
 from harness.store.store import Store, StoreInUse
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from harness.store.client import HostReader  # httpx: imported only when a job holds the store
 
 __all__ = ["Reader", "reading", "append_labels", "append_label_sessions", "prepare",
            "live_progress"]
@@ -69,7 +71,8 @@ def append_labels(path: str | Path, rows: Sequence[Mapping[str, Any]]) -> int:
         return _append_once(path, rows)
 
 
-def _append_once(path: str | Path, rows: Sequence[Mapping[str, Any]], table: str = "labels") -> int:
+def _append_once(path: str | Path, rows: Sequence[Mapping[str, Any]],
+                 table: str = "labels") -> int:
     with _reach(path, read_only=False) as reached:
         if isinstance(reached, Store):
             return append_label_rows(reached.con, rows, table)
@@ -145,7 +148,7 @@ class _Following:
             return getattr(self._reader, name)(*args)
 
 
-def _reach(path: str | Path, *, read_only: bool) -> Store | HostReader:
+def _reach(path: str | Path, *, read_only: bool) -> "Store | HostReader":
     """The store opened here, or its holder's host; waits up to LOCK_WAIT_S for either."""
     deadline = time.monotonic() + store_module.LOCK_WAIT_S
     while True:
@@ -161,6 +164,10 @@ def _reach(path: str | Path, *, read_only: bool) -> Store | HostReader:
             time.sleep(_RETRY_S)
 
 
-def _host(path: str | Path) -> HostReader | None:
+def _host(path: str | Path) -> "HostReader | None":
     holder = find_holder(path)
-    return connect(path, holder) if holder is not None else None
+    if holder is None:
+        return None
+    from harness.store.client import connect
+
+    return connect(path, holder)

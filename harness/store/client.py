@@ -16,7 +16,7 @@ import duckdb
 import httpx
 
 from harness.errors import UserError
-from harness.store.discovery import Holder
+from harness.store.discovery import Holder, HostGone
 from harness.store.wire import decode_json, decode_result, encode_json, result_frame
 
 if TYPE_CHECKING:
@@ -26,10 +26,6 @@ __all__ = ["HostReader", "HostGone", "connect"]
 
 _CONNECT_TIMEOUT_S = 2.0
 _READ_TIMEOUT_S = 600.0  # a report on a large store through the host takes a while
-
-
-class HostGone(UserError):
-    """The host stopped answering: its job has finished (or is finishing) or was killed."""
 
 
 class HostReader:

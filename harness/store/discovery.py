@@ -17,7 +17,13 @@ from pathlib import Path
 
 import orjson
 
-__all__ = ["Holder", "discovery_path", "publish", "withdraw", "find_holder"]
+from harness.errors import UserError
+
+__all__ = ["Holder", "HostGone", "discovery_path", "publish", "withdraw", "find_holder"]
+
+
+class HostGone(UserError):
+    """A holder's host stopped answering: its job has finished (or is finishing) or was killed."""
 
 
 @dataclass(frozen=True)
