@@ -167,3 +167,15 @@ def test_contam_view_refuses_bad_arguments_in_one_line(tmp_path, contam):
         port = taken.getsockname()[1]
         status, _, err = contam("view", "--store", store, "--port", port)
     assert status == 2 and f"cannot listen on 127.0.0.1:{port}" in err
+
+
+def test_without_the_browser_its_tests_skip_and_under_ci_they_fail(monkeypatch, tmp_path):
+    import tests.browserkit as kit
+
+    monkeypatch.setattr(kit, "CHROMEDRIVER", tmp_path / "chromedriver")
+    monkeypatch.delenv("CI", raising=False)
+    with pytest.raises(pytest.skip.Exception, match="chromedriver missing"):
+        kit.require_browser()
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="browser tests cannot run: .*chromedriver missing"):
+        kit.require_browser()
