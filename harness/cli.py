@@ -203,6 +203,24 @@ def _add_emulator(sub: argparse._SubParsersAction) -> None:
                         "items (default), clean none")
 
 
+def _add_view(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("view", help="browse and label the answers in a web browser")
+    _store(p)
+    p.add_argument("--host", default="127.0.0.1",
+                   help="address to listen on (default 127.0.0.1; any other address still needs "
+                        "the token)")
+    p.add_argument("--port", type=int, default=8780, help="TCP port (default 8780; 0 = any free one)")
+    p.add_argument("--unblind", action="store_true",
+                   help="show model, subset and scores while labelling (default: blind)")
+    p.add_argument("--raters", help="split the cells among these raters, e.g. alice,bob "
+                                    "(default: every rater labels every cell)")
+    p.add_argument("--overlap", type=float,
+                   help="with --raters: this fraction of each rater's cells also goes to the next "
+                        "rater, for agreement (e.g. 0.2)")
+    p.add_argument("--seed", type=int, help="seed of the cell order of raters who have none yet "
+                                            "(default: a random one, recorded)")
+
+
 def _add_bench(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("bench", help="throughput benchmark against providers or the emulator")
     p.add_argument("config", nargs="?", help="run config whose [[models]] are benchmarked")
@@ -226,7 +244,7 @@ def _add_bench(sub: argparse._SubParsersAction) -> None:
 
 _BUILDERS: list[Callable[[argparse._SubParsersAction], None]] = [
     _add_demo, _add_import, _add_run, _add_probe, _add_batches, _add_cost, _add_judge, _add_score,
-    _add_report, _add_sql, _add_emulator, _add_bench,
+    _add_report, _add_sql, _add_emulator, _add_bench, _add_view,
 ]
 
 
@@ -244,6 +262,7 @@ EXAMPLES = {
     "batches": "contam batches --store runs/paper.duckdb",
     "probe": "contam probe cdd examples/study.toml --samples 20 --limit 50",
     "cost": 'contam cost --store runs/paper.duckdb --price "*=2.50,10.00" --items 400',
+    "view": "contam view --store runs/paper.duckdb --raters alice,bob --overlap 0.2",
 }
 
 
@@ -471,6 +490,15 @@ def _bench(args: argparse.Namespace) -> int:
     return result.exit_status
 
 
+def _view(args: argparse.Namespace) -> int:
+    from harness.view import serve, view_options
+
+    options = view_options(store=args.store, host=args.host, port=args.port, unblind=args.unblind,
+                           overlap=args.overlap, raters=args.raters, seed=args.seed)
+    serve(options, on_ready=lambda url: print(f"contam view: {url}", flush=True))
+    return 0
+
+
 def _demo(args: argparse.Namespace) -> int:
     from harness.jobs.demo import demo
 
@@ -481,7 +509,7 @@ HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
     "demo": _demo, "import": _import, "run": _run, "probe": _probe, "batches": _batches,
     "cost": _cost,
     "judge": _judge, "score": _score, "report": _report, "sql": _sql, "emulator": _emulator,
-    "bench": _bench,
+    "bench": _bench, "view": _view,
 }
 
 

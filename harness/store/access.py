@@ -28,7 +28,8 @@ if TYPE_CHECKING:
 
     from harness.store.client import HostReader  # httpx: imported only when a job holds the store
 
-__all__ = ["Reader", "reading", "append_labels", "live_progress"]
+__all__ = ["Reader", "reading", "append_labels", "append_label_sessions", "prepare",
+           "live_progress"]
 
 _RETRY_S = 0.1
 
@@ -70,11 +71,28 @@ def append_labels(path: str | Path, rows: Sequence[Mapping[str, Any]]) -> int:
         return _append_once(path, rows)
 
 
-def _append_once(path: str | Path, rows: Sequence[Mapping[str, Any]]) -> int:
+def _append_once(path: str | Path, rows: Sequence[Mapping[str, Any]],
+                 table: str = "labels") -> int:
     with _reach(path, read_only=False) as reached:
         if isinstance(reached, Store):
-            return append_label_rows(reached.con, rows)
-        return reached.append_labels(rows)
+            return append_label_rows(reached.con, rows, table)
+        return reached.append_labels(rows, table)
+
+
+def append_label_sessions(path: str | Path, rows: Sequence[Mapping[str, Any]]) -> int:
+    """Append ``label_sessions`` rows (a `contam view` rater's shuffle seed), as labels are."""
+    try:
+        return _append_once(path, rows, "label_sessions")
+    except HostGone:
+        return _append_once(path, rows, "label_sessions")
+
+
+def prepare(path: str | Path) -> None:
+    """Reach the store once as a writer: opened here, that applies every migration (a job that
+    holds it applied them when it opened it), so that a long-lived reader (`contam view`)
+    finds the tables and views it reads."""
+    with _reach(path, read_only=False):
+        pass
 
 
 def live_progress(path: str | Path) -> list[dict[str, Any]] | None:

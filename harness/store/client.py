@@ -62,8 +62,9 @@ class HostReader:
 
     # -- beyond reading -----------------------------------------------------------------------
 
-    def append_labels(self, rows: Sequence[Mapping[str, Any]]) -> int:
-        return decode_json(self._post("/labels", {"rows": list(rows)}))["appended"]
+    def append_labels(self, rows: Sequence[Mapping[str, Any]], table: str = "labels") -> int:
+        """``labels`` rows, or ``label_sessions`` rows (`contam view`'s raters' seeds)."""
+        return decode_json(self._post("/labels", {"rows": list(rows), "table": table}))["appended"]
 
     def progress(self) -> list[dict[str, Any]]:
         return decode_json(self._request("GET", "/progress"))["progress"]
@@ -92,8 +93,9 @@ class HostReader:
     # -- requests -----------------------------------------------------------------------------
 
     def _query(self, sql: str, params: Iterable[Any] | None) -> bytes:
-        return self._post("/query", {"sql": sql,
-                                     "params": list(params) if params is not None else None})
+        if params is not None:  # named ($name) parameters travel as an object, the rest as a list
+            params = dict(params) if isinstance(params, Mapping) else list(params)
+        return self._post("/query", {"sql": sql, "params": params})
 
     def _post(self, route: str, body: dict[str, Any]) -> bytes:
         return self._request("POST", route, content=encode_json(body))

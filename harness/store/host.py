@@ -171,8 +171,11 @@ class StoreHost:
 
     async def _labels(self, request: Any) -> Any:
         body = await request.body()
-        return await self._in_worker(
-            lambda: encode_json({"appended": self._append(decode_json(body)["rows"])}))
+
+        def append() -> bytes:
+            asked = decode_json(body)
+            return encode_json({"appended": self._append(asked["rows"], asked.get("table", "labels"))})
+        return await self._in_worker(append)
 
     async def _in_worker(self, work: Callable[[], bytes]) -> Any:
         """``work`` in a worker thread; a refusal or a DuckDB error as a 400 naming its kind."""
@@ -208,9 +211,9 @@ class StoreHost:
                 with suppress(duckdb.Error):  # an interrupted cursor has nothing to roll back
                     cursor.execute("ROLLBACK")
 
-    def _append(self, rows: list[dict[str, Any]]) -> int:
+    def _append(self, rows: list[dict[str, Any]], table: str) -> int:
         with self._cursor() as cursor:
-            return append_label_rows(cursor, rows)
+            return append_label_rows(cursor, rows, table)
 
     @contextmanager
     def _cursor(self) -> Iterator[duckdb.DuckDBPyConnection]:

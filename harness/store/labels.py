@@ -15,22 +15,29 @@ from harness.store.store import insert_statement, utc_now
 __all__ = ["append_label_rows"]
 
 
-def append_label_rows(con: duckdb.DuckDBPyConnection, rows: Sequence[Mapping[str, Any]]) -> int:
-    """Insert ``labels`` rows (dicts keyed by column; ``created_at`` now where missing) in one
-    transaction of ``con``; a refused row (unknown column, missing rater) refuses them all."""
+_TABLES = ("labels", "label_sessions")  # a rater's labels, and the seed that orders their cells
+
+
+def append_label_rows(con: duckdb.DuckDBPyConnection, rows: Sequence[Mapping[str, Any]],
+                      table: str = "labels") -> int:
+    """Insert ``labels`` (or ``label_sessions``) rows (dicts keyed by column; ``created_at`` now
+    where missing) in one transaction of ``con``; a refused row (unknown column, missing rater)
+    refuses them all."""
+    if table not in _TABLES:
+        raise UserError(f"{table}: only {' and '.join(_TABLES)} rows are appended from outside a job")
     if not rows:
         return 0
     now = utc_now()
     stamped = [{"created_at": now, **row} for row in rows]
     try:
-        statement = insert_statement("labels", stamped)
+        statement = insert_statement(table, stamped)
     except ValueError as exc:  # unknown columns
-        raise UserError(f"labels refused: {exc}") from None
+        raise UserError(f"{table} refused: {exc}") from None
     con.execute("BEGIN TRANSACTION")
     try:
         con.execute(*statement)
     except duckdb.Error as exc:
         con.execute("ROLLBACK")
-        raise UserError(f"labels refused: {first_line(exc)}") from None
+        raise UserError(f"{table} refused: {first_line(exc)}") from None
     con.execute("COMMIT")
     return len(stamped)

@@ -160,6 +160,24 @@ CREATE OR REPLACE VIEW latest_probe_scores AS
         FROM probe_scores) WHERE rn = 1;
 """
 
+# Labelling in the browser (``contam view``): a rater's note travels with the label, and an undone
+# label is a newer row of the same key with ``retracted`` true (its ``label`` says what was taken
+# back), never a deletion. ``latest_labels`` is redefined so that a key whose latest row is a
+# retraction has no label at all: the ``cells`` view, the report, ``contam import labels`` and the
+# judge's pending cells all read it, so they agree. Each rater's session is recorded with the seed
+# that shuffled their cells, so their order is the same on every visit.
+_LABELLING = """
+ALTER TABLE labels ADD COLUMN note VARCHAR;
+ALTER TABLE labels ADD COLUMN retracted BOOLEAN;
+CREATE TABLE label_sessions (
+    seq BIGINT DEFAULT nextval('row_seq'), session_id VARCHAR NOT NULL, rater VARCHAR NOT NULL,
+    seed BIGINT NOT NULL, blind BOOLEAN, overlap DOUBLE, raters JSON, created_at TIMESTAMP);
+CREATE OR REPLACE VIEW latest_labels AS
+    SELECT * EXCLUDE (rn, retracted) FROM (
+        SELECT *, row_number() OVER (PARTITION BY item_id, model, rater ORDER BY seq DESC) AS rn
+        FROM labels) WHERE rn = 1 AND NOT coalesce(retracted, false);
+"""
+
 # Every file `contam import` wrote from, so that a report can name it and its sha256 (what a reader
 # needs to fetch the very same file again): one row per import that added or re-read a file.
 _IMPORTS = """
@@ -175,6 +193,7 @@ MIGRATIONS: list[tuple[int, str, str]] = [
     (3, "batch jobs", _BATCHES),
     (4, "attempts.replica: the server of a replicated model",
      "ALTER TABLE attempts ADD COLUMN replica VARCHAR;"),
+    (5, "labelling: notes, retractions, rater sessions", _LABELLING),
     (6, "contamination probes", _PROBES),
     (7, "imports: every imported file's name and sha256", _IMPORTS),
 ]
@@ -188,7 +207,8 @@ TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
                 "answer_raw", "answer", "finish_reason", "input_tokens", "output_tokens",
                 "latency_s", "created_at"),
     "labels": ("item_id", "model", "rater", "label", "rubric_sha256", "run_id", "source_file",
-               "created_at"),
+               "created_at", "note", "retracted"),
+    "label_sessions": ("session_id", "rater", "seed", "blind", "overlap", "raters", "created_at"),
     "scores": ("item_id", "model", "metric", "value", "params", "created_at"),
     "batches": ("batch_key", "run_id", "model", "provider", "provider_model", "job_id", "status",
                 "cells", "succeeded", "failed", "error", "created_at", "finished_at", "updated_at",
@@ -346,16 +366,19 @@ class Store:
     def count(self, table: str) -> int:
         return self.con.execute(f"SELECT count(*) FROM {table}").fetchall()[0][0]
 
-    def query(self, sql: str, params: Iterable[Any] | None = None) -> list[tuple]:
-        return self.con.execute(sql, list(params) if params is not None else None).fetchall()
+    def query(self, sql: str, params: Iterable[Any] | Mapping[str, Any] | None = None) -> list[tuple]:
+        """Rows as tuples; ``params`` are positional (``$1``) or, as a mapping, named (``$name``)."""
+        return self.con.execute(sql, _parameters(params)).fetchall()
 
-    def query_dicts(self, sql: str, params: Iterable[Any] | None = None) -> list[dict[str, Any]]:
-        cursor = self.con.execute(sql, list(params) if params is not None else None)
+    def query_dicts(self, sql: str,
+                    params: Iterable[Any] | Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+        cursor = self.con.execute(sql, _parameters(params))
         names = [d[0] for d in cursor.description]
         return [dict(zip(names, row)) for row in cursor.fetchall()]
 
-    def query_df(self, sql: str, params: Iterable[Any] | None = None) -> "pd.DataFrame":
-        return self.con.execute(sql, list(params) if params is not None else None).df()
+    def query_df(self, sql: str,
+                 params: Iterable[Any] | Mapping[str, Any] | None = None) -> "pd.DataFrame":
+        return self.con.execute(sql, _parameters(params)).df()
 
     def checked_query(self, query: str) -> tuple[list[str], list[tuple]]:
         """`contam sql`'s query (:mod:`harness.store.readonly`): one read-only statement, with
@@ -407,6 +430,12 @@ def _in_use(path: Path, exc: duckdb.Error) -> StoreInUse | None:
     if known is not None and known.pid == pid:
         holder = f"contam {known.command}"
     return StoreInUse(path, pid, holder)
+
+
+def _parameters(params: Iterable[Any] | Mapping[str, Any] | None) -> list | dict | None:
+    if params is None or isinstance(params, Mapping):
+        return dict(params) if params is not None else None
+    return list(params)
 
 
 class _Transaction:

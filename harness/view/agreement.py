@@ -1,0 +1,124 @@
+"""Agreement between raters and the adjudication that settles their disagreements.
+
+Counts are made in SQL (a confusion table per pair of raters); the statistics are the report's
+(:mod:`harness.report.stats`): Cohen's kappa for every pair of human raters and for every human
+rater against every judge, Fleiss' kappa once three or more human raters have labels.
+
+The adjudicator's labels are rater ``human:adjudicated``: for a cell the human raters disagree
+on, the adjudicator's decision; for a cell they agree on (one rater's label included), that
+label, written in one go from the agreement page. ``contam report --human human:adjudicated``
+then reports on the settled labels. A disagreement comes back to the queue when a rater changes
+a label after it was settled.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from harness.view.options import ADJUDICATOR
+
+__all__ = ["Agreement", "agreement", "disagreements", "agreed_rows", "rater_labels", "LABELS"]
+
+LABELS = ("right", "partial", "wrong")
+
+_HUMANS = f"""SELECT item_id, model, rater, label, note, seq FROM latest_labels
+WHERE (rater = 'human' OR rater LIKE 'human:%') AND rater <> '{ADJUDICATOR}'"""
+_JUDGES = "SELECT item_id, model, rater, label FROM latest_labels WHERE rater LIKE 'judge:%'"
+_SETTLED = f"SELECT item_id, model, label, seq FROM latest_labels WHERE rater = '{ADJUDICATOR}'"
+
+_PAIRS_SQL = f"""
+WITH h AS ({_HUMANS}), j AS ({_JUDGES})
+SELECT a.rater AS rater_a, b.rater AS rater_b, a.label AS label_a, b.label AS label_b, count(*) AS n
+FROM h a JOIN {{other}} b USING (item_id, model) {{where}} GROUP BY ALL
+"""
+
+_FLEISS_SQL = f"""
+WITH h AS ({_HUMANS}),
+cells AS (SELECT count(*) FILTER (WHERE label = 'right') AS r,
+                 count(*) FILTER (WHERE label = 'partial') AS p,
+                 count(*) FILTER (WHERE label = 'wrong') AS w, count(*) AS m
+          FROM h GROUP BY item_id, model)
+SELECT r, p, w, count(*) AS n FROM cells WHERE m = (SELECT max(m) FROM cells) AND m >= 2
+GROUP BY ALL
+"""
+
+_DISAGREEMENTS_SQL = f"""
+WITH h AS ({_HUMANS}),
+d AS (SELECT item_id, model, max(seq) AS newest FROM h GROUP BY ALL HAVING count(DISTINCT label) > 1)
+SELECT d.item_id, d.model FROM d LEFT JOIN ({_SETTLED}) s USING (item_id, model)
+WHERE s.seq IS NULL OR s.seq < d.newest
+"""
+
+_AGREED_SQL = f"""
+WITH h AS ({_HUMANS})
+SELECT item_id, model, min(label) AS label, string_agg(rater, ', ' ORDER BY rater) AS raters
+FROM h ANTI JOIN ({_SETTLED}) s USING (item_id, model)
+GROUP BY ALL HAVING count(DISTINCT label) = 1
+"""
+
+
+@dataclass(frozen=True)
+class Agreement:
+    raters: list[str]  # human raters (the adjudicator aside)
+    pairs: list[dict[str, Any]]  # Cohen's kappa per pair of human raters
+    judges: list[dict[str, Any]]  # Cohen's kappa of each human rater against each judge
+    fleiss: dict[str, Any] | None  # over the cells rated by the most raters (m), 3+ raters
+    disagreements: int
+    agreed: int
+
+
+def agreement(store: Any) -> Agreement:
+    raters = [r[0] for r in store.query(f"SELECT DISTINCT rater FROM ({_HUMANS}) ORDER BY 1")]
+    pairs = _kappas(store.query_dicts(_PAIRS_SQL.format(other="h", where="WHERE a.rater < b.rater")))
+    judges = _kappas(store.query_dicts(_PAIRS_SQL.format(other="j", where="")))
+    return Agreement(raters=raters, pairs=pairs, judges=judges,
+                     fleiss=_fleiss(store) if len(raters) >= 3 else None,
+                     disagreements=_count(store, _DISAGREEMENTS_SQL),
+                     agreed=_count(store, _AGREED_SQL))
+
+
+def _count(store: Any, sql: str) -> int:
+    return store.query(f"SELECT count(*) FROM ({sql})")[0][0]
+
+
+def _kappas(counts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per (rater_a, rater_b) from their label counts: n, exact agreement, kappas."""
+    from harness.report import stats  # scipy and statsmodels: loaded by the first agreement page
+
+    tables: dict[tuple[str, str], list[list[int]]] = {}
+    for row in counts:
+        table = tables.setdefault((row["rater_a"], row["rater_b"]), [[0] * 3 for _ in LABELS])
+        table[LABELS.index(row["label_a"])][LABELS.index(row["label_b"])] += row["n"]
+    return [{"rater_a": a, "rater_b": b, "n": sum(map(sum, t)), "exact": stats.exact_agreement(t),
+             "kappa": stats.cohen_kappa(t), "kappa_linear": stats.cohen_kappa(t, "linear"),
+             "confusion": t} for (a, b), t in sorted(tables.items())]
+
+
+def _fleiss(store: Any) -> dict[str, Any] | None:
+    rows = store.query(_FLEISS_SQL)
+    if not rows:
+        return None
+    from harness.report import stats
+
+    table = [[r, p, w] for r, p, w, n in rows for _ in range(n)]
+    return {"m": sum(table[0]), "n": len(table), "kappa": stats.fleiss_kappa(table)}
+
+
+def disagreements(store: Any) -> list[tuple[str, str]]:
+    """Cells whose human raters disagree and that are not settled since their latest label."""
+    ordered = _DISAGREEMENTS_SQL + "ORDER BY md5(d.item_id || chr(31) || d.model)"
+    return [tuple(row) for row in store.query(ordered)]
+
+
+def agreed_rows(store: Any) -> list[dict[str, Any]]:
+    """Cells all of whose human raters gave one label and that have no adjudicated label yet."""
+    return store.query_dicts(_AGREED_SQL + "ORDER BY item_id, model")
+
+
+def rater_labels(store: Any, item_id: str, model: str) -> list[dict[str, Any]]:
+    """Each human rater's standing label and note on one cell (what the adjudicator weighs)."""
+    return store.query_dicts(
+        "SELECT rater, label, note FROM latest_labels WHERE item_id = $item AND model = $model "
+        "AND (rater = 'human' OR rater LIKE 'human:%') ORDER BY rater",
+        {"item": item_id, "model": model})

@@ -1,0 +1,94 @@
+"""Building the ASGI app (Starlette) and serving it (uvicorn): `contam view`'s entry point.
+
+The server listens where it is told; the access token is always required, on loopback and on
+any other address alike. It prints one line, the URL with the token, once it is listening.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections.abc import Callable
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.datastructures import MutableHeaders
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from harness.errors import UserError
+from harness.store import access
+from harness.view.options import ViewOptions
+from harness.view.routes import View
+from harness.view.token import TokenGuard, new_token
+
+__all__ = ["create_app", "serve", "PAGE_POLICY"]
+
+PAGE_POLICY = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+               "connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
+
+
+class ResponseHeaders:
+    """No framing, no sniffing, no referrer, no caching of pages with data; a strict content
+    policy unless the response brought its own (the report's). And ``Server-Timing``: how long
+    the server took to the response's start (what scripts/bench_view.py reads)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        started = time.perf_counter()
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = MutableHeaders(scope=message)
+                headers.append("server-timing", f"app;dur={(time.perf_counter() - started) * 1000:.2f}")
+                headers.setdefault("content-security-policy", PAGE_POLICY)
+                headers.update({"x-content-type-options": "nosniff", "referrer-policy": "no-referrer",
+                                "x-frame-options": "DENY", "cache-control": "no-store"})
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers if scope["type"] == "http" else send)
+
+
+def create_app(options: ViewOptions, token: str, port: int | None = None) -> ASGIApp:
+    """The whole app: the token guard in front of the pages. ``port`` names the cookie."""
+    view = View(options, token)
+    app = Starlette(routes=view.routes(), exception_handlers={UserError: view.refused})
+    app.state.view = view
+    cookie = f"contam_view_{port if port is not None else options.port}"
+    return ResponseHeaders(TokenGuard(app, token=token, cookie=cookie))
+
+
+def serve(options: ViewOptions, on_ready: Callable[[str], Any] = print) -> None:
+    """Check the store, listen, call ``on_ready`` with the URL, serve until interrupted."""
+    import uvicorn
+
+    if not options.store.exists():
+        raise UserError(f"{options.store}: no such store")
+    access.prepare(options.store)  # every migration applied before the first read
+    sock = _listen(options.host, options.port)
+    port = sock.getsockname()[1]
+    token = new_token()
+    config = uvicorn.Config(create_app(options, token, port), log_level="warning",
+                            access_log=False, lifespan="off")
+    server = uvicorn.Server(config)
+    on_ready(f"http://{_url_host(options.host)}:{port}/?token={token}")
+    server.run(sockets=[sock])
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise UserError(f"cannot listen on {host}:{port} ({exc.strerror or exc})") from None
+    sock.listen(128)
+    sock.set_inheritable(True)
+    return sock
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host

@@ -1,0 +1,217 @@
+"""The browse page's query: every answered cell with its labels, scores and judge, filtered,
+sorted and paged in the database, and only the page's rows fetched.
+
+It reads the tables, not the ``cells`` view (which builds every column of every cell before a
+page can be cut from it): each filter goes into the narrow subquery it concerns, the sort and the
+count run over keys and the sorted column, and the texts are joined to the page's rows alone.
+Labels come from ``latest_labels`` (so a retracted label is none); a score is the latest row of
+its metric, as ``latest_scores`` has it, taken by ``arg_max_null`` (three times cheaper here).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+__all__ = ["BrowseQuery", "BrowsePage", "browse", "filter_choices", "COLUMNS", "PAGE_SIZE",
+           "LABEL_FILTERS"]
+
+PAGE_SIZE = 50
+# Sortable columns: name -> (heading, SQL over the keyed rows)
+COLUMNS: dict[str, tuple[str, str]] = {
+    "item_id": ("Item", "item_id"), "title": ("Title", "title"),
+    "subset": ("Subset", "subset"), "model": ("Model", "model"),
+    "answer": ("Answer", "answer"), "human": ("Human labels", "human_labels"),
+    "judge": ("Judge", "judge_label"), "bleu2": ("BLEU-2", "bleu2"),
+    "bertscore_f1": ("BERTScore-F1", "bertscore_f1"),
+}
+LABEL_FILTERS = ("right", "partial", "wrong", "none")
+
+
+@dataclass(frozen=True, kw_only=True)
+class BrowseQuery:
+    """What the page's form and links ask for; anything unknown falls back to the default."""
+
+    subset: str = ""
+    title: str = ""
+    model: str = ""
+    rater: str = ""  # "" = any human rater
+    label: str = ""  # right / partial / wrong / none (no label from that rater)
+    disagree: bool = False  # the judge's label differs from the human's
+    sort: str = "item_id"
+    desc: bool = False
+    page: int = 1
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, str]) -> "BrowseQuery":
+        text = {name: params.get(name, "").strip() for name in ("subset", "title", "model", "rater")}
+        page = params.get("page", "1")
+        return cls(**text, label=params.get("label", "") if params.get("label") in LABEL_FILTERS else "",
+                   disagree=params.get("disagree") == "1",
+                   sort=params.get("sort") if params.get("sort") in COLUMNS else "item_id",
+                   desc=params.get("desc") == "1", page=max(1, int(page)) if page.isdigit() else 1)
+
+    def params(self, **changes: Any) -> dict[str, str]:
+        """This query (with changes) as URL parameters, defaults left out."""
+        query = replace(self, **changes)
+        values = {"subset": query.subset, "title": query.title, "model": query.model,
+                  "rater": query.rater, "label": query.label, "disagree": "1" if query.disagree else "",
+                  "sort": "" if query.sort == "item_id" else query.sort,
+                  "desc": "1" if query.desc else "",
+                  "page": "" if query.page == 1 else str(query.page)}
+        return {k: v for k, v in values.items() if v}
+
+
+@dataclass(frozen=True)
+class BrowsePage:
+    rows: list[dict[str, Any]]
+    total: int
+    query: BrowseQuery
+    pages: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "pages", max(1, -(-self.total // PAGE_SIZE)))
+
+
+# Each part is a subquery keyed by (item_id, model) over {source}: the whole table while it
+# decides the filter or the order, or only the page's rows once the page is cut. Labels follow
+# latest_labels (the latest row per rater; a retracted one is no label), scores latest_scores.
+_HUMAN = """SELECT item_id, model,
+       string_agg(replace(rater, 'human:', '') || ': ' || label, ', ' ORDER BY rater) AS human_labels
+FROM (SELECT item_id, model, rater, arg_max(label, seq) AS label FROM {source}
+      WHERE rater = 'human' OR rater LIKE 'human:%' GROUP BY ALL
+      HAVING NOT arg_max(coalesce(retracted, false), seq)) GROUP BY ALL"""
+# What the label and disagreement filters test: the labels of the chosen rater (or of any human).
+_RATED = """SELECT item_id, model, bool_or(label = $label) AS label_match,
+       count(*) AS rater_labels, list(label) AS rater_label_list
+FROM (SELECT item_id, model, rater, arg_max(label, seq) AS label FROM {source}
+      WHERE {rater_match} GROUP BY ALL HAVING NOT arg_max(coalesce(retracted, false), seq))
+GROUP BY ALL"""
+_JUDGE = """SELECT item_id, model, arg_min(label, rater) AS judge_label
+FROM (SELECT item_id, model, rater, arg_max(label, seq) AS label FROM {source}
+      WHERE rater LIKE 'judge:%' GROUP BY ALL HAVING NOT arg_max(coalesce(retracted, false), seq))
+GROUP BY ALL"""
+_SCORES = """SELECT item_id, model,
+       arg_max_null(value, seq) FILTER (WHERE metric = 'bleu2') AS bleu2,
+       arg_max_null(value, seq) FILTER (WHERE metric = 'bertscore_f1') AS bertscore_f1
+FROM {source} WHERE metric IN ('bleu2', 'bertscore_f1') GROUP BY ALL"""
+_ANSWER = "SELECT seq AS answer_seq, answer FROM {source}"
+_CELL_ROWS = "(SELECT * FROM {table} SEMI JOIN page USING (item_id, model))"
+# name -> (subquery, its rows when only the page's are needed, join key, columns)
+_PARTS = {
+    "rated": (_RATED, "", "item_id, model", ("label_match", "rater_labels", "rater_label_list")),
+    "human": (_HUMAN, _CELL_ROWS.format(table="labels"), "item_id, model", ("human_labels",)),
+    "judge": (_JUDGE, _CELL_ROWS.format(table="labels"), "item_id, model", ("judge_label",)),
+    "scores": (_SCORES, _CELL_ROWS.format(table="scores"), "item_id, model", ("bleu2", "bertscore_f1")),
+    "answer": (_ANSWER, "(SELECT * FROM answers WHERE seq IN (SELECT answer_seq FROM page))",
+               "answer_seq", ("answer",)),
+}
+_TABLES = {"rated": "labels", "human": "labels", "judge": "labels", "scores": "scores",
+           "answer": "answers"}
+_SHOWN = ("human", "judge", "scores", "answer")  # the parts every page row shows
+_ANY_HUMAN = "(rater = 'human' OR rater LIKE 'human:%')"
+_NEEDED_BY_SORT = {"human": "human", "judge": "judge", "bleu2": "scores", "bertscore_f1": "scores",
+                   "answer": "answer"}
+
+_SQL = """
+WITH a AS (SELECT item_id, model, max(seq) AS answer_seq FROM answers {answer_filter} GROUP BY ALL),
+i AS (SELECT item_id, title, subset FROM latest_items {item_filter}),
+k AS (SELECT a.*, i.title, i.subset{early_columns} FROM a JOIN i USING (item_id){early_joins}
+      WHERE {cell_filter}),
+page AS (SELECT *, count(*) OVER () AS total FROM k ORDER BY {order} LIMIT {limit} OFFSET $offset)
+SELECT page.item_id, page.model, page.title, page.subset, page.total, answer, human_labels,
+       judge_label, bleu2, bertscore_f1
+FROM page{late_joins}
+ORDER BY {order}
+"""
+
+
+def browse(store: Any, query: BrowseQuery) -> BrowsePage:
+    """One page of cells; a page past the end is the last page."""
+    sql, params = _statement(query)
+    rows = store.query_dicts(sql, params)
+    if not rows and query.page > 1:  # a filter shrank the list under a deep link
+        total = _count(store, query)
+        last = max(1, -(-total // PAGE_SIZE))
+        return browse(store, replace(query, page=last)) if total else BrowsePage([], 0, query)
+    total = rows[0].pop("total") if rows else 0
+    for row in rows[1:]:
+        row.pop("total")
+    return BrowsePage(rows, total, query)
+
+
+def _count(store: Any, query: BrowseQuery) -> int:
+    sql, params = _statement(replace(query, page=1))
+    return store.query(f"SELECT coalesce(max(total), 0) FROM ({sql})", params)[0][0]
+
+
+def _statement(query: BrowseQuery) -> tuple[str, dict[str, Any]]:
+    early = _early_parts(query)
+    column, direction = COLUMNS[query.sort][1], "DESC" if query.desc else "ASC"
+    items = [name for name in ("subset", "title") if getattr(query, name)]
+    sql = _SQL.format(
+        answer_filter="WHERE model = $model" if query.model else "",
+        item_filter="WHERE " + " AND ".join(f"{n} = ${n}" for n in items) if items else "",
+        early_columns="".join(f", {name}.{c}" for name in early for c in _PARTS[name][3]),
+        early_joins="".join(_join(name, query, whole=True) for name in early),
+        cell_filter=_cell_filter(query),
+        order=f"{column} {direction} NULLS LAST, item_id, model", limit=PAGE_SIZE,
+        late_joins="".join(_join(name, query, whole=False) for name in _SHOWN if name not in early))
+    return sql, _params(query, early)
+
+
+def _params(query: BrowseQuery, early: list[str]) -> dict[str, Any]:
+    """The statement's named parameters: only those it uses (DuckDB refuses the others)."""
+    params: dict[str, Any] = {"offset": (query.page - 1) * PAGE_SIZE}
+    params.update({name: getattr(query, name) for name in ("model", "subset", "title")
+                   if getattr(query, name)})
+    if "rated" in early:
+        params["label"] = query.label
+        if query.rater:
+            params["rater"] = query.rater
+    return params
+
+
+def _early_parts(query: BrowseQuery) -> list[str]:
+    """The parts the filter or the order needs for every cell."""
+    needed = {_NEEDED_BY_SORT.get(query.sort)}
+    if query.label:
+        needed.add("rated")
+    if query.disagree:
+        needed |= {"rated", "judge"}
+    return [name for name in _PARTS if name in needed]
+
+
+def _join(name: str, query: BrowseQuery, *, whole: bool) -> str:
+    """``LEFT JOIN (part) name USING (key)``, over the whole table or the page's rows alone."""
+    sql, page_rows, key, _columns = _PARTS[name]
+    source = _TABLES[name] if whole else page_rows
+    rater_match = "rater = $rater" if query.rater else _ANY_HUMAN
+    part = sql.format(source=source, rater_match=rater_match)
+    return f"\n    LEFT JOIN ({part}) {name} USING ({key})"
+
+
+def _cell_filter(query: BrowseQuery) -> str:
+    conditions = ["true"]
+    if query.label == "none":
+        conditions.append("coalesce(rated.rater_labels, 0) = 0")
+    elif query.label:
+        conditions.append("coalesce(rated.label_match, false)")
+    if query.disagree:
+        conditions.append("judge.judge_label IS NOT NULL AND coalesce(rated.rater_labels, 0) > 0 "
+                          "AND len(list_distinct(list_append(rated.rater_label_list, "
+                          "judge.judge_label))) > 1")
+    return " AND ".join(conditions)
+
+
+def filter_choices(store: Any) -> dict[str, list[str]]:
+    """The values each filter offers: subsets, titles, models and human raters in the store."""
+    def values(sql: str) -> list[str]:
+        return [row[0] for row in store.query(sql) if row[0] is not None]
+
+    return {"subset": values("SELECT DISTINCT subset FROM latest_items ORDER BY 1"),
+            "title": values("SELECT DISTINCT title FROM latest_items ORDER BY 1"),
+            "model": values("SELECT DISTINCT model FROM answers ORDER BY 1"),
+            "rater": values("SELECT DISTINCT rater FROM latest_labels WHERE rater = 'human' "
+                            "OR rater LIKE 'human:%' ORDER BY 1")}

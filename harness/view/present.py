@@ -1,0 +1,57 @@
+"""Turning what the desks and queries return into what pages and their scripts show: the
+progress line, numbers, and a screen as JSON (only the fields the page may carry)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from harness.view.labelling import Screen
+from harness.view.queue import Progress
+
+__all__ = ["progress_text", "number", "screen_json", "duration", "short"]
+
+
+def duration(seconds: float) -> str:
+    """``45 s``, ``12 min``, ``5 h 48 min``."""
+    if seconds < 60:
+        return f"{max(0, round(seconds))} s"
+    minutes = round(seconds / 60)
+    if minutes < 60:
+        return f"{minutes} min"
+    return f"{minutes // 60} h {minutes % 60} min"
+
+
+def progress_text(progress: Progress) -> str:
+    """``132 / 1,600 · 4.2 a minute · about 5 h 48 min left``."""
+    parts = [f"{progress.done:,} / {progress.total:,}"]
+    if progress.seconds_per_label:
+        parts.append(f"{60 / progress.seconds_per_label:,.1f} a minute")
+        parts.append(f"about {duration(progress.seconds_left or 0)} left")
+    elif progress.done < progress.total:
+        parts.append("pace after two labels")
+    return " · ".join(parts)
+
+
+def number(value: Any, digits: int = 3) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "–"
+    return f"{value:.{digits}f}" if isinstance(value, float) else str(value)
+
+
+def short(text: str | None, limit: int = 160) -> str:
+    text = " ".join((text or "").split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def screen_json(screen: Screen) -> dict[str, Any]:
+    """A screen for the page's script; the card holds only what the page itself shows."""
+    card = None
+    if screen.cell is not None:
+        card = {k: v for k, v in screen.cell.items() if k not in ("scores", "judges")}
+        for name in ("bleu2", "bertscore_f1"):
+            if name in card:
+                card[name] = number(card[name])
+    return {"cell": card, "said": screen.said,
+            "progress": {"done": screen.progress.done, "total": screen.progress.total,
+                         "text": progress_text(screen.progress)}}

@@ -1,0 +1,211 @@
+"""The pages and the JSON endpoints their script calls. Handlers are thin: read the request, ask a
+desk or a query module, render a template (Jinja2, autoescaped: whatever a model or a user wrote
+is shown as text) or return JSON.
+
+Pages: ``/`` browse, ``/label`` a rater's queue, ``/adjudicate`` the disagreement queue,
+``/cell`` one cell, ``/agree`` agreement, ``/report`` the report of `contam report`.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import jinja2
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+from starlette.templating import Jinja2Templates
+
+from harness.errors import UserError
+from harness.store.store import StoreInUse
+from harness.view import browse as browsing
+from harness.view.agreement import agreement
+from harness.view.cells import cell_record
+from harness.view.gate import StoreGate
+from harness.view.labelling import AdjudicationDesk, CellIds, LabelDesk, StaleCell, label_row
+from harness.view.options import ViewOptions, rater_name
+from harness.view.present import number, progress_text, screen_json, short
+from harness.view.reporting import ReportPages
+
+__all__ = ["View"]
+
+HERE = Path(__file__).parent
+_COUNTS = ("SELECT (SELECT count(*) FROM items), (SELECT count(*) FROM answers), "
+           "(SELECT count(*) FROM labels)")
+
+
+class View:
+    """The app's state (options, the gate to the store, the desks) and its routes."""
+
+    def __init__(self, options: ViewOptions, token: str) -> None:
+        self.options, self.token = options, token
+        self.gate = StoreGate(options.store)
+        ids = CellIds()
+        self.desk = LabelDesk(self.gate, options, ids)
+        self.adjudication = AdjudicationDesk(self.gate, options, ids)
+        self.reports = ReportPages(self.gate)
+        env = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"), autoescape=True,
+                                 undefined=jinja2.StrictUndefined)
+        env.filters.update(number=number, short=short, progress=progress_text)
+        env.globals.update(token=token, blind=options.blind, columns=browsing.COLUMNS,
+                           label_filters=browsing.LABEL_FILTERS, raters=options.raters)
+        self.templates = Jinja2Templates(env=env)
+        self._choices: tuple[Any, dict] | None = None
+        self._choices_lock = threading.Lock()
+
+    def refused(self, request: Request, exc: Exception) -> Response:
+        """A UserError no handler caught (the store locked by a process that serves no reads,
+        say): one line, as JSON for the page's script or as a page; 503 while the store is busy."""
+        status = 503 if isinstance(exc, StoreInUse) else 400
+        if request.url.path.startswith("/api/"):
+            return JSONResponse({"error": str(exc)}, status_code=status)
+        return self.error(request, str(exc), status)
+
+    def routes(self) -> list:
+        return [
+            Route("/", self.browse), Route("/label", self.label), Route("/cell", self.cell),
+            Route("/adjudicate", self.adjudicate), Route("/agree", self.agree),
+            Route("/report", self.report),
+            Route("/api/progress", self.live_progress),
+            Route("/api/label/{action}", self.label_action, methods=["POST"]),
+            Route("/api/adjudicate/{action}", self.adjudicate_action, methods=["POST"]),
+            Route("/api/agreed", self.settle_agreed, methods=["POST"]),
+            Route("/api/cell-label", self.cell_label, methods=["POST"]),
+            Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
+        ]
+
+    # -- pages (run in the thread pool: they wait on the store) ---------------------------------
+
+    def page(self, request: Request, name: str, status: int = 200, **context: Any) -> Response:
+        return self.templates.TemplateResponse(request, name, context, status_code=status)
+
+    def error(self, request: Request, message: str, status: int = 400) -> Response:
+        return self.page(request, "error.html", status, message=message)
+
+    def browse(self, request: Request) -> Response:
+        query = browsing.BrowseQuery.from_params(request.query_params)
+        with self.gate.reading() as store:
+            result = browsing.browse(store, query)
+            choices = self._filter_choices(store)
+        return self.page(request, "browse.html", page=result, query=query, choices=choices)
+
+    def _filter_choices(self, store: Any) -> dict[str, list[str]]:
+        """The filters' values, read again only when items, answers or labels grew."""
+        counts = store.query(_COUNTS)[0]
+        with self._choices_lock:
+            if self._choices is None or self._choices[0] != counts:
+                self._choices = (counts, browsing.filter_choices(store))
+            return self._choices[1]
+
+    def label(self, request: Request) -> Response:
+        given = request.query_params.get("rater", "").strip()
+        if not given:
+            return self.page(request, "label_start.html")
+        screen = self.desk.screen(rater_name(given))  # a refused name: View.refused
+        return self.page(request, "label.html", screen=screen, mode="label")
+
+    def adjudicate(self, request: Request) -> Response:
+        return self.page(request, "label.html", screen=self.adjudication.screen(), mode="adjudicate")
+
+    def cell(self, request: Request) -> Response:
+        item, model = request.query_params.get("item", ""), request.query_params.get("model", "")
+        with self.gate.reading() as store:
+            record = cell_record(store, item, model)
+        if record is None:
+            return self.error(request, "no such cell: the store has no answer for that item and "
+                                       "model", 404)
+        return self.page(request, "cell.html", cell=record)
+
+    def agree(self, request: Request) -> Response:
+        with self.gate.reading() as store:
+            result = agreement(store)
+        name = "agree_tables.html" if request.query_params.get("fragment") else "agree.html"
+        return self.page(request, name, agreement=result)
+
+    def report(self, request: Request) -> Response:
+        params = {k: request.query_params.get(k) or None for k in ("human", "judge", "contrast")}
+        try:
+            html = self.reports.html(**params)
+        except UserError as exc:
+            return self.error(request, f"no report: {exc}")
+        return HTMLResponse(html, headers={"content-security-policy": REPORT_POLICY})
+
+    def live_progress(self, request: Request) -> Response:
+        return JSONResponse({"models": self.gate.live_progress()})
+
+    # -- actions (JSON in, JSON out) --------------------------------------------------------------
+
+    async def label_action(self, request: Request) -> Response:
+        body = await _json(request)
+        action = request.path_params["action"]
+
+        def act() -> Any:
+            rater = rater_name(str(body.get("rater", "")))
+            if action == "undo":
+                return self.desk.undo(rater)
+            if action == "skip":
+                return self.desk.skip(rater, _text(body, "cell"))
+            return self.desk.label(rater, _text(body, "cell"), _text(body, "label"), body.get("note"))
+
+        return await _answer(act, action in ("label", "skip", "undo"))
+
+    async def adjudicate_action(self, request: Request) -> Response:
+        body = await _json(request)
+        action = request.path_params["action"]
+        actions: dict[str, Callable[[], Any]] = {
+            "undo": self.adjudication.undo,
+            "skip": lambda: self.adjudication.skip(_text(body, "cell")),
+            "label": lambda: self.adjudication.label(_text(body, "cell"), _text(body, "label"),
+                                                     body.get("note")),
+        }
+        return await _answer(actions.get(action, lambda: None), action in actions)
+
+    async def settle_agreed(self, request: Request) -> Response:
+        written = await run_in_threadpool(self.adjudication.settle_agreed)
+        return JSONResponse({"written": written})
+
+    async def cell_label(self, request: Request) -> Response:
+        body = await _json(request)
+
+        def write() -> dict[str, Any]:
+            rater = rater_name(str(body.get("rater", "")))
+            key = (_text(body, "item"), _text(body, "model"))
+            row = label_row(key, rater, _text(body, "label"), "view:cell", note=body.get("note"))
+            self.gate.append_labels([row])
+            return {"said": f"Saved {rater}'s label"}
+
+        return JSONResponse(await run_in_threadpool(write))
+
+
+REPORT_POLICY = ("default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; "
+                 "form-action 'self'; frame-ancestors 'none'")
+
+
+async def _json(request: Request) -> dict[str, Any]:
+    try:
+        body = await request.json()
+    except ValueError:
+        body = None
+    return body if isinstance(body, dict) else {}
+
+
+def _text(body: dict[str, Any], name: str) -> str:
+    value = body.get(name)
+    if not isinstance(value, str) or not value:
+        raise UserError(f"missing {name}")
+    return value
+
+
+async def _answer(act: Callable[[], Any], known: bool) -> Response:
+    """Run a desk action; its screen as JSON, a stale page's cell as a 409 {"error", "stale"}."""
+    if not known:
+        return JSONResponse({"error": "no such action"}, status_code=404)
+    try:
+        return JSONResponse(screen_json(await run_in_threadpool(act)))
+    except StaleCell as exc:  # other refusals go to View.refused
+        return JSONResponse({"error": str(exc), "stale": True}, status_code=409)

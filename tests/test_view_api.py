@@ -1,0 +1,346 @@
+"""`contam view` through its HTTP interface (Starlette's TestClient): the token, blind labelling,
+escaping, resume, undo and skip, sessions, raters' shares, agreement and adjudication."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from starlette.testclient import TestClient
+
+from harness.report import stats
+from harness.store import Store
+from harness.view import create_app, view_options
+from harness.view.queue import Share, order_key
+from tests.viewkit import JUDGE, MARKUP, MODELS, SUBSETS, TOKEN, build_view_store, view_client
+
+
+@pytest.fixture
+def path(tmp_path):
+    return build_view_store(tmp_path / "view.duckdb", items=12)
+
+
+@pytest.fixture
+def small(tmp_path):
+    """Six items: few enough for a test to label every cell through the API."""
+    return build_view_store(tmp_path / "small.duckdb", items=6)
+
+
+def _cell_of(page: str) -> str:
+    return re.search(r'data-cell="([0-9a-f]*)"', page).group(1)
+
+
+def _label(client: TestClient, rater: str, cell: str, label: str, **extra) -> dict:
+    response = client.post("/api/label/label", json={"rater": rater, "cell": cell, "label": label,
+                                                      **extra})
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def _labels(path, where: str = "true") -> list[dict]:
+    with Store(path, read_only=True) as store:
+        return store.query_dicts(f"SELECT * FROM labels WHERE {where} ORDER BY seq")
+
+
+# -- the token ----------------------------------------------------------------------------------
+
+def test_requests_without_the_token_are_refused_and_get_no_data(path):
+    view_client(path)  # migrates the store
+    bare = TestClient(create_app(view_options(store=path), TOKEN))
+    for url in ("/", "/label?rater=alice", "/cell?item=it001&model=zorblax-7b", "/api/progress",
+                "/static/view.js", "/report", "/?token=wrong"):
+        response = bare.get(url)
+        assert response.status_code == 403, url
+        assert "Question" not in response.text and MODELS[0] not in response.text
+    refused = bare.post("/api/label/label", json={"rater": "a", "cell": "x", "label": "right"})
+    assert refused.status_code == 403
+
+
+def test_the_token_in_the_url_becomes_a_strict_httponly_cookie(path):
+    view_client(path)
+    client = TestClient(create_app(view_options(store=path, port=9999), TOKEN))
+    response = client.get(f"/?token={TOKEN}")
+    cookie = response.headers["set-cookie"]
+    assert cookie.startswith(f"contam_view_9999={TOKEN};")
+    assert "HttpOnly" in cookie and "SameSite=Strict" in cookie
+    assert client.get("/label?rater=alice").status_code == 200  # the cookie alone, for reading
+    assert "default-src 'none'" in response.headers["content-security-policy"]
+
+
+def test_a_write_needs_the_token_header_not_only_the_cookie(path):
+    client = view_client(path)
+    cell = _cell_of(client.get("/label?rater=alice").text)
+    del client.headers["X-Contam-Token"]
+    refused = client.post("/api/label/label", json={"rater": "alice", "cell": cell, "label": "right"})
+    assert refused.status_code == 403
+    assert _labels(path, "rater = 'human:alice'") == []
+
+
+# -- blind labelling ----------------------------------------------------------------------------
+
+def _no_hidden_facts(text: str) -> None:
+    for secret in (*MODELS, *SUBSETS, JUDGE, "bleu", "bertscore", "judge", "it0"):
+        assert secret.lower() not in text.lower(), secret
+
+
+def test_blind_pages_and_answers_name_no_model_subset_score_or_item(path):
+    client = view_client(path)
+    page = client.get("/label?rater=alice").text
+    _no_hidden_facts(page)
+    cell = _cell_of(page)
+    for label in ("right", "wrong", "partial", "right"):
+        reply = _label(client, "alice", cell, label)
+        _no_hidden_facts(str(reply))
+        cell = reply["cell"]["id"]
+    _no_hidden_facts(client.post("/api/label/undo", json={"rater": "alice"}).text)
+    _no_hidden_facts(client.get("/label?rater=alice").text)
+
+
+def test_unblinded_pages_show_model_subset_and_scores(path):
+    client = view_client(path, unblind=True)
+    page = client.get("/label?rater=alice").text
+    assert any(m in page for m in MODELS) and any(s in page for s in SUBSETS)
+    assert "BLEU-2" in page and 'id="c-judge"' in page
+
+
+def test_markup_in_an_answer_is_text_on_every_page(path):
+    seed = next(s for s in range(10_000) if min(
+        ((f"it{n:03d}", m) for n in range(12) for m in MODELS),
+        key=lambda k: order_key(s, *k)) == ("it000", MODELS[0]))
+    client = view_client(path, seed=seed)
+    escaped = "&lt;script&gt;alert(&#39;pwned&#39;)&lt;/script&gt;&lt;b&gt;bold&lt;/b&gt;"
+    pages = [client.get("/label?rater=alice").text,
+             client.get(f"/?model={MODELS[0]}").text,
+             client.get(f"/cell?item=it000&model={MODELS[0]}").text]
+    for page in pages:
+        assert escaped in page
+        assert "<script>alert" not in page and "<b>bold" not in page
+    assert _label(client, "alice", _cell_of(pages[0]), "wrong")["cell"]["answer"] != MARKUP
+
+
+# -- writes, resume, undo, skip, sessions -------------------------------------------------------
+
+def _order(seed: int, items: int = 12) -> list[tuple[str, str]]:
+    return sorted(((f"it{n:03d}", m) for n in range(items) for m in MODELS),
+                  key=lambda k: order_key(seed, *k))
+
+
+def test_each_label_is_stored_at_once_and_a_new_server_resumes_after_it(path):
+    client = view_client(path, seed=5)
+    cell = _cell_of(client.get("/label?rater=alice").text)
+    for n in range(5):
+        reply = _label(client, "alice", cell, "right", note="half" if n == 2 else None)
+        cell = reply["cell"]["id"]
+        assert len(_labels(path, "rater = 'human:alice'")) == n + 1  # committed before the reply
+    assert reply["progress"]["done"] == 5 and reply["progress"]["text"].startswith("5 / 24")
+    rows = _labels(path, "rater = 'human:alice'")
+    assert [(r["item_id"], r["model"]) for r in rows] == _order(5)[:5]
+    assert rows[2]["note"] == "half" and rows[0]["run_id"].startswith("view:")
+    again = view_client(path, seed=99)  # another server; the recorded seed (5) still rules
+    page = again.get("/label?rater=alice").text
+    nxt = _order(5)[5]
+    assert f"Question number {int(nxt[0][2:])}?" in page and "5 / 24" in page
+
+
+def test_the_first_visit_records_the_raters_seed(path):
+    client = view_client(path, seed=31, raters="alice,bob", overlap=0.5)
+    client.get("/label?rater=alice")
+    with Store(path, read_only=True) as store:
+        session = store.query_dicts("SELECT * FROM label_sessions")
+    assert [(s["rater"], s["seed"], s["blind"], s["overlap"]) for s in session] == \
+        [("human:alice", 31, True, 0.5)]
+    assert session[0]["raters"] == '["human:alice", "human:bob"]'
+
+
+def test_undo_withdraws_the_last_label_with_a_newer_row_and_shows_its_cell(path):
+    client = view_client(path, seed=5)
+    page = client.get("/label?rater=alice").text
+    first = _cell_of(page)
+    _label(client, "alice", first, "partial")
+    reply = client.post("/api/label/undo", json={"rater": "alice"}).json()
+    assert reply["cell"]["id"] == first and reply["said"] == "Undone: Partially right"
+    rows = _labels(path, "rater = 'human:alice'")
+    assert [(r["label"], r["retracted"]) for r in rows] == [("partial", None), ("partial", True)]
+    assert reply["progress"]["done"] == 0
+    assert client.post("/api/label/undo", json={"rater": "alice"}).json()["said"] == "Nothing to undo"
+
+
+def test_skip_writes_nothing_and_the_cell_comes_back_last(path):
+    client = view_client(path, seed=5)
+    first = _cell_of(client.get("/label?rater=alice").text)
+    reply = client.post("/api/label/skip", json={"rater": "alice", "cell": first}).json()
+    assert reply["cell"]["id"] != first and _labels(path) == _labels(path, "rater LIKE 'judge:%'")
+
+
+def test_a_cell_id_from_before_a_restart_is_refused_as_stale(path):
+    old = view_client(path)
+    cell = _cell_of(old.get("/label?rater=alice").text)
+    new = view_client(path)
+    response = new.post("/api/label/label", json={"rater": "alice", "cell": cell, "label": "right"})
+    assert response.status_code == 409 and response.json()["stale"] is True
+
+
+def test_bad_raters_and_labels_are_refused_in_one_line(path):
+    client = view_client(path, raters="alice,bob")
+    assert "human:carol is not one of this study" in client.get("/label?rater=carol").text
+    assert "human:adjudicated" in client.get("/label?rater=adjudicated").text
+    cell = _cell_of(client.get("/label?rater=alice").text)
+    response = client.post("/api/label/label", json={"rater": "alice", "cell": cell, "label": "maybe"})
+    assert response.status_code == 400 and "one of right, partial, wrong" in response.json()["error"]
+
+
+# -- several raters, agreement, adjudication ----------------------------------------------------
+
+def _label_everything(client: TestClient, rater: str, choose) -> list[tuple[str, str]]:
+    """Label all of the rater's cells, ``choose(n)`` giving the n-th label; returns the keys in
+    the order they were labelled (read back from the store)."""
+    reply = {"cell": {"id": _cell_of(client.get(f"/label?rater={rater}").text)}}
+    n = 0
+    while reply["cell"] is not None:
+        reply = _label(client, rater, reply["cell"]["id"], choose(n))
+        n += 1
+    return n
+
+
+def _store_labels(path, rater: str, choose) -> None:
+    """Label every cell straight into the store (the tests of what is done with labels)."""
+    keys = [(f"it{n:03d}", m) for n in range(6) for m in MODELS]
+    with Store(path) as store:
+        store.append("labels", [{"item_id": i, "model": m, "rater": f"human:{rater}",
+                                 "label": choose(n)} for n, (i, m) in enumerate(keys)])
+
+
+def test_two_raters_split_the_cells_with_overlap_and_get_cohens_kappa(small):
+    path = small
+    client = view_client(path, raters="alice,bob", overlap=0.5)
+    labels = ("right", "partial", "wrong")
+    done_a = _label_everything(client, "alice", lambda n: labels[n % 3])
+    done_b = _label_everything(client, "bob", lambda n: labels[(n // 2) % 3])
+    keys = [(f"it{n:03d}", m) for n in range(6) for m in MODELS]
+    assert done_a == sum(Share(0, 2, 0.5).holds(*k) for k in keys)
+    assert done_b == sum(Share(1, 2, 0.5).holds(*k) for k in keys)
+    with Store(path, read_only=True) as store:
+        pairs = store.query("SELECT a.label, b.label FROM latest_labels a JOIN latest_labels b "
+                            "USING (item_id, model) WHERE a.rater = 'human:alice' "
+                            "AND b.rater = 'human:bob'")
+    expected = stats.cohen_kappa(stats.confusion_matrix(pairs, labels))
+    page = client.get("/agree").text
+    assert f'<td class="num kappa">{expected:.3f}</td>' in page
+    assert f"<td>human:alice</td><td>human:bob</td><td class=\"num\">{len(pairs)}</td>" in page
+    assert "judge:grader-x" in page and "id=\"fleiss\"" not in page
+
+
+def test_three_raters_get_fleiss_kappa(small):
+    client = view_client(small)
+    for rater, shift in (("a", 0), ("b", 0), ("c", 1)):
+        _store_labels(small, rater, lambda n, s=shift: ("right", "wrong")[(n + s) % 2])
+    fragment = client.get("/agree?fragment=1").text
+    assert "Fleiss" in fragment and "rated by 3 raters each" in fragment
+    assert "<html" not in fragment  # the piece the page refreshes itself with
+
+
+def test_adjudication_settles_disagreements_and_the_report_reads_it(small, contam):
+    path = small
+    client = view_client(path)
+    _store_labels(path, "alice", lambda n: "right")
+    _store_labels(path, "bob", lambda n: "wrong" if n < 4 else "right")
+    page = client.get("/adjudicate").text
+    assert "human:alice: right" in page and "human:bob: wrong" in page
+    reply = client.post("/api/adjudicate/label", json={"cell": _cell_of(page), "label": "partial"}).json()
+    assert reply["progress"]["done"] == 1 and reply["progress"]["total"] == 4
+    assert client.post("/api/agreed").json() == {"written": 8}
+    settled = _labels(path, "rater = 'human:adjudicated'")
+    assert len(settled) == 9 and settled[-1]["note"] == "agreed: human:alice, human:bob"
+    status, out, err = contam("report", "--store", path, "--format", "json", "--human",
+                              "human:adjudicated", "--contrast", ",".join(SUBSETS))
+    assert status == 0, err
+    assert '"human_rater": "human:adjudicated"' in out
+
+
+# -- browse, the cell page, live progress, the report -------------------------------------------
+
+def test_live_progress_is_served_when_a_run_holds_the_store(path, monkeypatch):
+    client = view_client(path)
+    assert client.get("/api/progress").json() == {"models": None}
+    lanes = [{"model": "m", "done": 3, "total": 9, "failed": 0, "retries": 1, "rate_limited": 0,
+              "in_flight": 2, "concurrency": 4, "rate_per_s": 1.5, "cooling_down_s": 0,
+              "stopped": None}]
+    monkeypatch.setattr("harness.store.access.live_progress", lambda store: lanes)
+    assert client.get("/api/progress").json() == {"models": lanes}
+    assert 'id="live"' in client.get("/").text
+
+
+def test_the_cell_page_shows_every_attempt_and_label(path):
+    with Store(path) as store:
+        store.append("attempts", [
+            {"run_id": "r1", "item_id": "it003", "model": MODELS[1], "attempt": 1,
+             "outcome": "rate_limited", "http_status": 429, "latency_s": 0.2, "error": "slow down"},
+            {"run_id": "r1", "item_id": "it003", "model": MODELS[1], "attempt": 2, "outcome": "ok",
+             "http_status": 200, "latency_s": 0.4}])
+    client = view_client(path)
+    client.post("/api/cell-label", json={"item": "it003", "model": MODELS[1], "rater": "dora",
+                                         "label": "wrong", "note": "made up"})
+    page = client.get(f"/cell?item=it003&model={MODELS[1]}").text
+    assert "rate_limited" in page and "slow down" in page and "429" in page
+    assert "human:dora" in page and "made up" in page and JUDGE in page
+    assert client.get("/cell?item=nope&model=x").status_code == 404
+
+
+def test_the_report_page_is_the_reports_html_with_its_figures(small):
+    """Seconds, not milliseconds: the page draws the report's four figures (matplotlib)."""
+    client = view_client(small)
+    _store_labels(small, "alice", lambda n: ("right", "wrong")[n % 2])
+    response = client.get(f"/report?contrast={','.join(SUBSETS)}")
+    assert response.status_code == 200
+    assert "data:image/png;base64," in response.text and "human:alice" in response.text
+    assert "img-src data:" in response.headers["content-security-policy"]
+    missing = client.get("/report")
+    assert missing.status_code == 400 and "subset &#39;official&#39; has no items" in missing.text
+
+
+# -- while a job holds the store ----------------------------------------------------------------
+
+def test_everything_works_through_the_host_of_a_job_holding_the_store(path):
+    """A job (here an in-process StoreHost over an open writer) holds the store: the view's
+    reads, label and session writes and the live progress all go through its host."""
+    from harness.store.access import reading
+    from harness.store.host import StoreHost
+
+    view_client(path)  # migrated before the job takes the store
+    lanes = [{"model": "m", "done": 1, "total": 4, "failed": 0, "retries": 0, "rate_limited": 2,
+              "in_flight": 1, "concurrency": 2, "rate_per_s": 0.5, "cooling_down_s": 3.0,
+              "stopped": None}]
+    with Store(path) as held, StoreHost(held, command="run", progress=lambda: lanes):
+        with reading(path) as reader:
+            assert reader.through_host
+        client = view_client(path, seed=5)
+        assert client.get("/api/progress").json() == {"models": lanes}
+        page = client.get("/label?rater=alice").text
+        reply = _label(client, "alice", _cell_of(page), "wrong", note="through the host")
+        assert reply["progress"]["done"] == 1
+        assert client.post("/api/label/undo", json={"rater": "alice"}).json()["progress"]["done"] == 0
+        assert "<p id=\"count\">12 cells" in client.get(f"/?model={MODELS[0]}").text
+        assert client.get("/agree").status_code == 200
+        rows = held.query_dicts("SELECT rater, label, note, retracted FROM labels "
+                                "WHERE rater = 'human:alice' ORDER BY seq")
+        sessions = held.query("SELECT rater, seed FROM label_sessions")
+    assert rows == [{"rater": "human:alice", "label": "wrong", "note": "through the host",
+                     "retracted": None},
+                    {"rater": "human:alice", "label": "wrong", "note": None, "retracted": True}]
+    assert sessions == [("human:alice", 5)]
+
+
+def test_a_store_locked_by_a_process_that_serves_no_reads_is_a_one_line_503(path, monkeypatch):
+    from harness.store import store as store_module
+
+    client = view_client(path)
+    monkeypatch.setattr(store_module, "LOCK_WAIT_S", 0.2)
+    held = Store(path)  # a writer of this process that serves no reads: DuckDB refuses a reader
+    try:
+        page = client.get("/")
+        assert page.status_code == 503 and "locked by" in page.text
+        api = client.post("/api/label/undo", json={"rater": "alice"})
+        assert api.status_code == 503 and "locked by" in api.json()["error"]
+    finally:
+        held.close()
+    assert client.get("/").status_code == 200

@@ -1,0 +1,83 @@
+"""A small store for `contam view`'s tests: items of two subsets, answers of models whose names
+appear nowhere else (so a blind page can be searched for them), scores, a judge, and one answer
+that is markup."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import duckdb
+
+from harness.store import Store, utc_now
+
+__all__ = ["MODELS", "SUBSETS", "JUDGE", "MARKUP", "TOKEN", "build_view_store", "token_of", "url_of",
+           "view_client"]
+
+MODELS = ("zorblax-7b", "quuxmodel-2")
+SUBSETS = ("officialstratum", "fanstratum")
+JUDGE = "judge:grader-x"
+MARKUP = "<script>alert('pwned')</script><b>bold</b>"
+
+
+def build_view_store(path: Path, items: int = 30, *, markup_item: int | None = 0,
+                     blank_item: int | None = None) -> Path:
+    """``items`` items x 2 models, all answered, scored and judged. Item ``markup_item``'s first
+    model answered with markup; item ``blank_item``'s answers are blank."""
+    now = utc_now()
+    duckdb.connect(str(path)).close()  # a store is made only where asked: an empty file first
+    with Store(path) as store, store.transaction():
+        store.append("items", [{
+            "item_id": f"it{n:03d}", "title": f"Game {n % 3}", "subset": SUBSETS[n % 2],
+            "question": f"Question number {n}?", "reference": f"Reference {n}.", "added_at": now}
+            for n in range(items)])
+        store.append("answers", [_answer(n, model, markup_item, blank_item, now)
+                                 for n in range(items) for model in MODELS])
+        store.append("scores", [{"item_id": f"it{n:03d}", "model": model, "metric": metric,
+                                 "value": ((n * 7 + k * 3) % 10) / 10, "params": "{}"}
+                                for n in range(items) for k, model in enumerate(MODELS)
+                                for metric in ("bleu2", "bertscore_f1")])
+        store.append("labels", [{"item_id": f"it{n:03d}", "model": model, "rater": JUDGE,
+                                 "label": ("right", "partial", "wrong")[(n + k) % 3],
+                                 "created_at": now}
+                                for n in range(items) for k, model in enumerate(MODELS)])
+    return path
+
+
+def _answer(n: int, model: str, markup_item: int | None, blank_item: int | None, now) -> dict:
+    text = f"Answer {n} from answerer number {MODELS.index(model)}."
+    if n == markup_item and model == MODELS[0]:
+        text = MARKUP
+    if n == blank_item:
+        text = ""
+    return {"run_id": "r1", "item_id": f"it{n:03d}", "model": model, "provider": "import",
+            "answer_raw": text, "answer": text, "created_at": now}
+
+
+def url_of(line: str) -> str:
+    """The URL in `contam view`'s one line."""
+    match = re.search(r"(http://\S+)", line)
+    assert match, line
+    return match.group(1)
+
+
+def token_of(url: str) -> str:
+    return url.split("token=", 1)[1]
+
+
+TOKEN = "test-token-123"
+
+
+def view_client(path: Path, **options):
+    """A Starlette TestClient on `contam view`'s app for ``path``, token already in its cookie.
+    ``options`` are view_options' (unblind, raters, overlap, seed)."""
+    from starlette.testclient import TestClient
+
+    from harness.store.access import prepare
+    from harness.view import create_app, view_options
+
+    prepare(path)
+    client = TestClient(create_app(view_options(store=path, **options), TOKEN))
+    assert client.get(f"/?token={TOKEN}").status_code == 200  # sets the cookie
+    client.headers["X-Contam-Token"] = TOKEN
+    return client
