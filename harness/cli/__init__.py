@@ -1,0 +1,41 @@
+"""`contam` subcommands. Thin: parse (:mod:`harness.cli.parser`), call one job
+(:mod:`harness.cli.handlers`), print (:mod:`harness.cli.output`), exit status.
+
+Each subcommand's work lives in its own module and is imported only when that subcommand runs,
+so `contam sql` never pays for importing torch, nor `contam --version` for DuckDB or pandas
+(scripts/bench_startup.py times both; tests/test_startup.py keeps them light).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+from harness.cli.handlers import HANDLERS, emulator_settings_from_args
+from harness.cli.output import print_result, say
+from harness.cli.parser import EXAMPLES, OneLineParser, build_parser, parse_args
+from harness.errors import UserError, first_line
+
+__all__ = ["main", "build_parser", "parse_args", "print_result", "OneLineParser", "HANDLERS",
+           "EXAMPLES", "emulator_settings_from_args"]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    import duckdb  # after parsing: --version and --help end there, without it
+
+    from harness.logs import configure_logging
+
+    configure_logging(args.verbose)
+    try:
+        return HANDLERS[args.command](args)
+    except UserError as exc:
+        say(f"contam {args.command}: {exc}", sys.stderr)
+        return 2
+    except duckdb.Error as exc:  # a store that broke mid-command (cut off, its folder read-only)
+        where = getattr(args, "store", None) or "the store"
+        say(f"contam {args.command}: {where}: store error ({first_line(exc)})", sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"contam {args.command}: interrupted", file=sys.stderr)
+        return 130
