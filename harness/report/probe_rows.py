@@ -32,8 +32,8 @@ def chosen_params(store: Store, probe: str) -> dict[str, Any] | None:
 
 def score_frame(store: Store, probe: str, params_sha256: str) -> pd.DataFrame:
     """model, item_id, subset, metric, value (NaN for NULL) of every latest score."""
-    return store.con.execute("""
+    return store.query_df("""
         SELECT s.model, s.item_id, i.subset, s.metric, s.value
         FROM latest_probe_scores s JOIN latest_items i USING (item_id)
         WHERE s.probe = ? AND s.params_sha256 = ?
-        ORDER BY s.model, s.item_id, s.metric""", [probe, params_sha256]).df()
+        ORDER BY s.model, s.item_id, s.metric""", [probe, params_sha256])
