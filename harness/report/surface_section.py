@@ -1,7 +1,7 @@
 """The report's "Surface metrics by subset" section: mean BLEU-2 and BERTScore-F1 of every scored
 answer on the documented and the undocumented subset per model (labels or not), with BCa bootstrap
 intervals (resamples and seed stated), Welch's difference and the documented/undocumented ratio,
-and the means per title (:func:`harness.report.analysis` computes them)."""
+and the means per title (:func:`harness.report.surface.surface_by_subset` computes them)."""
 
 from __future__ import annotations
 

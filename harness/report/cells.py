@@ -1,0 +1,96 @@
+"""What a report reads: the (item, model) cells with their effective labels, and the small numeric
+helpers the label and surface analyses share.
+
+The unit of analysis is the (item, model) cell over every item in the store and every model that
+has an answer or a label. Missing data follows the seed paper's lower-bound rule: an empty answer,
+or an item a model never answered, counts as wrong (and is counted in ``missing``); a non-empty
+answer without a label from the chosen rater is left out of that rater's statistics (and counted).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from harness.store import Store
+
+__all__ = ["LABELS", "METRICS", "Cells", "sort_value", "nan_if_none", "mean", "share", "ratio",
+           "json_ratio", "plain"]
+
+LABELS = ("right", "partial", "wrong")
+METRICS = {"bleu2": "BLEU-2", "bertscore_f1": "BERTScore-F1"}
+
+# One row per (item, model) with the effective human and judge labels ($1 human rater, $2 judge
+# rater). An empty answer is wrong whatever its label says; an item with neither an answer nor a
+# label is wrong too (unanswered); a non-empty answer without a label stays NULL (unlabelled).
+_CELLS_SQL = """
+WITH models AS (SELECT model FROM latest_answers UNION SELECT model FROM latest_labels),
+grid AS (SELECT i.item_id, i.title, i.subset, i.seq AS item_seq, m.model
+         FROM latest_items i CROSS JOIN models m),
+raw AS (
+    SELECT g.*, a.item_id IS NOT NULL AS has_answer,
+           a.item_id IS NOT NULL AND coalesce(trim(a.answer), '') = '' AS empty,
+           a.item_id IS NOT NULL AND coalesce(trim(a.answer), '') <> '' AS answered,
+           c.answer_words, coalesce(c.abstained, false) AS abstained, c.bleu2, c.bertscore_f1,
+           coalesce(c.reference_empty, false) AS reference_empty,
+           h.label AS human_raw, j.label AS judge_raw
+    FROM grid g
+    LEFT JOIN latest_answers a USING (item_id, model)
+    LEFT JOIN cells c USING (item_id, model)
+    LEFT JOIN (SELECT item_id, model, label FROM latest_labels WHERE rater = $1) h USING (item_id, model)
+    LEFT JOIN (SELECT item_id, model, label FROM latest_labels WHERE rater = $2) j USING (item_id, model))
+SELECT *,
+    CASE WHEN empty OR (NOT has_answer AND human_raw IS NULL) THEN 'wrong' ELSE human_raw END AS human,
+    CASE WHEN empty OR (NOT has_answer AND judge_raw IS NULL) THEN 'wrong' ELSE judge_raw END AS judge
+FROM raw
+"""
+
+
+class Cells:
+    """The effective-label cells as a CTE, queried with GROUP BY for every count."""
+
+    def __init__(self, store: Store, human: str | None, judge: str | None) -> None:
+        self.store, self.params = store, [human or "", judge or ""]
+
+    def query(self, select: str, extra: Sequence[Any] = ()) -> list[dict[str, Any]]:
+        return self.store.query_dicts(f"WITH c AS ({_CELLS_SQL}) {select}", [*self.params, *extra])
+
+    def frame(self) -> pd.DataFrame:
+        return self.store.query_df(f"{_CELLS_SQL} ORDER BY model, item_seq", self.params)
+
+
+# -- small numeric helpers ----------------------------------------------------------------------
+
+def sort_value(x: float | None) -> float:
+    """A value to sort by: None and NaN rank below every number."""
+    return -math.inf if x is None or (isinstance(x, float) and math.isnan(x)) else x
+
+
+def nan_if_none(x: float | None) -> float:
+    return math.nan if x is None else x
+
+
+def mean(values: np.ndarray) -> float:
+    return float(np.mean(values)) if len(values) else math.nan
+
+
+def share(flags: np.ndarray) -> float:
+    return float(np.mean(flags)) if len(flags) else math.nan
+
+
+def ratio(a: float, b: float) -> float:
+    return a / b if b and not math.isnan(a) and not math.isnan(b) else math.nan
+
+
+def json_ratio(x: float) -> float | str:
+    """JSON has no infinity: an infinite odds ratio is the string "inf" (DESIGN.md)."""
+    return "inf" if math.isinf(x) else x
+
+
+def plain(value: Any) -> Any:
+    """numpy scalars -> Python numbers, so the rows compare and serialise like the SQL ones."""
+    return value.item() if isinstance(value, np.generic) else value
