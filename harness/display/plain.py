@@ -9,14 +9,7 @@ from collections.abc import Sequence
 from typing import TextIO
 
 from harness.display.figures import (
-    elapsed_text,
-    eta_text,
-    is_active,
-    nothing_to_do,
-    rate_text,
-    replica_line,
-    rpm_text,
-    safe,
+    elapsed_text, eta_text, is_active, nothing_to_do, rate_text, replica_line, rpm_text, safe,
 )
 from harness.display.rates import RateMeter
 from harness.engine.counters import LaneStats
