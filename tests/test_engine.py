@@ -230,7 +230,7 @@ class Hanging(Provider):
 
 
 def test_a_request_past_its_deadline_is_a_timeout_attempt_and_retried(store, monkeypatch):
-    monkeypatch.setattr("harness.engine.lanes.DEADLINE_MARGIN_S", 0.0)
+    monkeypatch.setattr("harness.engine.attempts.DEADLINE_MARGIN_S", 0.0)
     lane_spec = spec(concurrency=1, max_attempts=2, timeout_s=0.05)
     provider = Hanging(lane_spec)
     engine = run(store, [Lane(spec=lane_spec, tasks=tasks("fake", 1), total=1, provider=provider)])

@@ -96,10 +96,10 @@ def test_the_live_display_renders_to_the_terminal():
 
 
 def test_batch_progress_plain_lines_give_the_rate_in_the_task_unit(capsys, monkeypatch):
-    import harness.display as display
+    import harness.display.batch as batch
 
-    monkeypatch.setattr(display, "_PLAIN_EVERY_S", 0)
-    with display.BatchProgress(live=False).task("bertscore_f1", 10, "pairs") as advance:
+    monkeypatch.setattr(batch, "_PLAIN_EVERY_S", 0)
+    with batch.BatchProgress(live=False).task("bertscore_f1", 10, "pairs") as advance:
         advance(4)
         advance(6)  # the last: the job prints its own summary line, not a progress line
     lines = capsys.readouterr().err.splitlines()

@@ -8,7 +8,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from harness.engine.lanes import Task
+from harness.engine.tasks import Task
 from providers.batch import JobState
 
 __all__ = ["job_tag", "custom_id", "task_key", "created_near", "CREATION_WINDOW"]

@@ -39,10 +39,10 @@ import stamina
 
 from harness.config import ModelSpec
 from harness.engine.counters import LaneStats
-from harness.engine.lanes import (
-    RETRY_WAIT_INITIAL, RETRY_WAIT_JITTER, Accept, InternalError, Task, failure_cause, retry_wait,
-    stop_reason,
+from harness.engine.failures import (
+    RETRY_WAIT_INITIAL, RETRY_WAIT_JITTER, InternalError, failure_cause, retry_wait, stop_reason,
 )
+from harness.engine.tasks import Accept, Task
 from harness.engine.writer import BatchWriter, Rows
 from harness.store import Store, utc_now
 from providers.base import ProviderError, Transient, redact

@@ -1,0 +1,81 @@
+"""The display of a batch job (``contam score``): a rich progress bar per metric on a terminal,
+otherwise a plain line every few seconds, both on stderr."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+
+__all__ = ["BatchProgress"]
+
+_PLAIN_EVERY_S = 2.0  # seconds between plain progress lines of a batch job
+
+
+class BatchProgress:
+    """The display of a batch job (``contam score``): a rich progress bar per metric on a
+    terminal; otherwise a plain line every few seconds. Both on stderr."""
+
+    def __init__(self, live: bool) -> None:
+        self.live = live
+
+    def task(self, metric: str, total: int, unit: str = "rows") -> "_Task":
+        """A task counted in ``unit`` (its rate is shown as ``unit``/s)."""
+        return (_RichTask(metric, total, unit) if self.live and total else
+                _PlainTask(metric, total, unit))
+
+    @staticmethod
+    def note(message: str) -> None:
+        print(message, file=sys.stderr, flush=True)
+
+
+class _Task:
+    def __enter__(self) -> Callable[[int], None]:
+        return self.advance
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+    def advance(self, n: int) -> None:
+        raise NotImplementedError
+
+
+class _PlainTask(_Task):
+    def __init__(self, metric: str, total: int, unit: str) -> None:
+        self.metric, self.total, self.unit, self.done = metric, total, unit, 0
+        self.started = self.last = time.monotonic()
+
+    def advance(self, n: int) -> None:
+        self.done += n
+        now = time.monotonic()
+        if now - self.last >= _PLAIN_EVERY_S and self.done < self.total:
+            self.last = now
+            rate = self.done / max(now - self.started, 1e-9)
+            print(f"{self.metric}: {self.done}/{self.total} ({rate:,.0f} {self.unit}/s)",
+                  file=sys.stderr, flush=True)
+
+
+class _RichTask(_Task):
+    def __init__(self, metric: str, total: int, unit: str) -> None:
+        from rich.console import Console
+        from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
+                                   TimeElapsedColumn, TimeRemainingColumn)
+
+        rate = TextColumn(f"{{task.fields[rate]}} {unit}/s", style="progress.data.speed")
+        self.progress = Progress(TextColumn("{task.description}"), BarColumn(),
+                                 MofNCompleteColumn(), rate, TimeElapsedColumn(),
+                                 TimeRemainingColumn(), console=Console(stderr=True))
+        self.task_id = self.progress.add_task(metric, total=total, rate="-")
+        self.done, self.started = 0, time.monotonic()
+
+    def __enter__(self) -> Callable[[int], None]:
+        self.progress.start()
+        return self.advance
+
+    def __exit__(self, *exc: object) -> None:
+        self.progress.stop()
+
+    def advance(self, n: int) -> None:
+        self.done += n
+        rate = self.done / max(time.monotonic() - self.started, 1e-9)
+        self.progress.update(self.task_id, advance=n, rate=f"{rate:,.0f}")
