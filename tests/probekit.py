@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import pytest
 from rich.console import Console
 
 from harness.cli import print_result
@@ -22,7 +23,7 @@ from harness.store import Store
 from tests.runkit import model_entry, write_config
 
 __all__ = ["GENERATE_PATHS", "demo_config", "probe_inprocess", "ProbeRun", "generate_calls",
-           "asked_samples", "model_entry"]
+           "asked_samples", "model_entry", "probe_two_profiles"]
 
 GENERATE_PATHS = ("/v1/chat/completions", "/v1/messages", "/api/generate")
 
@@ -73,3 +74,26 @@ def asked_samples(request) -> int:
     if "n" in body:
         return body["n"]
     return (body.get("generationConfig") or {}).get("candidateCount", 1)
+
+
+def probe_two_profiles(folder: Path, kinds: list[tuple[str, dict[str, Any]]],
+                       clean_provider: str = "openai") -> Path:
+    """A store probed with each (kind, parameters) on a contaminated ("dirty", OpenAI protocol) and
+    a clean ("clean", ``clean_provider``) emulated model, both knowing the demo items; the
+    providers' fake keys are set for the probes only."""
+    from harness.emulator.knowledge import Knowledge
+    from harness.emulator.server import EmulatorSettings, run_emulator
+    from tests.runkit import KEYS
+
+    knowledge = {p: Knowledge.from_file(demo_items_path(), profile=p) for p in ("contaminated", "clean")}
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in KEYS.items():
+            patch.setenv(name, value)
+        with run_emulator(EmulatorSettings(knowledge=knowledge["contaminated"])) as dirty, \
+                run_emulator(EmulatorSettings(knowledge=knowledge["clean"])) as clean:
+            config = demo_config(folder, [model_entry("openai", dirty, name="dirty"),
+                                          model_entry(clean_provider, clean, name="clean")])
+            for kind, parameters in kinds:
+                assert probe_inprocess(config, folder / "s.duckdb", kind,
+                                       parameters=parameters).status == 0
+    return folder / "s.duckdb"

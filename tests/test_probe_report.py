@@ -8,31 +8,16 @@ import orjson
 import pytest
 from scipy import stats as sps
 
-from harness.emulator.knowledge import Knowledge
-from harness.jobs.demo import demo_items_path
 from harness.report.analysis import build_report
 from harness.report.stats import wilson_interval
 from harness.store import Store
-from tests.probekit import demo_config, model_entry, probe_inprocess
+from tests.probekit import probe_two_profiles
 
 
 @pytest.fixture(scope="module")
 def probed(tmp_path_factory):
     """A store probed with cdd on a contaminated and a clean emulated model (5 samples)."""
-    from harness.emulator.server import EmulatorSettings, run_emulator
-    from tests.runkit import KEYS
-
-    folder = tmp_path_factory.mktemp("probed")
-    knowledge = {p: Knowledge.from_file(demo_items_path(), profile=p) for p in ("contaminated", "clean")}
-    with pytest.MonkeyPatch.context() as patch:
-        for name, value in KEYS.items():
-            patch.setenv(name, value)
-        with run_emulator(EmulatorSettings(knowledge=knowledge["contaminated"])) as dirty, \
-                run_emulator(EmulatorSettings(knowledge=knowledge["clean"])) as clean:
-            config = demo_config(folder, [model_entry("openai", dirty, name="dirty"),
-                                          model_entry("openai", clean, name="clean")])
-            assert probe_inprocess(config, folder / "s.duckdb", parameters={"samples": 5}).status == 0
-    return folder / "s.duckdb"
+    return probe_two_profiles(tmp_path_factory.mktemp("probed"), [("cdd", {"samples": 5})])
 
 
 def test_cdd_part_counts_shares_intervals_and_fisher(probed):

@@ -35,8 +35,8 @@ from harness.report.figure_style import (BAR, COLUMN, FULL, NEUTRAL, STYLE, SUBS
                                          value_labels, zero_marks)
 from harness.report.format import PNG_DPI, fmt_pp, is_missing  # noqa: E402
 
-__all__ = ["FIGURES", "TITLES", "COLUMN", "FULL", "STYLE", "draw_figures", "export", "png_bytes", "save_pdf",
-           "close"]
+__all__ = ["FIGURES", "TITLES", "COLUMN", "FULL", "STYLE", "draw_figures", "export", "export_drawn",
+           "png_bytes", "save_pdf", "close"]
 
 NO_HUMAN = "no human labels in the store"
 _XLABEL_CHARS = 30  # fig1's x label, centred under its axes, fits a column figure at this width
@@ -358,9 +358,15 @@ def draw_figures(report: dict, titles: bool = False) -> dict[str, Figure]:
 
 def export(report: dict, titles: bool = False, out: Path | None = None) -> dict[str, bytes]:
     """Each figure as PNG bytes (what the HTML embeds); with ``out``, also saved as PNG and PDF."""
+    return export_drawn(lambda: draw_figures(report, titles), out)
+
+
+def export_drawn(draw: Callable[[], dict[str, Figure]], out: Path | None = None) -> dict[str, bytes]:
+    """The figures ``draw`` makes (inside the report's style) as PNG bytes; with ``out``, also
+    saved as PNG and PDF. Each figure is closed once written."""
     pngs = {}
     with plt.rc_context(STYLE):
-        for name, fig in draw_figures(report, titles).items():
+        for name, fig in draw().items():
             pngs[name] = png_bytes(fig)
             if out is not None:
                 (out / f"{name}.png").write_bytes(pngs[name])

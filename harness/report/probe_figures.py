@@ -8,14 +8,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 
 from harness.report import (
     probe_bars, probe_cdd, probe_cdd_figure, probe_guided, probe_mink, probe_mink_figure,
     probe_tsguess,
 )
-from harness.report.figures import STYLE, close, png_bytes, save_pdf
+from harness.report.figures import export_drawn
 
 __all__ = ["FIGURES", "caption", "draw", "export"]
 
@@ -42,12 +41,4 @@ def draw(report: dict) -> dict[str, Figure]:
 
 def export(report: dict, out: Path | None = None) -> dict[str, bytes]:
     """The probes' figures as PNG bytes; with ``out``, also saved as PNG and PDF."""
-    pngs = {}
-    with plt.rc_context(STYLE):
-        for name, fig in draw(report).items():
-            pngs[name] = png_bytes(fig)
-            if out is not None:
-                (out / f"{name}.png").write_bytes(pngs[name])
-                save_pdf(fig, out / f"{name}.pdf")
-            close(fig)
-    return pngs
+    return export_drawn(lambda: draw(report), out)
