@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from matplotlib.figure import Figure
 
-from harness.report.figure_style import COLUMN, FULL, SUBSET_COLOURS
-from harness.report.format import fmt_p, is_missing
+from harness.report.figure_style import COLUMN, FULL, SUBSET_COLOURS, zero_marks
+from harness.report.format import fmt_p, is_missing, p_clause
 
-__all__ = ["exact_match_rates", "guided_differences", "TSGUESS_CAPTION", "GUIDED_CAPTION"]
+__all__ = ["exact_match_rates", "guided_differences", "share_bars", "TSGUESS_CAPTION",
+           "GUIDED_CAPTION"]
 
 TSGUESS_CAPTION = ("Probe ts-guess: share of masked words filled in exactly (Deng et al. 2023) on "
                    "the documented and the undocumented subset per model; bars are 95% Wilson "
@@ -47,27 +48,36 @@ def _bars(ax, x: list[int], rows: list[dict | None], offset: float, color: str, 
     values = [scale * _value(r, value) for r in rows]
     errors = [[v - scale * _value(r, "ci_low", v / scale) for v, r in zip(values, rows)],
               [scale * _value(r, "ci_high", v / scale) - v for v, r in zip(values, rows)]]
-    ax.bar([xi + offset for xi in x], values, width=0.4, yerr=errors, color=color, label=label,
-           **_BAR)
+    positions = [xi + offset for xi in x]
+    ax.bar(positions, values, width=0.4, yerr=errors, color=color, label=label, **_BAR)
+    shown = [None if row is None else v for v, row in zip(values, rows)]  # no data: no "0" mark
+    zero_marks(ax, positions, shown, [color] * len(values), horizontal=False, span=0.3)
     return values
 
 
 def exact_match_rates(report: dict) -> Figure:
-    part, contrast = report["probes"]["ts-guess"], report["contrast"]
-    models = sorted({r["model"] for r in part["rates"]})
-    by_key = {(r["model"], r["subset"]): r for r in part["rates"]}
-    fisher = {r["model"]: r["fisher_p"] for r in part["tests"]}
+    part = report["probes"]["ts-guess"]
+    return share_bars(sorted({r["model"] for r in part["rates"]}),
+                      {(r["model"], r["subset"]): r for r in part["rates"]},
+                      {r["model"]: r["fisher_p"] for r in part["tests"]}, report["contrast"],
+                      value="rate", ylabel="masked words guessed (%)")
+
+
+def share_bars(models: list[str], rows: dict[tuple[str, str], dict], fisher: dict[str, float],
+               contrast: dict[str, str], *, value: str, ylabel: str) -> Figure:
+    """Per model, a share (``rows[(model, subset)][value]``) of the documented and of the
+    undocumented subset side by side, in %, with 95% Wilson bars and Fisher's p above."""
     fig = Figure(figsize=(COLUMN if len(models) <= 4 else FULL, 2.6), layout="constrained")
     ax = fig.subplots()
     x = _models_axis(ax, models)
     for offset, side, color in _SIDES:
-        rows = [by_key.get((model, contrast[side])) for model in models]
-        _bars(ax, x, rows, offset, color, f"{contrast[side]} ({side})", 100, "rate")
+        side_rows = [rows.get((model, contrast[side])) for model in models]
+        _bars(ax, x, side_rows, offset, color, f"{contrast[side]} ({side})", 100, value)
     for xi, model in zip(x, models):
-        ax.text(xi, 104, f"p {fmt_p(fisher.get(model))}", ha="center", fontsize=7)
+        ax.text(xi, 104, p_clause(fisher.get(model)), ha="center", fontsize=7)
     ax.set_ylim(0, 112)
     ax.set_yticks([0, 25, 50, 75, 100])
-    ax.set_ylabel("masked words guessed (%)")
+    ax.set_ylabel(ylabel)
     fig.legend(loc="outside upper center", ncols=2, frameon=False)
     return fig
 
