@@ -9,6 +9,7 @@ import pytest
 
 from harness.errors import InputError
 from harness.jobs.importing import import_file
+from harness.jobs.records import MAX_LINE_BYTES, file_sha256
 from harness.store import Store
 
 ITEMS = [
@@ -309,3 +310,15 @@ def test_colons_inside_strings_are_no_duplicate(loaded, tmp_path):
     result = import_file(loaded, "answers", write_jsonl(tmp_path / "answers.jsonl", rows))
     assert result.read == 1
     assert loaded.query("SELECT model, answer_raw FROM answers") == [("m:1", rows[0]["answer"])]
+
+
+def test_hashing_refuses_a_long_line_that_straddles_two_chunks(tmp_path):
+    """The digest is read in 1 MiB chunks: a long line that ends in the second chunk is refused
+    there too, naming its line, not only a line that never ends."""
+    path = tmp_path / "items.csv"
+    path.write_bytes(b"x" * 10 + b"\n" + b"y" * (MAX_LINE_BYTES + 50) + b"\nz\n")
+    with pytest.raises(InputError) as refused_line:
+        file_sha256(path)
+    assert refused_line.value.line == 2
+    path.write_bytes(b"x" * 10 + b"\n" + b"y" * MAX_LINE_BYTES + b"\nz\n")
+    assert len(file_sha256(path)) == 64

@@ -6,15 +6,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.jobs.records import file_sha256
 from harness.store import Store, utc_now
 
 __all__ = ["record_import"]
 
 
-def record_import(store: Store, kind: str, path: str | Path, *, rows: int, added: int) -> str:
-    """Append the import's row; returns the file's sha256."""
-    digest, size = file_sha256(path), Path(path).stat().st_size
-    store.append("imports", [{"kind": kind, "file": str(path), "sha256": digest, "bytes": size,
-                              "rows": rows, "added": added, "created_at": utc_now()}])
-    return digest
+def record_import(store: Store, kind: str, path: str | Path, *, sha256: str, rows: int,
+                  added: int) -> None:
+    """Append the import's row (``sha256``: the file's, as the import hashed it)."""
+    store.append("imports", [{"kind": kind, "file": str(path), "sha256": sha256,
+                              "bytes": Path(path).stat().st_size, "rows": rows, "added": added,
+                              "created_at": utc_now()}])

@@ -62,15 +62,16 @@ _IMPORT_MEMORY_LIMIT = "256MB"
 
 def import_file(store: Store, kind: str, path: str | Path) -> ImportResult:
     source = str(path)
-    records = read_records(path, KINDS[kind])
-    row_for = _ROW_BUILDERS[kind](source)
+    records = read_records(path, KINDS[kind])  # refuses an unknown file type before reading it
+    digest = file_sha256(path)  # once: the answers' run id and the import's provenance row
+    row_for = _ROW_BUILDERS[kind](source, digest)
     with _import_memory_limit(store), store.transaction():
         read = _stage(store, kind, (row_for(record) for record in records))
         _refuse_duplicates(store, kind, source)
         if kind != "items":
             _refuse_unknown_items(store, source)
         added = store.append_query(kind, _NEW_ROWS_SQL[kind])
-        record_import(store, kind, path, rows=read, added=added)  # name and sha256, for provenance
+        record_import(store, kind, path, sha256=digest, rows=read, added=added)
     return ImportResult(kind=kind, path=source, read=read, added=added)
 
 
@@ -108,15 +109,15 @@ def _chunks(rows: Iterable[dict[str, Any]], size: int) -> Iterator[list[dict[str
 
 # -- one table row per record, plus the source line for error messages ------------------------
 
-def _items_row(source: str) -> Callable[[Record], dict[str, Any]]:
+def _items_row(source: str, digest: str) -> Callable[[Record], dict[str, Any]]:
     required, now = KINDS["items"].required, utc_now()
     return lambda r: {**{name: r.fields[name].strip() for name in required},
                       "extra": _extra_json(r.fields, required), "source_file": source,
                       "added_at": now, "_line": r.line}
 
 
-def _answers_row(source: str) -> Callable[[Record], dict[str, Any]]:
-    run_id, now = f"import:{_file_digest(source)}", utc_now()
+def _answers_row(source: str, digest: str) -> Callable[[Record], dict[str, Any]]:
+    run_id, now = f"import:{digest[:12]}", utc_now()
     return lambda r: {"run_id": run_id, "item_id": r.fields["item_id"].strip(),
                       "model": r.fields["model"].strip(), "provider": "import",
                       "answer_raw": r.fields["answer"],
@@ -124,7 +125,7 @@ def _answers_row(source: str) -> Callable[[Record], dict[str, Any]]:
                       "_line": r.line}
 
 
-def _labels_row(source: str) -> Callable[[Record], dict[str, Any]]:
+def _labels_row(source: str, digest: str) -> Callable[[Record], dict[str, Any]]:
     now = utc_now()
     return lambda r: {"item_id": r.fields["item_id"].strip(), "model": r.fields["model"].strip(),
                       "rater": r.fields["rater"].strip(),
@@ -137,10 +138,6 @@ def _extra_json(fields: dict[str, str], required: tuple[str, ...]) -> str | None
     """Extra columns (e.g. `source`) are kept by name, never shifted into another column."""
     extra = {k: v for k, v in fields.items() if k not in required}
     return orjson.dumps(extra).decode() if extra else None
-
-
-def _file_digest(path: str) -> str:
-    return file_sha256(path)[:12]
 
 
 _ROW_BUILDERS = {"items": _items_row, "answers": _answers_row, "labels": _labels_row}

@@ -94,10 +94,12 @@ def file_sha256(path: str | Path) -> str:
     with _open(path) as handle:
         while chunk := handle.read(1 << 20):
             digest.update(chunk)
-            newlines = chunk.count(b"\n")
-            lines += newlines
-            since_newline = len(chunk) - chunk.rfind(b"\n") - 1 if newlines else since_newline + len(chunk)
-            if since_newline > MAX_LINE_BYTES:
+            first = chunk.find(b"\n")
+            if first >= 0 and since_newline + first > MAX_LINE_BYTES:  # a line ended in this chunk
+                raise _too_long(path, lines + 1)
+            lines += chunk.count(b"\n")
+            since_newline = len(chunk) - chunk.rfind(b"\n") - 1 if first >= 0 else since_newline + len(chunk)
+            if since_newline > MAX_LINE_BYTES:  # the open line at the end (no newline to come)
                 raise _too_long(path, lines + 1)
     return digest.hexdigest()
 
