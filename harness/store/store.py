@@ -68,12 +68,14 @@ class StoreInUse(UserError):
 
     def __init__(self, path: Path, pid: int | None, holder: str) -> None:
         self.path, self.pid, self.holder = path, pid, holder
-        who = f"pid {pid} ({holder})" if pid is not None else holder
-        super().__init__(f"{path}: locked by {who}; try again when it has finished")
+        self.who = f"pid {pid} ({holder})" if pid is not None else holder
+        super().__init__(f"{path}: locked by {self.who}; try again when it has finished")
 
 
 class Store:
-    """A connection to one store file. ``read_only`` stores never migrate and never write.
+    """A connection to one store file. A ``read_only`` store never writes, with one exception: a
+    store an older contam made (behind :data:`MIGRATIONS`) is first migrated, opened for writing
+    for that moment (the migrations only add), so that what this contam reads is there.
 
     A missing file is created only with ``create=True``, which only the commands that start a
     study pass (``import items``, ``run``, ``demo``, ``probe``, ``bench``): anywhere else a
@@ -91,7 +93,9 @@ class Store:
             raise UserError(f"{self.path}: no such store")
         wait = (0.0 if read_only else LOCK_WAIT_S) if lock_wait_s is None else lock_wait_s
         self.con = self._connect(wait)
-        if not read_only:
+        if read_only:
+            self._catch_up(wait)
+        else:
             self.migrate()
             self.replayed = replay(self)  # replies a killed run received but had not committed
 
@@ -135,13 +139,36 @@ class Store:
     def migrate(self) -> list[int]:
         self.con.execute("CREATE TABLE IF NOT EXISTS _migrations "
                          "(version INTEGER PRIMARY KEY, name VARCHAR, applied_at TIMESTAMP)")
-        done = {row[0] for row in self.con.execute("SELECT version FROM _migrations").fetchall()}
+        done = self._applied()
         applied = []
         for version, name, sql in MIGRATIONS:
             if version not in done:
                 self._apply(version, name, sql)
                 applied.append(version)
         return applied
+
+    def _catch_up(self, wait_s: float) -> None:
+        """Migrate a store an older contam made (opened read-only here) before it is read."""
+        try:
+            done = self._applied()
+        except duckdb.CatalogException:  # no contam store (an empty DuckDB file): left as it is
+            return
+        if all(version in done for version, _, _ in MIGRATIONS):
+            return
+        self.con.close()
+        try:
+            Store(self.path).close()
+        except UserError as exc:  # not writable here, or another process has it open
+            reason = (f"locked by {exc.who}" if isinstance(exc, StoreInUse)
+                      else str(exc).removeprefix(f"{self.path}: "))
+            raise UserError(f"{self.path}: made by an older contam, and upgrading it failed "
+                            f"({reason}); any contam command upgrades it (the migrations only add "
+                            "tables) once it can write the file while no other process has it "
+                            "open, or work on a copy") from None
+        self.con = self._connect(wait_s)
+
+    def _applied(self) -> set[int]:
+        return {row[0] for row in self.con.execute("SELECT version FROM _migrations").fetchall()}
 
     def _apply(self, version: int, name: str, sql: str) -> None:
         with self.transaction():
