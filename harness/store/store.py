@@ -13,7 +13,8 @@ import os
 import re
 import tempfile
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,7 +29,7 @@ if TYPE_CHECKING:  # the importers hand over DataFrames; opening a store needs n
     import pandas as pd
 
 __all__ = ["Store", "DEFAULT_STORE", "utc_now", "MIGRATIONS", "TABLE_COLUMNS", "insert_statement",
-           "StoreInUse", "LOCK_WAIT_S"]
+           "StoreInUse", "LOCK_WAIT_S", "transaction"]
 
 # How long a writer's open waits for a store another process has open (a `contam sql`, a view's
 # request): such readers hold it for moments, a job for hours.
@@ -177,8 +178,8 @@ class Store:
 
     # -- writing ------------------------------------------------------------------------------
 
-    def transaction(self) -> "_Transaction":
-        return _Transaction(self.con)
+    def transaction(self) -> AbstractContextManager[duckdb.DuckDBPyConnection]:
+        return transaction(self.con)
 
     def append(self, table: str, rows: Sequence[Mapping[str, Any]]) -> int:
         """Insert rows (dicts keyed by column name) in one statement (:func:`insert_statement`)."""
@@ -275,15 +276,14 @@ def _parameters(params: Iterable[Any] | Mapping[str, Any] | None) -> list | dict
     return list(params)
 
 
-class _Transaction:
-    """BEGIN ... COMMIT, or ROLLBACK on any exception: a refused file writes nothing."""
-
-    def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
-        self.con = con
-
-    def __enter__(self) -> duckdb.DuckDBPyConnection:
-        self.con.execute("BEGIN TRANSACTION")
-        return self.con
-
-    def __exit__(self, exc_type: object, *rest: object) -> None:
-        self.con.execute("ROLLBACK" if exc_type else "COMMIT")
+@contextmanager
+def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConnection]:
+    """BEGIN ... COMMIT on a connection or a cursor, or ROLLBACK on any exception: a refused file
+    writes nothing."""
+    con.execute("BEGIN TRANSACTION")
+    try:
+        yield con
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    con.execute("COMMIT")
