@@ -29,7 +29,7 @@ if TYPE_CHECKING:  # the importers hand over DataFrames; opening a store needs n
     import pandas as pd
 
 __all__ = ["Store", "DEFAULT_STORE", "utc_now", "MIGRATIONS", "TABLE_COLUMNS", "insert_statement",
-           "StoreInUse", "LOCK_WAIT_S", "transaction"]
+           "StoreInUse", "LOCK_WAIT_S", "transaction", "query_parameters"]
 
 # How long a writer's open waits for a store another process has open (a `contam sql`, a view's
 # request): such readers hold it for moments, a job for hours.
@@ -206,17 +206,17 @@ class Store:
 
     def query(self, sql: str, params: Iterable[Any] | Mapping[str, Any] | None = None) -> list[tuple]:
         """Rows as tuples; ``params`` are positional (``$1``) or, as a mapping, named (``$name``)."""
-        return self.con.execute(sql, _parameters(params)).fetchall()
+        return self.con.execute(sql, query_parameters(params)).fetchall()
 
     def query_dicts(self, sql: str,
                     params: Iterable[Any] | Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
-        cursor = self.con.execute(sql, _parameters(params))
+        cursor = self.con.execute(sql, query_parameters(params))
         names = [d[0] for d in cursor.description]
         return [dict(zip(names, row)) for row in cursor.fetchall()]
 
     def query_df(self, sql: str,
                  params: Iterable[Any] | Mapping[str, Any] | None = None) -> "pd.DataFrame":
-        return self.con.execute(sql, _parameters(params)).df()
+        return self.con.execute(sql, query_parameters(params)).df()
 
     def checked_query(self, query: str) -> tuple[list[str], list[tuple]]:
         """`contam sql`'s query (:mod:`harness.store.readonly`): one read-only statement, with
@@ -270,7 +270,9 @@ def _in_use(path: Path, exc: duckdb.Error) -> StoreInUse | None:
     return StoreInUse(path, pid, holder)
 
 
-def _parameters(params: Iterable[Any] | Mapping[str, Any] | None) -> list | dict | None:
+def query_parameters(params: Iterable[Any] | Mapping[str, Any] | None) -> list | dict | None:
+    """A query's parameters as DuckDB (and the host's JSON) take them: a mapping's (``$name``)
+    as a dict, any other iterable's (``$1``) as a list."""
     if params is None or isinstance(params, Mapping):
         return dict(params) if params is not None else None
     return list(params)
