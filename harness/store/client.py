@@ -35,7 +35,6 @@ class HostReader:
     def __init__(self, path: str | Path, holder: Holder) -> None:
         self.path = Path(path)
         self.holder = holder
-        self.read_only = True
         # Plain HTTP over a Unix socket: no TLS, so no certificates to load (100 ms a client).
         transport = httpx.HTTPTransport(uds=holder.socket, verify=False)
         self._http = httpx.Client(transport=transport, base_url="http://store-host",
@@ -76,10 +75,6 @@ class HostReader:
             self._request("GET", "/health")
         except UserError:
             return False
-        return True
-
-    @property
-    def through_host(self) -> bool:
         return True
 
     def close(self) -> None:

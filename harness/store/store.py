@@ -67,9 +67,9 @@ def utc_now() -> dt.datetime:
 class StoreInUse(UserError):
     """The store is open in another process (or, read-only, in this one for writing)."""
 
-    def __init__(self, path: Path, pid: int | None, holder: str) -> None:
+    def __init__(self, path: Path, pid: int, holder: str) -> None:
         self.path, self.pid, self.holder = path, pid, holder
-        self.who = f"pid {pid} ({holder})" if pid is not None else holder
+        self.who = f"pid {pid} ({holder})"
         super().__init__(f"{path}: locked by {self.who}; try again when it has finished")
 
 
