@@ -18,8 +18,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from harness.errors import UserError
 from harness.store import store as store_module
-from harness.store.discovery import HostGone, find_holder
+from harness.store.discovery import Holder, HostGone, find_holder
 from harness.store.labels import append_label_rows
 from harness.store.store import Store, StoreInUse
 
@@ -99,13 +100,15 @@ def live_progress(path: str | Path) -> list[dict[str, Any]] | None:
     """The per-model counters of the job holding the store (keys: model, done, total, failed,
     retries, rate_limited, in_flight, concurrency, rate_per_s, cooling_down_s, stopped); None
     when no job holding it serves them."""
-    reader = _host(path)
-    if reader is None:
+    holder = find_holder(path)
+    if holder is None:
         return None
-    with reader:
+    from harness.store.client import HostReader
+
+    with HostReader(path, holder) as reader:  # one request a poll: no /health before it
         try:
             return reader.progress()
-        except HostGone:
+        except UserError:  # HostGone, or nothing of this holder's answers there
             return None
 
 
@@ -155,7 +158,7 @@ def _reach(path: str | Path, *, read_only: bool) -> "Store | HostReader":
         try:
             return Store(path, read_only=read_only, lock_wait_s=0)
         except StoreInUse as in_use:
-            reader = _host(path)
+            reader = _host(path, in_use.found)
             if reader is not None:
                 return reader
             if time.monotonic() >= deadline:
@@ -164,8 +167,7 @@ def _reach(path: str | Path, *, read_only: bool) -> "Store | HostReader":
             time.sleep(_RETRY_S)
 
 
-def _host(path: str | Path) -> "HostReader | None":
-    holder = find_holder(path)
+def _host(path: str | Path, holder: Holder | None) -> "HostReader | None":
     if holder is None:
         return None
     from harness.store.client import connect

@@ -28,6 +28,8 @@ from harness.store.schema import MIGRATIONS, TABLE_COLUMNS
 if TYPE_CHECKING:  # the importers hand over DataFrames; opening a store needs no pandas
     import pandas as pd
 
+    from harness.store.discovery import Holder
+
 __all__ = ["Store", "DEFAULT_STORE", "utc_now", "MIGRATIONS", "TABLE_COLUMNS", "insert_statement",
            "StoreInUse", "LOCK_WAIT_S", "transaction", "query_parameters"]
 
@@ -65,10 +67,11 @@ def utc_now() -> dt.datetime:
 
 
 class StoreInUse(UserError):
-    """The store is open in another process (or, read-only, in this one for writing)."""
+    """The store is open in another process (or, read-only, in this one for writing).
+    ``found`` is the holder the discovery file names (:mod:`harness.store.discovery`), if any."""
 
-    def __init__(self, path: Path, pid: int, holder: str) -> None:
-        self.path, self.pid, self.holder = path, pid, holder
+    def __init__(self, path: Path, pid: int, holder: str, found: Holder | None = None) -> None:
+        self.path, self.pid, self.holder, self.found = path, pid, holder, found
         self.who = f"pid {pid} ({holder})"
         super().__init__(f"{path}: locked by {self.who}; try again when it has finished")
 
@@ -108,11 +111,11 @@ class Store:
             try:
                 return duckdb.connect(str(self.path), read_only=self.read_only)
             except duckdb.Error as exc:  # not a DuckDB file, locked by another process, ...
-                in_use = _in_use(self.path, exc)
-                if in_use is None:
+                lock = _lock(exc)
+                if lock is None:
                     raise UserError(f"{self.path}: cannot open store ({first_line(exc)})") from None
                 if time.monotonic() >= deadline:
-                    raise in_use from None
+                    raise _in_use(self.path, *lock) from None
                 time.sleep(0.1)
 
     def _check_writable(self) -> None:
@@ -251,23 +254,25 @@ class Store:
 _LOCK_HOLDER = re.compile(r"Conflicting lock is held in (?P<program>.+?) \(PID (?P<pid>\d+)\)")
 
 
-def _in_use(path: Path, exc: duckdb.Error) -> StoreInUse | None:
-    """A StoreInUse naming who holds the store (the discovery file's command where it names
-    that process), if that is why DuckDB refused to open it."""
-    from harness.store.discovery import find_holder
-
+def _lock(exc: duckdb.Error) -> tuple[int, str] | None:
+    """The pid and program holding the store, if that is why DuckDB refused to open it."""
     message = str(exc)
     found = _LOCK_HOLDER.search(message)
     if found:
-        pid, holder = int(found["pid"]), Path(found["program"]).name
-    elif "different configuration than existing connections" in message:
-        pid, holder = os.getpid(), "this process"
-    else:
-        return None
-    known = find_holder(path)
-    if known is not None and known.pid == pid:
-        holder = f"contam {known.command}"
-    return StoreInUse(path, pid, holder)
+        return int(found["pid"]), Path(found["program"]).name
+    if "different configuration than existing connections" in message:
+        return os.getpid(), "this process"
+    return None
+
+
+def _in_use(path: Path, pid: int, program: str) -> StoreInUse:
+    """A StoreInUse naming who holds the store: the discovery file's command where it names
+    that process."""
+    from harness.store.discovery import find_holder
+
+    found = find_holder(path)
+    holder = f"contam {found.command}" if found is not None and found.pid == pid else program
+    return StoreInUse(path, pid, holder, found)
 
 
 def query_parameters(params: Iterable[Any] | Mapping[str, Any] | None) -> list | dict | None:
