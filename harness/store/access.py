@@ -29,8 +29,7 @@ if TYPE_CHECKING:
 
     from harness.store.client import HostReader  # httpx: imported only when a job holds the store
 
-__all__ = ["Reader", "reading", "append_labels", "append_label_sessions", "prepare",
-           "live_progress"]
+__all__ = ["Reader", "reading", "append_labels", "prepare", "live_progress"]
 
 _RETRY_S = 0.1
 
@@ -63,29 +62,21 @@ def reading(path: str | Path) -> Iterator[Reader]:
         reader.close()
 
 
-def append_labels(path: str | Path, rows: Sequence[Mapping[str, Any]]) -> int:
-    """Append ``labels`` rows in one transaction, committed when this returns (``created_at``
-    is now where a row has none)."""
+def append_labels(path: str | Path, rows: Sequence[Mapping[str, Any]],
+                  table: str = "labels") -> int:
+    """Append ``labels`` rows (or ``label_sessions`` rows: a `contam view` rater's shuffle seed)
+    in one transaction, committed when this returns (``created_at`` is now where a row has none)."""
     try:
-        return _append_once(path, rows)
+        return _append_once(path, rows, table)
     except HostGone:  # its job finished meanwhile: the store is free now, or another job's
-        return _append_once(path, rows)
+        return _append_once(path, rows, table)
 
 
-def _append_once(path: str | Path, rows: Sequence[Mapping[str, Any]],
-                 table: str = "labels") -> int:
+def _append_once(path: str | Path, rows: Sequence[Mapping[str, Any]], table: str) -> int:
     with _reach(path, read_only=False) as reached:
         if isinstance(reached, Store):
             return append_label_rows(reached.con, rows, table)
         return reached.append_labels(rows, table)
-
-
-def append_label_sessions(path: str | Path, rows: Sequence[Mapping[str, Any]]) -> int:
-    """Append ``label_sessions`` rows (a `contam view` rater's shuffle seed), as labels are."""
-    try:
-        return _append_once(path, rows, "label_sessions")
-    except HostGone:
-        return _append_once(path, rows, "label_sessions")
 
 
 def prepare(path: str | Path) -> None:
