@@ -16,9 +16,8 @@ ITEMS = [("i1", "Red", "official"), ("i2", "Red", "official"), ("i3", "Prism", "
 
 
 def _new(path) -> Store:
-    """A new, migrated store (an empty DuckDB file first: a store is made only where asked)."""
-    duckdb.connect(str(path)).close()
-    return Store(path)
+    """A new, migrated store."""
+    return Store(path, create=True)
 
 
 def _fill(store: Store) -> None:
