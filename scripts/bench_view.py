@@ -29,7 +29,6 @@ import tempfile
 import time
 from pathlib import Path
 
-import duckdb
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -42,8 +41,7 @@ BROWSE = "/?subset=fan&label=none&rater=human:ann&sort=bleu2&desc=1&page={page}"
 def build_store(path: Path, items: int, models: int) -> int:
     """Items x models answered cells, scored and judged; two raters on a fifth. Returns cells."""
     item = "'q' || lpad(i::VARCHAR, 6, '0')"
-    duckdb.connect(str(path)).close()  # a store is made only where asked: an empty file first
-    with Store(path) as store, store.transaction():
+    with Store(path, create=True) as store, store.transaction():
         store.con.execute(f"""INSERT INTO items BY NAME SELECT {item} AS item_id,
             'Title ' || (i % 40) AS title, CASE WHEN i % 2 = 0 THEN 'official' ELSE 'fan' END AS subset,
             'Which move does the gym leader of town ' || i || ' teach?' AS question,

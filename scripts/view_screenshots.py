@@ -16,8 +16,6 @@ import sys
 import tempfile
 from pathlib import Path
 
-import duckdb
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from harness.store import Store, utc_now  # noqa: E402
 from viewserver import ViewServer, chromium  # noqa: E402  (scripts/viewserver.py)
@@ -43,8 +41,7 @@ def build_store(path: Path) -> None:
         items = list(csv.DictReader(handle))
     now = utc_now()
     rows = [(item, model, text, judge) for item in items for model, text, judge in answers_for(item)]
-    duckdb.connect(str(path)).close()  # a store is made only where asked: an empty file first
-    with Store(path) as store, store.transaction():
+    with Store(path, create=True) as store, store.transaction():
         columns = ("item_id", "title", "subset", "question", "reference")
         store.append("items", [{k: item[k] for k in columns} | {"added_at": now} for item in items])
         store.append("answers", [{"run_id": "demo", "item_id": item["item_id"], "model": model,

@@ -9,15 +9,15 @@ import pytest
 
 from harness.store import MIGRATIONS, Store, utc_now
 from harness.store.cells import unjudged
+from tests.test_store import old_store
 
 ITEMS = [("i1", "Red", "official"), ("i2", "Red", "official"), ("i3", "Prism", "fan"),
          ("i4", "Prism", "fan")]
 
 
 def _new(path) -> Store:
-    """A new, migrated store (an empty DuckDB file first: a store is made only where asked)."""
-    duckdb.connect(str(path)).close()
-    return Store(path)
+    """A new, migrated store."""
+    return Store(path, create=True)
 
 
 def _fill(store: Store) -> None:
@@ -103,15 +103,9 @@ def test_a_retracted_judge_label_makes_its_cell_pending_for_the_judge(store_path
 
 def test_a_store_from_before_migration_5_gets_it_and_keeps_its_labels(store_path):
     """A store made by the previous release (every migration but 5) is migrated on open."""
-    con = duckdb.connect(str(store_path))
-    con.execute("CREATE TABLE _migrations (version INTEGER PRIMARY KEY, name VARCHAR, "
-                "applied_at TIMESTAMP)")
-    for version, name, sql in MIGRATIONS:
-        if version != 5:
-            con.execute(sql)
-            con.execute("INSERT INTO _migrations VALUES (?, ?, ?)", [version, name, utc_now()])
-    con.execute("INSERT INTO labels (item_id, model, rater, label) VALUES ('i1', 'm', 'human', 'wrong')")
-    con.close()
+    old_store(store_path, {v for v, _, _ in MIGRATIONS if v != 5})
+    with duckdb.connect(str(store_path)) as con:
+        con.execute("INSERT INTO labels (item_id, model, rater, label) VALUES ('i1', 'm', 'human', 'wrong')")
     with Store(store_path) as store:
         assert 5 in {r[0] for r in store.query("SELECT version FROM _migrations")}
         assert store.query("SELECT label, note FROM latest_labels") == [("wrong", None)]

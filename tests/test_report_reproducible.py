@@ -17,8 +17,9 @@ from harness.errors import InputError
 from harness.jobs.importing import import_file
 from harness.report import stats
 from harness.report.provenance import provenance, software_versions
-from harness.store import MIGRATIONS, Store, utc_now
+from harness.store import Store, utc_now
 from tests.test_import import ANSWERS, ITEMS, LABELS, write_csv, write_jsonl
+from tests.test_store import old_store
 
 
 def sha256(path) -> str:
@@ -96,14 +97,9 @@ def test_item6_versions_are_read_without_importing_torch(monkeypatch):
 
 
 def test_item6_a_store_from_before_migration_7_names_its_unhashed_files(tmp_path):
-    path = tmp_path / "old.duckdb"
+    path = old_store(tmp_path / "old.duckdb", range(1, 7))
     with duckdb.connect(str(path)) as con:
-        con.execute("CREATE TABLE _migrations (version INTEGER PRIMARY KEY, name VARCHAR, applied_at TIMESTAMP)")
-        for version, name, sql in MIGRATIONS:
-            if version < 7:
-                con.execute(sql)
-                con.execute("INSERT INTO _migrations VALUES (?, ?, ?)", [version, name, utc_now()])
         con.execute("INSERT INTO items (item_id, title, subset, source_file) VALUES ('a', 't', 'x', 'old.csv')")
-    with Store(path, read_only=True) as store:  # a report never migrates
+    with Store(path, read_only=True) as store:  # migrated first: an empty imports table
         prov = provenance(store)
     assert prov["imports"] == [] and prov["unhashed_sources"] == ["old.csv"]

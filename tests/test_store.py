@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import Container
 from pathlib import Path
 
+import duckdb
 import pytest
 
 from harness.store import MIGRATIONS, Store, utc_now
+from tests.test_analysis import ITEMS
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -94,3 +98,64 @@ def test_migrations_are_literal_sql_and_agree_with_the_abstention_rule() -> None
     views = dict((version, sql) for version, _, sql in MIGRATIONS)[2]
     assert "{" not in views  # no f-string leftovers
     assert f"regexp_matches(a.answer, '{ABSTENTION_PATTERN.replace(chr(39), chr(39) * 2)}')" in views
+
+
+def old_store(path: Path, versions: Container[int]) -> Path:
+    """A store as an older contam left it: only the given migrations applied."""
+    with duckdb.connect(str(path)) as con:
+        con.execute("CREATE TABLE _migrations (version INTEGER PRIMARY KEY, name VARCHAR, "
+                    "applied_at TIMESTAMP)")
+        for version, name, sql in MIGRATIONS:
+            if version in versions:
+                con.execute(sql)
+                con.execute("INSERT INTO _migrations VALUES (?, ?, ?)", [version, name, utc_now()])
+    return path
+
+
+def _studied_before_migration_5(path: Path) -> Path:
+    """Items, answers and human labels, in a store with migrations 1-4 (the previous release's)."""
+    old_store(path, range(1, 5))
+    with duckdb.connect(str(path)) as con:
+        for item_id, title, subset in ITEMS:
+            con.execute("INSERT INTO items (item_id, title, subset, question, reference) "
+                        "VALUES (?, ?, ?, 'q?', 'ref')", [item_id, title, subset])
+            for model in ("m1", "m2"):
+                con.execute("INSERT INTO answers (item_id, model, answer, answer_raw) "
+                            "VALUES (?, ?, 'a', 'a')", [item_id, model])
+                label = "right" if subset == "canon" or model == "m1" else "wrong"
+                con.execute("INSERT INTO labels (item_id, model, rater, label) "
+                            "VALUES (?, ?, 'human', ?)", [item_id, model, label])
+    return path
+
+
+@pytest.mark.parametrize("command", [
+    ("report", "--format", "json", "--contrast", "canon,hack"),
+    ("sql", "--format", "csv", "select count(*) AS n from probe_scores")])
+def test_a_store_an_older_contam_made_is_migrated_and_then_read(contam, tmp_path, command):
+    path = _studied_before_migration_5(tmp_path / "old.duckdb")
+    status, out, err = contam(command[0], "--store", path, *command[1:])
+    assert status == 0, err
+    if command[0] == "sql":
+        assert out.splitlines() == ["n", "0"]
+    else:
+        assert sorted(row["model"] for row in json.loads(out)["gap"]) == ["m1", "m2"]
+    with Store(path, read_only=True) as store:
+        versions = [row[0] for row in store.query("SELECT version FROM _migrations ORDER BY 1")]
+        assert versions == [v for v, _, _ in MIGRATIONS] and store.count("answers") == 12
+
+
+def test_an_older_store_that_cannot_be_migrated_is_one_line(contam, tmp_path, monkeypatch):
+    from tests.test_store_host import hold
+
+    monkeypatch.setattr("harness.store.store.LOCK_WAIT_S", 0.2)
+    path = _studied_before_migration_5(tmp_path / "old.duckdb")
+    reader = hold(path, "read", 30)  # another DuckDB client reading it: no writer may open it
+    try:
+        status, out, err = contam("sql", "--store", path, "select count(*) from probe_scores")
+    finally:
+        reader.kill()
+        reader.wait()
+    assert status == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+    assert f"{path}: made by an older contam" in err and f"locked by pid {reader.pid} " in err
+    with duckdb.connect(str(path), read_only=True) as con:
+        assert con.execute("SELECT max(version) FROM _migrations").fetchone() == (4,)

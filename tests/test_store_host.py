@@ -14,7 +14,6 @@ import threading
 import time
 from pathlib import Path
 
-import duckdb
 import httpx
 import pytest
 
@@ -34,9 +33,8 @@ LABEL = {"item_id": "q0001", "model": "openai-m", "rater": "human:ann", "label":
 
 
 def new_store(path: Path) -> Store:
-    """A new, migrated store (an empty DuckDB file first: a store is made only where asked)."""
-    duckdb.connect(str(path)).close()
-    return Store(path)
+    """A new, migrated store."""
+    return Store(path, create=True)
 
 
 def start_run(config: Path) -> subprocess.Popen:

@@ -7,8 +7,6 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import duckdb
-
 from harness.store import Store, utc_now
 
 __all__ = ["MODELS", "SUBSETS", "JUDGE", "MARKUP", "TOKEN", "build_view_store", "token_of", "url_of",
@@ -25,8 +23,7 @@ def build_view_store(path: Path, items: int = 30, *, markup_item: int | None = 0
     """``items`` items x 2 models, all answered, scored and judged. Item ``markup_item``'s first
     model answered with markup; item ``blank_item``'s answers are blank."""
     now = utc_now()
-    duckdb.connect(str(path)).close()  # a store is made only where asked: an empty file first
-    with Store(path) as store, store.transaction():
+    with Store(path, create=True) as store, store.transaction():
         store.append("items", [{
             "item_id": f"it{n:03d}", "title": f"Game {n % 3}", "subset": SUBSETS[n % 2],
             "question": f"Question number {n}?", "reference": f"Reference {n}.", "added_at": now}

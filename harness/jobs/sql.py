@@ -24,10 +24,9 @@ import orjson
 from harness.errors import UserError
 from harness.store import DEFAULT_STORE
 from harness.store.access import Reader, reading
-from harness.store.readonly import check_query
 from harness.text import visible
 
-__all__ = ["sql", "run_query", "check_query", "visible", "QueryResult"]
+__all__ = ["sql", "run_query", "visible", "QueryResult"]
 
 
 @dataclass(frozen=True)
@@ -55,8 +54,6 @@ def run_query(store: Reader, query: str) -> tuple[list[str], list[tuple]]:
         return store.checked_query(query)
     except duckdb.Error as exc:  # DuckDB's whole message: its "Did you mean" hint and caret line
         raise UserError(f"query failed: {exc}") from None
-
-
 
 
 def _table(columns: list[str], rows: list[tuple]) -> str:

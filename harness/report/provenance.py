@@ -58,8 +58,6 @@ def software_versions() -> dict[str, str | None]:
 
 def _imports(store: Store) -> list[dict[str, Any]]:
     """Every import, oldest first (none in a store made before migration 7)."""
-    if not _has_table(store, "imports"):
-        return []
     rows = store.query_dicts("SELECT kind, file, sha256, bytes, rows, added, created_at FROM imports "
                              "ORDER BY seq")
     return [{**r, "created_at": _time(r["created_at"])} for r in rows]
@@ -71,10 +69,6 @@ def _unhashed_sources(store: Store) -> list[str]:
     sources = {r[0] for r in store.query("SELECT source_file FROM items UNION SELECT source_file FROM labels")}
     hashed = {r["file"] for r in _imports(store)}
     return sorted(s for s in sources - hashed if s is not None)
-
-
-def _has_table(store: Store, name: str) -> bool:
-    return bool(store.query("SELECT 1 FROM duckdb_tables() WHERE table_name = ?", [name]))
 
 
 def _runs(store: Store) -> list[dict[str, Any]]:

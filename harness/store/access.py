@@ -18,8 +18,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from harness.errors import UserError
 from harness.store import store as store_module
-from harness.store.discovery import HostGone, find_holder
+from harness.store.discovery import Holder, HostGone, find_holder
 from harness.store.labels import append_label_rows
 from harness.store.store import Store, StoreInUse
 
@@ -28,8 +29,7 @@ if TYPE_CHECKING:
 
     from harness.store.client import HostReader  # httpx: imported only when a job holds the store
 
-__all__ = ["Reader", "reading", "append_labels", "append_label_sessions", "prepare",
-           "live_progress"]
+__all__ = ["Reader", "reading", "append_labels", "prepare", "live_progress"]
 
 _RETRY_S = 0.1
 
@@ -62,29 +62,21 @@ def reading(path: str | Path) -> Iterator[Reader]:
         reader.close()
 
 
-def append_labels(path: str | Path, rows: Sequence[Mapping[str, Any]]) -> int:
-    """Append ``labels`` rows in one transaction, committed when this returns (``created_at``
-    is now where a row has none)."""
+def append_labels(path: str | Path, rows: Sequence[Mapping[str, Any]],
+                  table: str = "labels") -> int:
+    """Append ``labels`` rows (or ``label_sessions`` rows: a `contam view` rater's shuffle seed)
+    in one transaction, committed when this returns (``created_at`` is now where a row has none)."""
     try:
-        return _append_once(path, rows)
+        return _append_once(path, rows, table)
     except HostGone:  # its job finished meanwhile: the store is free now, or another job's
-        return _append_once(path, rows)
+        return _append_once(path, rows, table)
 
 
-def _append_once(path: str | Path, rows: Sequence[Mapping[str, Any]],
-                 table: str = "labels") -> int:
+def _append_once(path: str | Path, rows: Sequence[Mapping[str, Any]], table: str) -> int:
     with _reach(path, read_only=False) as reached:
         if isinstance(reached, Store):
             return append_label_rows(reached.con, rows, table)
         return reached.append_labels(rows, table)
-
-
-def append_label_sessions(path: str | Path, rows: Sequence[Mapping[str, Any]]) -> int:
-    """Append ``label_sessions`` rows (a `contam view` rater's shuffle seed), as labels are."""
-    try:
-        return _append_once(path, rows, "label_sessions")
-    except HostGone:
-        return _append_once(path, rows, "label_sessions")
 
 
 def prepare(path: str | Path) -> None:
@@ -99,13 +91,15 @@ def live_progress(path: str | Path) -> list[dict[str, Any]] | None:
     """The per-model counters of the job holding the store (keys: model, done, total, failed,
     retries, rate_limited, in_flight, concurrency, rate_per_s, cooling_down_s, stopped); None
     when no job holding it serves them."""
-    reader = _host(path)
-    if reader is None:
+    holder = find_holder(path)
+    if holder is None:
         return None
-    with reader:
+    from harness.store.client import HostReader
+
+    with HostReader(path, holder) as reader:  # one request a poll: no /health before it
         try:
             return reader.progress()
-        except HostGone:
+        except UserError:  # HostGone, or nothing of this holder's answers there
             return None
 
 
@@ -155,7 +149,7 @@ def _reach(path: str | Path, *, read_only: bool) -> "Store | HostReader":
         try:
             return Store(path, read_only=read_only, lock_wait_s=0)
         except StoreInUse as in_use:
-            reader = _host(path)
+            reader = _host(path, in_use.found)
             if reader is not None:
                 return reader
             if time.monotonic() >= deadline:
@@ -164,8 +158,7 @@ def _reach(path: str | Path, *, read_only: bool) -> "Store | HostReader":
             time.sleep(_RETRY_S)
 
 
-def _host(path: str | Path) -> "HostReader | None":
-    holder = find_holder(path)
+def _host(path: str | Path, holder: Holder | None) -> "HostReader | None":
     if holder is None:
         return None
     from harness.store.client import connect

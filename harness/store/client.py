@@ -17,6 +17,7 @@ import httpx
 
 from harness.errors import UserError
 from harness.store.discovery import Holder, HostGone
+from harness.store.store import query_parameters
 from harness.store.wire import decode_json, decode_result, encode_json, result_frame
 
 if TYPE_CHECKING:
@@ -34,7 +35,6 @@ class HostReader:
     def __init__(self, path: str | Path, holder: Holder) -> None:
         self.path = Path(path)
         self.holder = holder
-        self.read_only = True
         # Plain HTTP over a Unix socket: no TLS, so no certificates to load (100 ms a client).
         transport = httpx.HTTPTransport(uds=holder.socket, verify=False)
         self._http = httpx.Client(transport=transport, base_url="http://store-host",
@@ -77,10 +77,6 @@ class HostReader:
             return False
         return True
 
-    @property
-    def through_host(self) -> bool:
-        return True
-
     def close(self) -> None:
         self._http.close()
 
@@ -93,9 +89,8 @@ class HostReader:
     # -- requests -----------------------------------------------------------------------------
 
     def _query(self, sql: str, params: Iterable[Any] | None) -> bytes:
-        if params is not None:  # named ($name) parameters travel as an object, the rest as a list
-            params = dict(params) if isinstance(params, Mapping) else list(params)
-        return self._post("/query", {"sql": sql, "params": params})
+        # named ($name) parameters travel as an object, the rest as a list
+        return self._post("/query", {"sql": sql, "params": query_parameters(params)})
 
     def _post(self, route: str, body: dict[str, Any]) -> bytes:
         return self._request("POST", route, content=encode_json(body))

@@ -10,7 +10,7 @@ from typing import Any
 import duckdb
 
 from harness.errors import UserError, first_line
-from harness.store.store import insert_statement, utc_now
+from harness.store.store import insert_statement, transaction, utc_now
 
 __all__ = ["append_label_rows"]
 
@@ -33,11 +33,9 @@ def append_label_rows(con: duckdb.DuckDBPyConnection, rows: Sequence[Mapping[str
         statement = insert_statement(table, stamped)
     except ValueError as exc:  # unknown columns
         raise UserError(f"{table} refused: {exc}") from None
-    con.execute("BEGIN TRANSACTION")
     try:
-        con.execute(*statement)
+        with transaction(con):
+            con.execute(*statement)
     except duckdb.Error as exc:
-        con.execute("ROLLBACK")
         raise UserError(f"{table} refused: {first_line(exc)}") from None
-    con.execute("COMMIT")
     return len(stamped)

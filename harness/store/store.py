@@ -13,7 +13,8 @@ import os
 import re
 import tempfile
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,8 +28,10 @@ from harness.store.schema import MIGRATIONS, TABLE_COLUMNS
 if TYPE_CHECKING:  # the importers hand over DataFrames; opening a store needs no pandas
     import pandas as pd
 
+    from harness.store.discovery import Holder
+
 __all__ = ["Store", "DEFAULT_STORE", "utc_now", "MIGRATIONS", "TABLE_COLUMNS", "insert_statement",
-           "StoreInUse", "LOCK_WAIT_S"]
+           "StoreInUse", "LOCK_WAIT_S", "transaction", "query_parameters"]
 
 # How long a writer's open waits for a store another process has open (a `contam sql`, a view's
 # request): such readers hold it for moments, a job for hours.
@@ -64,16 +67,19 @@ def utc_now() -> dt.datetime:
 
 
 class StoreInUse(UserError):
-    """The store is open in another process (or, read-only, in this one for writing)."""
+    """The store is open in another process (or, read-only, in this one for writing).
+    ``found`` is the holder the discovery file names (:mod:`harness.store.discovery`), if any."""
 
-    def __init__(self, path: Path, pid: int | None, holder: str) -> None:
-        self.path, self.pid, self.holder = path, pid, holder
-        who = f"pid {pid} ({holder})" if pid is not None else holder
-        super().__init__(f"{path}: locked by {who}; try again when it has finished")
+    def __init__(self, path: Path, pid: int, holder: str, found: Holder | None = None) -> None:
+        self.path, self.pid, self.holder, self.found = path, pid, holder, found
+        self.who = f"pid {pid} ({holder})"
+        super().__init__(f"{path}: locked by {self.who}; try again when it has finished")
 
 
 class Store:
-    """A connection to one store file. ``read_only`` stores never migrate and never write.
+    """A connection to one store file. A ``read_only`` store never writes, with one exception: a
+    store an older contam made (behind :data:`MIGRATIONS`) is first migrated, opened for writing
+    for that moment (the migrations only add), so that what this contam reads is there.
 
     A missing file is created only with ``create=True``, which only the commands that start a
     study pass (``import items``, ``run``, ``demo``, ``probe``, ``bench``): anywhere else a
@@ -91,7 +97,9 @@ class Store:
             raise UserError(f"{self.path}: no such store")
         wait = (0.0 if read_only else LOCK_WAIT_S) if lock_wait_s is None else lock_wait_s
         self.con = self._connect(wait)
-        if not read_only:
+        if read_only:
+            self._catch_up(wait)
+        else:
             self.migrate()
             self.replayed = replay(self)  # replies a killed run received but had not committed
 
@@ -103,11 +111,11 @@ class Store:
             try:
                 return duckdb.connect(str(self.path), read_only=self.read_only)
             except duckdb.Error as exc:  # not a DuckDB file, locked by another process, ...
-                in_use = _in_use(self.path, exc)
-                if in_use is None:
+                lock = _lock(exc)
+                if lock is None:
                     raise UserError(f"{self.path}: cannot open store ({first_line(exc)})") from None
                 if time.monotonic() >= deadline:
-                    raise in_use from None
+                    raise _in_use(self.path, *lock) from None
                 time.sleep(0.1)
 
     def _check_writable(self) -> None:
@@ -135,13 +143,36 @@ class Store:
     def migrate(self) -> list[int]:
         self.con.execute("CREATE TABLE IF NOT EXISTS _migrations "
                          "(version INTEGER PRIMARY KEY, name VARCHAR, applied_at TIMESTAMP)")
-        done = {row[0] for row in self.con.execute("SELECT version FROM _migrations").fetchall()}
+        done = self._applied()
         applied = []
         for version, name, sql in MIGRATIONS:
             if version not in done:
                 self._apply(version, name, sql)
                 applied.append(version)
         return applied
+
+    def _catch_up(self, wait_s: float) -> None:
+        """Migrate a store an older contam made (opened read-only here) before it is read."""
+        try:
+            done = self._applied()
+        except duckdb.CatalogException:  # no contam store (an empty DuckDB file): left as it is
+            return
+        if all(version in done for version, _, _ in MIGRATIONS):
+            return
+        self.con.close()
+        try:
+            Store(self.path).close()
+        except UserError as exc:  # not writable here, or another process has it open
+            reason = (f"locked by {exc.who}" if isinstance(exc, StoreInUse)
+                      else str(exc).removeprefix(f"{self.path}: "))
+            raise UserError(f"{self.path}: made by an older contam, and upgrading it failed "
+                            f"({reason}); any contam command upgrades it (the migrations only add "
+                            "tables) once it can write the file while no other process has it "
+                            "open, or work on a copy") from None
+        self.con = self._connect(wait_s)
+
+    def _applied(self) -> set[int]:
+        return {row[0] for row in self.con.execute("SELECT version FROM _migrations").fetchall()}
 
     def _apply(self, version: int, name: str, sql: str) -> None:
         with self.transaction():
@@ -150,8 +181,8 @@ class Store:
 
     # -- writing ------------------------------------------------------------------------------
 
-    def transaction(self) -> "_Transaction":
-        return _Transaction(self.con)
+    def transaction(self) -> AbstractContextManager[duckdb.DuckDBPyConnection]:
+        return transaction(self.con)
 
     def append(self, table: str, rows: Sequence[Mapping[str, Any]]) -> int:
         """Insert rows (dicts keyed by column name) in one statement (:func:`insert_statement`)."""
@@ -178,17 +209,17 @@ class Store:
 
     def query(self, sql: str, params: Iterable[Any] | Mapping[str, Any] | None = None) -> list[tuple]:
         """Rows as tuples; ``params`` are positional (``$1``) or, as a mapping, named (``$name``)."""
-        return self.con.execute(sql, _parameters(params)).fetchall()
+        return self.con.execute(sql, query_parameters(params)).fetchall()
 
     def query_dicts(self, sql: str,
                     params: Iterable[Any] | Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
-        cursor = self.con.execute(sql, _parameters(params))
+        cursor = self.con.execute(sql, query_parameters(params))
         names = [d[0] for d in cursor.description]
         return [dict(zip(names, row)) for row in cursor.fetchall()]
 
     def query_df(self, sql: str,
                  params: Iterable[Any] | Mapping[str, Any] | None = None) -> "pd.DataFrame":
-        return self.con.execute(sql, _parameters(params)).df()
+        return self.con.execute(sql, query_parameters(params)).df()
 
     def checked_query(self, query: str) -> tuple[list[str], list[tuple]]:
         """`contam sql`'s query (:mod:`harness.store.readonly`): one read-only statement, with
@@ -223,40 +254,43 @@ class Store:
 _LOCK_HOLDER = re.compile(r"Conflicting lock is held in (?P<program>.+?) \(PID (?P<pid>\d+)\)")
 
 
-def _in_use(path: Path, exc: duckdb.Error) -> StoreInUse | None:
-    """A StoreInUse naming who holds the store (the discovery file's command where it names
-    that process), if that is why DuckDB refused to open it."""
-    from harness.store.discovery import find_holder
-
+def _lock(exc: duckdb.Error) -> tuple[int, str] | None:
+    """The pid and program holding the store, if that is why DuckDB refused to open it."""
     message = str(exc)
     found = _LOCK_HOLDER.search(message)
     if found:
-        pid, holder = int(found["pid"]), Path(found["program"]).name
-    elif "different configuration than existing connections" in message:
-        pid, holder = os.getpid(), "this process"
-    else:
-        return None
-    known = find_holder(path)
-    if known is not None and known.pid == pid:
-        holder = f"contam {known.command}"
-    return StoreInUse(path, pid, holder)
+        return int(found["pid"]), Path(found["program"]).name
+    if "different configuration than existing connections" in message:
+        return os.getpid(), "this process"
+    return None
 
 
-def _parameters(params: Iterable[Any] | Mapping[str, Any] | None) -> list | dict | None:
+def _in_use(path: Path, pid: int, program: str) -> StoreInUse:
+    """A StoreInUse naming who holds the store: the discovery file's command where it names
+    that process."""
+    from harness.store.discovery import find_holder
+
+    found = find_holder(path)
+    holder = f"contam {found.command}" if found is not None and found.pid == pid else program
+    return StoreInUse(path, pid, holder, found)
+
+
+def query_parameters(params: Iterable[Any] | Mapping[str, Any] | None) -> list | dict | None:
+    """A query's parameters as DuckDB (and the host's JSON) take them: a mapping's (``$name``)
+    as a dict, any other iterable's (``$1``) as a list."""
     if params is None or isinstance(params, Mapping):
         return dict(params) if params is not None else None
     return list(params)
 
 
-class _Transaction:
-    """BEGIN ... COMMIT, or ROLLBACK on any exception: a refused file writes nothing."""
-
-    def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
-        self.con = con
-
-    def __enter__(self) -> duckdb.DuckDBPyConnection:
-        self.con.execute("BEGIN TRANSACTION")
-        return self.con
-
-    def __exit__(self, exc_type: object, *rest: object) -> None:
-        self.con.execute("ROLLBACK" if exc_type else "COMMIT")
+@contextmanager
+def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConnection]:
+    """BEGIN ... COMMIT on a connection or a cursor, or ROLLBACK on any exception: a refused file
+    writes nothing."""
+    con.execute("BEGIN TRANSACTION")
+    try:
+        yield con
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    con.execute("COMMIT")

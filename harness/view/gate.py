@@ -36,7 +36,7 @@ class StoreGate:
 
     def append_label_sessions(self, rows: Sequence[Mapping[str, Any]]) -> int:
         with self.lock:
-            return access.append_label_sessions(self.path, rows)
+            return access.append_labels(self.path, rows, "label_sessions")
 
     def live_progress(self) -> list[dict[str, Any]] | None:
         with self.lock:
