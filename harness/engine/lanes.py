@@ -51,15 +51,7 @@ import httpx
 from harness.engine.attempts import LaneAttempts
 from harness.engine.collector import collector_tuned
 from harness.engine.counters import LaneStats
-from harness.engine.failures import (
-    RETRY_WAIT_INITIAL,
-    RETRY_WAIT_JITTER,
-    RETRY_WAIT_MAX,
-    InternalError,
-    failure_cause,
-    retry_wait,
-    stop_reason,
-)
+from harness.engine.failures import RETRY_WAIT_INITIAL, RETRY_WAIT_MAX, stop_reason
 from harness.engine.limits import LaneLimits
 from harness.engine.pool import lane_client
 from harness.engine.replicas import Replica, ReplicaSet, none_left, preflight_all
@@ -70,9 +62,7 @@ from providers.registry import create_provider
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Task", "Lane", "Accept", "Engine", "ProviderFactory", "InternalError",
-           "stop_reason", "failure_cause", "retry_wait", "collector_tuned", "RETRY_WAIT_INITIAL",
-           "RETRY_WAIT_MAX", "RETRY_WAIT_JITTER"]
+__all__ = ["Task", "Lane", "Accept", "Engine", "ProviderFactory", "stop_reason"]
 
 
 class Engine:
