@@ -32,6 +32,7 @@ __all__ = [
     "ServedModelMismatch",
     "MissingKey",
     "BadKey",
+    "Unreachable",
     "resolve_api_key",
     "register_secret",
     "secret_forms",
@@ -161,6 +162,11 @@ class BadKey(Fatal):
     """The key holds a character no HTTP header may carry (a control, a space, non-ASCII)."""
 
 
+class Unreachable(Fatal):
+    """The server accepts no connection, and the provider's preflight holds that no wait can
+    mend (Ollama: a local server nobody started); its lane stops as unreachable."""
+
+
 class Provider:
     """The base of every provider class (one per module, built once per configured model).
     ``generate`` is what a provider must do; the hooks' defaults fit a provider with nothing more
@@ -182,11 +188,6 @@ class Provider:
     def served_model_id(self) -> str:
         """The id a reply's ``served_model`` must match (see registry.check_first_reply)."""
         return self.spec.model
-
-    def server_url(self) -> str | None:
-        """The server this provider sends to, which must accept a connection before its lane
-        starts (:func:`providers.reach.check_reachable`); None: no server (``local``)."""
-        return None
 
     async def preflight(self) -> str | None:
         """Checked once before the lane starts: a one-line report, or None when nothing to say."""

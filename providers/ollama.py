@@ -19,7 +19,7 @@ from typing import Any
 import httpx
 
 from providers.base import (
-    Fatal, ModelSettings, ProviderError, Reply, Request, Transient, resolve_api_key,
+    Fatal, ModelSettings, ProviderError, Reply, Request, Transient, Unreachable, resolve_api_key,
 )
 from providers.hints import seconds_from_retry_after
 from providers.transport import HTTPProvider, answer_text, decode_json, error_for_status, send
@@ -101,7 +101,13 @@ class OllamaProvider(HTTPProvider):
                                 quota=quota)
 
     async def preflight(self) -> str:
-        """Is the server up, does it know the tag, and does the tag run here or in the cloud?"""
+        """Is the server up (the connection check every HTTP provider makes, with Ollama's
+        advice), does it know the tag, and does the tag run here or in the cloud?"""
+        try:
+            await super().preflight()
+        except Transient as exc:
+            raise Unreachable(f"{exc}; the Ollama server is not reachable: start it with "
+                              "`ollama serve` or fix base_url") from exc
         version = (await self._ask("GET", "/api/version")).get("version", "unknown version")
         where = await self._where_model_runs()
         return f"Ollama {version} at {self.base_url}: {self.spec.model} {where}"

@@ -32,6 +32,7 @@ from providers.base import (
     redact,
     resolve_api_key,
 )
+from providers.reach import CONNECT_CHECK_S, check_reachable
 
 __all__ = [
     "HTTPProvider",
@@ -181,8 +182,12 @@ class HTTPProvider(Provider):
         """The key from the environment; MissingKey where the protocol needs one and none is set."""
         return resolve_api_key(spec, cls.key_env, required=cls.key_required)
 
-    def server_url(self) -> str:
-        return self.base_url
+    async def preflight(self) -> str | None:
+        """A quick connection check of the server (:func:`providers.reach.check_reachable`): one
+        that is down would take every request's timeout and retries to say so; nothing is sent."""
+        await check_reachable(self.base_url, label=self.label,
+                              timeout=min(self.spec.timeout_s, CONNECT_CHECK_S))
+        return None
 
     async def generate(self, request: Request) -> Reply:
         self.check_samples(request)

@@ -126,9 +126,6 @@ class _Recording(Provider):
     def served_model_id(self) -> str:
         return self.inner.served_model_id()
 
-    def server_url(self) -> str | None:
-        return self.inner.server_url()
-
     async def preflight(self) -> str | None:
         return await self.inner.preflight()
 

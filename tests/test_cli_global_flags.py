@@ -24,6 +24,20 @@ def test_verbose_counts_before_and_after_the_subcommand(argv, verbosity):
     assert not hasattr(args, "verbose_before")  # one count for the rest of the CLI to read
 
 
+@pytest.mark.parametrize(("argv", "verbosity"), [
+    (["-v", "probe", "cdd", "study.toml"], 1),
+    (["probe", "-v", "cdd", "study.toml"], 1),  # between the command and its kind: was dropped
+    (["probe", "cdd", "study.toml", "-v"], 1),
+    (["probe", "-v", "min-k", "study.toml", "-v"], 2),
+    (["-v", "probe", "-v", "cdd", "study.toml", "-v"], 3),  # counted at every level
+    (["probe", "cdd", "study.toml"], 0),
+])
+def test_verbose_counts_before_between_and_after_a_probes_kind(argv, verbosity):
+    args = parse_args(argv)
+    assert args.verbose == verbosity
+    assert not hasattr(args, "verbose_before") and not hasattr(args, "verbose_kind")
+
+
 @pytest.mark.parametrize("where", ["before", "after"])
 def test_contam_dash_v_run_logs_the_run_on_stderr(where, tmp_path, contam):
     with run_emulator(EmulatorSettings()) as emu:

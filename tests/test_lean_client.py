@@ -14,9 +14,10 @@ import pytest
 
 from harness.config import ModelSpec
 from harness.emulator.server import EmulatorSettings, run_emulator
-from harness.engine.pool import environment_proxy, lane_client
+from harness.engine.pool import lane_client
 from providers.base import Request
 from providers.lean import LeanClient
+from providers.reach import environment_proxy
 from providers.registry import create_provider
 
 pytestmark = pytest.mark.anyio

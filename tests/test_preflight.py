@@ -172,3 +172,20 @@ def test_a_port_beyond_65535_is_one_line_naming_it_not_an_exception_group(tmp_pa
     assert status == 1 and "ExceptionGroup" not in out + err
     assert ("openai-m: 0/2 answered; STOPPED (fatal): openai model 'openai-m': base_url "
             "'http://127.0.0.1:70000/v1' is not a URL (Port out of range 0-65535)") in out
+
+
+def test_a_min_k_probe_against_a_server_that_is_down_stops_in_one_line_before_asking(tmp_path, keys,
+                                                                                    contam):
+    """The connection check is the provider's preflight, so the min-k probe's TextScorer, which
+    forwards only the preflight, checks too (it skipped the check while the engine ran it)."""
+    dead = f"http://127.0.0.1:{closed_port()}/v1"
+    entry = {"name": "vllm", "provider": "openai", "model": "m", "base_url": dead,
+             "max_attempts": 3}
+    config = write_config(tmp_path, [entry], items=2, store="s.duckdb")
+    status, out, _ = contam("probe", "min-k", config, "--no-progress")
+    assert status == 1
+    lines = [line for line in out.splitlines() if line.startswith("vllm:")]
+    assert lines[0].startswith("vllm: STOPPED (unreachable): ")
+    assert "cannot connect to 127.0.0.1:" in lines[0] and len(lines) == 2
+    with Store(tmp_path / "s.duckdb", read_only=True) as store:
+        assert store.query("SELECT count(*) FROM attempts") == [(0,)]

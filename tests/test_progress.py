@@ -107,6 +107,15 @@ def test_batch_progress_plain_lines_give_the_rate_in_the_task_unit(capsys, monke
     assert lines[0].endswith(" pairs/s)")
 
 
+def test_batch_progress_notes_show_control_characters_as_escapes(capsys):
+    from harness.display import BatchProgress
+
+    BatchProgress.note("bertscore_f1: no shipped baseline for evil\x1b[2J\u202emodel")
+    err = capsys.readouterr().err
+    assert "\x1b" not in err and "\u202e" not in err and err.count("\n") == 1
+    assert err.startswith("bertscore_f1: no shipped baseline for evil")
+
+
 def test_batch_progress_live_bar_shows_the_rate(capsys):
     from harness.display import BatchProgress
 

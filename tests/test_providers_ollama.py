@@ -22,6 +22,16 @@ def no_ollama_key(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("OLLAMA_API_KEY", raising=False)
 
 
+@pytest.fixture
+def no_connection_check(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every HTTP provider's preflight begins with a TCP connection check of its server; the
+    tests that answer through a mock transport name hosts that resolve nowhere, so it passes."""
+    async def reachable(url: str, *, label: str, timeout: float) -> None:
+        return None
+
+    monkeypatch.setattr("providers.transport.check_reachable", reachable)
+
+
 def ollama_spec(base_url: str, model: str = "llama3.2", **overrides) -> ModelSpec:
     return ModelSpec(name="local-llama", provider="ollama", model=model, base_url=base_url,
                      timeout_s=2.0, **overrides)
@@ -104,7 +114,7 @@ def test_a_named_key_variable_is_required(monkeypatch) -> None:
         create_provider(ollama_spec("http://x", api_key_env="MY_OLLAMA_KEY"), None)
 
 
-async def test_other_providers_have_a_no_op_preflight(monkeypatch) -> None:
+async def test_other_providers_have_a_no_op_preflight(monkeypatch, no_connection_check) -> None:
     for name in ("openai", "gemini", "anthropic"):
         monkeypatch.setenv(f"{name.upper()}_API_KEY", "registry-test-key-0042")
         spec = ModelSpec(name=name, provider=name, model="m")
@@ -150,7 +160,8 @@ def compatible_server(show_status: int, show_body: bytes) -> httpx.MockTransport
 
 
 @pytest.mark.parametrize("body", [b"404 page not found", b'{"error": "no such endpoint"}', b""])
-async def test_a_404_without_ollamas_no_model_body_is_noted_and_the_lane_goes_on(body) -> None:
+async def test_a_404_without_ollamas_no_model_body_is_noted_and_the_lane_goes_on(
+        body, no_connection_check) -> None:
     spec = ollama_spec("http://compatible.test")
     async with httpx.AsyncClient(transport=compatible_server(404, body)) as client:
         provider = OllamaProvider(spec, client)
@@ -161,7 +172,7 @@ async def test_a_404_without_ollamas_no_model_body_is_noted_and_the_lane_goes_on
 
 @pytest.mark.parametrize("body", [b'{"error": "model \'llama3.2\' not found"}',
                                   b'{"error":"model \\"llama3.2\\" not found, try pulling it first"}'])
-async def test_ollamas_own_model_not_found_404_stops_the_lane(body) -> None:
+async def test_ollamas_own_model_not_found_404_stops_the_lane(body, no_connection_check) -> None:
     async with httpx.AsyncClient(transport=compatible_server(404, body)) as client:
         with pytest.raises(Fatal, match="has no model 'llama3.2'"):
             await OllamaProvider(ollama_spec("http://compatible.test"), client).preflight()

@@ -307,3 +307,47 @@ def test_cli_run_reports_a_missing_key_once_and_runs_the_others(tmp_path, contam
     assert notices[0].startswith("openai-m: STOPPED (missing key)")  # before the run, once
     assert notices[1].startswith("openai-m: 0/3 answered; STOPPED (missing key)")  # the summary
     assert len(notices) == 2 and "ollama-m: 3/3 answered" in out
+
+
+def test_a_second_pass_is_on_the_display_and_the_live_board_while_it_runs(store):
+    """`--batch-fallback sync`'s lanes (a second pass) were added to the display and the store
+    host's board only after they had finished: never seen while they ran."""
+    from io import StringIO
+
+    import anyio
+    from rich.console import Console
+
+    from harness.config import ModelSpec
+    from harness.engine.lanes import Lane, Task
+    from harness.jobs.lane_job import JobOptions, JobResult, run_lanes, run_row
+    from harness.jobs.live import LiveBoard
+    from providers.base import Provider, Reply, Request
+
+    board, seen, display = LiveBoard(), {}, []
+
+    class Peeking(Provider):
+        """Notes, while it answers, which lanes the board and the display show."""
+
+        def __init__(self, spec: ModelSpec) -> None:
+            self.spec = spec
+
+        async def generate(self, request: Request) -> Reply:
+            seen[self.spec.name] = ([row["model"] for row in board.rows()],
+                                    [lane.label for lane in display[0].lanes] if display else None)
+            return Reply(text="a", served_model=self.spec.model)
+
+    def lane(name: str) -> Lane:
+        spec = ModelSpec(name=name, provider="openai", model="m")
+        return Lane(spec=spec, total=1, tasks=[Task(item_id="i", model=name,
+                                                    request=Request(system="", user="q"))])
+
+    def second_pass(notify):
+        display.append(notify.__self__)  # the display's note: the display itself
+        return [lane("second")]
+
+    options = JobOptions(no_progress=True, console=Console(file=StringIO()), live=board,
+                         handle_signals=False, provider_factory=lambda spec, _: Peeking(spec))
+    anyio.run(lambda: run_lanes(store, [lane("first")], result=JobResult(command="run", run_id="r"),
+                                accept=lambda *_: {}, started=run_row("r", "run", {}, "sha"),
+                                options=options, then=second_pass))
+    assert seen == {"first": (["first"], None), "second": (["first", "second"], ["first", "second"])}

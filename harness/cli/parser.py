@@ -75,16 +75,14 @@ def _add_probe(sub: argparse._SubParsersAction) -> None:
                           "the first N items")
         k.add_argument("--batch", action="store_true",
                        help="openai, anthropic and gemini models go as batch jobs (about half price)")
-        k.add_argument("-v", "--verbose", action="count", default=0,
-                       help="log what happens on stderr (-vv: more)")
+        _verbose(k, dest="verbose_kind")  # `contam probe cdd ... -v`
         for option in entry.options:
             k.add_argument(option.flag, dest=f"param_{option.name}", type=option.type,
                            metavar=option.name.upper(), help=option.help)
     k = _add_lane_job(kinds, "min-k", "Min-K%% and Min-K%%++ of each item's text (models with "
                       "token log-probabilities: local, vLLM)",
                       "comma-separated model names from the config", "the first N items")
-    k.add_argument("-v", "--verbose", action="count", default=0,
-                   help="log what happens on stderr (-vv: more)")
+    _verbose(k, dest="verbose_kind")
     k.add_argument("--k", type=float, default=0.2,
                    help="the fraction of least likely tokens averaged (default 0.2)")
 
@@ -284,15 +282,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _verbose(parser: argparse.ArgumentParser, dest: str) -> None:
-    """-v goes before the subcommand or after it. Two destinations, because a subcommand's
-    default would overwrite the count the main parser took."""
+    """-v goes before the subcommand or after it (and, for a probe, after its kind too). A
+    destination per level, because a subcommand's default would overwrite the count the level
+    above took."""
     parser.add_argument("-v", "--verbose", action="count", default=0, dest=dest,
                         help="log what happens on stderr (-vv: more); every run and judge "
                              "pass also logs to a file beside the store")
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    """The parsed command line, with one ``verbose``: the -v counts before and after the command."""
+    """The parsed command line, with one ``verbose``: the -v counts before and after the command
+    (and after a probe's kind)."""
     args = build_parser().parse_args(argv)
-    args.verbose += vars(args).pop("verbose_before")
+    args.verbose += vars(args).pop("verbose_before") + vars(args).pop("verbose_kind", 0)
     return args

@@ -7,6 +7,8 @@ import sys
 import time
 from collections.abc import Callable
 
+from harness.display.figures import safe
+
 __all__ = ["BatchProgress"]
 
 _PLAIN_EVERY_S = 2.0  # seconds between plain progress lines of a batch job
@@ -26,7 +28,8 @@ class BatchProgress:
 
     @staticmethod
     def note(message: str) -> None:
-        print(message, file=sys.stderr, flush=True)
+        """One line; a configured name in it (a BERTScore model) cannot restyle the terminal."""
+        print(safe(message), file=sys.stderr, flush=True)
 
 
 class _Task:

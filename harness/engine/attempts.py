@@ -44,7 +44,7 @@ from providers.registry import check_first_reply
 
 log = logging.getLogger(__name__)
 
-__all__ = ["LaneAttempts", "EngineSide", "DEADLINE_MARGIN_S"]
+__all__ = ["LaneAttempts", "EngineSide", "DEADLINE_MARGIN_S", "attempt_row"]
 
 # Seconds the engine waits beyond ``spec.timeout_s`` before abandoning a request the provider's
 # own timeout did not end (httpx times each phase, not the whole exchange).
@@ -148,8 +148,8 @@ class LaneAttempts:
         finally:
             stats.in_flight -= 1
             replica.stats.in_flight -= 1
-        ok = self._attempt_row(task, number, started_at, latency, "ok", reply.http_status,
-                               replica=replica.url)
+        ok = attempt_row(task, self.engine.run_id, number, started_at, latency, "ok",
+                         reply.http_status, replica=replica.url)
         # BatchWriter.write does not yield (no cancellation point): the rows of a reply that
         # came back are queued even when the lane stops or the run is interrupted meanwhile.
         await self.engine.writer.write({**rows, "attempts": [*rows.get("attempts", ()), ok]})
@@ -203,9 +203,8 @@ class LaneAttempts:
         if error.retryable and error.retry_after_s and too_long is None:
             log.info("%s: cool-down of %g s (the server's hint)", self.spec.name,
                      error.retry_after_s)
-        row = self._attempt_row(task, number, started_at, latency, error.outcome,
-                                error.http_status, error.retry_after_s, str(error),
-                                replica=replica)
+        row = attempt_row(task, self.engine.run_id, number, started_at, latency, error.outcome,
+                          error.http_status, error.retry_after_s, str(error), replica=replica)
         await self.engine.writer.write({"attempts": [row]})
         if too_long is not None:
             raise too_long from exc
@@ -223,11 +222,14 @@ class LaneAttempts:
                            "`contam run` again later resumes it without asking answered items "
                            "again", http_status=error.http_status, retry_after_s=hint)
 
-    def _attempt_row(self, task: Task, number: int, started_at: Any, latency: float,
-                     outcome: str, http_status: int | None, retry_after_s: float | None = None,
-                     error: str | None = None, *, replica: str | None) -> dict[str, Any]:
-        row = {"run_id": self.engine.run_id, "item_id": task.item_id, "model": task.model,
-               "attempt": number, "started_at": started_at, "latency_s": latency,
-               "outcome": outcome, "http_status": http_status, "retry_after_s": retry_after_s,
-               "error": redact(error) if error else None, "replica": replica}
-        return {**row, **task.tags} if task.tags else row
+
+def attempt_row(task: Task, run_id: str, number: int, started_at: Any, latency: float,
+                outcome: str, http_status: int | None, retry_after_s: float | None = None,
+                error: str | None = None, *, replica: str | None = None) -> dict[str, Any]:
+    """One ``attempts`` row (a lane's request, or a batch job's line). The task's tags (a probe's
+    variant and samples) are columns beside the engine's own, never over them."""
+    row = {"run_id": run_id, "item_id": task.item_id, "model": task.model, "attempt": number,
+           "started_at": started_at, "latency_s": latency, "outcome": outcome,
+           "http_status": http_status, "retry_after_s": retry_after_s,
+           "error": redact(error) if error else None, "replica": replica}
+    return {**task.tags, **row} if task.tags else row

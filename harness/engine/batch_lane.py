@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,12 +38,14 @@ import httpx
 import stamina
 
 from harness.config import ModelSpec
+from harness.engine.attempts import attempt_row
 from harness.engine.counters import LaneStats
 from harness.engine.failures import (
     RETRY_WAIT_INITIAL, RETRY_WAIT_JITTER, InternalError, failure_cause, retry_wait, stop_reason,
 )
 from harness.engine.tasks import Accept, Task
 from harness.engine.writer import BatchWriter, Rows
+from harness.errors import cause_line
 from harness.store import Store, utc_now
 from providers.base import ProviderError, Transient, redact
 from providers.batch import (
@@ -148,7 +150,7 @@ class BatchLane:
         except ProviderError as exc:
             self._stop(exc)
         except Exception as exc:  # a reply of an unexpected shape, or a bug: stop this model only
-            self._stop(InternalError(f"model {self.spec.name!r}: {type(exc).__name__}: {exc}"))
+            self._stop(InternalError(f"model {self.spec.name!r}: {cause_line(exc)}"))
         finally:
             self.stats.finished = time.monotonic()
         if self.options.fallback != "sync" and not self.stats.stopped:
@@ -185,10 +187,13 @@ class BatchLane:
         rows = self.store.con.cursor().execute(
             "SELECT line, item_id, variant, samples FROM batch_cells WHERE batch_key = ? ORDER BY line",
             [key]).fetchall()
-        return {custom_id(key, line): Task(item_id=item_id, model=self.spec.name, request=None,
-                                            tags=None if variant is None else
-                                            {"variant": variant, "samples": samples})
+        return {custom_id(key, line): self._cell(item_id, None if variant is None else
+                                                 {"variant": variant, "samples": samples})
                 for line, item_id, variant, samples in rows}
+
+    def _cell(self, item_id: str, tags: Mapping[str, Any] | None) -> Task:
+        """A cell of a job: its item and tags (no request: it went out in the job)."""
+        return Task(item_id=item_id, model=self.spec.name, request=None, tags=tags)
 
     async def _recover(self, job: _Job) -> bool:
         """A job submitted without its id reaching the store: adopt it if the provider has it,
@@ -246,8 +251,7 @@ class BatchLane:
     async def _submit(self, tasks: list[Task], group: list[BatchLine], attempt: int) -> _Job:
         key = f"c{uuid.uuid4().hex[:12]}"
         lines = [BatchLine(custom_id(key, n), line.body) for n, line in enumerate(group)]
-        job = _Job(key, {line.custom_id: Task(item_id=task.item_id, model=self.spec.name,
-                                              request=None, tags=task.tags)
+        job = _Job(key, {line.custom_id: self._cell(task.item_id, task.tags)
                          for line, task in zip(lines, tasks)}, utc_now(), attempt=attempt)
         await self._record(job, durable=True, cells=[
             {"batch_key": key, "line": n, "item_id": t.item_id, "model": self.spec.name,
@@ -382,13 +386,10 @@ class BatchLane:
 
     def _attempt(self, job: _Job, task: Task, latency: float, error: ProviderError | None,
                  http_status: int | None = None) -> dict[str, Any]:
-        return {**(task.tags or {}), "run_id": self.run_id, "item_id": task.item_id,
-                "model": self.spec.name,
-                "attempt": job.attempt,
-                "started_at": job.created_at, "latency_s": latency,
-                "outcome": error.outcome if error else "ok",
-                "http_status": error.http_status if error else http_status,
-                "retry_after_s": None, "error": redact(str(error)) if error else None}
+        return attempt_row(task, self.run_id, job.attempt, job.created_at, latency,
+                           error.outcome if error else "ok",
+                           error.http_status if error else http_status,
+                           error=str(error) if error else None)
 
     # -- store rows and stopping ----------------------------------------------------------------
 

@@ -12,6 +12,7 @@ from providers.base import (
     QuotaExhausted,
     ServedModelMismatch,
     Transient,
+    Unreachable,
     redact,
 )
 
@@ -46,7 +47,7 @@ def stop_reason(exc: BaseException) -> str:
         return "bad key"
     if isinstance(exc, Fatal) and exc.http_status in (401, 403):
         return "auth"
-    if isinstance(exc, Transient):  # only a preflight stops a lane on a retryable error
+    if isinstance(exc, Transient | Unreachable):  # only a preflight stops a lane on these
         return "unreachable"
     if isinstance(exc, InternalError) or not isinstance(exc, ProviderError):
         return "internal error"

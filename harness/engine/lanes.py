@@ -51,29 +51,18 @@ import httpx
 from harness.engine.attempts import LaneAttempts
 from harness.engine.collector import collector_tuned
 from harness.engine.counters import LaneStats
-from harness.engine.failures import (
-    RETRY_WAIT_INITIAL,
-    RETRY_WAIT_JITTER,
-    RETRY_WAIT_MAX,
-    InternalError,
-    failure_cause,
-    retry_wait,
-    stop_reason,
-)
+from harness.engine.failures import RETRY_WAIT_INITIAL, RETRY_WAIT_MAX, stop_reason
 from harness.engine.limits import LaneLimits
 from harness.engine.pool import lane_client
 from harness.engine.replicas import Replica, ReplicaSet, none_left, preflight_all
 from harness.engine.tasks import Accept, Lane, ProviderFactory, Task
 from harness.engine.writer import BatchWriter
 from providers.base import ProviderError, redact
-from providers.reach import CONNECT_CHECK_S, check_reachable
 from providers.registry import create_provider
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Task", "Lane", "Accept", "Engine", "ProviderFactory", "InternalError",
-           "stop_reason", "failure_cause", "retry_wait", "collector_tuned", "RETRY_WAIT_INITIAL",
-           "RETRY_WAIT_MAX", "RETRY_WAIT_JITTER"]
+__all__ = ["Task", "Lane", "Accept", "Engine", "ProviderFactory", "stop_reason"]
 
 
 class Engine:
@@ -207,13 +196,8 @@ class _LaneRun(LaneAttempts):
                 for url, client in zip(self.spec.replica_urls(), clients)]
 
     async def _preflight(self, replica: Replica) -> None:
-        """A quick connection check of the replica's server (a server that is down would take
-        every request's timeout and retries to say so; nothing is sent), then the provider's own
-        preflight."""
-        url = replica.provider.server_url()
-        if url is not None:
-            await check_reachable(url, label=f"{self.spec.provider} model {self.spec.name!r}",
-                                  timeout=min(self.spec.timeout_s, CONNECT_CHECK_S))
+        """The replica's provider's preflight (an HTTP provider's begins with a quick connection
+        check of its server); its report, if any, in one line."""
         report = await replica.provider.preflight()
         if report:
             log.info("%s: preflight: %s", self.spec.name, report)

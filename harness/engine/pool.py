@@ -24,7 +24,7 @@ import httpx
 from providers.lean import LeanClient
 from providers.reach import environment_proxy
 
-__all__ = ["WorkerPools", "lane_client", "set_worker_slot", "environment_proxy"]
+__all__ = ["WorkerPools", "lane_client", "set_worker_slot"]
 
 _worker_slot: ContextVar[int] = ContextVar("contam_worker_slot", default=0)
 _ssl_context: ssl.SSLContext | None = None

@@ -10,11 +10,12 @@
   ``httpx.AsyncClient`` of its own (one keep-alive connection, the arrangement the harness's
   :mod:`harness.engine.pool` gives its workers) sharing one TLS context, ``orjson`` to encode each
   payload and decode each reply. No limiter, no retries, no store, no display. It runs under the
-  garbage-collector settings the engine gives itself (:func:`harness.engine.collector_tuned`), so
-  the CPU ratio counts the harness's own work, not an interpreter setting either could use. The
-  floor uses ``AsyncClient.post`` as a careful user would; the harness sends below httpx's client
-  layer (:mod:`providers.lean`), and that saving is part of what the ratio shows: it pays for the
-  limiter, the retries, the store and the display.
+  garbage-collector settings the engine gives itself
+  (:func:`harness.engine.collector.collector_tuned`), so the CPU ratio counts the harness's own
+  work, not an interpreter setting either could use. The floor uses ``AsyncClient.post`` as a
+  careful user would; the harness sends below httpx's client layer (:mod:`providers.lean`), and
+  that saving is part of what the ratio shows: it pays for the limiter, the retries, the store and
+  the display.
 
 Why one client per worker rather than one client with a pool of ``concurrency`` connections: that
 is what the harness does (see :mod:`harness.engine.pool`), so the CPU ratio compares like with like;
@@ -37,7 +38,7 @@ from dataclasses import dataclass
 import httpx
 import orjson
 
-from harness.engine.lanes import collector_tuned
+from harness.engine.collector import collector_tuned
 
 __all__ = ["BareTarget", "BareResult", "bare_loop", "emulator_process", "EmulatorProcess",
            "process_cpu_s"]

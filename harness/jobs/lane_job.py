@@ -103,10 +103,8 @@ async def run_lanes(store: Store, lanes: Sequence[Lane], *, result: JobResult, a
             result.interrupted = engine.interrupted
             if then is not None and result.interrupted is None:
                 second = _engine(then(progress.note), result.run_id, accept, options)
+                stats += second.stats  # the display and the live board show them as they run
                 await second.run(writer, notify=progress.note, handle_signals=options.handle_signals)
-                stats += second.stats
-                if options.live is not None:
-                    options.live.watch(stats)
                 result.interrupted = second.interrupted
         _log_summary(stats)
     result.stats = stats

@@ -31,14 +31,15 @@ class LiveBoard:
     meter of its own (the display's kind: answers per second over the last ten seconds)."""
 
     def __init__(self) -> None:
-        self._lanes: list[LaneStats] = []
+        self._lanes: Sequence[LaneStats] = []
         self._meter = RateMeter()
         self._lock = threading.Lock()  # the host may ask from several worker threads at once
 
     def watch(self, lanes: Sequence[LaneStats]) -> None:
-        """Show these lanes from now on (a job's second pass adds its own)."""
+        """Show these lanes from now on: the list itself, so lanes the job adds to it later (a
+        second pass's) show too."""
         with self._lock:
-            self._lanes = list(lanes)
+            self._lanes = lanes
 
     def rows(self) -> list[dict[str, Any]]:
         with self._lock:
