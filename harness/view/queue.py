@@ -153,12 +153,11 @@ class RaterQueue:
         if cells.epoch != self._epoch:
             self._order, self._rank, self._hint, self._done = [], {}, 0, 0
             self._epoch, self._read = cells.epoch, 0
-        changes, self._read = cells.log[self._read:], len(cells.log)
-        added = [key for key, eligible in changes if eligible and self._takes(key)]
-        for key, eligible in changes:
+        changes, self._read = dict(cells.log[self._read:]), len(cells.log)  # a key's last change
+        for key, eligible in changes.items():
             if not eligible:
                 self._remove(key)
-        self._add(added)
+        self._add([key for key, eligible in changes.items() if eligible and self._takes(key)])
 
     def _takes(self, key: Key) -> bool:
         return self.share is None or self.share.holds(*key)
