@@ -3,6 +3,7 @@ escaping, resume, undo and skip, sessions, raters' shares, agreement and adjudic
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -296,6 +297,22 @@ def test_the_report_page_is_the_reports_html_with_its_figures(small):
     assert "img-src data:" in response.headers["content-security-policy"]
     missing = client.get("/report")
     assert missing.status_code == 400 and "subset &#39;official&#39; has no items" in missing.text
+
+
+def test_the_report_page_is_built_again_once_a_probe_has_scored(small):
+    """The report reads more than items, answers, labels and scores: a probe's scores count."""
+    client = view_client(small)
+    url = f"/report?contrast={','.join(SUBSETS)}"
+    assert "Probe: cdd" not in client.get(url).text
+    params = {"samples": 4, "temperature": 0.8, "alpha": 0.05, "xi": 0.01}
+    with Store(small) as store:
+        store.append("probe_params", [{"params_sha256": "c" * 64, "probe": "cdd",
+                                       "params": json.dumps(params)}])
+        store.append("probe_scores", [
+            {"run_id": "p1", "probe": "cdd", "params_sha256": "c" * 64, "item_id": f"it{n:03d}",
+             "model": MODELS[0], "metric": metric, "value": value}
+            for n in range(6) for metric, value in (("peakedness", n / 5), ("flagged", n % 2))])
+    assert "Probe: cdd" in client.get(url).text
 
 
 # -- while a job holds the store ----------------------------------------------------------------

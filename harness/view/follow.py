@@ -6,15 +6,27 @@ table's zone maps skip everything older). The whole table's row count says wheth
 new at all, and whether the new rows add up: two writers' transactions can commit in the other
 order than their sequence numbers, leaving a row below a ``seq`` already seen, and then the
 counts do not add up and the follower starts over from nothing.
+
+The same counts version what is built from whole tables (the report, the filters' values):
+:func:`store_version`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Follower", "Delta"]
+from harness.store.schema import TABLE_COLUMNS
+
+__all__ = ["Follower", "Delta", "store_version"]
+
+
+def store_version(store: Any, tables: Iterable[str] = TABLE_COLUMNS) -> tuple[int, ...]:
+    """The row counts of ``tables`` (every table of the store by default): append-only tables,
+    so the same counts mean the same rows and what was built from them still stands."""
+    counts = ", ".join(f"(SELECT count(*) FROM {table})" for table in tables)
+    return tuple(store.query(f"SELECT {counts}")[0])
 
 
 @dataclass(frozen=True)

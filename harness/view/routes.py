@@ -26,6 +26,7 @@ from harness.store.store import StoreInUse
 from harness.view import browse as browsing
 from harness.view.agreement import agreement
 from harness.view.cells import cell_record
+from harness.view.follow import store_version
 from harness.view.gate import StoreGate
 from harness.view.labelling import AdjudicationDesk, CellIds, LabelDesk, StaleCell, label_row
 from harness.view.options import ViewOptions, rater_name
@@ -35,8 +36,6 @@ from harness.view.reporting import ReportPages
 __all__ = ["View"]
 
 HERE = Path(__file__).parent
-_COUNTS = ("SELECT (SELECT count(*) FROM items), (SELECT count(*) FROM answers), "
-           "(SELECT count(*) FROM labels)")
 
 
 class View:
@@ -96,7 +95,7 @@ class View:
 
     def _filter_choices(self, store: Any) -> dict[str, list[str]]:
         """The filters' values, read again only when items, answers or labels grew."""
-        counts = store.query(_COUNTS)[0]
+        counts = store_version(store, ("items", "answers", "labels"))
         with self._choices_lock:
             if self._choices is None or self._choices[0] != counts:
                 self._choices = (counts, browsing.filter_choices(store))
