@@ -258,6 +258,24 @@ def test_adjudication_settles_disagreements_and_the_report_reads_it(small, conta
     assert '"human_rater": "human:adjudicated"' in out
 
 
+def test_a_settled_cell_whose_raters_come_to_agree_later_is_settled_again(small):
+    client = view_client(small)
+    _store_labels(small, "alice", lambda n: "right")
+    _store_labels(small, "bob", lambda n: "wrong" if n < 4 else "right")
+    disputed, agreed = ("it000", MODELS[0]), ("it005", MODELS[1])
+    with Store(small) as store:  # the adjudicator settles one of bob's four disagreements
+        store.append("labels", [{"item_id": disputed[0], "model": disputed[1], "label": "partial",
+                                 "rater": "human:adjudicated"}])
+    assert client.post("/api/agreed").json() == {"written": 8}
+    with Store(small) as store:  # bob comes round on it, and says again what he said on another
+        store.append("labels", [{"item_id": i, "model": m, "rater": "human:bob", "label": "right"}
+                                for i, m in (disputed, agreed)])
+    assert client.post("/api/agreed").json() == {"written": 1}
+    settled = _labels(small, "rater = 'human:adjudicated'")
+    assert len(settled) == 10 and (settled[-1]["item_id"], settled[-1]["model"]) == disputed
+    assert settled[-1]["label"] == "right" and client.post("/api/agreed").json() == {"written": 0}
+
+
 # -- browse, the cell page, live progress, the report -------------------------------------------
 
 def test_live_progress_is_served_when_a_run_holds_the_store(path, monkeypatch):

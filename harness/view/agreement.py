@@ -8,7 +8,8 @@ The adjudicator's labels are rater ``human:adjudicated``: for a cell the human r
 on, the adjudicator's decision; for a cell they agree on (one rater's label included), that
 label, written in one go from the agreement page. ``contam report --human human:adjudicated``
 then reports on the settled labels. A disagreement comes back to the queue when a rater changes
-a label after it was settled.
+a label after it was settled; so does an agreement, among the agreed cells, when it is on another
+label than the settled one.
 """
 
 from __future__ import annotations
@@ -51,10 +52,11 @@ WHERE s.seq IS NULL OR s.seq < d.newest
 """
 
 _AGREED_SQL = f"""
-WITH h AS ({_HUMANS})
-SELECT item_id, model, min(label) AS label, string_agg(rater, ', ' ORDER BY rater) AS raters
-FROM h ANTI JOIN ({_SETTLED}) s USING (item_id, model)
-GROUP BY ALL HAVING count(DISTINCT label) = 1
+WITH h AS ({_HUMANS}),
+a AS (SELECT item_id, model, min(label) AS label, string_agg(rater, ', ' ORDER BY rater) AS raters,
+             max(seq) AS newest FROM h GROUP BY ALL HAVING count(DISTINCT label) = 1)
+SELECT a.item_id, a.model, a.label, a.raters FROM a LEFT JOIN ({_SETTLED}) s USING (item_id, model)
+WHERE s.seq IS NULL OR (s.seq < a.newest AND s.label <> a.label)
 """
 
 
@@ -112,7 +114,8 @@ def disagreements(store: Any) -> list[tuple[str, str]]:
 
 
 def agreed_rows(store: Any) -> list[dict[str, Any]]:
-    """Cells all of whose human raters gave one label and that have no adjudicated label yet."""
+    """Cells all of whose human raters give one label and that have no adjudicated label yet, or
+    an older one than their latest label that says something else."""
     return store.query_dicts(_AGREED_SQL + "ORDER BY item_id, model")
 
 
