@@ -240,6 +240,29 @@ def test_three_raters_get_fleiss_kappa(small):
     assert "<html" not in fragment  # the piece the page refreshes itself with
 
 
+def test_the_agreement_page_and_the_report_agree_on_raters_pairs_and_fleiss(small):
+    """Both leave the adjudicator out, build each pair's row alike, and take Fleiss' kappa over
+    the cells every rater labelled (here none: c and d labelled half the cells each)."""
+    from harness.report.analysis import build_report
+    from harness.store.access import reading
+    from harness.view.agreement import agreement
+
+    view_client(small)
+    _store_labels(small, "a", lambda n: ("right", "wrong")[n % 2])
+    _store_labels(small, "b", lambda n: ("right", "partial", "wrong")[n % 3])
+    _store_labels(small, "adjudicated", lambda n: "right")
+    halves = [(f"it{n:03d}", m) for n in range(6) for m in MODELS]
+    with Store(small) as store:
+        store.append("labels", [{"item_id": i, "model": m, "rater": "human:c" if n < 6 else "human:d",
+                                 "label": ("wrong", "right")[n % 2]} for n, (i, m) in enumerate(halves)])
+    with reading(small) as store:
+        view = agreement(store)
+        report = build_report(store, contrast=SUBSETS)["inter_annotator"]
+    assert view.raters == report["raters"] == ["human:a", "human:b", "human:c", "human:d"]
+    assert view.pairs == [p for p in report["pairwise"] if p["n"]]
+    assert view.fleiss is None and report["fleiss_kappa"] is None and report["n_all_raters"] == 0
+
+
 def test_adjudication_settles_disagreements_and_the_report_reads_it(small, contam):
     path = small
     client = view_client(path)

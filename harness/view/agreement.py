@@ -2,7 +2,8 @@
 
 Counts are made in SQL (a confusion table per pair of raters); the statistics are the report's
 (:mod:`harness.report.stats`): Cohen's kappa for every pair of human raters and for every human
-rater against every judge, Fleiss' kappa once three or more human raters have labels.
+rater against every judge, Fleiss' kappa once three or more human raters have labels (on the cells
+every one of them labelled, as the report has it).
 
 The adjudicator's labels are rater ``human:adjudicated``: for a cell the human raters disagree
 on, the adjudicator's decision; for a cell they agree on (one rater's label included), that
@@ -17,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from harness.view.options import ADJUDICATOR
+from harness.report import ADJUDICATOR
 
 __all__ = ["Agreement", "agreement", "disagreements", "agreed_rows", "rater_labels", "LABELS"]
 
@@ -40,7 +41,7 @@ cells AS (SELECT count(*) FILTER (WHERE label = 'right') AS r,
                  count(*) FILTER (WHERE label = 'partial') AS p,
                  count(*) FILTER (WHERE label = 'wrong') AS w, count(*) AS m
           FROM h GROUP BY item_id, model)
-SELECT r, p, w, count(*) AS n FROM cells WHERE m = (SELECT max(m) FROM cells) AND m >= 2
+SELECT r, p, w, count(*) AS n FROM cells WHERE m = (SELECT count(DISTINCT rater) FROM h)
 GROUP BY ALL
 """
 
@@ -65,7 +66,7 @@ class Agreement:
     raters: list[str]  # human raters (the adjudicator aside)
     pairs: list[dict[str, Any]]  # Cohen's kappa per pair of human raters
     judges: list[dict[str, Any]]  # Cohen's kappa of each human rater against each judge
-    fleiss: dict[str, Any] | None  # over the cells rated by the most raters (m), 3+ raters
+    fleiss: dict[str, Any] | None  # over the cells every one of the (3+) raters rated, as the report
     disagreements: int
     agreed: int
 
@@ -85,16 +86,14 @@ def _count(store: Any, sql: str) -> int:
 
 
 def _kappas(counts: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One row per (rater_a, rater_b) from their label counts: n, exact agreement, kappas."""
+    """One row per (rater_a, rater_b) from their label counts: the report's agreement_row."""
     from harness.report import stats  # scipy and statsmodels: loaded by the first agreement page
 
     tables: dict[tuple[str, str], list[list[int]]] = {}
     for row in counts:
         table = tables.setdefault((row["rater_a"], row["rater_b"]), [[0] * 3 for _ in LABELS])
         table[LABELS.index(row["label_a"])][LABELS.index(row["label_b"])] += row["n"]
-    return [{"rater_a": a, "rater_b": b, "n": sum(map(sum, t)), "exact": stats.exact_agreement(t),
-             "kappa": stats.cohen_kappa(t), "kappa_linear": stats.cohen_kappa(t, "linear"),
-             "confusion": t} for (a, b), t in sorted(tables.items())]
+    return [{"rater_a": a, "rater_b": b, **stats.agreement_row(t)} for (a, b), t in sorted(tables.items())]
 
 
 def _fleiss(store: Any) -> dict[str, Any] | None:

@@ -17,11 +17,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.errors import UserError
+from harness.report import ADJUDICATOR
 from harness.store import utc_now
 from harness.view.agreement import agreed_rows, disagreements, rater_labels
 from harness.view.cells import cell_content, cell_extras
 from harness.view.gate import StoreGate
-from harness.view.options import ADJUDICATOR, ViewOptions
+from harness.view.options import ViewOptions
 from harness.view.queue import EligibleCells, Progress, RaterQueue, Share
 
 __all__ = ["LabelDesk", "AdjudicationDesk", "Screen", "CellIds", "LABEL_NAMES", "StaleCell", "label_row"]
