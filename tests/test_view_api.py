@@ -263,6 +263,20 @@ def test_the_agreement_page_and_the_report_agree_on_raters_pairs_and_fleiss(smal
     assert view.fleiss is None and report["fleiss_kappa"] is None and report["n_all_raters"] == 0
 
 
+def test_the_agreement_page_is_computed_again_only_once_labels_change(small, monkeypatch):
+    from harness.view import agreement as module
+
+    calls = []
+    monkeypatch.setattr("harness.view.routes.agreement",
+                        lambda store: calls.append(1) or module.agreement(store))
+    client = view_client(small)
+    _store_labels(small, "a", lambda n: "right")
+    pages = [client.get("/agree?fragment=1").text for _ in range(3)]
+    _store_labels(small, "b", lambda n: "wrong")
+    changed = client.get("/agree?fragment=1").text
+    assert len(calls) == 2 and pages[0] == pages[2] and "human:b" in changed
+
+
 def test_adjudication_settles_disagreements_and_the_report_reads_it(small, contam):
     path = small
     client = view_client(path)
