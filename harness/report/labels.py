@@ -11,7 +11,7 @@ from typing import Any
 
 import pandas as pd
 
-from harness.report import ADJUDICATOR, stats
+from harness.report import ADJUDICATOR, HUMAN_RATER_SQL, stats
 from harness.report.cells import LABELS, Cells, json_ratio, nan_if_none, sort_value
 from harness.report.format import plural
 from harness.store import Store
@@ -145,7 +145,7 @@ def inter_annotator(store: Store, notes: list) -> dict[str, Any] | None:
     Fleiss' κ on the cells every one of them labelled."""
     labels = store.query_df(
         "SELECT item_id, model, rater, label FROM latest_labels "
-        f"WHERE (rater = 'human' OR rater LIKE 'human:%') AND rater <> '{ADJUDICATOR}'")
+        f"WHERE {HUMAN_RATER_SQL} AND rater <> '{ADJUDICATOR}'")
     raters = sorted(labels["rater"].unique())
     if len(raters) < 2:
         notes.append({"section": "inter_annotator",

@@ -18,14 +18,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from harness.report import ADJUDICATOR
+from harness.report import ADJUDICATOR, HUMAN_RATER_SQL
 
 __all__ = ["Agreement", "agreement", "disagreements", "agreed_rows", "rater_labels", "LABELS"]
 
 LABELS = ("right", "partial", "wrong")
 
 _HUMANS = f"""SELECT item_id, model, rater, label, note, seq FROM latest_labels
-WHERE (rater = 'human' OR rater LIKE 'human:%') AND rater <> '{ADJUDICATOR}'"""
+WHERE {HUMAN_RATER_SQL} AND rater <> '{ADJUDICATOR}'"""
 _JUDGES = "SELECT item_id, model, rater, label FROM latest_labels WHERE rater LIKE 'judge:%'"
 _SETTLED = f"SELECT item_id, model, label, seq FROM latest_labels WHERE rater = '{ADJUDICATOR}'"
 
@@ -122,5 +122,5 @@ def rater_labels(store: Any, item_id: str, model: str) -> list[dict[str, Any]]:
     """Each human rater's standing label and note on one cell (what the adjudicator weighs)."""
     return store.query_dicts(
         "SELECT rater, label, note FROM latest_labels WHERE item_id = $item AND model = $model "
-        "AND (rater = 'human' OR rater LIKE 'human:%') ORDER BY rater",
+        f"AND {HUMAN_RATER_SQL} ORDER BY rater",
         {"item": item_id, "model": model})
