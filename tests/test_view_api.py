@@ -137,6 +137,7 @@ def test_each_label_is_stored_at_once_and_a_new_server_resumes_after_it(path):
     rows = _labels(path, "rater = 'human:alice'")
     assert [(r["item_id"], r["model"]) for r in rows] == _order(5)[:5]
     assert rows[2]["note"] == "half" and rows[0]["run_id"].startswith("view:")
+    assert all(r["created_at"] is not None for r in rows)  # stamped by the append
     again = view_client(path, seed=99)  # another server; the recorded seed (5) still rules
     page = again.get("/label?rater=alice").text
     nxt = _order(5)[5]
@@ -150,7 +151,7 @@ def test_the_first_visit_records_the_raters_seed(path):
         session = store.query_dicts("SELECT * FROM label_sessions")
     assert [(s["rater"], s["seed"], s["blind"], s["overlap"]) for s in session] == \
         [("human:alice", 31, True, 0.5)]
-    assert session[0]["raters"] == '["human:alice", "human:bob"]'
+    assert session[0]["raters"] == '["human:alice", "human:bob"]' and session[0]["created_at"]
 
 
 def test_undo_withdraws_the_last_label_with_a_newer_row_and_shows_its_cell(path):

@@ -143,9 +143,6 @@ class RaterQueue:
         key, (_seq, label) = max(self._standing.items(), key=lambda kv: kv[1][0])
         return key, label
 
-    def holds(self, key: Key) -> bool:
-        return key in self._rank
-
     def _key(self, position: int) -> Key:
         return self._order[position][1], self._order[position][2]
 
