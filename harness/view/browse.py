@@ -11,7 +11,7 @@ its metric, as ``latest_scores`` has it, taken by ``arg_max_null`` (three times 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from harness.report import HUMAN_RATER_SQL
@@ -70,10 +70,14 @@ class BrowsePage:
     rows: list[dict[str, Any]]
     total: int
     query: BrowseQuery
-    pages: int = field(init=False)
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "pages", max(1, -(-self.total // PAGE_SIZE)))
+    @property
+    def pages(self) -> int:
+        return _page_count(self.total)
+
+
+def _page_count(total: int) -> int:
+    return max(1, -(-total // PAGE_SIZE))
 
 
 # Each part is a subquery keyed by (item_id, model) over {source}: the whole table while it
@@ -134,8 +138,7 @@ def browse(store: Any, query: BrowseQuery) -> BrowsePage:
     rows = store.query_dicts(sql, params)
     if not rows and query.page > 1:  # a filter shrank the list under a deep link
         total = _count(store, query)
-        last = max(1, -(-total // PAGE_SIZE))
-        return browse(store, replace(query, page=last)) if total else BrowsePage([], 0, query)
+        return browse(store, replace(query, page=_page_count(total))) if total else BrowsePage([], 0, query)
     total = rows[0].pop("total") if rows else 0
     for row in rows[1:]:
         row.pop("total")
