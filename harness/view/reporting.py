@@ -34,8 +34,8 @@ class ReportPages:
                 key = (store_version(store), human, judge, contrast)
                 if self._cached is not None and self._cached[0] == key:
                     return self._cached[1]
-                built = build_report(store, contrast=parse_contrast(contrast or "official,fan"),
-                                     human=human, judge=judge)
+                given = {"contrast": parse_contrast(contrast)} if contrast else {}  # else its default
+                built = build_report(store, human=human, judge=judge, **given)
             page = _with_nav(render(built, "html"), built)
             self._cached = (key, page)
             return page
