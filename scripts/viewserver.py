@@ -15,6 +15,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import IO
 
 __all__ = ["CHROMIUM", "CHROMEDRIVER", "chromium", "ViewServer"]
 
@@ -48,22 +49,29 @@ def chromium(width: int = 1280, height: int = 800) -> Iterator:
 
 
 class ViewServer:
-    """`contam view` in a child process; ``url`` is the one line it printed."""
+    """`contam view` in a child process; ``url`` is the one line it printed. Its stderr goes to a
+    temporary file and the rest of its stdout is read and dropped: a pipe nobody reads would
+    block a server that writes much."""
 
     def __init__(self, store: Path, *args: str) -> None:
         self.store, self.args = store, args
         self.process: subprocess.Popen | None = None
         self.url = ""
+        self._stderr: IO[str] | None = None
 
     def start(self, timeout: float = 60.0) -> "ViewServer":
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        if self._stderr is not None:  # started again (after kill9)
+            self._stderr.close()
+        self._stderr = tempfile.TemporaryFile("w+")
         self.process = subprocess.Popen(
             [sys.executable, "-m", "harness.cli", "view", "--store", str(self.store), "--port", "0",
-             *self.args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+             *self.args], stdout=subprocess.PIPE, stderr=self._stderr, text=True, env=env)
         line = _first_line(self.process, timeout)
         if not line.startswith("contam view: http://"):
             self.stop()
-            raise AssertionError(f"contam view did not start: {line!r} {self.process.stderr.read()}")
+            self._stderr.seek(0)
+            raise AssertionError(f"contam view did not start: {line!r} {self._stderr.read()}")
         self.url = line.split(": ", 1)[1].strip()
         return self
 
@@ -91,8 +99,15 @@ class ViewServer:
 
 
 def _first_line(process: subprocess.Popen, timeout: float) -> str:
+    """The first line the process prints; what it prints after that is read and dropped."""
     lines: queue.Queue = queue.Queue()
-    threading.Thread(target=lambda: lines.put(process.stdout.readline()), daemon=True).start()
+
+    def read() -> None:
+        lines.put(process.stdout.readline())
+        for _line in process.stdout:
+            pass
+
+    threading.Thread(target=read, daemon=True).start()
     try:
         return lines.get(timeout=timeout)
     except queue.Empty:

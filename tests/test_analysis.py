@@ -254,6 +254,19 @@ def test_rater_selection_and_inter_annotator(store_path):
     assert not math.isnan(report["inter_annotator"]["fleiss_kappa"])
 
 
+def test_the_adjudicators_labels_are_not_a_raters_in_inter_annotator_agreement(store_path):
+    answers = [(i, "m1", "a") for i, _, _ in ITEMS]
+    alice = ["right", "right", "wrong", "partial", "wrong", "wrong"]
+    labels = [(i, "m1", "human:alice", a) for (i, _, _), a in zip(ITEMS, alice)]
+    labels += [(i, "m1", "human:bob", "right") for i, _, _ in ITEMS]
+    labels += [(i, "m1", "human:adjudicated", a) for (i, _, _), a in zip(ITEMS, alice)]
+    with make_store(store_path, ITEMS, answers, labels) as store:
+        inter = build_report(store, contrast=("canon", "hack"))["inter_annotator"]
+    assert inter["raters"] == ["human:alice", "human:bob"]
+    assert [(p["rater_a"], p["rater_b"]) for p in inter["pairwise"]] == [("human:alice", "human:bob")]
+    assert inter["n_all_raters"] == 6
+
+
 def test_a_newer_label_replaces_the_old_one(store_path):
     with small_store(store_path, extra_labels=[("u2", "m1", "human", "right")]) as store:
         report = build_report(store, contrast=("canon", "hack"))

@@ -3,6 +3,7 @@ escaping, resume, undo and skip, sessions, raters' shares, agreement and adjudic
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -136,6 +137,7 @@ def test_each_label_is_stored_at_once_and_a_new_server_resumes_after_it(path):
     rows = _labels(path, "rater = 'human:alice'")
     assert [(r["item_id"], r["model"]) for r in rows] == _order(5)[:5]
     assert rows[2]["note"] == "half" and rows[0]["run_id"].startswith("view:")
+    assert all(r["created_at"] is not None for r in rows)  # stamped by the append
     again = view_client(path, seed=99)  # another server; the recorded seed (5) still rules
     page = again.get("/label?rater=alice").text
     nxt = _order(5)[5]
@@ -149,7 +151,7 @@ def test_the_first_visit_records_the_raters_seed(path):
         session = store.query_dicts("SELECT * FROM label_sessions")
     assert [(s["rater"], s["seed"], s["blind"], s["overlap"]) for s in session] == \
         [("human:alice", 31, True, 0.5)]
-    assert session[0]["raters"] == '["human:alice", "human:bob"]'
+    assert session[0]["raters"] == '["human:alice", "human:bob"]' and session[0]["created_at"]
 
 
 def test_undo_withdraws_the_last_label_with_a_newer_row_and_shows_its_cell(path):
@@ -239,6 +241,43 @@ def test_three_raters_get_fleiss_kappa(small):
     assert "<html" not in fragment  # the piece the page refreshes itself with
 
 
+def test_the_agreement_page_and_the_report_agree_on_raters_pairs_and_fleiss(small):
+    """Both leave the adjudicator out, build each pair's row alike, and take Fleiss' kappa over
+    the cells every rater labelled (here none: c and d labelled half the cells each)."""
+    from harness.report.analysis import build_report
+    from harness.store.access import reading
+    from harness.view.agreement import agreement
+
+    view_client(small)
+    _store_labels(small, "a", lambda n: ("right", "wrong")[n % 2])
+    _store_labels(small, "b", lambda n: ("right", "partial", "wrong")[n % 3])
+    _store_labels(small, "adjudicated", lambda n: "right")
+    halves = [(f"it{n:03d}", m) for n in range(6) for m in MODELS]
+    with Store(small) as store:
+        store.append("labels", [{"item_id": i, "model": m, "rater": "human:c" if n < 6 else "human:d",
+                                 "label": ("wrong", "right")[n % 2]} for n, (i, m) in enumerate(halves)])
+    with reading(small) as store:
+        view = agreement(store)
+        report = build_report(store, contrast=SUBSETS)["inter_annotator"]
+    assert view.raters == report["raters"] == ["human:a", "human:b", "human:c", "human:d"]
+    assert view.pairs == [p for p in report["pairwise"] if p["n"]]
+    assert view.fleiss is None and report["fleiss_kappa"] is None and report["n_all_raters"] == 0
+
+
+def test_the_agreement_page_is_computed_again_only_once_labels_change(small, monkeypatch):
+    from harness.view import agreement as module
+
+    calls = []
+    monkeypatch.setattr("harness.view.routes.agreement",
+                        lambda store: calls.append(1) or module.agreement(store))
+    client = view_client(small)
+    _store_labels(small, "a", lambda n: "right")
+    pages = [client.get("/agree?fragment=1").text for _ in range(3)]
+    _store_labels(small, "b", lambda n: "wrong")
+    changed = client.get("/agree?fragment=1").text
+    assert len(calls) == 2 and pages[0] == pages[2] and "human:b" in changed
+
+
 def test_adjudication_settles_disagreements_and_the_report_reads_it(small, contam):
     path = small
     client = view_client(path)
@@ -255,6 +294,24 @@ def test_adjudication_settles_disagreements_and_the_report_reads_it(small, conta
                               "human:adjudicated", "--contrast", ",".join(SUBSETS))
     assert status == 0, err
     assert '"human_rater": "human:adjudicated"' in out
+
+
+def test_a_settled_cell_whose_raters_come_to_agree_later_is_settled_again(small):
+    client = view_client(small)
+    _store_labels(small, "alice", lambda n: "right")
+    _store_labels(small, "bob", lambda n: "wrong" if n < 4 else "right")
+    disputed, agreed = ("it000", MODELS[0]), ("it005", MODELS[1])
+    with Store(small) as store:  # the adjudicator settles one of bob's four disagreements
+        store.append("labels", [{"item_id": disputed[0], "model": disputed[1], "label": "partial",
+                                 "rater": "human:adjudicated"}])
+    assert client.post("/api/agreed").json() == {"written": 8}
+    with Store(small) as store:  # bob comes round on it, and says again what he said on another
+        store.append("labels", [{"item_id": i, "model": m, "rater": "human:bob", "label": "right"}
+                                for i, m in (disputed, agreed)])
+    assert client.post("/api/agreed").json() == {"written": 1}
+    settled = _labels(small, "rater = 'human:adjudicated'")
+    assert len(settled) == 10 and (settled[-1]["item_id"], settled[-1]["model"]) == disputed
+    assert settled[-1]["label"] == "right" and client.post("/api/agreed").json() == {"written": 0}
 
 
 # -- browse, the cell page, live progress, the report -------------------------------------------
@@ -296,6 +353,22 @@ def test_the_report_page_is_the_reports_html_with_its_figures(small):
     assert "img-src data:" in response.headers["content-security-policy"]
     missing = client.get("/report")
     assert missing.status_code == 400 and "subset &#39;official&#39; has no items" in missing.text
+
+
+def test_the_report_page_is_built_again_once_a_probe_has_scored(small):
+    """The report reads more than items, answers, labels and scores: a probe's scores count."""
+    client = view_client(small)
+    url = f"/report?contrast={','.join(SUBSETS)}"
+    assert "Probe: cdd" not in client.get(url).text
+    params = {"samples": 4, "temperature": 0.8, "alpha": 0.05, "xi": 0.01}
+    with Store(small) as store:
+        store.append("probe_params", [{"params_sha256": "c" * 64, "probe": "cdd",
+                                       "params": json.dumps(params)}])
+        store.append("probe_scores", [
+            {"run_id": "p1", "probe": "cdd", "params_sha256": "c" * 64, "item_id": f"it{n:03d}",
+             "model": MODELS[0], "metric": metric, "value": value}
+            for n in range(6) for metric, value in (("peakedness", n / 5), ("flagged", n % 2))])
+    assert "Probe: cdd" in client.get(url).text
 
 
 # -- while a job holds the store ----------------------------------------------------------------

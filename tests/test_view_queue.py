@@ -149,3 +149,23 @@ def test_shares_cover_every_cell_whatever_the_number_of_raters(overlap):
     for count in (2, 3, 5):
         shares = [Share(i, count, overlap) for i in range(count)]
         assert all(any(s.holds(*key) for s in shares) for key in KEYS[:200])
+
+
+def test_a_re_answered_cell_is_queued_once_and_only_while_its_latest_answer_is_not_blank(tmp_path):
+    path = build_view_store(tmp_path / "s.duckdb", items=2)
+    cells, queue = _queue_on(path)  # 4 cells queued; then, within one refresh:
+    gone, back = ("it000", MODELS[0]), ("it001", MODELS[0])
+
+    def answer(key, text):
+        return {"item_id": key[0], "model": key[1], "answer": text, "answer_raw": text}
+
+    with Store(path) as store:  # gone: blank; back: blank, then answered again
+        store.append("answers", [answer(gone, ""), answer(back, ""), answer(back, "again")])
+    _refresh(path, cells, queue)
+    _, fresh = _queue_on(path)  # and a restarted server, which replays every answer at once
+    for q in (queue, fresh):
+        assert q.progress().total == 3  # was 5 (gone queued, back twice)
+        shown: list = []
+        while (key := q.next(set(shown))) not in shown and key is not None:
+            shown.append(key)
+        assert sorted(shown) == sorted({("it000", MODELS[1]), back, ("it001", MODELS[1])})

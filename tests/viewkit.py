@@ -4,13 +4,11 @@ that is markup."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 from harness.store import Store, utc_now
 
-__all__ = ["MODELS", "SUBSETS", "JUDGE", "MARKUP", "TOKEN", "build_view_store", "token_of", "url_of",
-           "view_client"]
+__all__ = ["MODELS", "SUBSETS", "JUDGE", "MARKUP", "TOKEN", "build_view_store", "view_client"]
 
 MODELS = ("zorblax-7b", "quuxmodel-2")
 SUBSETS = ("officialstratum", "fanstratum")
@@ -49,17 +47,6 @@ def _answer(n: int, model: str, markup_item: int | None, blank_item: int | None,
         text = ""
     return {"run_id": "r1", "item_id": f"it{n:03d}", "model": model, "provider": "import",
             "answer_raw": text, "answer": text, "created_at": now}
-
-
-def url_of(line: str) -> str:
-    """The URL in `contam view`'s one line."""
-    match = re.search(r"(http://\S+)", line)
-    assert match, line
-    return match.group(1)
-
-
-def token_of(url: str) -> str:
-    return url.split("token=", 1)[1]
 
 
 TOKEN = "test-token-123"

@@ -9,10 +9,9 @@ from __future__ import annotations
 from itertools import combinations
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
-from harness.report import stats
+from harness.report import ADJUDICATOR, HUMAN_RATER_SQL, stats
 from harness.report.cells import LABELS, Cells, json_ratio, nan_if_none, sort_value
 from harness.report.format import plural
 from harness.store import Store
@@ -109,16 +108,8 @@ def agreement(cells: Cells, order: list[str]) -> dict[str, Any]:
         i, j = LABELS.index(r["human"]), LABELS.index(r["judge"])
         pooled[i][j] += r["n"]
         per_model.setdefault(r["model"], [[0] * 3 for _ in LABELS])[i][j] += r["n"]
-    return {"pooled": _agreement_row(pooled),
-            "per_model": [{"model": m, **_agreement_row(c)} for m, c in per_model.items()]}
-
-
-def _agreement_row(confusion: list[list[int]]) -> dict[str, Any]:
-    return {"n": int(np.sum(confusion)), "exact": stats.exact_agreement(confusion),
-            "kappa": stats.cohen_kappa(confusion),
-            "kappa_linear": stats.cohen_kappa(confusion, "linear"),
-            "kappa_binary": stats.cohen_kappa(stats.collapse_to_binary(confusion)),
-            "confusion": confusion}
+    return {"pooled": stats.agreement_row(pooled),
+            "per_model": [{"model": m, **stats.agreement_row(c)} for m, c in per_model.items()]}
 
 
 # -- beyond the paper ---------------------------------------------------------------------------
@@ -150,10 +141,11 @@ def _mcnemar_row(a: str, b: str, scope: str, la: pd.Series, lb: pd.Series) -> di
 
 
 def inter_annotator(store: Store, notes: list) -> dict[str, Any] | None:
-    """Agreement between several human raters on the cells they labelled."""
+    """Agreement between several human raters (the adjudicator aside) on the cells they labelled;
+    Fleiss' κ on the cells every one of them labelled."""
     labels = store.query_df(
         "SELECT item_id, model, rater, label FROM latest_labels "
-        "WHERE rater = 'human' OR rater LIKE 'human:%'")
+        f"WHERE {HUMAN_RATER_SQL} AND rater <> '{ADJUDICATOR}'")
     raters = sorted(labels["rater"].unique())
     if len(raters) < 2:
         notes.append({"section": "inter_annotator",

@@ -21,7 +21,7 @@ from statsmodels.stats.multitest import multipletests
 
 __all__ = [
     "Fisher", "wilson_interval", "proportion", "partial_credit", "fisher_exact_2x2",
-    "newcombe_interval", "cohen_kappa", "collapse_to_binary", "exact_agreement",
+    "newcombe_interval", "cohen_kappa", "collapse_to_binary", "exact_agreement", "agreement_row",
     "mcnemar_exact", "spearman", "pearson", "point_biserial", "roc_auc", "fleiss_kappa",
     "pairwise_kappas", "confusion_matrix", "bootstrap_mean_interval", "holm", "chi2_sf",
     "chi2_log10_sf", "BOOTSTRAP_SEED", "BOOTSTRAP_RESAMPLES",
@@ -185,6 +185,14 @@ def exact_agreement(confusion: Sequence[Sequence[int]]) -> float:
     return float(np.trace(m) / m.sum()) if m.sum() else NAN
 
 
+def agreement_row(confusion: Sequence[Sequence[int]]) -> dict:
+    """Two raters' agreement from their confusion table: n, exact agreement, Cohen's κ unweighted,
+    linearly weighted and on the first category against the rest (right / not right)."""
+    return {"n": int(np.sum(confusion)), "exact": exact_agreement(confusion),
+            "kappa": cohen_kappa(confusion), "kappa_linear": cohen_kappa(confusion, "linear"),
+            "kappa_binary": cohen_kappa(collapse_to_binary(confusion)), "confusion": confusion}
+
+
 def mcnemar_exact(b: int, c: int) -> float:
     """Exact McNemar test: the discordant pairs b (A right, B not) and c (B right, A not) are
     Binomial(b + c, 1/2) under H0 (McNemar 1947; Agresti, Categorical Data Analysis §10.1.4).
@@ -249,16 +257,14 @@ def fleiss_kappa(counts: Sequence[Sequence[int]]) -> float:
 
 def pairwise_kappas(ratings: dict[str, Sequence[str | None]],
                     categories: Sequence[str]) -> list[dict]:
-    """Cohen's κ (unweighted and linear) for every pair of raters on the subjects both rated.
+    """:func:`agreement_row` for every pair of raters on the subjects both rated.
 
     ``ratings`` maps rater -> one label per subject (None where that rater gave none)."""
     rows = []
     for a, b in combinations(sorted(ratings), 2):
         pairs = [(x, y) for x, y in zip(ratings[a], ratings[b]) if x is not None and y is not None]
-        confusion = confusion_matrix(pairs, categories)
-        rows.append({"rater_a": a, "rater_b": b, "n": len(pairs),
-                     "exact": exact_agreement(confusion), "kappa": cohen_kappa(confusion),
-                     "kappa_linear": cohen_kappa(confusion, "linear"), "confusion": confusion})
+        rows.append({"rater_a": a, "rater_b": b,
+                     **agreement_row(confusion_matrix(pairs, categories))})
     return rows
 
 

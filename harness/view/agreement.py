@@ -2,13 +2,15 @@
 
 Counts are made in SQL (a confusion table per pair of raters); the statistics are the report's
 (:mod:`harness.report.stats`): Cohen's kappa for every pair of human raters and for every human
-rater against every judge, Fleiss' kappa once three or more human raters have labels.
+rater against every judge, Fleiss' kappa once three or more human raters have labels (on the cells
+every one of them labelled, as the report has it).
 
 The adjudicator's labels are rater ``human:adjudicated``: for a cell the human raters disagree
 on, the adjudicator's decision; for a cell they agree on (one rater's label included), that
 label, written in one go from the agreement page. ``contam report --human human:adjudicated``
 then reports on the settled labels. A disagreement comes back to the queue when a rater changes
-a label after it was settled.
+a label after it was settled; so does an agreement, among the agreed cells, when it is on another
+label than the settled one.
 """
 
 from __future__ import annotations
@@ -16,14 +18,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from harness.view.options import ADJUDICATOR
+from harness.report import ADJUDICATOR, HUMAN_RATER_SQL
 
 __all__ = ["Agreement", "agreement", "disagreements", "agreed_rows", "rater_labels", "LABELS"]
 
 LABELS = ("right", "partial", "wrong")
 
 _HUMANS = f"""SELECT item_id, model, rater, label, note, seq FROM latest_labels
-WHERE (rater = 'human' OR rater LIKE 'human:%') AND rater <> '{ADJUDICATOR}'"""
+WHERE {HUMAN_RATER_SQL} AND rater <> '{ADJUDICATOR}'"""
 _JUDGES = "SELECT item_id, model, rater, label FROM latest_labels WHERE rater LIKE 'judge:%'"
 _SETTLED = f"SELECT item_id, model, label, seq FROM latest_labels WHERE rater = '{ADJUDICATOR}'"
 
@@ -39,7 +41,7 @@ cells AS (SELECT count(*) FILTER (WHERE label = 'right') AS r,
                  count(*) FILTER (WHERE label = 'partial') AS p,
                  count(*) FILTER (WHERE label = 'wrong') AS w, count(*) AS m
           FROM h GROUP BY item_id, model)
-SELECT r, p, w, count(*) AS n FROM cells WHERE m = (SELECT max(m) FROM cells) AND m >= 2
+SELECT r, p, w, count(*) AS n FROM cells WHERE m = (SELECT count(DISTINCT rater) FROM h)
 GROUP BY ALL
 """
 
@@ -51,10 +53,11 @@ WHERE s.seq IS NULL OR s.seq < d.newest
 """
 
 _AGREED_SQL = f"""
-WITH h AS ({_HUMANS})
-SELECT item_id, model, min(label) AS label, string_agg(rater, ', ' ORDER BY rater) AS raters
-FROM h ANTI JOIN ({_SETTLED}) s USING (item_id, model)
-GROUP BY ALL HAVING count(DISTINCT label) = 1
+WITH h AS ({_HUMANS}),
+a AS (SELECT item_id, model, min(label) AS label, string_agg(rater, ', ' ORDER BY rater) AS raters,
+             max(seq) AS newest FROM h GROUP BY ALL HAVING count(DISTINCT label) = 1)
+SELECT a.item_id, a.model, a.label, a.raters FROM a LEFT JOIN ({_SETTLED}) s USING (item_id, model)
+WHERE s.seq IS NULL OR (s.seq < a.newest AND s.label <> a.label)
 """
 
 
@@ -63,7 +66,7 @@ class Agreement:
     raters: list[str]  # human raters (the adjudicator aside)
     pairs: list[dict[str, Any]]  # Cohen's kappa per pair of human raters
     judges: list[dict[str, Any]]  # Cohen's kappa of each human rater against each judge
-    fleiss: dict[str, Any] | None  # over the cells rated by the most raters (m), 3+ raters
+    fleiss: dict[str, Any] | None  # over the cells every one of the (3+) raters rated, as the report
     disagreements: int
     agreed: int
 
@@ -83,16 +86,14 @@ def _count(store: Any, sql: str) -> int:
 
 
 def _kappas(counts: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One row per (rater_a, rater_b) from their label counts: n, exact agreement, kappas."""
+    """One row per (rater_a, rater_b) from their label counts: the report's agreement_row."""
     from harness.report import stats  # scipy and statsmodels: loaded by the first agreement page
 
     tables: dict[tuple[str, str], list[list[int]]] = {}
     for row in counts:
         table = tables.setdefault((row["rater_a"], row["rater_b"]), [[0] * 3 for _ in LABELS])
         table[LABELS.index(row["label_a"])][LABELS.index(row["label_b"])] += row["n"]
-    return [{"rater_a": a, "rater_b": b, "n": sum(map(sum, t)), "exact": stats.exact_agreement(t),
-             "kappa": stats.cohen_kappa(t), "kappa_linear": stats.cohen_kappa(t, "linear"),
-             "confusion": t} for (a, b), t in sorted(tables.items())]
+    return [{"rater_a": a, "rater_b": b, **stats.agreement_row(t)} for (a, b), t in sorted(tables.items())]
 
 
 def _fleiss(store: Any) -> dict[str, Any] | None:
@@ -112,7 +113,8 @@ def disagreements(store: Any) -> list[tuple[str, str]]:
 
 
 def agreed_rows(store: Any) -> list[dict[str, Any]]:
-    """Cells all of whose human raters gave one label and that have no adjudicated label yet."""
+    """Cells all of whose human raters give one label and that have no adjudicated label yet, or
+    an older one than their latest label that says something else."""
     return store.query_dicts(_AGREED_SQL + "ORDER BY item_id, model")
 
 
@@ -120,5 +122,5 @@ def rater_labels(store: Any, item_id: str, model: str) -> list[dict[str, Any]]:
     """Each human rater's standing label and note on one cell (what the adjudicator weighs)."""
     return store.query_dicts(
         "SELECT rater, label, note FROM latest_labels WHERE item_id = $item AND model = $model "
-        "AND (rater = 'human' OR rater LIKE 'human:%') ORDER BY rater",
+        f"AND {HUMAN_RATER_SQL} ORDER BY rater",
         {"item": item_id, "model": model})

@@ -63,9 +63,7 @@ def serve(options: ViewOptions, on_ready: Callable[[str], Any] = print) -> None:
     """Check the store, listen, call ``on_ready`` with the URL, serve until interrupted."""
     import uvicorn
 
-    if not options.store.exists():
-        raise UserError(f"{options.store}: no such store")
-    access.prepare(options.store)  # every migration applied before the first read
+    access.prepare(options.store)  # every migration applied before the first read (or no such store)
     sock = _listen(options.host, options.port)
     port = sock.getsockname()[1]
     token = new_token()

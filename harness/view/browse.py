@@ -11,8 +11,10 @@ its metric, as ``latest_scores`` has it, taken by ``arg_max_null`` (three times 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
+
+from harness.report import HUMAN_RATER_SQL
 
 __all__ = ["BrowseQuery", "BrowsePage", "browse", "filter_choices", "COLUMNS", "PAGE_SIZE",
            "LABEL_FILTERS"]
@@ -68,30 +70,34 @@ class BrowsePage:
     rows: list[dict[str, Any]]
     total: int
     query: BrowseQuery
-    pages: int = field(init=False)
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "pages", max(1, -(-self.total // PAGE_SIZE)))
+    @property
+    def pages(self) -> int:
+        return _page_count(self.total)
+
+
+def _page_count(total: int) -> int:
+    return max(1, -(-total // PAGE_SIZE))
 
 
 # Each part is a subquery keyed by (item_id, model) over {source}: the whole table while it
 # decides the filter or the order, or only the page's rows once the page is cut. Labels follow
 # latest_labels (the latest row per rater; a retracted one is no label), scores latest_scores.
-_HUMAN = """SELECT item_id, model,
+def _standing(raters: str) -> str:
+    """Each standing label of the ``raters`` (an SQL condition) per cell of ``{source}``."""
+    return ("(SELECT item_id, model, rater, arg_max(label, seq) AS label FROM {source}\n"
+            f"      WHERE {raters} GROUP BY ALL HAVING NOT arg_max(coalesce(retracted, false), seq))")
+
+
+_HUMAN = f"""SELECT item_id, model,
        string_agg(replace(rater, 'human:', '') || ': ' || label, ', ' ORDER BY rater) AS human_labels
-FROM (SELECT item_id, model, rater, arg_max(label, seq) AS label FROM {source}
-      WHERE rater = 'human' OR rater LIKE 'human:%' GROUP BY ALL
-      HAVING NOT arg_max(coalesce(retracted, false), seq)) GROUP BY ALL"""
+FROM {_standing(HUMAN_RATER_SQL)} GROUP BY ALL"""
 # What the label and disagreement filters test: the labels of the chosen rater (or of any human).
-_RATED = """SELECT item_id, model, bool_or(label = $label) AS label_match,
+_RATED = f"""SELECT item_id, model, bool_or(label = $label) AS label_match,
        count(*) AS rater_labels, list(label) AS rater_label_list
-FROM (SELECT item_id, model, rater, arg_max(label, seq) AS label FROM {source}
-      WHERE {rater_match} GROUP BY ALL HAVING NOT arg_max(coalesce(retracted, false), seq))
-GROUP BY ALL"""
-_JUDGE = """SELECT item_id, model, arg_min(label, rater) AS judge_label
-FROM (SELECT item_id, model, rater, arg_max(label, seq) AS label FROM {source}
-      WHERE rater LIKE 'judge:%' GROUP BY ALL HAVING NOT arg_max(coalesce(retracted, false), seq))
-GROUP BY ALL"""
+FROM {_standing("{rater_match}")} GROUP BY ALL"""
+_JUDGE = f"""SELECT item_id, model, arg_min(label, rater) AS judge_label
+FROM {_standing("rater LIKE 'judge:%'")} GROUP BY ALL"""
 _SCORES = """SELECT item_id, model,
        arg_max_null(value, seq) FILTER (WHERE metric = 'bleu2') AS bleu2,
        arg_max_null(value, seq) FILTER (WHERE metric = 'bertscore_f1') AS bertscore_f1
@@ -110,7 +116,6 @@ _PARTS = {
 _TABLES = {"rated": "labels", "human": "labels", "judge": "labels", "scores": "scores",
            "answer": "answers"}
 _SHOWN = ("human", "judge", "scores", "answer")  # the parts every page row shows
-_ANY_HUMAN = "(rater = 'human' OR rater LIKE 'human:%')"
 _NEEDED_BY_SORT = {"human": "human", "judge": "judge", "bleu2": "scores", "bertscore_f1": "scores",
                    "answer": "answer"}
 
@@ -133,8 +138,7 @@ def browse(store: Any, query: BrowseQuery) -> BrowsePage:
     rows = store.query_dicts(sql, params)
     if not rows and query.page > 1:  # a filter shrank the list under a deep link
         total = _count(store, query)
-        last = max(1, -(-total // PAGE_SIZE))
-        return browse(store, replace(query, page=last)) if total else BrowsePage([], 0, query)
+        return browse(store, replace(query, page=_page_count(total))) if total else BrowsePage([], 0, query)
     total = rows[0].pop("total") if rows else 0
     for row in rows[1:]:
         row.pop("total")
@@ -187,7 +191,7 @@ def _join(name: str, query: BrowseQuery, *, whole: bool) -> str:
     """``LEFT JOIN (part) name USING (key)``, over the whole table or the page's rows alone."""
     sql, page_rows, key, _columns = _PARTS[name]
     source = _TABLES[name] if whole else page_rows
-    rater_match = "rater = $rater" if query.rater else _ANY_HUMAN
+    rater_match = "rater = $rater" if query.rater else HUMAN_RATER_SQL
     part = sql.format(source=source, rater_match=rater_match)
     return f"\n    LEFT JOIN ({part}) {name} USING ({key})"
 
@@ -213,5 +217,5 @@ def filter_choices(store: Any) -> dict[str, list[str]]:
     return {"subset": values("SELECT DISTINCT subset FROM latest_items ORDER BY 1"),
             "title": values("SELECT DISTINCT title FROM latest_items ORDER BY 1"),
             "model": values("SELECT DISTINCT model FROM answers ORDER BY 1"),
-            "rater": values("SELECT DISTINCT rater FROM latest_labels WHERE rater = 'human' "
-                            "OR rater LIKE 'human:%' ORDER BY 1")}
+            "rater": values(f"SELECT DISTINCT rater FROM latest_labels WHERE {HUMAN_RATER_SQL} "
+                            "ORDER BY 1")}

@@ -6,15 +6,44 @@ table's zone maps skip everything older). The whole table's row count says wheth
 new at all, and whether the new rows add up: two writers' transactions can commit in the other
 order than their sequence numbers, leaving a row below a ``seq`` already seen, and then the
 counts do not add up and the follower starts over from nothing.
+
+The same counts version what is built from whole tables (the report, the filters' values, the
+agreement page): :func:`store_version`, and :class:`Rebuilt` for what is built from the store alone.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import threading
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Follower", "Delta"]
+from harness.store.schema import TABLE_COLUMNS
+
+__all__ = ["Follower", "Delta", "store_version", "Rebuilt"]
+
+
+def store_version(store: Any, tables: Iterable[str] = TABLE_COLUMNS) -> tuple[int, ...]:
+    """The row counts of ``tables`` (every table of the store by default): append-only tables,
+    so the same counts mean the same rows and what was built from them still stands."""
+    counts = ", ".join(f"(SELECT count(*) FROM {table})" for table in tables)
+    return tuple(store.query(f"SELECT {counts}")[0])
+
+
+class Rebuilt:
+    """What ``build(store)`` returns, built again only once ``tables`` have grown."""
+
+    def __init__(self, build: Callable[[Any], Any], tables: Iterable[str]) -> None:
+        self.build, self.tables = build, tuple(tables)
+        self._lock = threading.Lock()
+        self._built: tuple[tuple[int, ...], Any] | None = None
+
+    def get(self, store: Any) -> Any:
+        version = store_version(store, self.tables)
+        with self._lock:
+            if self._built is None or self._built[0] != version:
+                self._built = (version, self.build(store))
+            return self._built[1]
 
 
 @dataclass(frozen=True)

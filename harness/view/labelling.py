@@ -13,15 +13,15 @@ import hashlib
 import hmac
 import json
 import secrets
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from harness.errors import UserError
-from harness.store import utc_now
+from harness.report import ADJUDICATOR
 from harness.view.agreement import agreed_rows, disagreements, rater_labels
 from harness.view.cells import cell_content, cell_extras
 from harness.view.gate import StoreGate
-from harness.view.options import ADJUDICATOR, ViewOptions
+from harness.view.options import ViewOptions
 from harness.view.queue import EligibleCells, Progress, RaterQueue, Share
 
 __all__ = ["LabelDesk", "AdjudicationDesk", "Screen", "CellIds", "LABEL_NAMES", "StaleCell", "label_row"]
@@ -44,7 +44,6 @@ class Screen:
     cell: dict[str, Any] | None
     progress: Progress
     said: str = ""
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 class CellIds:
@@ -73,7 +72,7 @@ def label_row(key: Key, rater: str, label: str, session: str, *, note: str | Non
         raise UserError(f"a note of at most {MAX_NOTE} characters")
     return {"item_id": key[0], "model": key[1], "rater": rater, "label": label,
             "note": (note or "").strip() or None, "retracted": retracted or None,
-            "run_id": session, "created_at": utc_now()}
+            "run_id": session}  # created_at: stamped by the append
 
 
 class _Desk:
@@ -155,8 +154,7 @@ class LabelDesk(_Desk):
             session = f"view:{secrets.token_hex(4)}"
             self.gate.append_label_sessions([{
                 "session_id": session, "rater": rater, "seed": seed, "blind": self.options.blind,
-                "overlap": self.options.overlap, "raters": json.dumps(list(self.options.raters)),
-                "created_at": utc_now()}])
+                "overlap": self.options.overlap, "raters": json.dumps(list(self.options.raters))}])
             self._queues[rater] = RaterQueue(rater, seed, share)
             self._sessions[rater], self._skipped[rater] = session, set()
         return self._queues[rater]

@@ -8,11 +8,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.errors import UserError
+from harness.report import ADJUDICATOR
 
-__all__ = ["ViewOptions", "view_options", "rater_name", "ADJUDICATOR", "DEFAULT_PORT"]
+__all__ = ["ViewOptions", "view_options", "rater_name", "DEFAULT_PORT"]
 
 DEFAULT_PORT = 8780
-ADJUDICATOR = "human:adjudicated"  # the rater an adjudicator's decisions are stored as
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 
 

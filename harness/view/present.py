@@ -3,9 +3,9 @@ progress line, numbers, and a screen as JSON (only the fields the page may carry
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
+from harness.report.format import is_missing
 from harness.view.labelling import Screen
 from harness.view.queue import Progress
 
@@ -34,7 +34,9 @@ def progress_text(progress: Progress) -> str:
 
 
 def number(value: Any, digits: int = 3) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
+    """As the report's fmt_num, but a missing value is the en dash the view's pages use for every
+    empty field (templates and view.js), not the report's em dash."""
+    if is_missing(value):
         return "–"
     return f"{value:.{digits}f}" if isinstance(value, float) else str(value)
 

@@ -143,9 +143,6 @@ class RaterQueue:
         key, (_seq, label) = max(self._standing.items(), key=lambda kv: kv[1][0])
         return key, label
 
-    def holds(self, key: Key) -> bool:
-        return key in self._rank
-
     def _key(self, position: int) -> Key:
         return self._order[position][1], self._order[position][2]
 
@@ -153,12 +150,11 @@ class RaterQueue:
         if cells.epoch != self._epoch:
             self._order, self._rank, self._hint, self._done = [], {}, 0, 0
             self._epoch, self._read = cells.epoch, 0
-        changes, self._read = cells.log[self._read:], len(cells.log)
-        added = [key for key, eligible in changes if eligible and self._takes(key)]
-        for key, eligible in changes:
+        changes, self._read = dict(cells.log[self._read:]), len(cells.log)  # a key's last change
+        for key, eligible in changes.items():
             if not eligible:
                 self._remove(key)
-        self._add(added)
+        self._add([key for key, eligible in changes.items() if eligible and self._takes(key)])
 
     def _takes(self, key: Key) -> bool:
         return self.share is None or self.share.holds(*key)

@@ -7,13 +7,11 @@ import html
 import threading
 from typing import Any
 
+from harness.view.follow import store_version
 from harness.view.gate import StoreGate
 
 __all__ = ["ReportPages"]
 
-# Append-only tables: the same counts mean the same rows.
-_VERSION = ("SELECT (SELECT count(*) FROM items), (SELECT count(*) FROM answers), "
-            "(SELECT count(*) FROM labels), (SELECT count(*) FROM scores)")
 _NAV = ('<nav style="font:0.95rem system-ui,sans-serif;margin-bottom:1rem">'
         '<a href="/">Browse</a> · <a href="/agree">Agreement</a> · {raters} · built {when} UTC '
         '(reloading rebuilds it once the store has changed; choose raters with '
@@ -33,11 +31,11 @@ class ReportPages:
 
         with self._lock:
             with self.gate.reading() as store:
-                key = (store.query(_VERSION)[0], human, judge, contrast)
+                key = (store_version(store), human, judge, contrast)
                 if self._cached is not None and self._cached[0] == key:
                     return self._cached[1]
-                built = build_report(store, contrast=parse_contrast(contrast or "official,fan"),
-                                     human=human, judge=judge)
+                given = {"contrast": parse_contrast(contrast)} if contrast else {}  # else its default
+                built = build_report(store, human=human, judge=judge, **given)
             page = _with_nav(render(built, "html"), built)
             self._cached = (key, page)
             return page

@@ -8,7 +8,6 @@ Pages: ``/`` browse, ``/label`` a rater's queue, ``/adjudicate`` the disagreemen
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -26,6 +25,7 @@ from harness.store.store import StoreInUse
 from harness.view import browse as browsing
 from harness.view.agreement import agreement
 from harness.view.cells import cell_record
+from harness.view.follow import Rebuilt
 from harness.view.gate import StoreGate
 from harness.view.labelling import AdjudicationDesk, CellIds, LabelDesk, StaleCell, label_row
 from harness.view.options import ViewOptions, rater_name
@@ -35,8 +35,6 @@ from harness.view.reporting import ReportPages
 __all__ = ["View"]
 
 HERE = Path(__file__).parent
-_COUNTS = ("SELECT (SELECT count(*) FROM items), (SELECT count(*) FROM answers), "
-           "(SELECT count(*) FROM labels)")
 
 
 class View:
@@ -55,8 +53,8 @@ class View:
         env.globals.update(token=token, blind=options.blind, columns=browsing.COLUMNS,
                            label_filters=browsing.LABEL_FILTERS, raters=options.raters)
         self.templates = Jinja2Templates(env=env)
-        self._choices: tuple[Any, dict] | None = None
-        self._choices_lock = threading.Lock()
+        self.choices = Rebuilt(browsing.filter_choices, ("items", "answers", "labels"))
+        self.agreement = Rebuilt(agreement, ("labels",))  # the page asks again every 5 s
 
     def refused(self, request: Request, exc: Exception) -> Response:
         """A UserError no handler caught (the store locked by a process that serves no reads,
@@ -91,16 +89,8 @@ class View:
         query = browsing.BrowseQuery.from_params(request.query_params)
         with self.gate.reading() as store:
             result = browsing.browse(store, query)
-            choices = self._filter_choices(store)
+            choices = self.choices.get(store)
         return self.page(request, "browse.html", page=result, query=query, choices=choices)
-
-    def _filter_choices(self, store: Any) -> dict[str, list[str]]:
-        """The filters' values, read again only when items, answers or labels grew."""
-        counts = store.query(_COUNTS)[0]
-        with self._choices_lock:
-            if self._choices is None or self._choices[0] != counts:
-                self._choices = (counts, browsing.filter_choices(store))
-            return self._choices[1]
 
     def label(self, request: Request) -> Response:
         given = request.query_params.get("rater", "").strip()
@@ -123,7 +113,7 @@ class View:
 
     def agree(self, request: Request) -> Response:
         with self.gate.reading() as store:
-            result = agreement(store)
+            result = self.agreement.get(store)
         name = "agree_tables.html" if request.query_params.get("fragment") else "agree.html"
         return self.page(request, name, agreement=result)
 
