@@ -5,6 +5,8 @@ resumes by asking exactly the missing samples; the command line."""
 
 from __future__ import annotations
 
+import shlex
+
 import orjson
 import pytest
 
@@ -121,6 +123,16 @@ def test_failed_requests_leave_samples_missing_and_the_next_run_asks_exactly_tho
     with Store(tmp_path / "s.duckdb", read_only=True) as store:
         assert store.count("probe_samples") == 2 * 3 * 7
         assert store.query("SELECT count(*) FROM latest_probe_scores WHERE metric = 'flagged'")[0][0] == 6
+
+
+def test_the_command_that_asks_the_missing_samples_again_quotes_its_parameters(tmp_path, emulator):
+    emu = emulator(script=["500"])
+    config = demo_config(tmp_path, [model_entry("openai", emu, max_attempts=1, concurrency=1)])
+    first = probe_inprocess(config, tmp_path / "s.duckdb", "guided", limit=1,
+                            parameters={"dataset": "My Bench", "max_output_tokens": 8})
+    assert first.status == 1
+    again = first.err.split("`")[1]
+    assert shlex.split(again)[-4:] == ["--dataset", "My Bench", "--max-output-tokens", "8"]
 
 
 class _FewerCompletions(Provider):

@@ -16,6 +16,7 @@ asks exactly the missing samples when run again, and scores what it could not sc
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -127,7 +128,9 @@ async def execute_probe(store: Store, config: RunConfig, specs: Sequence[ModelSp
 
 
 def _flags(parameters: dict[str, Any]) -> str:
-    return "".join(f" --{name.replace('_', '-')} {value}" for name, value in parameters.items())
+    """The parameter flags as a shell reads them back (``--dataset 'My Bench'``)."""
+    return "".join(f" --{name.replace('_', '-')} {shlex.quote(str(value))}"
+                   for name, value in parameters.items())
 
 
 def _probe_options(options: JobOptions) -> ProbeOptions:
