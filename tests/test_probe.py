@@ -166,6 +166,33 @@ def test_a_reply_short_of_completions_stores_what_came_and_the_next_run_asks_the
     assert all(row[0] == list(range(10)) for row in numbers)
 
 
+class _Blocked(Provider):
+    """Gemini blocking every prompt: no candidates, only ``promptFeedback.blockReason``."""
+
+    def __init__(self, inner: Provider) -> None:
+        self.inner, self.spec, self.max_samples = inner, inner.spec, inner.max_samples
+
+    async def generate(self, request: Request) -> Reply:
+        self.inner.check_samples(request)
+        return self.inner.reply_from({"promptFeedback": {"blockReason": "SAFETY"},
+                                      "modelVersion": self.inner.served_model_id()})
+
+
+def test_a_blocked_prompt_is_blank_under_every_sample_number_it_asked(tmp_path, emulator):
+    emu = emulator()
+    config = demo_config(tmp_path, [model_entry("gemini", emu)])
+    blocked = probe_inprocess(config, tmp_path / "s.duckdb", limit=1, parameters={"samples": 10},
+                              provider_factory=lambda spec, client: _Blocked(
+                                  create_provider(spec, client)))
+    assert blocked.status == 0, blocked.err
+    assert blocked.result.missing == {"gemini-m": 0} and blocked.result.cells_scored == 1
+    with Store(tmp_path / "s.duckdb", read_only=True) as store:
+        rows = store.query("SELECT variant, list(sample ORDER BY sample), list(DISTINCT text_raw), "
+                           "list(DISTINCT finish_reason) FROM probe_samples GROUP BY 1 ORDER BY 1")
+    assert rows == [("greedy", [0], [""], ["blocked:SAFETY"]),
+                    ("sample", list(range(10)), [""], ["blocked:SAFETY"])]
+
+
 def test_command_line_probe_with_parameters_and_a_bad_one(tmp_path, emulator, contam):
     emu = emulator()
     config = demo_config(tmp_path, [model_entry("openai", emu)])

@@ -7,7 +7,8 @@ whose API has a multi-sample field gets the missing numbers of a prompt in as fe
 limit allows (OpenAI ``n`` up to 128, Gemini ``candidateCount`` up to 8, or the model's
 ``samples_per_request``); the others one request per sample. A reply's completions are stored
 under the numbers its request asked for, in order; a reply with fewer completions than asked
-leaves the rest missing, for the next run to ask.
+leaves the rest missing, for the next run to ask (but a prompt blocked as a whole is blank under
+every number asked).
 """
 
 from __future__ import annotations
@@ -129,10 +130,21 @@ def sample_rows(run_id: str, plan: ProbePlan, specs: Sequence[ModelSpec]
         common = _common(run_id, plan, by_label[task.model], task, reply, prompt, latency_s)
         rows = [{**common, "sample": number, "text_raw": text, "text": normalise_answer(text),
                  "finish_reason": reason, **_tokens(reply, first=n == 0)}
-                for n, (number, (text, reason)) in enumerate(zip(tags["samples"], reply.completions()))]
+                for n, (number, (text, reason))
+                in enumerate(zip(tags["samples"], _completions(reply, len(tags["samples"]))))]
         return {"probe_samples": rows}
 
     return accept
+
+
+def _completions(reply: Reply, asked: int) -> tuple[tuple[str, str | None], ...]:
+    """The reply's completions; a prompt blocked as a whole (Gemini's ``blocked:`` reason, no
+    candidate at all) blocks every candidate asked, so its blank completion stands for each:
+    asking again gets the same verdict."""
+    completions = reply.completions()
+    if not reply.texts and (reply.finish_reason or "").startswith("blocked:"):
+        return completions * asked
+    return completions
 
 
 def _common(run_id: str, plan: ProbePlan, spec: ModelSpec, task: Task, reply: Reply,
