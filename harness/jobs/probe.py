@@ -173,8 +173,7 @@ def _summarise(config: RunConfig, plan: ProbePlan, result: ProbeResult) -> None:
     again = config.command(f"probe {plan.probe.kind}") + result.flags
     result.summary += [f"probe {plan.probe.kind} (params {plan.params_sha256[:12]}): "
                        f"{len(plan.items)} items, {plan.samples_per_model} samples per model"]
-    result.summary += [line.replace(" answered", " requests answered")
-                       for line in summary_lines(result.stats)]
+    result.summary += summary_lines(result.stats, "requests answered")
     result.summary += failure_lines(result.stats)
     result.summary.append(f"{result.samples_stored} samples stored, {result.cells_scored} cells "
                           "scored")

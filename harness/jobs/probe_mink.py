@@ -31,7 +31,6 @@ import httpx
 import orjson
 
 from harness.config import ModelSpec, RunConfig, load_config
-from harness.engine.counters import LaneStats
 from harness.engine.lanes import Accept, Lane, Task
 from harness.engine.writer import Rows
 from harness.errors import UserError
@@ -40,7 +39,7 @@ from harness.jobs.lane_job import (
     run_lanes, run_row,
 )
 from harness.jobs.live import serving_reads
-from harness.jobs.run import import_config_items
+from harness.jobs.run import import_config_items, summary_lines
 from harness.store import DEFAULT_STORE, Store, utc_now
 from harness.text import sha256_text
 from metrics.probe_mink import DEFAULT_K, KIND, check_k, probe_params, probe_scores, scored_text
@@ -256,21 +255,10 @@ def _run_config(config: RunConfig, specs: Sequence[ModelSpec], options: MinKOpti
 
 def _summarise(config: RunConfig, result: JobResult, options: MinKOptions) -> None:
     again = config.command("probe min-k") + (f" --k {options.k:g}" if options.k != DEFAULT_K else "")
-    result.summary += [_summary_line(s) for s in result.stats] + failure_lines(result.stats)
+    result.summary += summary_lines(result.stats, "texts scored") + failure_lines(result.stats)
     if result.interrupted is not None:
         result.problems.append(interrupted_line("probe min-k", result.interrupted, again, "score"))
         return
     if any(s.stopped or s.failed for s in result.stats):
         result.problems.append(f"contam probe min-k: some texts were not scored; run `{again}` "
                                "again to score the rest")
-
-
-def _summary_line(s: LaneStats) -> str:
-    line = f"{s.label}: {s.done}/{s.total} texts scored"
-    if s.failed:
-        line += f", {s.failed} failed after all attempts (asked again by the next run)"
-    if s.stopped:
-        return line + f"; STOPPED ({s.stopped}): {s.stop_message}"
-    if s.interrupted and s.remaining:
-        return line + f"; interrupted with {s.remaining} left"
-    return line

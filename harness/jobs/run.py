@@ -204,13 +204,14 @@ def import_config_items(store: Store, config: RunConfig) -> list[str]:
 
 # -- the end: summary and exit status ----------------------------------------------------------
 
-def summary_lines(stats: Sequence[LaneStats]) -> list[str]:
-    """One line per model: answered / failed / stopped-why."""
-    return [_summary_line(s) for s in stats]
+def summary_lines(stats: Sequence[LaneStats], done: str = "answered") -> list[str]:
+    """One line per model: answered (``done``: what became of a job's tasks, "texts scored") /
+    failed / stopped-why."""
+    return [_summary_line(s, done) for s in stats]
 
 
-def _summary_line(s: LaneStats) -> str:
-    line = f"{s.label}: {s.done}/{s.total} answered"
+def _summary_line(s: LaneStats, done: str) -> str:
+    line = f"{s.label}: {s.done}/{s.total} {done}"
     if s.failed:
         line += f", {s.failed} failed after all attempts (asked again by the next run)"
     if s.stopped == "quota":
