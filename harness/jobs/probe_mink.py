@@ -39,8 +39,10 @@ from harness.jobs.lane_job import (
     run_lanes, run_row,
 )
 from harness.jobs.live import serving_reads
+from harness.jobs.probe_work import probe_item
 from harness.jobs.run import import_config_items, summary_lines
 from harness.store import DEFAULT_STORE, Store, utc_now
+from harness.store.cells import unscored_items
 from harness.text import sha256_text
 from metrics.probe_mink import DEFAULT_K, KIND, check_k, probe_params, probe_scores, scored_text
 from metrics.probes import ProbeItem, params_sha256
@@ -147,27 +149,13 @@ def _scoring_request(item: ProbeItem) -> Request:
     return Request(system="", user=scored_text(item), max_output_tokens=1)
 
 
-_PENDING_SQL = """
-WITH ordered AS (SELECT item_id, min(seq) AS first_seq FROM items GROUP BY item_id),
-     scope AS (SELECT * FROM ordered ORDER BY first_seq {limit})
-SELECT i.item_id, i.title, i.subset, i.question, i.reference
-FROM scope s JOIN latest_items i USING (item_id)
-WHERE NOT EXISTS (SELECT 1 FROM probe_scores p WHERE p.probe = $probe AND p.model = $model
-                  AND p.params_sha256 = $params AND p.metric = 'min_k' AND p.item_id = s.item_id)
-ORDER BY s.first_seq
-"""
-
-
 def pending_items(con: duckdb.DuckDBPyConnection, model: str, params_hash: str,
                   limit: int | None) -> list[ProbeItem]:
     """The items among the first ``limit`` (file order) without a ``min_k`` row of ``model``
     under ``params_hash``. A list: a probe's items are few enough to hold (texts, not answers)."""
-    sql = _PENDING_SQL.format(limit="LIMIT $limit" if limit else "")
-    args: dict[str, Any] = {"probe": KIND, "model": model, "params": params_hash}
-    if limit:
-        args["limit"] = limit
-    return [ProbeItem(item_id=r[0], title=r[1] or "", subset=r[2] or "", question=r[3] or "",
-                      reference=r[4] or "") for r in con.execute(sql, args).fetchall()]
+    rows = unscored_items(con, probe=KIND, metric="min_k", model=model, params_sha256=params_hash,
+                          limit=limit)
+    return [probe_item(row) for row in rows]
 
 
 def _record_params(store: Store, params: dict[str, dict], hashes: dict[str, str]) -> None:

@@ -30,7 +30,7 @@ from metrics.probes import GenerationProbe, ProbeItem, ProbePrompt, params_sha25
 from providers.base import Fatal, Reply, Request
 from providers.registry import provider_class
 
-__all__ = ["ProbePlan", "samples_per_request", "pending_tasks", "sample_rows", "score_complete",
+__all__ = ["ProbePlan", "probe_item", "samples_per_request", "pending_tasks", "sample_rows", "score_complete",
            "record_params", "missing_count", "refusal"]
 
 
@@ -47,9 +47,7 @@ class ProbePlan:
 
     @classmethod
     def build(cls, store: Store, probe: GenerationProbe, limit: int | None) -> "ProbePlan":
-        items = {row[0]: ProbeItem(item_id=row[0], title=row[1] or "", subset=row[2] or "",
-                                   question=row[3] or "", reference=row[4] or "")
-                 for row in first_items(store.con.cursor(), limit)}
+        items = {row[0]: probe_item(row) for row in first_items(store.con.cursor(), limit)}
         prompts = {item_id: {p.variant: p for p in probe.prompts(item)}
                    for item_id, item in items.items()}
         expected = [row for item_id, by_variant in prompts.items()
@@ -59,6 +57,14 @@ class ProbePlan:
     @property
     def samples_per_model(self) -> int:
         return sum(samples for _, _, samples in self.expected)
+
+
+def probe_item(row: Sequence[str | None]) -> ProbeItem:
+    """An item as a probe reads it, from an (item_id, title, subset, question, reference) row of
+    :mod:`harness.store.cells`; a missing text is blank."""
+    item_id, title, subset, question, reference = row
+    return ProbeItem(item_id=item_id, title=title or "", subset=subset or "",
+                     question=question or "", reference=reference or "")
 
 
 def _expected(item_id: str, prompts: dict[str, ProbePrompt]) -> list[tuple[str, str, int]]:
