@@ -39,7 +39,7 @@ from harness.jobs.lane_job import (
     run_lanes, run_row,
 )
 from harness.jobs.live import serving_reads
-from harness.jobs.probe_work import probe_item
+from harness.jobs.probe_work import probe_item, record_params
 from harness.jobs.run import import_config_items, summary_lines
 from harness.store import DEFAULT_STORE, Store, utc_now
 from harness.store.cells import unscored_items
@@ -116,12 +116,13 @@ async def execute_min_k(store: Store, config: RunConfig, specs: Sequence[ModelSp
     result = JobResult(command="probe", run_id=new_run_id())
     params = {spec.name: model_params(spec, options.k) for spec in specs}
     hashes = {name: params_sha256(KIND, p) for name, p in params.items()}
+    by_hash = {hashes[name]: p for name, p in params.items()}
     lanes = [_lane(store, spec, hashes[spec.name], options.limit) for spec in specs]
     started = run_row(result.run_id, "probe", _run_config(config, specs, options, params),
                       sha256_text(KIND))
     await run_lanes(store, lanes, result=result, accept=_accept(result.run_id, specs, options.k),
                     started=started, options=_scoring_options(options),
-                    first=lambda: _record_params(store, params, hashes))
+                    first=lambda: record_params(store, KIND, by_hash))
     _summarise(config, result, options)
     return result
 
@@ -156,15 +157,6 @@ def pending_items(con: duckdb.DuckDBPyConnection, model: str, params_hash: str,
     rows = unscored_items(con, probe=KIND, metric="min_k", model=model, params_sha256=params_hash,
                           limit=limit)
     return [probe_item(row) for row in rows]
-
-
-def _record_params(store: Store, params: dict[str, dict], hashes: dict[str, str]) -> None:
-    """A ``probe_params`` row for each parameter set the store does not have yet."""
-    known = {row[0] for row in store.con.execute(
-        "SELECT params_sha256 FROM probe_params WHERE probe = ?", [KIND]).fetchall()}
-    new = {hashes[name]: p for name, p in params.items() if hashes[name] not in known}
-    store.append("probe_params", [{"params_sha256": h, "probe": KIND, "created_at": utc_now(),
-                                   "params": orjson.dumps(p).decode()} for h, p in new.items()])
 
 
 # -- scoring through the engine ------------------------------------------------------------------

@@ -169,14 +169,14 @@ def _tokens(reply: Reply, *, first: bool) -> dict[str, int | None]:
     return {"input_tokens": reply.input_tokens, "output_tokens": reply.output_tokens}
 
 
-def record_params(store: Store, plan: ProbePlan) -> None:
-    """The probe's parameters, once per hash (a rerun with the same ones adds nothing)."""
-    known = store.query("SELECT 1 FROM probe_params WHERE params_sha256 = ? LIMIT 1",
-                        [plan.params_sha256])
-    if not known:
-        store.append("probe_params", [{
-            "params_sha256": plan.params_sha256, "probe": plan.probe.kind,
-            "params": orjson.dumps(plan.probe.params()).decode(), "created_at": utc_now()}])
+def record_params(store: Store, probe: str, params: dict[str, dict[str, Any]]) -> None:
+    """A ``probe_params`` row for each parameter set (by its hash) the store does not have yet:
+    a rerun with the same ones adds nothing."""
+    known = {row[0] for row in store.query(
+        "SELECT params_sha256 FROM probe_params WHERE probe = ?", [probe])}
+    store.append("probe_params", [{"params_sha256": sha, "probe": probe, "created_at": utc_now(),
+                                   "params": orjson.dumps(p).decode()}
+                                  for sha, p in params.items() if sha not in known])
 
 
 # -- scoring -----------------------------------------------------------------------------------
