@@ -18,14 +18,14 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Sequence
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import anyio
 
 from harness.config import ModelSpec, RunConfig, load_config
-from harness.engine.batch_lane import BatchLane, open_job_count, uses_batch
+from harness.engine.batch_lane import BatchLane
 from harness.engine.counters import LaneStats
 from harness.engine.lanes import Accept, Lane
 from harness.errors import UserError
@@ -35,9 +35,12 @@ from harness.jobs.lane_job import (
 )
 from harness.jobs.live import serving_reads
 from harness.jobs.probe_work import (
-    ProbePlan, missing_count, pending_tasks, record_params, refusal, sample_rows, score_complete,
+    ProbePlan, missing_count, pending_count, pending_tasks, record_params, refusal, sample_rows,
+    score_complete,
 )
-from harness.jobs.run import RunOptions, import_config_items, summary_lines
+from harness.jobs.run import (
+    RunOptions, batch_mode, import_config_items, options_as, summary_lines,
+)
 from harness.prompts import USER_TEMPLATE
 from harness.store import DEFAULT_STORE, Store
 from metrics.probe_registry import ProbeContext, build_probe
@@ -106,16 +109,16 @@ async def execute_probe(store: Store, config: RunConfig, specs: Sequence[ModelSp
                         built: GenerationProbe, options: JobOptions) -> ProbeResult:
     """The probe on an open store: synchronous lanes, batch lanes for the models in batch mode,
     then the scoring of every complete cell."""
-    options = _probe_options(options)
+    options = options_as(ProbeOptions, options)
     plan = ProbePlan.build(store, built, options.limit)
     result = ProbeResult(command="probe", run_id=new_run_id(), probe=built.kind,
                          params_sha256=plan.params_sha256, flags=_flags(options.parameters))
     accept = sample_rows(result.run_id, plan, specs)
     purpose = f"probe:{built.kind}:{plan.params_sha256[:16]}"
-    batched = {spec.name for spec in specs if _in_batch_mode(store, spec, options, purpose)}
-    lanes = [_lane(store, plan, spec) for spec in specs if spec.name not in batched]
-    batch_lanes = [_batch_lane(store, plan, spec, result.run_id, accept, options, purpose)
-                   for spec in specs if spec.name in batched]
+    openings = {spec.name: batch_mode(store, spec, options, purpose) for spec in specs}
+    lanes = [_lane(store, plan, spec) for spec in specs if openings[spec.name] is None]
+    batch_lanes = [_batch_lane(store, plan, spec, result.run_id, accept, options, purpose, opening)
+                   for spec in specs if (opening := openings[spec.name]) is not None]
     before = store.count("probe_samples")
     await run_lanes(store, lanes, result=result, accept=accept, options=options,
                     started=_run_row(result.run_id, config, specs, plan, options),
@@ -134,18 +137,6 @@ def _flags(parameters: dict[str, Any]) -> str:
                    for name, value in parameters.items())
 
 
-def _probe_options(options: JobOptions) -> ProbeOptions:
-    if isinstance(options, ProbeOptions):
-        return options
-    return ProbeOptions(**{f.name: getattr(options, f.name) for f in fields(options)})
-
-
-def _in_batch_mode(store: Store, spec: ModelSpec, options: ProbeOptions, purpose: str) -> bool:
-    """--batch (or ``batch = true``) on a provider with a batch API, or open jobs of this probe
-    left by an earlier run: collected in batch mode, never asked twice."""
-    return uses_batch(spec, options.batch) or open_job_count(store, spec, purpose) > 0
-
-
 def _lane(store: Store, plan: ProbePlan, spec: ModelSpec) -> Lane:
     refused = refusal(plan, spec)
     tasks = [] if refused else pending_tasks(store, plan, spec)
@@ -153,11 +144,12 @@ def _lane(store: Store, plan: ProbePlan, spec: ModelSpec) -> Lane:
 
 
 def _batch_lane(store: Store, plan: ProbePlan, spec: ModelSpec, run_id: str, accept: Accept,
-                options: ProbeOptions, purpose: str) -> BatchLane:
-    pending = len(pending_tasks(store, plan, spec))
+                options: ProbeOptions, purpose: str, opening: str) -> BatchLane:
+    pending = pending_count(store, plan, spec)
     stats = LaneStats(label=f"{spec.name} (batch)", total=pending, cap=max(1, pending))
     return BatchLane(store, spec, lambda: iter(pending_tasks(store, plan, spec)), run_id=run_id,
-                     accept=accept, options=options.batch_options, stats=stats, purpose=purpose)
+                     accept=accept, options=options.batch_options, stats=stats, purpose=purpose,
+                     opening=opening or None)
 
 
 def _run_row(run_id: str, config: RunConfig, specs: Sequence[ModelSpec], plan: ProbePlan,

@@ -30,7 +30,7 @@ from metrics.probes import GenerationProbe, ProbeItem, ProbePrompt, params_sha25
 from providers.base import Fatal, Reply, Request
 from providers.registry import provider_class
 
-__all__ = ["ProbePlan", "probe_item", "samples_per_request", "pending_tasks", "sample_rows", "score_complete",
+__all__ = ["ProbePlan", "probe_item", "samples_per_request", "pending_tasks", "pending_count", "sample_rows", "score_complete",
            "record_params", "missing_count", "refusal"]
 
 
@@ -83,11 +83,21 @@ def pending_tasks(store: Store, plan: ProbePlan, spec: ModelSpec) -> list[Task]:
     """The requests ``spec`` still owes: each prompt's missing sample numbers, split by
     :func:`samples_per_request`, in item order."""
     per_request = samples_per_request(spec)
-    missing = missing_samples(store.con.cursor(), probe=plan.probe.kind,
-                              params_sha256=plan.params_sha256, model=spec.name,
-                              expected=plan.expected)
     return [_task(spec, item_id, plan.prompts[item_id][variant], chunk)
-            for item_id, variant, numbers in missing for chunk in _chunks(numbers, per_request)]
+            for item_id, variant, numbers in _missing(store, plan, spec)
+            for chunk in _chunks(numbers, per_request)]
+
+
+def pending_count(store: Store, plan: ProbePlan, spec: ModelSpec) -> int:
+    """How many requests :func:`pending_tasks` makes, without making them."""
+    per_request = samples_per_request(spec)
+    return sum(-(-len(numbers) // per_request) for _, _, numbers in _missing(store, plan, spec))
+
+
+def _missing(store: Store, plan: ProbePlan, spec: ModelSpec) -> list[tuple[str, str, list[int]]]:
+    return missing_samples(store.con.cursor(), probe=plan.probe.kind,
+                           params_sha256=plan.params_sha256, model=spec.name,
+                           expected=plan.expected)
 
 
 def _chunks(numbers: list[int], size: int) -> Iterator[list[int]]:
@@ -115,10 +125,7 @@ def refusal(plan: ProbePlan, spec: ModelSpec) -> Fatal | None:
 
 def missing_count(store: Store, plan: ProbePlan, spec: ModelSpec) -> int:
     """Samples ``spec`` still lacks."""
-    missing = missing_samples(store.con.cursor(), probe=plan.probe.kind,
-                              params_sha256=plan.params_sha256, model=spec.name,
-                              expected=plan.expected)
-    return sum(len(numbers) for _, _, numbers in missing)
+    return sum(len(numbers) for _, _, numbers in _missing(store, plan, spec))
 
 
 # -- what is kept ------------------------------------------------------------------------------

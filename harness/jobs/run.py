@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 import duckdb
@@ -33,8 +33,8 @@ from harness.store.cells import count_unanswered, unanswered
 from harness.text import normalise_answer
 from providers.base import Reply
 
-__all__ = ["run", "execute_run", "RunOptions", "batch_options", "pending_tasks",
-           "summary_lines", "answer_rows", "import_config_items"]
+__all__ = ["run", "execute_run", "RunOptions", "options_as", "batch_options", "batch_mode",
+           "pending_tasks", "summary_lines", "answer_rows", "import_config_items"]
 
 
 def run(config_path: str | Path, *, store: str | None = None,
@@ -53,7 +53,7 @@ def run(config_path: str | Path, *, store: str | None = None,
         imported = import_config_items(opened, config)
         with serving_reads(opened, "run") as board:
             result = anyio.run(execute_run, opened, config, specs,
-                               replace(_run_options(options), live=board))
+                               replace(options_as(RunOptions, options), live=board))
     result.summary[:0] = [*recovered, *imported]
     return result
 
@@ -66,6 +66,9 @@ class RunOptions(JobOptions):
     batch_options: BatchOptions = field(default_factory=BatchOptions)
 
 
+Options = TypeVar("Options", bound=JobOptions)
+
+
 def batch_options(*, poll_max_s: float | None = None, fallback: str = "followup") -> BatchOptions:
     """``--batch-poll-max`` and ``--batch-fallback`` as the batch lanes take them."""
     if poll_max_s is not None and poll_max_s <= 0:
@@ -75,21 +78,23 @@ def batch_options(*, poll_max_s: float | None = None, fallback: str = "followup"
                         poll_max_s=poll_max, fallback=fallback)
 
 
-def _run_options(options: JobOptions) -> RunOptions:
-    """The lane jobs' options as a run's (batch mode off unless asked for)."""
-    if isinstance(options, RunOptions):
+def options_as(cls: type[Options], options: JobOptions) -> Options:
+    """``options`` as a ``cls`` (a run's, a probe's): itself when it is one, else a ``cls`` with
+    the fields they share (batch mode off, a probe's parameters at their defaults)."""
+    if isinstance(options, cls):
         return options
-    return RunOptions(**{f.name: getattr(options, f.name) for f in fields(JobOptions)})
+    names = {f.name for f in fields(cls)}
+    return cls(**{f.name: getattr(options, f.name) for f in fields(options) if f.name in names})
 
 
 async def execute_run(store: Store, config: RunConfig, specs: Sequence[ModelSpec],
                       options: JobOptions) -> JobResult:
     """The run itself on an open store: the synchronous lanes and, beside them, the batch lanes
     of the models in batch mode."""
-    options = _run_options(options)
+    options = options_as(RunOptions, options)
     result = JobResult(command="run", run_id=new_run_id())
     accept = answer_rows(result.run_id, specs)
-    openings = {spec.name: _batch_mode(store, spec, options) for spec in specs}
+    openings = {spec.name: batch_mode(store, spec, options) for spec in specs}
     lanes = [_lane(store, spec, config.system_prompt, options.limit)
              for spec in specs if openings[spec.name] is None]
     batch_lanes = [_batch_lane(store, spec, config.system_prompt, result.run_id, accept, options,
@@ -104,13 +109,14 @@ async def execute_run(store: Store, config: RunConfig, specs: Sequence[ModelSpec
 
 # -- batch mode --------------------------------------------------------------------------------
 
-def _batch_mode(store: Store, spec: ModelSpec, options: RunOptions) -> str | None:
+def batch_mode(store: Store, spec: ModelSpec, options: RunOptions,
+               purpose: str | None = None) -> str | None:
     """None: the model runs synchronously. Otherwise it goes in batch mode, for --batch /
-    ``batch = true``, or because it has open jobs (never asked twice); the string is the note
-    its lane opens with ("" for none)."""
+    ``batch = true``, or because it has open jobs of this ``purpose`` (None: a run's; never asked
+    twice); the string is the note its lane opens with ("" for none)."""
     if uses_batch(spec, options.batch):
         return ""
-    open_jobs = open_job_count(store, spec)
+    open_jobs = open_job_count(store, spec, purpose)
     if not open_jobs:
         return None
     return (f"{spec.name}: {open_jobs} batch job(s) of an earlier run still open: this run "
