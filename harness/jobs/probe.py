@@ -122,7 +122,8 @@ async def execute_probe(store: Store, config: RunConfig, specs: Sequence[ModelSp
     before = store.count("probe_samples")
     await run_lanes(store, lanes, result=result, accept=accept, options=options,
                     started=_run_row(result.run_id, config, specs, plan, options),
-                    first=lambda: record_params(store, built.kind, {plan.params_sha256: built.params()}),
+                    first=lambda: record_params(store, built.kind,
+                                               {plan.params_sha256: built.params()}),
                     batch_lanes=batch_lanes)
     result.samples_stored = store.count("probe_samples") - before
     result.cells_scored = score_complete(store, plan, result.run_id, [s.name for s in specs])

@@ -39,9 +39,9 @@ from harness.jobs.lane_job import (
     run_lanes, run_row,
 )
 from harness.jobs.live import serving_reads
-from harness.jobs.probe_work import probe_item, record_params
+from harness.jobs.probe_work import probe_item, record_params, sample_key, sample_row
 from harness.jobs.run import import_config_items, summary_lines
-from harness.store import DEFAULT_STORE, Store, utc_now
+from harness.store import DEFAULT_STORE, Store
 from harness.store.cells import unscored_items
 from harness.text import sha256_text
 from metrics.probe_mink import DEFAULT_K, KIND, check_k, probe_params, probe_scores, scored_text
@@ -195,8 +195,7 @@ def _accept(run_id: str, specs: Sequence[ModelSpec], k: float) -> Accept:
 
     def accept(task: Task, reply: Reply, latency_s: float) -> Rows:
         assert isinstance(reply, ScoredReply)  # TextScorer's, by construction
-        key = {"run_id": run_id, "probe": KIND, "params_sha256": task.context,
-               "item_id": task.item_id, "model": task.model, "created_at": utc_now()}
+        key = sample_key(run_id, KIND, task.context, task)
         scores = [{**key, "metric": s.metric, "value": s.value,
                    "detail": orjson.dumps(s.detail).decode()} for s in probe_scores(reply.scored, k)]
         sample = _sample_row(key, by_label[task.model], task, reply, latency_s)
@@ -207,11 +206,12 @@ def _accept(run_id: str, specs: Sequence[ModelSpec], k: float) -> Accept:
 
 def _sample_row(key: dict[str, Any], spec: ModelSpec, task: Task, reply: ScoredReply,
                 latency_s: float) -> dict[str, Any]:
-    """The audit row of one scored text: which text, which model served it, every token's value."""
-    return {**key, "variant": "tokens", "sample": 0, "provider": spec.provider,
-            "provider_model": spec.model, "served_model": reply.served_model,
-            "prompt_sha256": sha256_text(task.request.user), "input_tokens": reply.input_tokens,
-            "output_tokens": 0, "latency_s": latency_s,
+    """The audit row of one scored text: which text (``prompt_sha256`` here is the hash of the
+    scored text itself, not of a system and user turn), which model served it, every token's
+    value."""
+    row = sample_row(key, spec, reply, variant="tokens",
+                     prompt_sha256=sha256_text(task.request.user), latency_s=latency_s)
+    return {**row, "sample": 0, "input_tokens": reply.input_tokens, "output_tokens": 0,
             "detail": orjson.dumps(_audit(reply.scored)).decode()}
 
 

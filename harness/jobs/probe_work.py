@@ -30,8 +30,9 @@ from metrics.probes import GenerationProbe, ProbeItem, ProbePrompt, params_sha25
 from providers.base import Fatal, Reply, Request
 from providers.registry import provider_class
 
-__all__ = ["ProbePlan", "probe_item", "samples_per_request", "pending_tasks", "pending_count", "sample_rows", "score_complete",
-           "record_params", "missing_count", "refusal"]
+__all__ = ["ProbePlan", "probe_item", "samples_per_request", "pending_tasks", "pending_count",
+           "sample_rows", "sample_key", "sample_row", "score_complete", "record_params",
+           "missing_count", "refusal"]
 
 
 @dataclass(frozen=True)
@@ -140,7 +141,10 @@ def sample_rows(run_id: str, plan: ProbePlan, specs: Sequence[ModelSpec]
     def accept(task: Task, reply: Reply, latency_s: float) -> Rows:
         tags = task.tags or {}
         prompt = plan.prompts[task.item_id][tags["variant"]]
-        common = _common(run_id, plan, by_label[task.model], task, reply, prompt, latency_s)
+        common = sample_row(sample_key(run_id, plan.probe.kind, plan.params_sha256, task),
+                            by_label[task.model], reply, variant=prompt.variant,
+                            prompt_sha256=sha256_text(prompt.system + "\x00" + prompt.user),
+                            latency_s=latency_s)
         rows = [{**common, "sample": number, "text_raw": text, "text": normalise_answer(text),
                  "finish_reason": reason, **_tokens(reply, first=n == 0)}
                 for n, (number, (text, reason))
@@ -160,14 +164,20 @@ def _completions(reply: Reply, asked: int) -> tuple[tuple[str, str | None], ...]
     return completions
 
 
-def _common(run_id: str, plan: ProbePlan, spec: ModelSpec, task: Task, reply: Reply,
-            prompt: ProbePrompt, latency_s: float) -> dict[str, Any]:
-    return {"run_id": run_id, "probe": plan.probe.kind, "params_sha256": plan.params_sha256,
-            "item_id": task.item_id, "model": task.model, "variant": prompt.variant,
-            "provider": spec.provider, "provider_model": spec.model,
-            "served_model": reply.served_model,
-            "prompt_sha256": sha256_text(prompt.system + "\x00" + prompt.user),
-            "latency_s": latency_s, "created_at": utc_now()}
+def sample_key(run_id: str, probe: str, params_sha256: str, task: Task) -> dict[str, Any]:
+    """What names a probe's rows of one task: run, probe, parameters, cell; and when."""
+    return {"run_id": run_id, "probe": probe, "params_sha256": params_sha256,
+            "item_id": task.item_id, "model": task.model, "created_at": utc_now()}
+
+
+def sample_row(key: dict[str, Any], spec: ModelSpec, reply: Reply, *, variant: str,
+               prompt_sha256: str, latency_s: float) -> dict[str, Any]:
+    """What every ``probe_samples`` row of a reply holds besides its sample: ``key``
+    (:func:`sample_key`), the prompt (``prompt_sha256``: the hash of what the probe sent, as
+    the probe defines it), who served it and how long it took."""
+    return {**key, "variant": variant, "provider": spec.provider, "provider_model": spec.model,
+            "served_model": reply.served_model, "prompt_sha256": prompt_sha256,
+            "latency_s": latency_s}
 
 
 def _tokens(reply: Reply, *, first: bool) -> dict[str, int | None]:
