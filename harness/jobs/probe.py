@@ -18,31 +18,25 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import anyio
-
-from harness.config import ModelSpec, RunConfig, load_config
+from harness.config import ModelSpec, RunConfig
 from harness.engine.batch_lane import BatchLane
 from harness.engine.counters import LaneStats
 from harness.engine.lanes import Accept, Lane
 from harness.errors import UserError
 from harness.jobs.lane_job import (
-    JobOptions, JobResult, failure_lines, interrupted_line, new_run_id, recovered_lines, run_lanes,
-    run_row,
+    JobOptions, JobResult, failure_lines, interrupted_line, new_run_id, run_job, run_lanes, run_row,
 )
-from harness.jobs.live import serving_reads
 from harness.jobs.probe_work import (
     ProbePlan, missing_count, pending_count, pending_tasks, record_params, refusal, sample_rows,
     score_complete,
 )
-from harness.jobs.run import (
-    RunOptions, batch_mode, import_config_items, options_as, summary_lines,
-)
+from harness.jobs.run import RunOptions, batch_mode, options_as, summary_lines
 from harness.prompts import USER_TEMPLATE
-from harness.store import DEFAULT_STORE, Store
+from harness.store import Store
 from metrics.probe_registry import ProbeContext, build_probe
 from metrics.probes import GenerationProbe
 
@@ -88,21 +82,9 @@ def probe(kind: str, config_path: str | Path, *, store: str | Path | None = None
     """``contam probe``: every selected model asks the probe's prompts until every sample of
     every item in scope is in, and each complete cell is scored."""
     options = options or ProbeOptions()
-    config = load_config(config_path, store_flag=str(store) if store else None)
-    specs = config.select(options.models)
-    if not specs:
-        raise UserError(f"{config.path}: no [[models]] to probe")
-    if options.limit is not None and options.limit <= 0:
-        raise UserError(f"--limit must be a positive number, not {options.limit}")
-    built = make_probe(kind, config, options.parameters)
-    with Store(config.store or DEFAULT_STORE, create=True) as opened:
-        recovered = recovered_lines(opened)
-        imported = import_config_items(opened, config)
-        with serving_reads(opened, "probe") as board:
-            result = anyio.run(execute_probe, opened, config, specs, built,
-                               replace(options, live=board))
-    result.summary[:0] = [*recovered, *imported]
-    return result
+    return run_job(config_path, store=store, options=options, command="probe",
+                   execute=execute_probe,
+                   prepare=lambda config, _: (make_probe(kind, config, options.parameters),))
 
 
 async def execute_probe(store: Store, config: RunConfig, specs: Sequence[ModelSpec],

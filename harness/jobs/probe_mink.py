@@ -21,27 +21,25 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import anyio
 import duckdb
 import httpx
 import orjson
 
-from harness.config import ModelSpec, RunConfig, load_config
+from harness.config import ModelSpec, RunConfig
 from harness.engine.lanes import Accept, Lane, Task
 from harness.engine.writer import Rows
 from harness.errors import UserError
 from harness.jobs.lane_job import (
-    JobOptions, JobResult, failure_lines, interrupted_line, new_run_id, recovered_lines,
-    run_lanes, run_row,
+    JobOptions, JobResult, failure_lines, interrupted_line, new_run_id, run_job, run_lanes,
+    run_row,
 )
-from harness.jobs.live import serving_reads
 from harness.jobs.probe_work import probe_item, record_params, sample_key, sample_row
-from harness.jobs.run import import_config_items, summary_lines
-from harness.store import DEFAULT_STORE, Store
+from harness.jobs.run import summary_lines
+from harness.store import Store
 from harness.store.cells import unscored_items
 from harness.text import sha256_text
 from metrics.probe_mink import DEFAULT_K, KIND, check_k, probe_params, probe_scores, scored_text
@@ -70,30 +68,21 @@ def probe_min_k(config_path: str | Path, *, store: str | None = None,
                 options: MinKOptions | None = None) -> JobResult:
     """``contam probe min-k``: score every selected model's pending items."""
     options = options or MinKOptions()
-    _check_options(options)
-    config = load_config(config_path, store_flag=store)
-    specs = config.select(options.models)
-    if not specs:
-        raise UserError(f"{config.path}: no [[models]] to probe")
-    refused = refusals(specs)
-    if refused:
-        raise UserError(f"min-k needs token log-probabilities: {'; '.join(refused)}")
-    with Store(config.store or DEFAULT_STORE, create=True) as opened:
-        recovered = recovered_lines(opened)
-        imported = import_config_items(opened, config)
-        with serving_reads(opened, "probe") as board:
-            result = anyio.run(execute_min_k, opened, config, specs, replace(options, live=board))
-    result.summary[:0] = [*recovered, *imported]
-    return result
 
+    def check(config: RunConfig, specs: Sequence[ModelSpec]) -> tuple:
+        """--k, then the models: the whole probe is refused when one cannot give
+        log-probabilities."""
+        try:
+            check_k(options.k)
+        except ValueError as exc:
+            raise UserError(f"--k: {exc}") from None
+        refused = refusals(specs)
+        if refused:
+            raise UserError(f"min-k needs token log-probabilities: {'; '.join(refused)}")
+        return ()
 
-def _check_options(options: MinKOptions) -> None:
-    if options.limit is not None and options.limit <= 0:
-        raise UserError(f"--limit must be a positive number, not {options.limit}")
-    try:
-        check_k(options.k)
-    except ValueError as exc:
-        raise UserError(f"--k: {exc}") from None
+    return run_job(config_path, store=store, options=options, command="probe",
+                   execute=execute_min_k, prepare=check)
 
 
 def refusals(specs: Sequence[ModelSpec]) -> list[str]:

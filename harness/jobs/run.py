@@ -9,53 +9,38 @@ two ``runs`` rows with the same ``run_id``: one when it starts, one with ``finis
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, TypeVar
 
-import anyio
 import duckdb
 
-from harness.config import ModelSpec, RunConfig, load_config
+from harness.config import ModelSpec, RunConfig
 from harness.engine.batch_lane import BatchLane, BatchOptions, open_job_count, uses_batch
 from harness.engine.counters import LaneStats
 from harness.engine.lanes import Accept, Lane, Task
 from harness.engine.writer import Rows
 from harness.errors import UserError
 from harness.jobs.lane_job import (
-    JobOptions, JobResult, SecondPass, failure_lines, interrupted_line, new_run_id,
-    recovered_lines, run_lanes, run_row,
+    JobOptions, JobResult, SecondPass, failure_lines, interrupted_line, new_run_id, run_job,
+    run_lanes, run_row,
 )
-from harness.jobs.live import serving_reads
 from harness.prompts import prompt_sha256, question_request
-from harness.store import DEFAULT_STORE, Store, utc_now
+from harness.store import Store, utc_now
 from harness.store.cells import count_unanswered, unanswered
 from harness.text import normalise_answer
 from providers.base import Reply
 
 __all__ = ["run", "execute_run", "RunOptions", "options_as", "batch_options", "batch_mode",
-           "pending_tasks", "summary_lines", "answer_rows", "import_config_items"]
+           "pending_tasks", "summary_lines", "answer_rows"]
 
 
 def run(config_path: str | Path, *, store: str | None = None,
         options: JobOptions | None = None) -> JobResult:
     """``contam run``: ask every selected model every item it has not answered yet (with
     :class:`RunOptions`, models in batch mode as provider batch jobs)."""
-    options = options or JobOptions()
-    config = load_config(config_path, store_flag=store)
-    specs = config.select(options.models)
-    if not specs:
-        raise UserError(f"{config.path}: no [[models]] to run")
-    if options.limit is not None and options.limit <= 0:
-        raise UserError(f"--limit must be a positive number, not {options.limit}")
-    with Store(config.store or DEFAULT_STORE, create=True) as opened:
-        recovered = recovered_lines(opened)
-        imported = import_config_items(opened, config)
-        with serving_reads(opened, "run") as board:
-            result = anyio.run(execute_run, opened, config, specs,
-                               replace(options_as(RunOptions, options), live=board))
-    result.summary[:0] = [*recovered, *imported]
-    return result
+    return run_job(config_path, store=store, options=options_as(RunOptions, options or JobOptions()),
+                   command="run", execute=execute_run)
 
 
 @dataclass(kw_only=True)
@@ -192,20 +177,6 @@ def _run_row(run_id: str, config: RunConfig, specs: Sequence[ModelSpec],
               "system_prompt": config.system_prompt, "limit": options.limit,
               "models": [spec.public_dict() for spec in specs]}  # names of key variables only
     return run_row(run_id, "run", public, prompt_sha256(config.system_prompt))
-
-
-def import_config_items(store: Store, config: RunConfig) -> list[str]:
-    """The config's ``items`` file, imported (idempotently); refused when the store then has
-    no items at all. Returns the import's summary line."""
-    lines = []
-    if config.items is not None:
-        from harness.jobs.importing import import_file
-
-        lines.append(import_file(store, "items", config.items).summary())
-    if store.count("items") == 0:
-        raise UserError(f"{store.path}: no items; name an `items` file in {config.path} "
-                        "or run `contam import items FILE` first")
-    return lines
 
 
 # -- the end: summary and exit status ----------------------------------------------------------
