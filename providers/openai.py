@@ -63,15 +63,11 @@ class OpenAIProvider(HTTPProvider):
 
     def reply_from(self, body: Any) -> Reply:
         choices = sorted(body["choices"], key=lambda choice: choice.get("index", 0))
-        texts = [_choice_text(choice) for choice in choices]
-        reasons = [choice.get("finish_reason") for choice in choices]
         usage = body.get("usage") or {}
-        several = len(choices) > 1
-        return Reply(text=texts[0], served_model=body.get("model"), finish_reason=reasons[0],
-                     input_tokens=usage.get("prompt_tokens"),
-                     output_tokens=usage.get("completion_tokens"),
-                     texts=tuple(texts) if several else (),
-                     finish_reasons=tuple(reasons) if several else ())
+        return Reply.from_completions(
+            [(_choice_text(choice), choice.get("finish_reason")) for choice in choices],
+            served_model=body.get("model"), input_tokens=usage.get("prompt_tokens"),
+            output_tokens=usage.get("completion_tokens"))
 
     text_logprobs_source = "prompt_logprobs"  # vLLM's; each token's own log p only
 
