@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -123,7 +123,7 @@ def _scoring_options(options: MinKOptions) -> MinKOptions:
     def factory(spec: ModelSpec, client: httpx.AsyncClient) -> Provider:
         return TextScorer(make(spec, client))
 
-    return MinKOptions(**{**vars(options), "provider_factory": factory})
+    return replace(options, provider_factory=factory)
 
 
 def _lane(store: Store, spec: ModelSpec, params_hash: str, limit: int | None) -> Lane:
