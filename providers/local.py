@@ -436,15 +436,11 @@ class LocalProvider(Provider):
             threads=self._threads())
 
     def _threads(self) -> int:
-        """Torch threads while it generates or scores: ``threads``, else :func:`_default_threads`."""
-        return int(self.spec.params.get("threads") or _default_threads())
-
-
-def _default_threads() -> int:
-    """Half the cores this process may use: a small model's per-token matrices are too small to
-    share among many threads, and on a shared machine a thread per core stalls waiting for the
-    others (measured: 1 thread ~16 tokens/s, 2 threads 1.6-11 on a loaded 2-core machine)."""
-    return max(1, len(os.sched_getaffinity(0)) // 2)
+        """Torch threads while it generates or scores: ``threads``, else half the cores this
+        process may use: a small model's per-token matrices are too small to share among many
+        threads, and on a shared machine a thread per core stalls waiting for the others
+        (measured: 1 thread ~16 tokens/s, 2 threads 1.6-11 on a loaded 2-core machine)."""
+        return int(self.spec.params.get("threads") or max(1, len(os.sched_getaffinity(0)) // 2))
 
 
 def _default_device() -> str:
