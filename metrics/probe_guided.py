@@ -35,7 +35,7 @@ from typing import Any, ClassVar
 
 from rapidfuzz.distance import LCSseq
 
-from metrics.bleu import bleu2, tokenize
+from metrics.bleu import bleu2_many, tokenize
 from metrics.probes import DEFAULT_DATASET, DEFAULT_SPLIT, ProbeItem, ProbePrompt, ProbeScore
 
 __all__ = ["GuidedProbe", "split_question", "rouge_l", "guided_prompt", "general_prompt",
@@ -143,15 +143,12 @@ class GuidedProbe:
                          for m in METRICS)
         rest = pieces[1]
         guided, general = _completion(texts, "guided"), _completion(texts, "general")
+        # a blank completion scores BLEU-2 0 (it reproduced nothing) rather than NULL
+        pairs = {"rouge_l": (rouge_l(guided, rest), rouge_l(general, rest)),
+                 "bleu2": tuple(v or 0.0 for v in bleu2_many([(guided, rest), (general, rest)]))}
         values = {}
-        for name, measure in (("rouge_l", rouge_l), ("bleu2", _bleu2)):
-            values[f"{name}_guided"] = measure(guided, rest)
-            values[f"{name}_general"] = measure(general, rest)
-            values[f"{name}_diff"] = values[f"{name}_guided"] - values[f"{name}_general"]
+        for name, (with_name, without) in pairs.items():
+            values.update({f"{name}_guided": with_name, f"{name}_general": without,
+                           f"{name}_diff": with_name - without})
         detail = {"rest": rest, "first_piece_words": len(pieces[0].split())}
         return tuple(ProbeScore(metric=m, value=values[m], detail=detail) for m in METRICS)
-
-
-def _bleu2(candidate: str, reference: str) -> float:
-    """BLEU-2, with a blank completion scoring 0 (it reproduced nothing) rather than NULL."""
-    return bleu2(candidate, reference) or 0.0

@@ -14,6 +14,7 @@ import json
 import os
 import re
 import urllib.parse
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -81,6 +82,18 @@ class Reply:
     # empty for a reply of one completion (``text`` and ``finish_reason`` are it).
     texts: tuple[str, ...] = ()
     finish_reasons: tuple[str | None, ...] = ()
+
+    @classmethod
+    def from_completions(cls, completions: Sequence[tuple[str, str | None]],
+                         **fields: Any) -> Reply:
+        """The reply of these (text, finish reason) completions, in the API's order (at least
+        one): the first is ``text`` and ``finish_reason``; ``texts`` and ``finish_reasons`` hold
+        them all when there are several, and stay empty for one."""
+        texts = tuple(text for text, _ in completions)
+        reasons = tuple(reason for _, reason in completions)
+        several = len(completions) > 1
+        return cls(text=texts[0], finish_reason=reasons[0], texts=texts if several else (),
+                   finish_reasons=reasons if several else (), **fields)
 
     def completions(self) -> tuple[tuple[str, str | None], ...]:
         """(text, finish reason) of each completion: the several of a multi-sample reply, else

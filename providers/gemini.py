@@ -76,11 +76,9 @@ class GeminiProvider(HTTPProvider):
             reason = body["promptFeedback"]["blockReason"]
             return Reply(text="", finish_reason=f"blocked:{reason}", **common)
         ordered = sorted(candidates, key=lambda candidate: candidate.get("index", 0))
-        texts = [_candidate_text(candidate) for candidate in ordered]
-        reasons = [candidate.get("finishReason") for candidate in ordered]
-        several = len(ordered) > 1
-        return Reply(text=texts[0], finish_reason=reasons[0], texts=tuple(texts) if several else (),
-                     finish_reasons=tuple(reasons) if several else (), **common)
+        return Reply.from_completions(
+            [(_candidate_text(candidate), candidate.get("finishReason")) for candidate in ordered],
+            **common)
 
     def error_from(self, response: httpx.Response) -> ProviderError:
         error = _error_object(self.error_body(response))

@@ -404,8 +404,8 @@ class LocalProvider(Provider):
     async def text_logprobs(self, text: str) -> TextLogprobs:
         """One forward pass (:mod:`providers.local_logprobs`); no chat template: base models too."""
         loaded = await self._loaded()
-        threads = self._limits(Request(system="", user="")).threads
-        return await self._serialised(partial(_score_blocking, loaded, text, threads), "scoring")
+        return await self._serialised(partial(_score_blocking, loaded, text, self._threads()),
+                                      "scoring")
 
     async def _serialised(self, work: Any, what: str) -> Any:
         """``work`` in a worker thread, one at a time per provider, within the model's timeout."""
@@ -433,14 +433,14 @@ class LocalProvider(Provider):
             max_new_tokens=int(params.get("max_new_tokens") or request.max_output_tokens
                                or DEFAULT_MAX_NEW_TOKENS),
             max_sentences=int(DEFAULT_MAX_SENTENCES if max_sentences is None else max_sentences),
-            threads=int(params.get("threads") or _default_threads()))
+            threads=self._threads())
 
-
-def _default_threads() -> int:
-    """Half the cores this process may use: a small model's per-token matrices are too small to
-    share among many threads, and on a shared machine a thread per core stalls waiting for the
-    others (measured: 1 thread ~16 tokens/s, 2 threads 1.6-11 on a loaded 2-core machine)."""
-    return max(1, len(os.sched_getaffinity(0)) // 2)
+    def _threads(self) -> int:
+        """Torch threads while it generates or scores: ``threads``, else half the cores this
+        process may use: a small model's per-token matrices are too small to share among many
+        threads, and on a shared machine a thread per core stalls waiting for the others
+        (measured: 1 thread ~16 tokens/s, 2 threads 1.6-11 on a loaded 2-core machine)."""
+        return int(self.spec.params.get("threads") or max(1, len(os.sched_getaffinity(0)) // 2))
 
 
 def _default_device() -> str:

@@ -24,8 +24,7 @@ from providers.hints import (
     seconds_from_duration,
     seconds_from_retry_after,
 )
-from providers.transport import (HTTPProvider, answer_text, decode_json, error_for_status,
-                                reply_shape, send)
+from providers.transport import HTTPProvider, answer_text, error_for_status
 
 __all__ = ["OpenAIProvider"]
 
@@ -64,15 +63,11 @@ class OpenAIProvider(HTTPProvider):
 
     def reply_from(self, body: Any) -> Reply:
         choices = sorted(body["choices"], key=lambda choice: choice.get("index", 0))
-        texts = [_choice_text(choice) for choice in choices]
-        reasons = [choice.get("finish_reason") for choice in choices]
         usage = body.get("usage") or {}
-        several = len(choices) > 1
-        return Reply(text=texts[0], served_model=body.get("model"), finish_reason=reasons[0],
-                     input_tokens=usage.get("prompt_tokens"),
-                     output_tokens=usage.get("completion_tokens"),
-                     texts=tuple(texts) if several else (),
-                     finish_reasons=tuple(reasons) if several else ())
+        return Reply.from_completions(
+            [(_choice_text(choice), choice.get("finish_reason")) for choice in choices],
+            served_model=body.get("model"), input_tokens=usage.get("prompt_tokens"),
+            output_tokens=usage.get("completion_tokens"))
 
     text_logprobs_source = "prompt_logprobs"  # vLLM's; each token's own log p only
 
@@ -84,14 +79,9 @@ class OpenAIProvider(HTTPProvider):
 
     async def text_logprobs(self, text: str) -> TextLogprobs:
         """vLLM's ``/completions`` with ``prompt_logprobs`` (:mod:`providers.openai_logprobs`)."""
-        response = await send(self.client, "POST", f"{self.base_url}/completions",
-                              label=self.label, timeout=self.spec.timeout_s, headers=self.headers(),
-                              payload=openai_logprobs.payload(self.spec.model, text))
-        if not response.is_success:
-            raise self.error_from(response)
-        body = decode_json(response, self.label)
-        with reply_shape(self.label, response.status_code):
-            return openai_logprobs.text_logprobs_from(body, self.label)
+        return await self.post_json(f"{self.base_url}/completions",
+                               openai_logprobs.payload(self.spec.model, text),
+                               lambda body: openai_logprobs.text_logprobs_from(body, self.label))
 
     def error_from(self, response: httpx.Response) -> ProviderError:
         body = self.error_body(response)

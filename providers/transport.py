@@ -11,8 +11,8 @@ parsing and how its error bodies spell their message, hint and quota.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable, Iterator, Mapping
-from typing import Any, ClassVar
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any, ClassVar, TypeVar
 
 import httpx
 import orjson
@@ -45,6 +45,8 @@ __all__ = [
     "refuse_unsafe_params",
     "QUOTA_ADVICE",
 ]
+
+T = TypeVar("T")
 
 QUOTA_ADVICE = ("the day's quota (or the account's usage limit) is used up: this model is "
                 "stopped, and running `contam run` again later resumes it without asking "
@@ -191,14 +193,19 @@ class HTTPProvider(Provider):
 
     async def generate(self, request: Request) -> Reply:
         self.check_samples(request)
-        response = await send(self.client, "POST", self.endpoint(), label=self.label,
-                              timeout=self.spec.timeout_s, headers=self.headers(),
-                              payload=self.payload(request))
+        return await self.post_json(self.endpoint(), self.payload(request), self.reply_from)
+
+    async def post_json(self, url: str, payload: Any, read: Callable[[Any], T]) -> T:
+        """One POST of ``payload`` to ``url`` and ``read`` of its JSON body: a non-2xx reply is
+        :meth:`error_from`'s error; a body that is not JSON, or of a shape ``read`` cannot take,
+        is Transient."""
+        response = await send(self.client, "POST", url, label=self.label,
+                              timeout=self.spec.timeout_s, headers=self.headers(), payload=payload)
         if not response.is_success:
             raise self.error_from(response)
         body = decode_json(response, self.label)
         with reply_shape(self.label, response.status_code):
-            return self.reply_from(body)
+            return read(body)
 
     def error_body(self, response: httpx.Response) -> Any:
         """An error reply's JSON body, or its text when it has none (proxies send HTML)."""

@@ -5,6 +5,8 @@ resumes by asking exactly the missing samples; the command line."""
 
 from __future__ import annotations
 
+import shlex
+
 import orjson
 import pytest
 
@@ -123,6 +125,16 @@ def test_failed_requests_leave_samples_missing_and_the_next_run_asks_exactly_tho
         assert store.query("SELECT count(*) FROM latest_probe_scores WHERE metric = 'flagged'")[0][0] == 6
 
 
+def test_the_command_that_asks_the_missing_samples_again_quotes_its_parameters(tmp_path, emulator):
+    emu = emulator(script=["500"])
+    config = demo_config(tmp_path, [model_entry("openai", emu, max_attempts=1, concurrency=1)])
+    first = probe_inprocess(config, tmp_path / "s.duckdb", "guided", limit=1,
+                            parameters={"dataset": "My Bench", "max_output_tokens": 8})
+    assert first.status == 1
+    again = first.err.split("`")[1]
+    assert shlex.split(again)[-4:] == ["--dataset", "My Bench", "--max-output-tokens", "8"]
+
+
 class _FewerCompletions(Provider):
     """A server that returns only three completions of however many a request asks for."""
 
@@ -152,6 +164,33 @@ def test_a_reply_short_of_completions_stores_what_came_and_the_next_run_asks_the
         numbers = store.query("SELECT list(sample ORDER BY sample) FROM probe_samples "
                               "WHERE variant = 'sample' GROUP BY item_id")
     assert all(row[0] == list(range(10)) for row in numbers)
+
+
+class _Blocked(Provider):
+    """Gemini blocking every prompt: no candidates, only ``promptFeedback.blockReason``."""
+
+    def __init__(self, inner: Provider) -> None:
+        self.inner, self.spec, self.max_samples = inner, inner.spec, inner.max_samples
+
+    async def generate(self, request: Request) -> Reply:
+        self.inner.check_samples(request)
+        return self.inner.reply_from({"promptFeedback": {"blockReason": "SAFETY"},
+                                      "modelVersion": self.inner.served_model_id()})
+
+
+def test_a_blocked_prompt_is_blank_under_every_sample_number_it_asked(tmp_path, emulator):
+    emu = emulator()
+    config = demo_config(tmp_path, [model_entry("gemini", emu)])
+    blocked = probe_inprocess(config, tmp_path / "s.duckdb", limit=1, parameters={"samples": 10},
+                              provider_factory=lambda spec, client: _Blocked(
+                                  create_provider(spec, client)))
+    assert blocked.status == 0, blocked.err
+    assert blocked.result.missing == {"gemini-m": 0} and blocked.result.cells_scored == 1
+    with Store(tmp_path / "s.duckdb", read_only=True) as store:
+        rows = store.query("SELECT variant, list(sample ORDER BY sample), list(DISTINCT text_raw), "
+                           "list(DISTINCT finish_reason) FROM probe_samples GROUP BY 1 ORDER BY 1")
+    assert rows == [("greedy", [0], [""], ["blocked:SAFETY"]),
+                    ("sample", list(range(10)), [""], ["blocked:SAFETY"])]
 
 
 def test_command_line_probe_with_parameters_and_a_bad_one(tmp_path, emulator, contam):

@@ -24,19 +24,19 @@ class Answerer:
 
     def answers(self, call: Call) -> list[Completion]:
         """The call's answers; a responder that fails raises (the server's 500)."""
-        return [_cut(self._answer(call, sample), call.max_tokens) for sample in self._samples(call)]
+        return [_cut(text, call.max_tokens) for text in self._texts(call, self._samples(call))]
 
-    def _answer(self, call: Call, sample: int) -> str:
-        """One answer: the responder's, the knowledge's (deterministic in its seed, the item, the
-        sample number and the temperature), else the stand-in."""
+    def _texts(self, call: Call, samples: range) -> list[str]:
+        """An answer per sample number: the responder's, the knowledge's (deterministic in its
+        seed, the item, the sample number and the temperature), else the stand-in."""
         settings = self.settings
         if settings.responder:
-            return settings.responder(call.question)
+            return [settings.responder(call.question) for _ in samples]
         if settings.knowledge is not None:
-            return settings.knowledge.answer(call.system, call.question,
-                                             temperature=call.temperature, sample=sample)
-        return sampled_reply(call.system, call.question, temperature=call.temperature,
-                             sample=sample)
+            return settings.knowledge.answers(call.system, call.question,
+                                              temperature=call.temperature, samples=samples)
+        return [sampled_reply(call.system, call.question, temperature=call.temperature,
+                              sample=sample) for sample in samples]
 
     def _samples(self, call: Call) -> range:
         """The sample numbers of a call's answers: a sampling call (temperature > 0) draws the

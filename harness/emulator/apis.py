@@ -149,6 +149,7 @@ class Dialect:
     """How one API reads a call and writes its answers; subclasses override each part."""
 
     name = ""
+    wants_answers = True  # whether its reply carries the server's answers (``ok``'s ``answers``)
 
     def call_from(self, path_model: str | None, headers: dict[str, str], query: dict[str, str],
                   body: Any) -> Call:

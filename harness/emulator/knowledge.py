@@ -194,18 +194,27 @@ class Knowledge:
     def answer(self, system: str, user: str, *, temperature: float | None = None,
                sample: int = 0) -> str:
         """One completion of (system, user), deterministic in (seed, item, sample, temperature)."""
+        return self.answers(system, user, temperature=temperature, samples=(sample,))[0]
+
+    def answers(self, system: str, user: str, *, temperature: float | None = None,
+                samples: Iterable[int] = (0,)) -> list[str]:
+        """A completion of (system, user) per sample number (as :meth:`answer` gives each); the
+        prompt's item is recognised once for them all."""
         if system.strip() == JUDGE_RUBRIC.strip():
-            return default_reply(system, user)  # a judge request: a label
+            return [default_reply(system, user) for _ in samples]  # a judge request: a label
         item = self.item_for(user)
         if item is None:
-            return sampled_reply(system, user, temperature=temperature, sample=sample)
+            return [sampled_reply(system, user, temperature=temperature, sample=sample)
+                    for sample in samples]
         greedy, alternative = self._replies(item, f"{system}\n{user}", user)
         if not temperature:
-            return greedy
-        rng = self._rng(item, "sample", sample, temperature)
-        if self.memorised(item) and rng.random() < REPEAT_GREEDY:
-            return greedy
-        return alternative(rng)
+            return [greedy for _ in samples]
+        memorised = self.memorised(item)
+        replies = []
+        for sample in samples:
+            rng = self._rng(item, "sample", sample, temperature)
+            replies.append(greedy if memorised and rng.random() < REPEAT_GREEDY else alternative(rng))
+        return replies
 
     def _replies(self, item: KnownItem, prompt: str,
                  user: str) -> tuple[str, Callable[[random.Random], str]]:

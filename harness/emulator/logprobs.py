@@ -31,7 +31,7 @@ import zlib
 from dataclasses import dataclass
 from typing import Any
 
-from harness.emulator.apis import BadCall, Call, Canned, OpenAIDialect, json_reply
+from harness.emulator.apis import BadCall, Call, Canned, OpenAIDialect, bearer, json_reply
 from harness.emulator.settings import ItemKnowledge, default_answer
 
 __all__ = ["CompletionsCall", "CompletionsDialect", "prompt_tokens", "token_logprob",
@@ -75,6 +75,8 @@ class CompletionsDialect(OpenAIDialect):
     """``/v1/completions`` in vLLM's dialect; errors, rate limits and quota as OpenAI's (which
     vLLM's server imitates). One per emulator: it holds the emulator's knowledge and seed."""
 
+    wants_answers = False  # the continuation is a stand-in: the server draws no answers for it
+
     def __init__(self, knowledge: ItemKnowledge | None, seed: int | None) -> None:
         self.knowledge, self.seed = knowledge, seed or 0
 
@@ -86,11 +88,11 @@ class CompletionsDialect(OpenAIDialect):
             if body.get(unsupported):
                 raise BadCall(f"'{unsupported}' is not emulated for /v1/completions")
         return CompletionsCall("openai", body["model"], "", _prompt(body.get("prompt")),
-                               body.get("max_tokens", 16), _bearer_key(headers),
+                               body.get("max_tokens", 16), bearer(headers),
                                prompt_logprobs=_prompt_logprobs(body.get("prompt_logprobs")))
 
     def ok(self, call: Call, *, served: str, **_answers: Any) -> Canned:
-        """The reply; the server's answers are not used (the continuation is a stand-in)."""
+        """The reply; it has no answers to use (the continuation is a stand-in)."""
         tokens = prompt_tokens(call.question)
         words = default_answer(call.question).split()
         limit = call.max_tokens if call.max_tokens is not None else len(words)
@@ -162,8 +164,3 @@ def _prompt_logprobs(value: Any) -> int | None:
         raise BadCall(f"Requested prompt logprobs of {asked}, which is greater than max "
                       f"allowed: {MAX_LOGPROBS}")
     return value
-
-
-def _bearer_key(headers: dict[str, str]) -> str | None:
-    auth = headers.get("authorization", "")
-    return auth[7:] if auth.lower().startswith("bearer ") else None

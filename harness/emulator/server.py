@@ -225,7 +225,7 @@ class _App:
 
     def success(self, dialect: Dialect, call: Call) -> Canned:
         try:
-            answers = self.answerer.answers(call)
+            answers = self.answerer.answers(call) if dialect.wants_answers else []
         except Exception as exc:  # a test's responder failing is the server's 500, as for real
             return dialect.error(500, f"responder failed: {type(exc).__name__}")
         return dialect.ok(call, served=self.settings.served_model or call.model, answers=answers,

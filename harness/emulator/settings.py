@@ -6,7 +6,7 @@ import math
 import re
 import unicodedata
 import zlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -135,7 +135,8 @@ class ItemKnowledge(Protocol):
 
     def memorised(self, item: Any) -> bool: ...
 
-    def answer(self, system: str, user: str, *, temperature: float | None, sample: int) -> str: ...
+    def answers(self, system: str, user: str, *, temperature: float | None,
+                samples: Iterable[int]) -> list[str]: ...
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -22,6 +22,7 @@ import anyio
 from harness.config import ModelSpec, RunConfig
 from harness.emulator.knowledge import Knowledge
 from harness.emulator.server import EmulatorSettings, run_emulator
+from harness.jobs.lane_job import JobResult
 from harness.jobs.probe import ProbeOptions, execute_probe, make_probe
 from harness.store import Store
 from metrics.probe_registry import PROBES
@@ -65,11 +66,7 @@ def _probe(store: Store, config: RunConfig, kind: str, no_progress: bool) -> int
     options = ProbeOptions(no_progress=no_progress)
     result = anyio.run(execute_probe, store, config, config.models, make_probe(kind, config, {}),
                        options)
-    for line in result.summary:
-        print(f"  {line}")
-    for line in result.problems:
-        print(line, file=sys.stderr)
-    return result.exit_status
+    return _printed(result)
 
 
 def _min_k(store: Store, config: RunConfig, items: Path, stack: contextlib.ExitStack,
@@ -82,7 +79,12 @@ def _min_k(store: Store, config: RunConfig, items: Path, stack: contextlib.ExitS
     able.append(_spec(MIN_K_CLEAN, "clean", "openai", stack, items))
     print(f"\nprobe min-k: Min-K% of each item's text on {', '.join(s.name for s in able)} "
           "(the Gemini model gives no log-probabilities)", flush=True)
-    result = anyio.run(execute_min_k, store, config, able, MinKOptions(no_progress=no_progress))
+    return _printed(anyio.run(execute_min_k, store, config, able,
+                              MinKOptions(no_progress=no_progress)))
+
+
+def _printed(result: JobResult) -> int:
+    """A probe's summary, indented under its heading; its problems on stderr; its exit status."""
     for line in result.summary:
         print(f"  {line}")
     for line in result.problems:

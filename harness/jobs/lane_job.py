@@ -1,4 +1,5 @@
-"""The skeleton `contam run` and `contam judge` share: lanes -> engine -> writer -> display ->
+"""The skeleton `contam run`, `contam probe` and `contam judge` share: (for run and probe, the
+config's models and the store opened by :func:`run_job`) lanes -> engine -> writer -> display ->
 summary -> exit status. A job describes its lanes and what to keep of a reply; this module runs
 them and hands back a :class:`JobResult`, which ``harness.cli`` prints. A run's batch lanes
 (``contam run --batch``) go through the same skeleton beside the engine's lanes."""
@@ -8,11 +9,11 @@ from __future__ import annotations
 import logging
 import signal
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 import orjson
@@ -24,17 +25,19 @@ from harness.display import open_progress
 from harness.engine.batch_lane import BatchLane
 from harness.engine.counters import LaneStats
 from harness.engine.lanes import Accept, Engine, Lane, ProviderFactory
+from harness.config import ModelSpec, RunConfig, load_config
 from harness.engine.writer import BatchWriter
-from harness.jobs.live import LiveBoard
+from harness.errors import UserError
+from harness.jobs.live import LiveBoard, serving_reads
 from harness.logs import run_log
-from harness.store import Store, utc_now
+from harness.store import DEFAULT_STORE, Store, utc_now
 from providers.registry import missing_key
 
 log = logging.getLogger(__name__)
 
-__all__ = ["JobOptions", "JobResult", "run_lanes", "refuse_missing_keys", "new_run_id",
-           "interrupted_line", "run_row", "recorded_run", "harness_version", "failure_lines",
-           "recovered_lines"]
+__all__ = ["JobOptions", "JobResult", "run_lanes", "run_job", "import_config_items",
+           "refuse_missing_keys", "new_run_id", "interrupted_line", "run_row", "recorded_run",
+           "harness_version", "failure_lines", "recovered_lines"]
 
 
 @dataclass(kw_only=True)
@@ -70,6 +73,8 @@ class JobResult:
         return 1 if any(s.stopped or s.failed for s in self.stats) else 0
 
 
+Options = TypeVar("Options", bound=JobOptions)
+Result = TypeVar("Result", bound=JobResult)
 Notify = Callable[[str], None]
 # The lanes of a second pass, once every lane of the first has ended uninterrupted (a run's
 # ``--batch-fallback sync``: what the batch jobs left, asked synchronously).
@@ -148,6 +153,45 @@ def _retries_unannounced() -> Iterator[None]:
         yield
     finally:
         set_on_retry_hooks(before)
+
+
+def run_job(config_path: str | Path, *, store: str | Path | None, options: Options, command: str,
+            execute: Callable[..., Awaitable[Result]],
+            prepare: Callable[[RunConfig, Sequence[ModelSpec]], tuple] | None = None) -> Result:
+    """The start every model-lane command shares (``contam run``, ``contam probe``): the config,
+    its selected models (none: refused), ``--limit`` checked, ``prepare``'s checks (what it returns
+    goes to ``execute`` after the models), then on the opened store (created if need be) its
+    config's items imported and ``execute(store, config, specs, *prepared, options)`` under
+    :func:`serving_reads`; the summary starts with what opening and importing did."""
+    config = load_config(config_path, store_flag=str(store) if store else None)
+    specs = config.select(options.models)
+    if not specs:
+        raise UserError(f"{config.path}: no [[models]] to {command}")
+    if options.limit is not None and options.limit <= 0:
+        raise UserError(f"--limit must be a positive number, not {options.limit}")
+    prepared = prepare(config, specs) if prepare is not None else ()
+    with Store(config.store or DEFAULT_STORE, create=True) as opened:
+        recovered = recovered_lines(opened)
+        imported = import_config_items(opened, config)
+        with serving_reads(opened, command) as board:
+            result = anyio.run(execute, opened, config, specs, *prepared,
+                               replace(options, live=board))
+    result.summary[:0] = [*recovered, *imported]
+    return result
+
+
+def import_config_items(store: Store, config: RunConfig) -> list[str]:
+    """The config's ``items`` file, imported (idempotently); refused when the store then has
+    no items at all. Returns the import's summary line."""
+    lines = []
+    if config.items is not None:
+        from harness.jobs.importing import import_file
+
+        lines.append(import_file(store, "items", config.items).summary())
+    if store.count("items") == 0:
+        raise UserError(f"{store.path}: no items; name an `items` file in {config.path} "
+                        "or run `contam import items FILE` first")
+    return lines
 
 
 def refuse_missing_keys(lanes: Sequence[Lane | BatchLane]) -> None:

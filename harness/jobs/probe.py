@@ -16,29 +16,27 @@ asks exactly the missing samples when run again, and scores what it could not sc
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Sequence
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import anyio
-
-from harness.config import ModelSpec, RunConfig, load_config
-from harness.engine.batch_lane import BatchLane, open_job_count, uses_batch
+from harness.config import ModelSpec, RunConfig
+from harness.engine.batch_lane import BatchLane
 from harness.engine.counters import LaneStats
 from harness.engine.lanes import Accept, Lane
 from harness.errors import UserError
 from harness.jobs.lane_job import (
-    JobOptions, JobResult, failure_lines, interrupted_line, new_run_id, recovered_lines, run_lanes,
-    run_row,
+    JobOptions, JobResult, failure_lines, interrupted_line, new_run_id, run_job, run_lanes, run_row,
 )
-from harness.jobs.live import serving_reads
 from harness.jobs.probe_work import (
-    ProbePlan, missing_count, pending_tasks, record_params, refusal, sample_rows, score_complete,
+    ProbePlan, missing_count, pending_count, pending_tasks, record_params, refusal, sample_rows,
+    score_complete,
 )
-from harness.jobs.run import RunOptions, import_config_items, summary_lines
+from harness.jobs.run import RunOptions, batch_mode, options_as, summary_lines
 from harness.prompts import USER_TEMPLATE
-from harness.store import DEFAULT_STORE, Store
+from harness.store import Store
 from metrics.probe_registry import ProbeContext, build_probe
 from metrics.probes import GenerationProbe
 
@@ -84,41 +82,31 @@ def probe(kind: str, config_path: str | Path, *, store: str | Path | None = None
     """``contam probe``: every selected model asks the probe's prompts until every sample of
     every item in scope is in, and each complete cell is scored."""
     options = options or ProbeOptions()
-    config = load_config(config_path, store_flag=str(store) if store else None)
-    specs = config.select(options.models)
-    if not specs:
-        raise UserError(f"{config.path}: no [[models]] to probe")
-    if options.limit is not None and options.limit <= 0:
-        raise UserError(f"--limit must be a positive number, not {options.limit}")
-    built = make_probe(kind, config, options.parameters)
-    with Store(config.store or DEFAULT_STORE, create=True) as opened:
-        recovered = recovered_lines(opened)
-        imported = import_config_items(opened, config)
-        with serving_reads(opened, "probe") as board:
-            result = anyio.run(execute_probe, opened, config, specs, built,
-                               replace(options, live=board))
-    result.summary[:0] = [*recovered, *imported]
-    return result
+    return run_job(config_path, store=store, options=options, command="probe",
+                   execute=execute_probe,
+                   prepare=lambda config, _: (make_probe(kind, config, options.parameters),))
 
 
 async def execute_probe(store: Store, config: RunConfig, specs: Sequence[ModelSpec],
                         built: GenerationProbe, options: JobOptions) -> ProbeResult:
     """The probe on an open store: synchronous lanes, batch lanes for the models in batch mode,
     then the scoring of every complete cell."""
-    options = _probe_options(options)
+    options = options_as(ProbeOptions, options)
     plan = ProbePlan.build(store, built, options.limit)
     result = ProbeResult(command="probe", run_id=new_run_id(), probe=built.kind,
                          params_sha256=plan.params_sha256, flags=_flags(options.parameters))
     accept = sample_rows(result.run_id, plan, specs)
     purpose = f"probe:{built.kind}:{plan.params_sha256[:16]}"
-    batched = {spec.name for spec in specs if _in_batch_mode(store, spec, options, purpose)}
-    lanes = [_lane(store, plan, spec) for spec in specs if spec.name not in batched]
-    batch_lanes = [_batch_lane(store, plan, spec, result.run_id, accept, options, purpose)
-                   for spec in specs if spec.name in batched]
+    openings = {spec.name: batch_mode(store, spec, options, purpose) for spec in specs}
+    lanes = [_lane(store, plan, spec) for spec in specs if openings[spec.name] is None]
+    batch_lanes = [_batch_lane(store, plan, spec, result.run_id, accept, options, purpose, opening)
+                   for spec in specs if (opening := openings[spec.name]) is not None]
     before = store.count("probe_samples")
     await run_lanes(store, lanes, result=result, accept=accept, options=options,
                     started=_run_row(result.run_id, config, specs, plan, options),
-                    first=lambda: record_params(store, plan), batch_lanes=batch_lanes)
+                    first=lambda: record_params(store, built.kind,
+                                               {plan.params_sha256: built.params()}),
+                    batch_lanes=batch_lanes)
     result.samples_stored = store.count("probe_samples") - before
     result.cells_scored = score_complete(store, plan, result.run_id, [s.name for s in specs])
     result.missing = {spec.name: missing_count(store, plan, spec) for spec in specs}
@@ -127,19 +115,9 @@ async def execute_probe(store: Store, config: RunConfig, specs: Sequence[ModelSp
 
 
 def _flags(parameters: dict[str, Any]) -> str:
-    return "".join(f" --{name.replace('_', '-')} {value}" for name, value in parameters.items())
-
-
-def _probe_options(options: JobOptions) -> ProbeOptions:
-    if isinstance(options, ProbeOptions):
-        return options
-    return ProbeOptions(**{f.name: getattr(options, f.name) for f in fields(options)})
-
-
-def _in_batch_mode(store: Store, spec: ModelSpec, options: ProbeOptions, purpose: str) -> bool:
-    """--batch (or ``batch = true``) on a provider with a batch API, or open jobs of this probe
-    left by an earlier run: collected in batch mode, never asked twice."""
-    return uses_batch(spec, options.batch) or open_job_count(store, spec, purpose) > 0
+    """The parameter flags as a shell reads them back (``--dataset 'My Bench'``)."""
+    return "".join(f" --{name.replace('_', '-')} {shlex.quote(str(value))}"
+                   for name, value in parameters.items())
 
 
 def _lane(store: Store, plan: ProbePlan, spec: ModelSpec) -> Lane:
@@ -149,11 +127,12 @@ def _lane(store: Store, plan: ProbePlan, spec: ModelSpec) -> Lane:
 
 
 def _batch_lane(store: Store, plan: ProbePlan, spec: ModelSpec, run_id: str, accept: Accept,
-                options: ProbeOptions, purpose: str) -> BatchLane:
-    pending = len(pending_tasks(store, plan, spec))
+                options: ProbeOptions, purpose: str, opening: str) -> BatchLane:
+    pending = pending_count(store, plan, spec)
     stats = LaneStats(label=f"{spec.name} (batch)", total=pending, cap=max(1, pending))
     return BatchLane(store, spec, lambda: iter(pending_tasks(store, plan, spec)), run_id=run_id,
-                     accept=accept, options=options.batch_options, stats=stats, purpose=purpose)
+                     accept=accept, options=options.batch_options, stats=stats, purpose=purpose,
+                     opening=opening or None)
 
 
 def _run_row(run_id: str, config: RunConfig, specs: Sequence[ModelSpec], plan: ProbePlan,
@@ -170,8 +149,7 @@ def _summarise(config: RunConfig, plan: ProbePlan, result: ProbeResult) -> None:
     again = config.command(f"probe {plan.probe.kind}") + result.flags
     result.summary += [f"probe {plan.probe.kind} (params {plan.params_sha256[:12]}): "
                        f"{len(plan.items)} items, {plan.samples_per_model} samples per model"]
-    result.summary += [line.replace(" answered", " requests answered")
-                       for line in summary_lines(result.stats)]
+    result.summary += summary_lines(result.stats, "requests answered")
     result.summary += failure_lines(result.stats)
     result.summary.append(f"{result.samples_stored} samples stored, {result.cells_scored} cells "
                           "scored")

@@ -25,23 +25,22 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-import anyio
 import duckdb
 import httpx
 import orjson
 
-from harness.config import ModelSpec, RunConfig, load_config
-from harness.engine.counters import LaneStats
+from harness.config import ModelSpec, RunConfig
 from harness.engine.lanes import Accept, Lane, Task
 from harness.engine.writer import Rows
 from harness.errors import UserError
 from harness.jobs.lane_job import (
-    JobOptions, JobResult, failure_lines, interrupted_line, new_run_id, recovered_lines,
-    run_lanes, run_row,
+    JobOptions, JobResult, failure_lines, interrupted_line, new_run_id, run_job, run_lanes,
+    run_row,
 )
-from harness.jobs.live import serving_reads
-from harness.jobs.run import import_config_items
-from harness.store import DEFAULT_STORE, Store, utc_now
+from harness.jobs.probe_work import probe_item, record_params, sample_key, sample_row
+from harness.jobs.run import summary_lines
+from harness.store import Store
+from harness.store.cells import unscored_items
 from harness.text import sha256_text
 from metrics.probe_mink import DEFAULT_K, KIND, check_k, probe_params, probe_scores, scored_text
 from metrics.probes import ProbeItem, params_sha256
@@ -69,30 +68,21 @@ def probe_min_k(config_path: str | Path, *, store: str | None = None,
                 options: MinKOptions | None = None) -> JobResult:
     """``contam probe min-k``: score every selected model's pending items."""
     options = options or MinKOptions()
-    _check_options(options)
-    config = load_config(config_path, store_flag=store)
-    specs = config.select(options.models)
-    if not specs:
-        raise UserError(f"{config.path}: no [[models]] to probe")
-    refused = refusals(specs)
-    if refused:
-        raise UserError(f"min-k needs token log-probabilities: {'; '.join(refused)}")
-    with Store(config.store or DEFAULT_STORE, create=True) as opened:
-        recovered = recovered_lines(opened)
-        imported = import_config_items(opened, config)
-        with serving_reads(opened, "probe") as board:
-            result = anyio.run(execute_min_k, opened, config, specs, replace(options, live=board))
-    result.summary[:0] = [*recovered, *imported]
-    return result
 
+    def check(config: RunConfig, specs: Sequence[ModelSpec]) -> tuple:
+        """--k, then the models: the whole probe is refused when one cannot give
+        log-probabilities."""
+        try:
+            check_k(options.k)
+        except ValueError as exc:
+            raise UserError(f"--k: {exc}") from None
+        refused = refusals(specs)
+        if refused:
+            raise UserError(f"min-k needs token log-probabilities: {'; '.join(refused)}")
+        return ()
 
-def _check_options(options: MinKOptions) -> None:
-    if options.limit is not None and options.limit <= 0:
-        raise UserError(f"--limit must be a positive number, not {options.limit}")
-    try:
-        check_k(options.k)
-    except ValueError as exc:
-        raise UserError(f"--k: {exc}") from None
+    return run_job(config_path, store=store, options=options, command="probe",
+                   execute=execute_min_k, prepare=check)
 
 
 def refusals(specs: Sequence[ModelSpec]) -> list[str]:
@@ -115,12 +105,13 @@ async def execute_min_k(store: Store, config: RunConfig, specs: Sequence[ModelSp
     result = JobResult(command="probe", run_id=new_run_id())
     params = {spec.name: model_params(spec, options.k) for spec in specs}
     hashes = {name: params_sha256(KIND, p) for name, p in params.items()}
+    by_hash = {hashes[name]: p for name, p in params.items()}
     lanes = [_lane(store, spec, hashes[spec.name], options.limit) for spec in specs]
     started = run_row(result.run_id, "probe", _run_config(config, specs, options, params),
                       sha256_text(KIND))
     await run_lanes(store, lanes, result=result, accept=_accept(result.run_id, specs, options.k),
                     started=started, options=_scoring_options(options),
-                    first=lambda: _record_params(store, params, hashes))
+                    first=lambda: record_params(store, KIND, by_hash))
     _summarise(config, result, options)
     return result
 
@@ -132,7 +123,7 @@ def _scoring_options(options: MinKOptions) -> MinKOptions:
     def factory(spec: ModelSpec, client: httpx.AsyncClient) -> Provider:
         return TextScorer(make(spec, client))
 
-    return MinKOptions(**{**vars(options), "provider_factory": factory})
+    return replace(options, provider_factory=factory)
 
 
 def _lane(store: Store, spec: ModelSpec, params_hash: str, limit: int | None) -> Lane:
@@ -148,36 +139,13 @@ def _scoring_request(item: ProbeItem) -> Request:
     return Request(system="", user=scored_text(item), max_output_tokens=1)
 
 
-_PENDING_SQL = """
-WITH ordered AS (SELECT item_id, min(seq) AS first_seq FROM items GROUP BY item_id),
-     scope AS (SELECT * FROM ordered ORDER BY first_seq {limit})
-SELECT i.item_id, i.title, i.subset, i.question, i.reference
-FROM scope s JOIN latest_items i USING (item_id)
-WHERE NOT EXISTS (SELECT 1 FROM probe_scores p WHERE p.probe = $probe AND p.model = $model
-                  AND p.params_sha256 = $params AND p.metric = 'min_k' AND p.item_id = s.item_id)
-ORDER BY s.first_seq
-"""
-
-
 def pending_items(con: duckdb.DuckDBPyConnection, model: str, params_hash: str,
                   limit: int | None) -> list[ProbeItem]:
     """The items among the first ``limit`` (file order) without a ``min_k`` row of ``model``
     under ``params_hash``. A list: a probe's items are few enough to hold (texts, not answers)."""
-    sql = _PENDING_SQL.format(limit="LIMIT $limit" if limit else "")
-    args: dict[str, Any] = {"probe": KIND, "model": model, "params": params_hash}
-    if limit:
-        args["limit"] = limit
-    return [ProbeItem(item_id=r[0], title=r[1] or "", subset=r[2] or "", question=r[3] or "",
-                      reference=r[4] or "") for r in con.execute(sql, args).fetchall()]
-
-
-def _record_params(store: Store, params: dict[str, dict], hashes: dict[str, str]) -> None:
-    """A ``probe_params`` row for each parameter set the store does not have yet."""
-    known = {row[0] for row in store.con.execute(
-        "SELECT params_sha256 FROM probe_params WHERE probe = ?", [KIND]).fetchall()}
-    new = {hashes[name]: p for name, p in params.items() if hashes[name] not in known}
-    store.append("probe_params", [{"params_sha256": h, "probe": KIND, "created_at": utc_now(),
-                                   "params": orjson.dumps(p).decode()} for h, p in new.items()])
+    rows = unscored_items(con, probe=KIND, metric="min_k", model=model, params_sha256=params_hash,
+                          limit=limit)
+    return [probe_item(row) for row in rows]
 
 
 # -- scoring through the engine ------------------------------------------------------------------
@@ -216,8 +184,7 @@ def _accept(run_id: str, specs: Sequence[ModelSpec], k: float) -> Accept:
 
     def accept(task: Task, reply: Reply, latency_s: float) -> Rows:
         assert isinstance(reply, ScoredReply)  # TextScorer's, by construction
-        key = {"run_id": run_id, "probe": KIND, "params_sha256": task.context,
-               "item_id": task.item_id, "model": task.model, "created_at": utc_now()}
+        key = sample_key(run_id, KIND, task.context, task)
         scores = [{**key, "metric": s.metric, "value": s.value,
                    "detail": orjson.dumps(s.detail).decode()} for s in probe_scores(reply.scored, k)]
         sample = _sample_row(key, by_label[task.model], task, reply, latency_s)
@@ -228,11 +195,12 @@ def _accept(run_id: str, specs: Sequence[ModelSpec], k: float) -> Accept:
 
 def _sample_row(key: dict[str, Any], spec: ModelSpec, task: Task, reply: ScoredReply,
                 latency_s: float) -> dict[str, Any]:
-    """The audit row of one scored text: which text, which model served it, every token's value."""
-    return {**key, "variant": "tokens", "sample": 0, "provider": spec.provider,
-            "provider_model": spec.model, "served_model": reply.served_model,
-            "prompt_sha256": sha256_text(task.request.user), "input_tokens": reply.input_tokens,
-            "output_tokens": 0, "latency_s": latency_s,
+    """The audit row of one scored text: which text (``prompt_sha256`` here is the hash of the
+    scored text itself, not of a system and user turn), which model served it, every token's
+    value."""
+    row = sample_row(key, spec, reply, variant="tokens",
+                     prompt_sha256=sha256_text(task.request.user), latency_s=latency_s)
+    return {**row, "sample": 0, "input_tokens": reply.input_tokens, "output_tokens": 0,
             "detail": orjson.dumps(_audit(reply.scored)).decode()}
 
 
@@ -256,21 +224,10 @@ def _run_config(config: RunConfig, specs: Sequence[ModelSpec], options: MinKOpti
 
 def _summarise(config: RunConfig, result: JobResult, options: MinKOptions) -> None:
     again = config.command("probe min-k") + (f" --k {options.k:g}" if options.k != DEFAULT_K else "")
-    result.summary += [_summary_line(s) for s in result.stats] + failure_lines(result.stats)
+    result.summary += summary_lines(result.stats, "texts scored") + failure_lines(result.stats)
     if result.interrupted is not None:
         result.problems.append(interrupted_line("probe min-k", result.interrupted, again, "score"))
         return
     if any(s.stopped or s.failed for s in result.stats):
         result.problems.append(f"contam probe min-k: some texts were not scored; run `{again}` "
                                "again to score the rest")
-
-
-def _summary_line(s: LaneStats) -> str:
-    line = f"{s.label}: {s.done}/{s.total} texts scored"
-    if s.failed:
-        line += f", {s.failed} failed after all attempts (asked again by the next run)"
-    if s.stopped:
-        return line + f"; STOPPED ({s.stopped}): {s.stop_message}"
-    if s.interrupted and s.remaining:
-        return line + f"; interrupted with {s.remaining} left"
-    return line

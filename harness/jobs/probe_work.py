@@ -7,7 +7,8 @@ whose API has a multi-sample field gets the missing numbers of a prompt in as fe
 limit allows (OpenAI ``n`` up to 128, Gemini ``candidateCount`` up to 8, or the model's
 ``samples_per_request``); the others one request per sample. A reply's completions are stored
 under the numbers its request asked for, in order; a reply with fewer completions than asked
-leaves the rest missing, for the next run to ask.
+leaves the rest missing, for the next run to ask (but a prompt blocked as a whole is blank under
+every number asked).
 """
 
 from __future__ import annotations
@@ -29,8 +30,9 @@ from metrics.probes import GenerationProbe, ProbeItem, ProbePrompt, params_sha25
 from providers.base import Fatal, Reply, Request
 from providers.registry import provider_class
 
-__all__ = ["ProbePlan", "samples_per_request", "pending_tasks", "sample_rows", "score_complete",
-           "record_params", "missing_count", "refusal"]
+__all__ = ["ProbePlan", "probe_item", "samples_per_request", "pending_tasks", "pending_count",
+           "sample_rows", "sample_key", "sample_row", "score_complete", "record_params",
+           "missing_count", "refusal"]
 
 
 @dataclass(frozen=True)
@@ -46,9 +48,7 @@ class ProbePlan:
 
     @classmethod
     def build(cls, store: Store, probe: GenerationProbe, limit: int | None) -> "ProbePlan":
-        items = {row[0]: ProbeItem(item_id=row[0], title=row[1] or "", subset=row[2] or "",
-                                   question=row[3] or "", reference=row[4] or "")
-                 for row in first_items(store.con.cursor(), limit)}
+        items = {row[0]: probe_item(row) for row in first_items(store.con.cursor(), limit)}
         prompts = {item_id: {p.variant: p for p in probe.prompts(item)}
                    for item_id, item in items.items()}
         expected = [row for item_id, by_variant in prompts.items()
@@ -58,6 +58,14 @@ class ProbePlan:
     @property
     def samples_per_model(self) -> int:
         return sum(samples for _, _, samples in self.expected)
+
+
+def probe_item(row: Sequence[str | None]) -> ProbeItem:
+    """An item as a probe reads it, from an (item_id, title, subset, question, reference) row of
+    :mod:`harness.store.cells`; a missing text is blank."""
+    item_id, title, subset, question, reference = row
+    return ProbeItem(item_id=item_id, title=title or "", subset=subset or "",
+                     question=question or "", reference=reference or "")
 
 
 def _expected(item_id: str, prompts: dict[str, ProbePrompt]) -> list[tuple[str, str, int]]:
@@ -76,11 +84,21 @@ def pending_tasks(store: Store, plan: ProbePlan, spec: ModelSpec) -> list[Task]:
     """The requests ``spec`` still owes: each prompt's missing sample numbers, split by
     :func:`samples_per_request`, in item order."""
     per_request = samples_per_request(spec)
-    missing = missing_samples(store.con.cursor(), probe=plan.probe.kind,
-                              params_sha256=plan.params_sha256, model=spec.name,
-                              expected=plan.expected)
     return [_task(spec, item_id, plan.prompts[item_id][variant], chunk)
-            for item_id, variant, numbers in missing for chunk in _chunks(numbers, per_request)]
+            for item_id, variant, numbers in _missing(store, plan, spec)
+            for chunk in _chunks(numbers, per_request)]
+
+
+def pending_count(store: Store, plan: ProbePlan, spec: ModelSpec) -> int:
+    """How many requests :func:`pending_tasks` makes, without making them."""
+    per_request = samples_per_request(spec)
+    return sum(-(-len(numbers) // per_request) for _, _, numbers in _missing(store, plan, spec))
+
+
+def _missing(store: Store, plan: ProbePlan, spec: ModelSpec) -> list[tuple[str, str, list[int]]]:
+    return missing_samples(store.con.cursor(), probe=plan.probe.kind,
+                           params_sha256=plan.params_sha256, model=spec.name,
+                           expected=plan.expected)
 
 
 def _chunks(numbers: list[int], size: int) -> Iterator[list[int]]:
@@ -108,10 +126,7 @@ def refusal(plan: ProbePlan, spec: ModelSpec) -> Fatal | None:
 
 def missing_count(store: Store, plan: ProbePlan, spec: ModelSpec) -> int:
     """Samples ``spec`` still lacks."""
-    missing = missing_samples(store.con.cursor(), probe=plan.probe.kind,
-                              params_sha256=plan.params_sha256, model=spec.name,
-                              expected=plan.expected)
-    return sum(len(numbers) for _, _, numbers in missing)
+    return sum(len(numbers) for _, _, numbers in _missing(store, plan, spec))
 
 
 # -- what is kept ------------------------------------------------------------------------------
@@ -126,23 +141,43 @@ def sample_rows(run_id: str, plan: ProbePlan, specs: Sequence[ModelSpec]
     def accept(task: Task, reply: Reply, latency_s: float) -> Rows:
         tags = task.tags or {}
         prompt = plan.prompts[task.item_id][tags["variant"]]
-        common = _common(run_id, plan, by_label[task.model], task, reply, prompt, latency_s)
+        common = sample_row(sample_key(run_id, plan.probe.kind, plan.params_sha256, task),
+                            by_label[task.model], reply, variant=prompt.variant,
+                            prompt_sha256=sha256_text(prompt.system + "\x00" + prompt.user),
+                            latency_s=latency_s)
         rows = [{**common, "sample": number, "text_raw": text, "text": normalise_answer(text),
                  "finish_reason": reason, **_tokens(reply, first=n == 0)}
-                for n, (number, (text, reason)) in enumerate(zip(tags["samples"], reply.completions()))]
+                for n, (number, (text, reason))
+                in enumerate(zip(tags["samples"], _completions(reply, len(tags["samples"]))))]
         return {"probe_samples": rows}
 
     return accept
 
 
-def _common(run_id: str, plan: ProbePlan, spec: ModelSpec, task: Task, reply: Reply,
-            prompt: ProbePrompt, latency_s: float) -> dict[str, Any]:
-    return {"run_id": run_id, "probe": plan.probe.kind, "params_sha256": plan.params_sha256,
-            "item_id": task.item_id, "model": task.model, "variant": prompt.variant,
-            "provider": spec.provider, "provider_model": spec.model,
-            "served_model": reply.served_model,
-            "prompt_sha256": sha256_text(prompt.system + "\x00" + prompt.user),
-            "latency_s": latency_s, "created_at": utc_now()}
+def _completions(reply: Reply, asked: int) -> tuple[tuple[str, str | None], ...]:
+    """The reply's completions; a prompt blocked as a whole (Gemini's ``blocked:`` reason, no
+    candidate at all) blocks every candidate asked, so its blank completion stands for each:
+    asking again gets the same verdict."""
+    completions = reply.completions()
+    if not reply.texts and (reply.finish_reason or "").startswith("blocked:"):
+        return completions * asked
+    return completions
+
+
+def sample_key(run_id: str, probe: str, params_sha256: str, task: Task) -> dict[str, Any]:
+    """What names a probe's rows of one task: run, probe, parameters, cell; and when."""
+    return {"run_id": run_id, "probe": probe, "params_sha256": params_sha256,
+            "item_id": task.item_id, "model": task.model, "created_at": utc_now()}
+
+
+def sample_row(key: dict[str, Any], spec: ModelSpec, reply: Reply, *, variant: str,
+               prompt_sha256: str, latency_s: float) -> dict[str, Any]:
+    """What every ``probe_samples`` row of a reply holds besides its sample: ``key``
+    (:func:`sample_key`), the prompt (``prompt_sha256``: the hash of what the probe sent, as
+    the probe defines it), who served it and how long it took."""
+    return {**key, "variant": variant, "provider": spec.provider, "provider_model": spec.model,
+            "served_model": reply.served_model, "prompt_sha256": prompt_sha256,
+            "latency_s": latency_s}
 
 
 def _tokens(reply: Reply, *, first: bool) -> dict[str, int | None]:
@@ -151,14 +186,14 @@ def _tokens(reply: Reply, *, first: bool) -> dict[str, int | None]:
     return {"input_tokens": reply.input_tokens, "output_tokens": reply.output_tokens}
 
 
-def record_params(store: Store, plan: ProbePlan) -> None:
-    """The probe's parameters, once per hash (a rerun with the same ones adds nothing)."""
-    known = store.query("SELECT 1 FROM probe_params WHERE params_sha256 = ? LIMIT 1",
-                        [plan.params_sha256])
-    if not known:
-        store.append("probe_params", [{
-            "params_sha256": plan.params_sha256, "probe": plan.probe.kind,
-            "params": orjson.dumps(plan.probe.params()).decode(), "created_at": utc_now()}])
+def record_params(store: Store, probe: str, params: dict[str, dict[str, Any]]) -> None:
+    """A ``probe_params`` row for each parameter set (by its hash) the store does not have yet:
+    a rerun with the same ones adds nothing."""
+    known = {row[0] for row in store.query(
+        "SELECT params_sha256 FROM probe_params WHERE probe = ?", [probe])}
+    store.append("probe_params", [{"params_sha256": sha, "probe": probe, "created_at": utc_now(),
+                                   "params": orjson.dumps(p).decode()}
+                                  for sha, p in params.items() if sha not in known])
 
 
 # -- scoring -----------------------------------------------------------------------------------

@@ -9,53 +9,38 @@ two ``runs`` rows with the same ``run_id``: one when it starts, one with ``finis
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-import anyio
 import duckdb
 
-from harness.config import ModelSpec, RunConfig, load_config
+from harness.config import ModelSpec, RunConfig
 from harness.engine.batch_lane import BatchLane, BatchOptions, open_job_count, uses_batch
 from harness.engine.counters import LaneStats
 from harness.engine.lanes import Accept, Lane, Task
 from harness.engine.writer import Rows
 from harness.errors import UserError
 from harness.jobs.lane_job import (
-    JobOptions, JobResult, SecondPass, failure_lines, interrupted_line, new_run_id,
-    recovered_lines, run_lanes, run_row,
+    JobOptions, JobResult, SecondPass, failure_lines, interrupted_line, new_run_id, run_job,
+    run_lanes, run_row,
 )
-from harness.jobs.live import serving_reads
 from harness.prompts import prompt_sha256, question_request
-from harness.store import DEFAULT_STORE, Store, utc_now
+from harness.store import Store, utc_now
 from harness.store.cells import count_unanswered, unanswered
 from harness.text import normalise_answer
 from providers.base import Reply
 
-__all__ = ["run", "execute_run", "RunOptions", "batch_options", "pending_tasks",
-           "summary_lines", "answer_rows", "import_config_items"]
+__all__ = ["run", "execute_run", "RunOptions", "options_as", "batch_options", "batch_mode",
+           "pending_tasks", "summary_lines", "answer_rows"]
 
 
 def run(config_path: str | Path, *, store: str | None = None,
         options: JobOptions | None = None) -> JobResult:
     """``contam run``: ask every selected model every item it has not answered yet (with
     :class:`RunOptions`, models in batch mode as provider batch jobs)."""
-    options = options or JobOptions()
-    config = load_config(config_path, store_flag=store)
-    specs = config.select(options.models)
-    if not specs:
-        raise UserError(f"{config.path}: no [[models]] to run")
-    if options.limit is not None and options.limit <= 0:
-        raise UserError(f"--limit must be a positive number, not {options.limit}")
-    with Store(config.store or DEFAULT_STORE, create=True) as opened:
-        recovered = recovered_lines(opened)
-        imported = import_config_items(opened, config)
-        with serving_reads(opened, "run") as board:
-            result = anyio.run(execute_run, opened, config, specs,
-                               replace(_run_options(options), live=board))
-    result.summary[:0] = [*recovered, *imported]
-    return result
+    return run_job(config_path, store=store, options=options_as(RunOptions, options or JobOptions()),
+                   command="run", execute=execute_run)
 
 
 @dataclass(kw_only=True)
@@ -64,6 +49,9 @@ class RunOptions(JobOptions):
 
     batch: bool = False  # --batch: every model whose provider has a batch API goes as jobs
     batch_options: BatchOptions = field(default_factory=BatchOptions)
+
+
+Options = TypeVar("Options", bound=JobOptions)
 
 
 def batch_options(*, poll_max_s: float | None = None, fallback: str = "followup") -> BatchOptions:
@@ -75,21 +63,23 @@ def batch_options(*, poll_max_s: float | None = None, fallback: str = "followup"
                         poll_max_s=poll_max, fallback=fallback)
 
 
-def _run_options(options: JobOptions) -> RunOptions:
-    """The lane jobs' options as a run's (batch mode off unless asked for)."""
-    if isinstance(options, RunOptions):
+def options_as(cls: type[Options], options: JobOptions) -> Options:
+    """``options`` as a ``cls`` (a run's, a probe's): itself when it is one, else a ``cls`` with
+    the fields they share (batch mode off, a probe's parameters at their defaults)."""
+    if isinstance(options, cls):
         return options
-    return RunOptions(**{f.name: getattr(options, f.name) for f in fields(JobOptions)})
+    names = {f.name for f in fields(cls)}
+    return cls(**{f.name: getattr(options, f.name) for f in fields(options) if f.name in names})
 
 
 async def execute_run(store: Store, config: RunConfig, specs: Sequence[ModelSpec],
                       options: JobOptions) -> JobResult:
     """The run itself on an open store: the synchronous lanes and, beside them, the batch lanes
     of the models in batch mode."""
-    options = _run_options(options)
+    options = options_as(RunOptions, options)
     result = JobResult(command="run", run_id=new_run_id())
     accept = answer_rows(result.run_id, specs)
-    openings = {spec.name: _batch_mode(store, spec, options) for spec in specs}
+    openings = {spec.name: batch_mode(store, spec, options) for spec in specs}
     lanes = [_lane(store, spec, config.system_prompt, options.limit)
              for spec in specs if openings[spec.name] is None]
     batch_lanes = [_batch_lane(store, spec, config.system_prompt, result.run_id, accept, options,
@@ -104,13 +94,14 @@ async def execute_run(store: Store, config: RunConfig, specs: Sequence[ModelSpec
 
 # -- batch mode --------------------------------------------------------------------------------
 
-def _batch_mode(store: Store, spec: ModelSpec, options: RunOptions) -> str | None:
+def batch_mode(store: Store, spec: ModelSpec, options: RunOptions,
+               purpose: str | None = None) -> str | None:
     """None: the model runs synchronously. Otherwise it goes in batch mode, for --batch /
-    ``batch = true``, or because it has open jobs (never asked twice); the string is the note
-    its lane opens with ("" for none)."""
+    ``batch = true``, or because it has open jobs of this ``purpose`` (None: a run's; never asked
+    twice); the string is the note its lane opens with ("" for none)."""
     if uses_batch(spec, options.batch):
         return ""
-    open_jobs = open_job_count(store, spec)
+    open_jobs = open_job_count(store, spec, purpose)
     if not open_jobs:
         return None
     return (f"{spec.name}: {open_jobs} batch job(s) of an earlier run still open: this run "
@@ -188,29 +179,16 @@ def _run_row(run_id: str, config: RunConfig, specs: Sequence[ModelSpec],
     return run_row(run_id, "run", public, prompt_sha256(config.system_prompt))
 
 
-def import_config_items(store: Store, config: RunConfig) -> list[str]:
-    """The config's ``items`` file, imported (idempotently); refused when the store then has
-    no items at all. Returns the import's summary line."""
-    lines = []
-    if config.items is not None:
-        from harness.jobs.importing import import_file
-
-        lines.append(import_file(store, "items", config.items).summary())
-    if store.count("items") == 0:
-        raise UserError(f"{store.path}: no items; name an `items` file in {config.path} "
-                        "or run `contam import items FILE` first")
-    return lines
-
-
 # -- the end: summary and exit status ----------------------------------------------------------
 
-def summary_lines(stats: Sequence[LaneStats]) -> list[str]:
-    """One line per model: answered / failed / stopped-why."""
-    return [_summary_line(s) for s in stats]
+def summary_lines(stats: Sequence[LaneStats], done: str = "answered") -> list[str]:
+    """One line per model: answered (``done``: what became of a job's tasks, "texts scored") /
+    failed / stopped-why."""
+    return [_summary_line(s, done) for s in stats]
 
 
-def _summary_line(s: LaneStats) -> str:
-    line = f"{s.label}: {s.done}/{s.total} answered"
+def _summary_line(s: LaneStats, done: str) -> str:
+    line = f"{s.label}: {s.done}/{s.total} {done}"
     if s.failed:
         line += f", {s.failed} failed after all attempts (asked again by the next run)"
     if s.stopped == "quota":

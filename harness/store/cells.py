@@ -1,7 +1,8 @@
 """A cell is one (item, model) pair: the latest answer of ``model`` to ``item`` (with the item's
 latest reference). This module is the one place that says, in SQL, which cells each job still
 has to do: unanswered (``contam run``), unjudged (``contam judge``), unscored (``contam score``),
-and for ``contam probe`` the samples a cell still lacks and the complete cells not scored yet.
+and for ``contam probe`` the samples a cell still lacks, the complete cells not scored yet and
+the items min-k has not scored.
 The ``cells`` view (migration 2 of :mod:`harness.store.store`) is the read side of the same pairs.
 """
 
@@ -13,35 +14,47 @@ from typing import Any
 import duckdb
 
 __all__ = ["count_unanswered", "unanswered", "unjudged", "answered_cells", "unscored",
-           "first_items", "Expected", "missing_samples", "complete_unscored", "probe_texts"]
+           "first_items", "unscored_items", "Expected", "missing_samples", "complete_unscored",
+           "probe_texts"]
 
 _PAGE = 512  # rows fetched at a time: a run's task list is never held in memory
 
-# -- run: the items a model has no answer to, the first ``limit`` items in file order -----------
+# -- the scope: the first ``limit`` items in file order (all when None) -------------------------
 
-_UNANSWERED_SQL = """
+_SCOPED_SQL = """
 WITH ordered AS (SELECT item_id, min(seq) AS first_seq FROM items GROUP BY item_id),
      scope AS (SELECT * FROM ordered ORDER BY first_seq {limit})
 SELECT {columns}
 FROM scope s JOIN latest_items i USING (item_id)
-WHERE NOT EXISTS (SELECT 1 FROM answers a WHERE a.model = $model AND a.item_id = s.item_id)
+{where}
 {order}
 """
 
-
-def _unanswered_sql(columns: str, limit: int | None, order: bool) -> str:
-    return _UNANSWERED_SQL.format(columns=columns, limit="LIMIT $limit" if limit else "",
-                                  order="ORDER BY s.first_seq" if order else "")
+# The columns of an item as a probe reads it: (item_id, title, subset, question, reference).
+_ITEM_COLUMNS = "i.item_id, i.title, i.subset, i.question, i.reference"
 
 
-def _unanswered_params(model: str, limit: int | None) -> dict[str, Any]:
-    return {"model": model, "limit": limit} if limit else {"model": model}
+def _scoped_sql(columns: str, where: str, limit: int | None, *, order: bool = True) -> str:
+    """``columns`` of the items in scope (``s``: the scope, ``i``: the latest item) that meet
+    ``where``, in item order when ``order``."""
+    return _SCOPED_SQL.format(columns=columns, where=where, limit="LIMIT $limit" if limit else "",
+                              order="ORDER BY s.first_seq" if order else "")
+
+
+def _scoped_params(limit: int | None, **params: Any) -> dict[str, Any]:
+    return {**params, "limit": limit} if limit else params
+
+
+# -- run: the items a model has no answer to ----------------------------------------------------
+
+_UNANSWERED = """WHERE NOT EXISTS (SELECT 1 FROM answers a
+                  WHERE a.model = $model AND a.item_id = s.item_id)"""
 
 
 def count_unanswered(con: duckdb.DuckDBPyConnection, model: str, limit: int | None) -> int:
     """Items among the first ``limit`` (all when None) that ``model`` has no answer to."""
-    sql = _unanswered_sql("count(*)", limit, order=False)
-    return con.execute(sql, _unanswered_params(model, limit)).fetchall()[0][0]  # leaves no open result
+    sql = _scoped_sql("count(*)", _UNANSWERED, limit, order=False)
+    return con.execute(sql, _scoped_params(limit, model=model)).fetchall()[0][0]  # leaves no open result
 
 
 def unanswered(con: duckdb.DuckDBPyConnection, model: str,
@@ -49,8 +62,8 @@ def unanswered(con: duckdb.DuckDBPyConnection, model: str,
     """(item_id, title, question) of those items, lazily, in item order. ``con`` must be a
     cursor of its own (``store.con.cursor()``): the batch writer commits through ``store.con``
     between two pages, and an execute there discards any result still open on it."""
-    con.execute(_unanswered_sql("i.item_id, i.title, i.question", limit, order=True),
-                _unanswered_params(model, limit))
+    con.execute(_scoped_sql("i.item_id, i.title, i.question", _UNANSWERED, limit),
+                _scoped_params(limit, model=model))
     while rows := con.fetchmany(_PAGE):
         yield from rows
 
@@ -109,18 +122,24 @@ def unscored(con: duckdb.DuckDBPyConnection, metric: str, params_json: str) -> l
 
 # -- probe: the samples each (item, model, prompt) still lacks; complete cells not yet scored ---
 
-_FIRST_ITEMS_SQL = """
-WITH ordered AS (SELECT item_id, min(seq) AS first_seq FROM items GROUP BY item_id)
-SELECT i.item_id, i.title, i.subset, i.question, i.reference
-FROM ordered o JOIN latest_items i USING (item_id) ORDER BY o.first_seq {limit}
-"""
-
-
 def first_items(con: duckdb.DuckDBPyConnection, limit: int | None) -> list[tuple]:
     """(item_id, title, subset, question, reference) of the first ``limit`` items (all when
     None) in file order: a probe's scope."""
-    sql = _FIRST_ITEMS_SQL.format(limit="LIMIT $limit" if limit else "")
-    return con.execute(sql, {"limit": limit} if limit else {}).fetchall()
+    return con.execute(_scoped_sql(_ITEM_COLUMNS, "", limit), _scoped_params(limit)).fetchall()
+
+
+_UNSCORED_ITEM = """WHERE NOT EXISTS (SELECT 1 FROM probe_scores p
+                  WHERE p.probe = $probe AND p.model = $model AND p.params_sha256 = $params
+                    AND p.metric = $metric AND p.item_id = s.item_id)"""
+
+
+def unscored_items(con: duckdb.DuckDBPyConnection, *, probe: str, metric: str, model: str,
+                   params_sha256: str, limit: int | None) -> list[tuple]:
+    """(item_id, title, subset, question, reference) of the items in scope without a ``metric``
+    score of ``model`` under these params, in item order: what min-k still scores (one score
+    row per item, so no samples to count)."""
+    params = _scoped_params(limit, probe=probe, metric=metric, model=model, params=params_sha256)
+    return con.execute(_scoped_sql(_ITEM_COLUMNS, _UNSCORED_ITEM, limit), params).fetchall()
 
 
 # What a probe asks of each item: (item_id, variant, samples) rows, in item order. A probe
