@@ -18,8 +18,8 @@ import pandas as pd
 
 from harness.store import Store
 
-__all__ = ["LABELS", "METRICS", "Cells", "sort_value", "nan_if_none", "mean", "share", "ratio",
-           "json_ratio", "plain"]
+__all__ = ["LABELS", "METRICS", "Cells", "sort_value", "nan_if_none", "nan_if_infinite", "mean",
+           "share", "ratio", "json_ratio", "plain"]
 
 LABELS = ("right", "partial", "wrong")
 METRICS = {"bleu2": "BLEU-2", "bertscore_f1": "BERTScore-F1"}
@@ -72,6 +72,13 @@ def sort_value(x: float | None) -> float:
 
 def nan_if_none(x: float | None) -> float:
     return math.nan if x is None else x
+
+
+def nan_if_infinite(x: Any) -> float:
+    """A statsmodels or numpy number as a float; an infinite one (a fit that did not converge, a
+    zero denominator) as NaN."""
+    value = float(x)
+    return value if math.isfinite(value) else math.nan
 
 
 def mean(values: np.ndarray) -> float:
