@@ -19,7 +19,7 @@ import pandas as pd
 from harness.store import Store
 
 __all__ = ["LABELS", "METRICS", "Cells", "sort_value", "nan_if_none", "nan_if_infinite", "mean",
-           "share", "ratio", "json_ratio", "plain"]
+           "share", "ratio", "json_ratio", "plain", "subset_rank"]
 
 LABELS = ("right", "partial", "wrong")
 METRICS = {"bleu2": "BLEU-2", "bertscore_f1": "BERTScore-F1"}
@@ -96,6 +96,12 @@ def ratio(a: float, b: float) -> float:
 def json_ratio(x: float) -> float | str:
     """JSON has no infinity: an infinite odds ratio is the string "inf" (DESIGN.md)."""
     return "inf" if math.isinf(x) else x
+
+
+def subset_rank(subset: Any, contrast: Sequence[str]) -> int:
+    """Where a subset sorts: 0 the documented one, 1 the undocumented one (``contrast``), 2 any
+    other."""
+    return contrast.index(subset) if subset in contrast else 2
 
 
 def plain(value: Any) -> Any:

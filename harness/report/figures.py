@@ -30,6 +30,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from harness.report.analysis import METRICS, figure_regime  # noqa: E402
+from harness.report.cells import subset_rank  # noqa: E402
 from harness.report.figure_style import (BAR, COLUMN, FULL, NEUTRAL, STYLE, SUBSET_COLOURS,  # noqa: E402
                                          empty_panel, errors, fit, grid, model_colours, score_limits,
                                          value_labels, zero_marks)
@@ -307,9 +308,9 @@ def per_title(report: dict) -> Figure:
 
 
 def _titles_by_subset(rows: list[dict], contrast: dict) -> list[tuple[str, str]]:
-    order = {contrast["documented"]: 0, contrast["undocumented"]: 1}
+    sides = (contrast["documented"], contrast["undocumented"])
     titles = list(dict.fromkeys((r["title"], r["subset"]) for r in rows))
-    return sorted(titles, key=lambda t: order.get(t[1], 2))  # stable: first-seen order within a subset
+    return sorted(titles, key=lambda t: subset_rank(t[1], sides))  # stable: first-seen order within a subset
 
 
 def _subset_dividers(ax, titles: list[tuple[str, str]], contrast: dict) -> None:

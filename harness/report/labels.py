@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from harness.report import stats
-from harness.report.cells import LABELS, Cells, json_ratio, nan_if_none, sort_value
+from harness.report.cells import LABELS, Cells, json_ratio, nan_if_none, sort_value, subset_rank
 from harness.report.format import plural
 from harness.store import Store
 
@@ -51,8 +51,7 @@ def per_title(cells: Cells, order: list[str], contrast: tuple[str, str]) -> list
     rows = cells.query(
         f"SELECT model, title, subset, min(item_seq) AS first_seq, {_label_counts('human')} "
         "FROM c GROUP BY model, title, subset")
-    stratum = {contrast[0]: 0, contrast[1]: 1}
-    rows.sort(key=lambda r: (order.index(r["model"]), stratum.get(r["subset"], 2), r["first_seq"]))
+    rows.sort(key=lambda r: (order.index(r["model"]), subset_rank(r["subset"], contrast), r["first_seq"]))
     keys = ("model", "title", "subset", "n", "right", "accuracy", "ci_low", "ci_high")
     return [{k: _accuracy_row(r)[k] for k in keys} for r in rows]
 
@@ -176,8 +175,7 @@ def abstention(cells: Cells, order: list[str], contrast) -> list[dict[str, Any]]
         "count(*) FILTER (WHERE answered AND human = 'wrong') AS wrong_answered, "
         "count(*) FILTER (WHERE answered AND human = 'wrong' AND NOT abstained) AS confabulated "
         "FROM c GROUP BY model, subset")
-    stratum = {contrast[0]: 0, contrast[1]: 1}
-    rows.sort(key=lambda r: (order.index(r["model"]), stratum.get(r["subset"], 2), str(r["subset"])))
+    rows.sort(key=lambda r: (order.index(r["model"]), subset_rank(r["subset"], contrast), str(r["subset"])))
     for r in rows:
         r["abstention_rate"] = stats.proportion(r["abstained"], r["n"])
         r["confabulation_rate"] = stats.proportion(r["confabulated"], r["n"])

@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 import scipy.stats as sps
 
+from harness.report.cells import subset_rank
 from harness.report.format import Section, Table, fmt_num, fmt_p, user
 from harness.report.probe_rows import chosen_params, score_frame
 from harness.report.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, bootstrap_mean_interval
@@ -90,10 +91,8 @@ def guided_part(frame: pd.DataFrame, contrast: tuple[str, str]) -> dict[str, Any
 
 def _scopes(items: pd.DataFrame, contrast: tuple[str, str]):
     yield "all", items
-    for subset in (*contrast, *sorted(set(items["subset"]) - set(contrast))):
-        chosen = items[items["subset"] == subset]
-        if len(chosen):
-            yield subset, chosen
+    for subset in sorted(set(items["subset"]), key=lambda s: (subset_rank(s, contrast), s)):
+        yield subset, items[items["subset"] == subset]
 
 
 def _measure(items: pd.DataFrame, measure: str) -> dict[str, Any]:

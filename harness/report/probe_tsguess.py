@@ -16,6 +16,7 @@ from typing import Any
 
 import pandas as pd
 
+from harness.report.cells import subset_rank
 from harness.report.format import Section, Table, fmt_ci, fmt_or, fmt_p, fmt_pct, user
 from harness.report.probe_rows import chosen_params, score_frame
 from harness.report.stats import fisher_exact_2x2, newcombe_interval, wilson_interval
@@ -42,13 +43,9 @@ def tsguess_part(frame: pd.DataFrame, contrast: tuple[str, str]) -> dict[str, An
     (1.0 match, 0.0 miss, NaN not probed)."""
     rates = [_rate(model, subset, rows) for (model, subset), rows
              in frame.groupby(["model", "subset"], sort=False)]
-    rates.sort(key=lambda r: (r["model"], _subset_order(r["subset"], contrast)))
+    rates.sort(key=lambda r: (r["model"], subset_rank(r["subset"], contrast), r["subset"]))
     tests = [_test(model, rows, contrast) for model, rows in frame.groupby("model", sort=True)]
     return {"metric": METRIC, "rates": rates, "tests": [t for t in tests if t is not None]}
-
-
-def _subset_order(subset: str, contrast: tuple[str, str]) -> tuple[int, str]:
-    return (contrast.index(subset) if subset in contrast else len(contrast), subset)
 
 
 def _counts(rows: pd.DataFrame) -> tuple[int, int, int]:
