@@ -13,8 +13,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["DASH", "PNG_DPI", "is_missing", "Table", "Section", "fmt_pct", "fmt_ci", "fmt_p", "p_clause",
-           "fmt_or", "fmt_num", "fmt_pp", "fmt_params", "plural", "md_cell", "user"]
+__all__ = ["DASH", "PNG_DPI", "is_missing", "Table", "Section", "fmt_pct", "fmt_ci", "fmt_num_ci", "fmt_p",
+           "p_clause", "fmt_or", "fmt_num", "fmt_pp", "fmt_params", "plural", "md_cell", "user"]
 
 DASH = "—"
 PNG_DPI = 300  # the figures' resolution: print quality, and how the HTML works out their print size
@@ -34,6 +34,11 @@ def fmt_pct(x: float | None) -> str:
 
 def fmt_ci(low: float | None, high: float | None) -> str:
     return DASH if is_missing(low) or is_missing(high) else f"[{100 * low:.1f}, {100 * high:.1f}]"
+
+
+def fmt_num_ci(low: float | None, high: float | None) -> str:
+    """An interval of a score (not a percentage): ``[0.412, 0.587]``."""
+    return DASH if is_missing(low) or is_missing(high) else f"[{low:.3f}, {high:.3f}]"
 
 
 def fmt_p(p: float | None, log10_p: float | None = None) -> str:

@@ -27,7 +27,7 @@ import pandas as pd
 import scipy.stats as sps
 
 from harness.report.cells import subset_rank
-from harness.report.format import Section, Table, fmt_num, fmt_p, user
+from harness.report.format import Section, Table, fmt_num, fmt_num_ci, fmt_p, user
 from harness.report.probe_rows import chosen_params, score_frame
 from harness.report.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, bootstrap_mean_interval
 from harness.store import Store
@@ -110,18 +110,13 @@ def section(part: dict[str, Any], report: dict[str, Any]) -> Section:
                      "95% CI (BCa)", "p (one-sided)"],
                     [[r["model"], str(r["subset"]), str(r["n"]), fmt_num(r["guided_mean"]),
                       fmt_num(r["general_mean"]), fmt_num(r["mean_difference"]),
-                      _interval(r), fmt_p(r["p"])]
+                      fmt_num_ci(r["ci_low"], r["ci_high"]), fmt_p(r["p"])]
                      for r in part["differences"] if r["measure"] == measure],
                     f"Mean {MEASURE_NAMES[measure]} of the completion against the question's true "
                     "rest, per model over all items and per subset.")
               for measure in MEASURES]
     return Section("Probe: guided (guided vs general instruction)", _paragraphs(part), tables,
                    figures=[FIGURE])
-
-
-def _interval(row: dict[str, Any]) -> str:
-    low, high = row["ci_low"], row["ci_high"]
-    return "—" if math.isnan(low) or math.isnan(high) else f"[{low:.3f}, {high:.3f}]"
 
 
 def _paragraphs(part: dict[str, Any]) -> list[str]:

@@ -24,7 +24,7 @@ import numpy as np
 import orjson
 from scipy import stats as sps
 
-from harness.report.format import DASH, Section, Table, fmt_num, fmt_p, is_missing, user
+from harness.report.format import Section, Table, fmt_num, fmt_num_ci, fmt_p, user
 from harness.report.stats import roc_auc
 from harness.store import Store
 
@@ -124,14 +124,10 @@ def section(part: dict[str, Any], report: dict[str, Any]) -> Section:
                           "log-probability but not the whole next-token distribution Min-K%++ needs.")
     rows = [[r["model"], NAMES.get(r["metric"], r["metric"]), f"{r['k']:g}",
              f"{r['documented_n']} / {r['undocumented_n']}", fmt_num(r["documented_median"]),
-             fmt_num(r["undocumented_median"]), fmt_num(r["auc"]), _ci(r), fmt_p(r["mannwhitney_p"])]
+             fmt_num(r["undocumented_median"]), fmt_num(r["auc"]),
+             fmt_num_ci(r["auc_ci_low"], r["auc_ci_high"]), fmt_p(r["mannwhitney_p"])]
             for r in part["rows"]]
     table = Table(["Model", "Score", "k", "n (doc / undoc)", "Median doc", "Median undoc",
                    "ROC-AUC", f"{part['confidence']:.0%} CI", "p"], rows,
                   "Min-K% / Min-K%++ per model: documented vs undocumented items.")
     return Section("Probe: min-k (token log-probabilities)", paragraphs, [table], [FIGURE])
-
-
-def _ci(row: dict) -> str:
-    low, high = row["auc_ci_low"], row["auc_ci_high"]
-    return DASH if is_missing(low) or is_missing(high) else f"[{low:.3f}, {high:.3f}]"
