@@ -13,9 +13,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import orjson
-
 from harness.report.format import Section, Table, fmt_ci, fmt_num, fmt_or, fmt_p, fmt_pct, user
+from harness.report.probe_rows import chosen_params
 from harness.report.stats import fisher_exact_2x2, proportion, wilson_interval
 from harness.store import Store
 
@@ -23,12 +22,6 @@ __all__ = ["KIND", "FIGURE", "build", "section"]
 
 KIND = "cdd"
 FIGURE = "fig_probe_cdd"
-
-_PARAMS_SQL = """
-SELECT s.params_sha256, any_value(p.params) AS params, count(DISTINCT (s.item_id, s.model)) AS cells
-FROM latest_probe_scores s JOIN probe_params p USING (params_sha256)
-WHERE s.probe = 'cdd' GROUP BY 1 ORDER BY cells DESC, max(s.seq) DESC
-"""
 
 _CELLS_SQL = """
 SELECT s.model, {subset} AS subset, count(*) FILTER (WHERE f.value IS NOT NULL) AS n,
@@ -45,15 +38,13 @@ GROUP BY ALL ORDER BY ALL
 
 def build(store: Store, contrast: tuple[str, str]) -> dict[str, Any] | None:
     """The part, or None when the store has no cdd scores."""
-    chosen = store.query_dicts(_PARAMS_SQL)
-    if not chosen:
+    chosen = chosen_params(store, KIND)
+    if chosen is None:
         return None
-    sha = chosen[0]["params_sha256"]
+    sha = chosen["params_sha256"]
     per_model = [_share_row(r) for r in _cells(store, sha, "NULL")]
     per_subset = [_share_row(r) for r in _cells(store, sha, "i.subset")]
-    return {"params_sha256": sha, "params": orjson.loads(chosen[0]["params"]),
-            "other_params": [r["params_sha256"] for r in chosen[1:]],
-            "per_model": per_model, "per_subset": per_subset,
+    return {**chosen, "per_model": per_model, "per_subset": per_subset,
             "contrast": [_contrast_row(model, per_subset, contrast)
                          for model in [r["model"] for r in per_model]]}
 

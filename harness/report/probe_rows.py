@@ -1,6 +1,6 @@
 """The rows a probe's report part reads: which of a probe's parameter sets to report (the one
-with the most scored cells, the latest on a tie, as the cdd part chooses), and its latest
-``probe_scores`` with each item's subset."""
+with the most scored cells, the latest on a tie), and its latest ``probe_scores`` with each
+item's subset."""
 
 from __future__ import annotations
 
