@@ -14,7 +14,7 @@ import math
 from typing import Any
 
 from harness.report.format import Section, Table, fmt_ci, fmt_num, fmt_or, fmt_p, fmt_pct, user
-from harness.report.probe_rows import chosen_params
+from harness.report.probe_rows import chosen_params, other_params_note
 from harness.report.stats import fisher_exact_2x2, proportion, wilson_interval
 from harness.store import Store
 
@@ -100,10 +100,7 @@ def _paragraphs(part: dict[str, Any]) -> list[str]:
              f"token edit distance to the greedy answer is at most alpha = {p['alpha']} × the longest "
              f"length; an item is flagged when its peakedness exceeds xi = {p['xi']}. Shares have 95% "
              f"Wilson intervals. Parameters {user(part['params_sha256'][:12])}."]
-    if part["other_params"]:
-        lines.append(f"The store also holds cdd scores under {len(part['other_params'])} other "
-                     "parameter set(s), not shown: query `latest_probe_scores` for them.")
-    return lines
+    return lines + other_params_note(part, KIND)
 
 
 def _share_table(rows: list[dict], caption: str, subset: bool = False) -> Table:

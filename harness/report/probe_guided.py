@@ -28,7 +28,7 @@ import scipy.stats as sps
 
 from harness.report.cells import subset_rank
 from harness.report.format import Section, Table, fmt_num, fmt_num_ci, fmt_p, user
-from harness.report.probe_rows import chosen_params, score_frame
+from harness.report.probe_rows import chosen_params, other_params_note, score_frame
 from harness.report.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, bootstrap_mean_interval
 from harness.store import Store
 
@@ -135,7 +135,4 @@ def _paragraphs(part: dict[str, Any]) -> list[str]:
              "resampled means ≥ the observed one) / (1 + resamples), so its smallest value is "
              f"{fmt_p(1 / (boot['resamples'] + 1))}), as Golchin & Surdeanu judge significance by "
              f"bootstrap resampling. Parameters {user(part['params_sha256'][:12])}."]
-    if part["other_params"]:
-        lines.append(f"The store also holds guided scores under {len(part['other_params'])} other "
-                     "parameter set(s), not shown: query `latest_probe_scores` for them.")
-    return lines
+    return lines + other_params_note(part, KIND)

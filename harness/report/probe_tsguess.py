@@ -18,7 +18,7 @@ import pandas as pd
 
 from harness.report.cells import subset_rank
 from harness.report.format import Section, Table, fmt_ci, fmt_or, fmt_p, fmt_pct, user
-from harness.report.probe_rows import chosen_params, score_frame
+from harness.report.probe_rows import chosen_params, other_params_note, score_frame
 from harness.report.stats import fisher_exact_2x2, newcombe_interval, wilson_interval
 from harness.store import Store
 
@@ -109,7 +109,4 @@ def _paragraphs(part: dict[str, Any]) -> list[str]:
              "after NFC, case folding and removing punctuation. An item without an eligible word is "
              "not probed and not counted. Rates have 95% Wilson intervals. Parameters "
              f"{user(part['params_sha256'][:12])}."]
-    if part["other_params"]:
-        lines.append(f"The store also holds ts-guess scores under {len(part['other_params'])} other "
-                     "parameter set(s), not shown: query `latest_probe_scores` for them.")
-    return lines
+    return lines + other_params_note(part, KIND)
