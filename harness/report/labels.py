@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from harness.report import stats
-from harness.report.cells import LABELS, Cells, json_ratio, nan_if_none, sort_value, subset_rank
+from harness.report.cells import LABELS, Cells, contrast_2x2, nan_if_none, sort_value, subset_rank
 from harness.report.format import plural
 from harness.store import Store
 
@@ -76,17 +76,8 @@ def _add_holm(rows: list[dict[str, Any]], raw: str, adjusted: str, family: str) 
 
 
 def _gap_row(model: str, dk: int, dn: int, uk: int, un: int) -> dict[str, Any]:
-    fisher = stats.fisher_exact_2x2(dk, dn - dk, uk, un - uk)
-    d_low, d_high = stats.wilson_interval(dk, dn)
-    u_low, u_high = stats.wilson_interval(uk, un)
-    g_low, g_high = stats.newcombe_interval(dk, dn, uk, un)
-    documented, undocumented = stats.proportion(dk, dn), stats.proportion(uk, un)
-    return {"model": model, "documented_n": dn, "documented_right": dk,
-            "documented_accuracy": documented, "documented_ci_low": d_low, "documented_ci_high": d_high,
-            "undocumented_n": un, "undocumented_right": uk, "undocumented_accuracy": undocumented,
-            "undocumented_ci_low": u_low, "undocumented_ci_high": u_high,
-            "gap": documented - undocumented, "gap_ci_low": g_low, "gap_ci_high": g_high,
-            "odds_ratio": json_ratio(fisher.odds_ratio), "fisher_p": fisher.p}
+    return {"model": model, **contrast_2x2(dk, dn, uk, un, count="right", share="accuracy",
+                                           difference="gap", interval="gap_ci")}
 
 
 # -- the judge and agreement ------------------------------------------------------------------

@@ -1,7 +1,9 @@
 """The cdd probe's part of the report (``report["probes"]["cdd"]``): per model, the share of items
 flagged as peaked (Dong et al. 2024; :mod:`metrics.probe_cdd`) with 95% Wilson intervals and the
-mean peakedness, the same per subset, and per model Fisher's exact test of the documented against
-the undocumented subset on the 2×2 flagged / not-flagged table (odds ratio ad/bc, two-sided p).
+mean peakedness, the same per subset, and per model the documented against the undocumented
+subset on the 2×2 flagged / not-flagged table (:func:`harness.report.cells.contrast_2x2`, as the
+gap table and ts-guess do): the difference of shares with Newcombe's interval, the odds ratio
+ad/bc and Fisher's two-sided exact p.
 
 A store may hold cdd runs under several parameter sets; the part reports the one with the most
 scored cells (the latest on a tie) and names it, with its parameters. Cells whose peakedness is
@@ -10,12 +12,13 @@ None (every text empty) are left out and counted (``unscored``).
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
-from harness.report.format import Section, Table, fmt_ci, fmt_num, fmt_or, fmt_p, fmt_pct, user
+from harness.report.cells import contrast_2x2
+from harness.report.format import (Section, Table, fmt_ci, fmt_num, fmt_or, fmt_p, fmt_pct, fmt_pp,
+                                   fmt_sides, user)
 from harness.report.probe_rows import chosen_params, other_params_note
-from harness.report.stats import fisher_exact_2x2, proportion, wilson_interval
+from harness.report.stats import proportion, wilson_interval
 from harness.store import Store
 
 __all__ = ["KIND", "FIGURE", "build", "section"]
@@ -64,15 +67,8 @@ def _share_row(row: dict[str, Any]) -> dict[str, Any]:
 def _contrast_row(model: str, per_subset: list[dict], contrast: tuple[str, str]) -> dict[str, Any]:
     sides = {r["subset"]: r for r in per_subset if r["model"] == model}
     doc, undoc = (sides.get(name, {"n": 0, "flagged": 0}) for name in contrast)
-    fisher = fisher_exact_2x2(doc["flagged"], doc["n"] - doc["flagged"],
-                              undoc["flagged"], undoc["n"] - undoc["flagged"])
-    documented, undocumented = proportion(doc["flagged"], doc["n"]), proportion(undoc["flagged"], undoc["n"])
-    return {"model": model, "documented_n": doc["n"], "documented_flagged": doc["flagged"],
-            "documented_share": documented, "undocumented_n": undoc["n"],
-            "undocumented_flagged": undoc["flagged"], "undocumented_share": undocumented,
-            "difference": documented - undocumented,
-            "odds_ratio": "inf" if math.isinf(fisher.odds_ratio) else fisher.odds_ratio,
-            "fisher_p": fisher.p}
+    return {"model": model, **contrast_2x2(doc["flagged"], doc["n"], undoc["flagged"], undoc["n"],
+                                           count="flagged", share="share")}
 
 
 # -- rendering ---------------------------------------------------------------------------------
@@ -83,14 +79,14 @@ def section(part: dict[str, Any], report: dict[str, Any]) -> Section:
     return Section("Probe: cdd (output peakedness)", _paragraphs(part), [
         _share_table(part["per_model"], "Per model, every item."),
         _share_table(part["per_subset"], "Per model and subset.", subset=True),
-        Table(["Model", f"{doc} flagged", f"{undoc} flagged", "Difference", "Odds ratio",
-               "Fisher p"],
-              [[r["model"], f"{fmt_pct(r['documented_share'])} ({r['documented_flagged']}/{r['documented_n']})",
-                f"{fmt_pct(r['undocumented_share'])} ({r['undocumented_flagged']}/{r['undocumented_n']})",
-                f"{100 * r['difference']:+.1f} pp" if not math.isnan(r["difference"]) else "—",
-                fmt_or(r["odds_ratio"]), fmt_p(r["fisher_p"])] for r in part["contrast"]],
+        Table(["Model", f"{doc} flagged", f"{undoc} flagged", "Difference", "95% CI (Newcombe)",
+               "Odds ratio", "Fisher p"],
+              [[r["model"], *fmt_sides(r, "flagged", "share"), fmt_pp(r["difference"], signed=True),
+                fmt_ci(r["ci_low"], r["ci_high"]), fmt_or(r["odds_ratio"]), fmt_p(r["fisher_p"])]
+               for r in part["contrast"]],
               "Documented vs undocumented: odds ratio ad/bc and two-sided Fisher exact p on the "
-              "2×2 flagged / not-flagged table.")], figures=[FIGURE])
+              "2×2 flagged / not-flagged table; the difference's interval is Newcombe's hybrid "
+              "score interval.")], figures=[FIGURE])
 
 
 def _paragraphs(part: dict[str, Any]) -> list[str]:
