@@ -33,7 +33,7 @@ from harness.report.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, bootstrap_
 from harness.store import Store
 
 __all__ = ["KIND", "FIGURE", "build", "section", "guided_part", "paired_difference", "MEASURES",
-           "BOOTSTRAP"]
+           "MEASURE_NAMES", "BOOTSTRAP"]
 
 KIND = "guided"
 FIGURE = "fig_probe_guided"
