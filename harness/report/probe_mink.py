@@ -8,7 +8,9 @@ undocumented ones divided by n1 * n0 (ties count one half; :func:`harness.report
 with a two-sided Mann-Whitney p. The 95% interval is a percentile bootstrap that resamples the
 documented and the undocumented items independently (:data:`RESAMPLES` resamples, numpy seed
 :data:`SEED`, scipy's ``bootstrap``), so a rebuilt report has the same interval. A text with no
-score (fewer tokens than 1/k, stored NULL) is left out and counted.
+score (fewer tokens than 1/k, stored NULL) is left out and counted. Each (model, k, source) is
+read from one parameter set, the one with the most scored items (the latest on a tie); the part
+names the sets it leaves out (``other_params``).
 
 :func:`build` reads the store, :func:`section` renders the part (both listed in
 :mod:`harness.report.probes`); the figure is :mod:`harness.report.probe_mink_figure`'s.
@@ -25,6 +27,7 @@ import orjson
 from scipy import stats as sps
 
 from harness.report.format import Section, Table, fmt_num, fmt_num_ci, fmt_p, user
+from harness.report.probe_rows import other_params_note
 from harness.report.stats import roc_auc
 from harness.store import Store
 
@@ -37,12 +40,17 @@ KIND = "min-k"
 FIGURE = "fig_probe_min_k"
 NAMES = {"min_k": "Min-K%", "min_k_pp": "Min-K%++"}
 
+# Each model's parameter sets, the one with the most scored items first (the latest on a tie).
+_SETS_SQL = """
+SELECT s.model, s.params_sha256, any_value(p.params) AS params
+FROM latest_probe_scores s JOIN probe_params p USING (params_sha256)
+WHERE s.probe = 'min-k' GROUP BY ALL
+ORDER BY s.model, count(DISTINCT s.item_id) DESC, max(s.seq) DESC, s.params_sha256
+"""
+
 _SCORES_SQL = """
-SELECT s.model, s.metric, s.value, i.subset, p.params
-FROM latest_probe_scores s
-JOIN latest_items i USING (item_id)
-JOIN (SELECT params_sha256, any_value(params) AS params FROM probe_params
-      WHERE probe = 'min-k' GROUP BY ALL) p USING (params_sha256)
+SELECT s.model, s.params_sha256, s.metric, s.value, i.subset
+FROM latest_probe_scores s JOIN latest_items i USING (item_id)
 WHERE s.probe = 'min-k' AND i.subset IN (?, ?)
 ORDER BY s.model, s.metric, s.item_id
 """
@@ -51,25 +59,46 @@ ORDER BY s.model, s.metric, s.item_id
 def build(store: Store, contrast: tuple[str, str] = ("official", "fan")) -> dict[str, Any] | None:
     """The part, or None when the store holds no min-k scores of the two subsets."""
     documented, undocumented = contrast
+    chosen, others = _chosen_sets(store)
     groups: defaultdict[tuple, dict[str, list]] = defaultdict(lambda: defaultdict(list))
     for row in store.query_dicts(_SCORES_SQL, [documented, undocumented]):
-        params = orjson.loads(row["params"])
-        key = (row["model"], row["metric"], params["k"], params["logprobs"])
-        groups[key][row["subset"]].append(row["value"])
+        params = chosen.get((row["model"], row["params_sha256"]))
+        if params is not None:
+            key = (row["model"], row["metric"], params["k"], params["logprobs"], row["params_sha256"])
+            groups[key][row["subset"]].append(row["value"])
     if not groups:
         return None
     rows = [_row(key, values.get(documented, []), values.get(undocumented, []))
             for key, values in sorted(groups.items())]
-    return {"resamples": RESAMPLES, "seed": SEED, "confidence": CONFIDENCE, "rows": rows}
+    return {"resamples": RESAMPLES, "seed": SEED, "confidence": CONFIDENCE, "rows": rows,
+            "other_params": others}
+
+
+def _chosen_sets(store: Store) -> tuple[dict[tuple[str, str], dict], list[str]]:
+    """Per model, k and log-probability source, the parameter set with the most scored items
+    (the latest on a tie; another text rule at the same k is another set): (model,
+    params_sha256) -> its params, and the sets with scores left out."""
+    chosen: dict[tuple[str, str], dict] = {}
+    taken: set[tuple] = set()
+    others: list[str] = []
+    for row in store.query_dicts(_SETS_SQL):
+        params = orjson.loads(row["params"])
+        key = (row["model"], params["k"], params["logprobs"])
+        if key not in taken:
+            taken.add(key)
+            chosen[(row["model"], row["params_sha256"])] = params
+        elif row["params_sha256"] not in others:
+            others.append(row["params_sha256"])
+    return chosen, others
 
 
 def _row(key: tuple, documented: list, undocumented: list) -> dict[str, Any]:
-    model, metric, k, source = key
+    model, metric, k, source, sha = key
     doc = [v for v in documented if v is not None]
     undoc = [v for v in undocumented if v is not None]
     auc = roc_auc(doc + undoc, [True] * len(doc) + [False] * len(undoc))
     low, high = auc_interval(doc, undoc)
-    return {"model": model, "metric": metric, "k": k, "logprobs": source,
+    return {"model": model, "metric": metric, "k": k, "logprobs": source, "params_sha256": sha,
             "documented_n": len(doc), "undocumented_n": len(undoc),
             "unscored": len(documented) + len(undocumented) - len(doc) - len(undoc),
             "documented_median": _median(doc), "undocumented_median": _median(undoc),
@@ -122,6 +151,7 @@ def section(part: dict[str, Any], report: dict[str, Any]) -> Section:
     if any(r["logprobs"] == "prompt_logprobs" for r in part["rows"]):
         paragraphs.append("Models served by vLLM have Min-K% only: a server returns each token's "
                           "log-probability but not the whole next-token distribution Min-K%++ needs.")
+    paragraphs += other_params_note(part, KIND)
     rows = [[r["model"], NAMES.get(r["metric"], r["metric"]), f"{r['k']:g}",
              f"{r['documented_n']} / {r['undocumented_n']}", fmt_num(r["documented_median"]),
              fmt_num(r["undocumented_median"]), fmt_num(r["auc"]),
