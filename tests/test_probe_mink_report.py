@@ -111,6 +111,8 @@ def test_contam_report_writes_the_section_table_and_figure(tmp_path, contam):
     assert "| local-a | Min-K% | 0.2 | 5 / 5 | 1.200 | 0.200 | 1.000 |" in md
     assert "| local-a | Min-K%++ | 0.2 | 5 / 5 |" in md and "![Probe min-k: Min-K%" in md
     assert "2000 resamples of each subset, seed 0" in md
+    assert "seed 20240613 (the min-k probe's ROC-AUC: percentile, 2000 resamples of each subset, " \
+           "seed 0)" in md  # the provenance's bootstrap settings are not min-k's
     report = json.loads((folder / "report.json").read_text("utf-8"))
     assert report["probes"]["min-k"]["rows"][0]["documented_values"] == [1.0, 1.1, 1.2, 1.3, 1.4]
     assert any("min_k" in p.name for p in (folder / "tables").iterdir())

@@ -84,6 +84,19 @@ def test_paired_bootstrap_is_seeded_and_is_scipys_bca_on_the_differences() -> No
     assert (first["ci_low"], first["ci_high"]) == pytest.approx((bca.low, bca.high))
 
 
+def test_bootstrap_p_is_that_of_the_centred_differences_resampled_the_same_way() -> None:
+    """p comes from the interval's own resampled means, less the observed mean: the same p as a
+    second bootstrap of the centred differences with the same seed."""
+    rng = np.random.default_rng(3)
+    for shift in (0.0, 0.03, 0.1):
+        guided, general = rng.uniform(0, 1, 40) + shift, rng.uniform(0, 1, 40)
+        d = guided - general
+        centred = sps.bootstrap((d - d.mean(),), np.mean, n_resamples=BOOTSTRAP_RESAMPLES,
+                                method="percentile", rng=np.random.default_rng(BOOTSTRAP_SEED))
+        expected = (1 + np.sum(centred.bootstrap_distribution >= d.mean())) / (1 + BOOTSTRAP_RESAMPLES)
+        assert paired_difference(guided, general)["p"] == pytest.approx(expected)
+
+
 def test_bootstrap_p_agrees_with_the_normal_approximation_on_a_large_sample() -> None:
     rng = np.random.default_rng(1)
     for shift in (0.0, 0.05, -0.1):

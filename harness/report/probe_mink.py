@@ -5,9 +5,11 @@ tells them apart.
 The score is taken as a classifier of "documented" (higher = more likely seen in training, the
 papers' direction): its ROC-AUC is the Mann-Whitney U of the documented scores over the
 undocumented ones divided by n1 * n0 (ties count one half; :func:`harness.report.stats.roc_auc`),
-with a two-sided Mann-Whitney p. The 95% interval is a percentile bootstrap that resamples the
-documented and the undocumented items independently (:data:`RESAMPLES` resamples, numpy seed
-:data:`SEED`, scipy's ``bootstrap``), so a rebuilt report has the same interval. A text with no
+with a two-sided Mann-Whitney p from the same test (:func:`harness.report.stats.roc_auc_test`).
+The 95% interval is a percentile bootstrap that resamples the documented and the undocumented
+items independently (:func:`harness.report.stats.bootstrap` with this part's own settings,
+:data:`RESAMPLES` resamples, seed :data:`SEED`, not the report's BCa ones; the section and the
+provenance say so), so a rebuilt report has the same interval. A text with no
 score (fewer tokens than 1/k, stored NULL) is left out and counted. Each (model, k, source) is
 read from one parameter set, the one with the most scored items (the latest on a tie); the part
 names the sets it leaves out (``other_params``).
@@ -18,7 +20,6 @@ names the sets it leaves out (``other_params``).
 
 from __future__ import annotations
 
-import warnings
 from collections import defaultdict
 from typing import Any
 
@@ -28,7 +29,7 @@ from scipy import stats as sps
 
 from harness.report.format import Section, Table, fmt_num, fmt_num_ci, fmt_p, user
 from harness.report.probe_rows import other_params_note
-from harness.report.stats import roc_auc
+from harness.report.stats import bootstrap, roc_auc_test
 from harness.store import Store
 
 __all__ = ["KIND", "FIGURE", "build", "section", "auc_interval", "RESAMPLES", "SEED"]
@@ -96,24 +97,18 @@ def _row(key: tuple, documented: list, undocumented: list) -> dict[str, Any]:
     model, metric, k, source, sha = key
     doc = [v for v in documented if v is not None]
     undoc = [v for v in undocumented if v is not None]
-    auc = roc_auc(doc + undoc, [True] * len(doc) + [False] * len(undoc))
+    auc, p = roc_auc_test(doc + undoc, [True] * len(doc) + [False] * len(undoc))
     low, high = auc_interval(doc, undoc)
     return {"model": model, "metric": metric, "k": k, "logprobs": source, "params_sha256": sha,
             "documented_n": len(doc), "undocumented_n": len(undoc),
             "unscored": len(documented) + len(undocumented) - len(doc) - len(undoc),
             "documented_median": _median(doc), "undocumented_median": _median(undoc),
-            "auc": auc, "auc_ci_low": low, "auc_ci_high": high, "mannwhitney_p": _p(doc, undoc),
+            "auc": auc, "auc_ci_low": low, "auc_ci_high": high, "mannwhitney_p": p,
             "documented_values": doc, "undocumented_values": undoc}
 
 
 def _median(values: list[float]) -> float:
     return float(np.median(values)) if values else float("nan")
-
-
-def _p(doc: list[float], undoc: list[float]) -> float:
-    if not doc or not undoc:
-        return float("nan")
-    return float(sps.mannwhitneyu(doc, undoc, alternative="two-sided").pvalue)
 
 
 def _auc_statistic(doc: np.ndarray, undoc: np.ndarray, axis: int = -1) -> np.ndarray:
@@ -127,13 +122,9 @@ def auc_interval(doc: list[float], undoc: list[float]) -> tuple[float, float]:
     than two scores in either subset."""
     if len(doc) < 2 or len(undoc) < 2:
         return float("nan"), float("nan")
-    with warnings.catch_warnings():  # a constant resampled statistic (AUC 1 every time) warns
-        warnings.simplefilter("ignore")
-        ci = sps.bootstrap((np.asarray(doc, float), np.asarray(undoc, float)), _auc_statistic,
-                           n_resamples=RESAMPLES, confidence_level=CONFIDENCE, paired=False,
-                           vectorized=True, method="percentile",
-                           rng=np.random.default_rng(SEED)).confidence_interval
-    return float(ci.low), float(ci.high)
+    result = bootstrap((doc, undoc), _auc_statistic, method="percentile", resamples=RESAMPLES,
+                       seed=SEED, confidence=CONFIDENCE)
+    return result.low, result.high
 
 
 # -- rendering ------------------------------------------------------------------------------------
