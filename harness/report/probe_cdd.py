@@ -77,8 +77,9 @@ def section(part: dict[str, Any], report: dict[str, Any]) -> Section:
     contrast = report["contrast"]
     doc, undoc = contrast["documented"], contrast["undocumented"]
     return Section("Probe: cdd (output peakedness)", _paragraphs(part), [
-        _share_table(part["per_model"], "Per model, every item."),
-        _share_table(part["per_subset"], "Per model and subset.", subset=True),
+        _share_table(part["per_model"], "Per model, every item.", "probe_cdd_by_model"),
+        _share_table(part["per_subset"], "Per model and subset.", "probe_cdd_by_model_subset",
+                     subset=True),
         Table(["Model", f"{doc} flagged", f"{undoc} flagged", "Difference", "95% CI (Newcombe)",
                "Odds ratio", "Fisher p"],
               [[r["model"], *fmt_sides(r, "flagged", "share"), fmt_pp(r["difference"], signed=True),
@@ -86,7 +87,7 @@ def section(part: dict[str, Any], report: dict[str, Any]) -> Section:
                for r in part["contrast"]],
               "Documented vs undocumented: odds ratio ad/bc and two-sided Fisher exact p on the "
               "2×2 flagged / not-flagged table; the difference's interval is Newcombe's hybrid "
-              "score interval.")], figures=[FIGURE])
+              "score interval.", "probe_cdd_contrast")], figures=[FIGURE])
 
 
 def _paragraphs(part: dict[str, Any]) -> list[str]:
@@ -99,10 +100,10 @@ def _paragraphs(part: dict[str, Any]) -> list[str]:
     return lines + other_params_note(part, KIND)
 
 
-def _share_table(rows: list[dict], caption: str, subset: bool = False) -> Table:
+def _share_table(rows: list[dict], caption: str, name: str, subset: bool = False) -> Table:
     head = ["Model", *(["Subset"] if subset else []), "Items", "Flagged", "Share", "95% CI (Wilson)",
             "Mean peakedness", "Unscored"]
     body = [[r["model"], *([str(r["subset"])] if subset else []), str(r["n"]), str(r["flagged"]),
              fmt_pct(r["flagged_share"]), fmt_ci(r["ci_low"], r["ci_high"]),
              fmt_num(r["mean_peakedness"]), str(r["unscored"])] for r in rows]
-    return Table(head, body, caption)
+    return Table(head, body, caption, name)

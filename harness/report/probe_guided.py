@@ -112,7 +112,7 @@ def section(part: dict[str, Any], report: dict[str, Any]) -> Section:
                       fmt_num_ci(r["ci_low"], r["ci_high"]), fmt_p(r["p"])]
                      for r in part["differences"] if r["measure"] == measure],
                     f"Mean {MEASURE_NAMES[measure]} of the completion against the question's true "
-                    "rest, per model over all items and per subset.")
+                    "rest, per model over all items and per subset.", f"probe_guided_{measure}")
               for measure in MEASURES]
     return Section("Probe: guided (guided vs general instruction)", _paragraphs(part), tables,
                    figures=[FIGURE])

@@ -150,5 +150,5 @@ def section(part: dict[str, Any], report: dict[str, Any]) -> Section:
             for r in part["rows"]]
     table = Table(["Model", "Score", "k", "n (doc / undoc)", "Median doc", "Median undoc",
                    "ROC-AUC", f"{part['confidence']:.0%} CI", "p"], rows,
-                  "Min-K% / Min-K%++ per model: documented vs undocumented items.")
+                  "Min-K% / Min-K%++ per model: documented vs undocumented items.", "probe_min_k")
     return Section("Probe: min-k (token log-probabilities)", paragraphs, [table], [FIGURE])

@@ -75,14 +75,15 @@ def section(part: dict[str, Any], report: dict[str, Any]) -> Section:
                    "Not probed"],
                   [[r["model"], str(r["subset"]), str(r["n"]), str(r["matches"]), fmt_pct(r["rate"]),
                     fmt_ci(r["ci_low"], r["ci_high"]), str(r["not_probed"])] for r in part["rates"]],
-                  "Exact-match rate of the masked word per model and subset.")
+                  "Exact-match rate of the masked word per model and subset.",
+                  "probe_tsguess_by_model_subset")
     tests = Table(["Model", doc, undoc, "Difference", "95% CI (Newcombe)", "Odds ratio", "Fisher p"],
                   [[r["model"], *fmt_sides(r, "matches", "rate"),
                     fmt_pp(r["difference"], signed=True), fmt_ci(r["ci_low"], r["ci_high"]),
                     fmt_or(r["odds_ratio"]), fmt_p(r["fisher_p"])] for r in part["tests"]],
                   "Documented vs undocumented: odds ratio ad/bc and two-sided Fisher exact p on the "
                   "2×2 match / no match table; the difference's interval is Newcombe's hybrid score "
-                  "interval.")
+                  "interval.", "probe_tsguess_contrast")
     return Section("Probe: ts-guess (testset slot guessing)", _paragraphs(part),
                    [rates, tests], figures=[FIGURE])
 
