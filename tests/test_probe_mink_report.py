@@ -9,7 +9,7 @@ import math
 import orjson
 import pytest
 
-from harness.report.probe_mink import RESAMPLES, SEED, auc_interval, build
+from harness.report.probe_mink import RESAMPLES, SEED, auc_interval, build, section
 from harness.store import Store, utc_now
 from metrics.probe_mink import probe_params
 from metrics.probes import params_sha256
@@ -65,6 +65,31 @@ def test_rows_are_per_model_score_and_k(tmp_path):
     assert {r["auc"] for r in rows} == {0.0}  # the fan items scored higher: AUC 0, not flipped
 
 
+def test_two_parameter_sets_of_the_same_k_count_each_item_once(tmp_path):
+    """Another text rule at the same k and source is another parameter set: the part reports,
+    per model, k and source, the set with the most scored items, names the other, and never
+    pools the two (which counted every item twice)."""
+    values = {"d0": 3.0, "d1": 4.0, "d2": 5.0, "u0": 1.0, "u1": 2.0, "u2": 3.5}
+    path = _store(tmp_path / "s.duckdb", [("m", "min_k", 0.2, i, v) for i, v in values.items()])
+    other = {**probe_params(0.2, "forward"), "text": "question only"}
+    with Store(path) as store, store.transaction():
+        store.append("probe_params", [{"params_sha256": params_sha256("min-k", other),
+                                       "probe": "min-k", "params": orjson.dumps(other).decode()}])
+        store.append("probe_scores", [
+            {"probe": "min-k", "params_sha256": params_sha256("min-k", other), "item_id": item,
+             "model": "m", "metric": "min_k", "value": -values[item], "created_at": utc_now()}
+            for item in ("d0", "u0")])
+    with Store(path, read_only=True) as store:
+        part = build(store)
+    [row] = part["rows"]
+    assert (row["documented_n"], row["undocumented_n"]) == (3, 3)
+    assert row["documented_values"] == [3.0, 4.0, 5.0] and row["auc"] == pytest.approx(8 / 9)
+    assert row["params_sha256"] == params_sha256("min-k", probe_params(0.2, "forward"))
+    assert part["other_params"] == [params_sha256("min-k", other)]
+    paragraphs = section(part, {"contrast": {"documented": "official", "undocumented": "fan"}}).paragraphs
+    assert "also holds min-k scores under 1 other parameter set(s)" in " ".join(paragraphs)
+
+
 def test_a_store_without_min_k_scores_has_no_part(tmp_path):
     with Store(tmp_path / "s.duckdb", create=True) as store:
         assert build(store) is None
@@ -86,6 +111,8 @@ def test_contam_report_writes_the_section_table_and_figure(tmp_path, contam):
     assert "| local-a | Min-K% | 0.2 | 5 / 5 | 1.200 | 0.200 | 1.000 |" in md
     assert "| local-a | Min-K%++ | 0.2 | 5 / 5 |" in md and "![Probe min-k: Min-K%" in md
     assert "2000 resamples of each subset, seed 0" in md
+    assert "seed 20240613 (the min-k probe's ROC-AUC: percentile, 2000 resamples of each subset, " \
+           "seed 0)" in md  # the provenance's bootstrap settings are not min-k's
     report = json.loads((folder / "report.json").read_text("utf-8"))
     assert report["probes"]["min-k"]["rows"][0]["documented_values"] == [1.0, 1.1, 1.2, 1.3, 1.4]
     assert any("min_k" in p.name for p in (folder / "tables").iterdir())

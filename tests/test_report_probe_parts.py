@@ -84,6 +84,19 @@ def test_paired_bootstrap_is_seeded_and_is_scipys_bca_on_the_differences() -> No
     assert (first["ci_low"], first["ci_high"]) == pytest.approx((bca.low, bca.high))
 
 
+def test_bootstrap_p_is_that_of_the_centred_differences_resampled_the_same_way() -> None:
+    """p comes from the interval's own resampled means, less the observed mean: the same p as a
+    second bootstrap of the centred differences with the same seed."""
+    rng = np.random.default_rng(3)
+    for shift in (0.0, 0.03, 0.1):
+        guided, general = rng.uniform(0, 1, 40) + shift, rng.uniform(0, 1, 40)
+        d = guided - general
+        centred = sps.bootstrap((d - d.mean(),), np.mean, n_resamples=BOOTSTRAP_RESAMPLES,
+                                method="percentile", rng=np.random.default_rng(BOOTSTRAP_SEED))
+        expected = (1 + np.sum(centred.bootstrap_distribution >= d.mean())) / (1 + BOOTSTRAP_RESAMPLES)
+        assert paired_difference(guided, general)["p"] == pytest.approx(expected)
+
+
 def test_bootstrap_p_agrees_with_the_normal_approximation_on_a_large_sample() -> None:
     rng = np.random.default_rng(1)
     for shift in (0.0, 0.05, -0.1):
@@ -144,3 +157,58 @@ def test_figures_draw_each_subsets_value() -> None:
                     if r["subset"] == "official" and r["measure"] == "rouge_l")
     assert round(official["mean_difference"], 6) in {round(b.get_height(), 6)
                                                       for b in figure.axes[0].patches}
+
+
+def probed_store(path) -> None:
+    """cdd (5 official, 4 fan items, model M) and min-k scores (model M, k 0.2)."""
+    import orjson
+
+    from harness.store import Store, utc_now
+    from metrics.probe_mink import probe_params
+    from metrics.probes import params_sha256
+
+    items = [(f"o{i}", "official") for i in range(5)] + [(f"f{i}", "fan") for i in range(4)]
+    cdd = {"samples": 5, "temperature": 0.8, "alpha": 0.05, "xi": 0.01}
+    sets = {"cdd": (params_sha256("cdd", cdd), cdd),
+            "min-k": (params_sha256("min-k", probe_params(0.2, "forward")), probe_params(0.2, "forward"))}
+    scores = [("cdd", item, metric, value) for n, (item, subset) in enumerate(items)
+              for metric, value in (("peakedness", n / 10), ("flagged", float(subset == "official" and n < 4)))]
+    scores += [("min-k", item, "min_k", -n / 3) for n, (item, _) in enumerate(items)]
+    with Store(path, create=True) as store, store.transaction():
+        store.append("items", [{"item_id": i, "title": "T", "subset": s, "question": "Q?", "reference": "R"}
+                               for i, s in items])
+        store.append("probe_params", [{"params_sha256": sha, "probe": kind, "params": orjson.dumps(p).decode()}
+                                      for kind, (sha, p) in sets.items()])
+        store.append("probe_scores", [
+            {"probe": kind, "params_sha256": sets[kind][0], "item_id": item, "model": "M", "metric": metric,
+             "value": value, "created_at": utc_now()} for kind, item, metric, value in scores])
+
+
+def test_probe_tables_are_named_and_their_csvs_are_tidy_numbers(tmp_path) -> None:
+    from harness.report import probes
+    from harness.report.tables import write_tables
+    from harness.store import Store
+
+    probed_store(tmp_path / "s.duckdb")
+    with Store(tmp_path / "s.duckdb", read_only=True) as store:
+        parts = probes.build(store, CONTRAST, [])
+    parts["ts-guess"] = {**params_info(rule="rarest"), **tsguess_part(tsguess_frame(), CONTRAST)}
+    parts["guided"] = {**params_info(dataset="d", split="s"), **guided_part(guided_frame(0.4), CONTRAST)}
+    report = {**report_of(parts["ts-guess"], parts["guided"]), "probes": parts}
+    write_tables(report, probes.sections(report), tmp_path / "tables")
+    names = {"probe_cdd_by_model", "probe_cdd_by_model_subset", "probe_cdd_contrast",
+             "probe_tsguess_by_model_subset", "probe_tsguess_contrast", "probe_guided_rouge_l",
+             "probe_guided_bleu2", "probe_min_k"}
+    index = pd.read_csv(tmp_path / "tables" / "index.csv").set_index("name")
+    assert names <= set(index.index) and index.loc[sorted(names), "tidy"].all()
+    labels = {"model", "subset", "metric", "logprobs", "params_sha256"}
+    for name in names:
+        frame = pd.read_csv(tmp_path / "tables" / f"{name}.csv")
+        assert len(frame) and all(pd.api.types.is_numeric_dtype(frame[column])
+                                  for column in set(frame.columns) - labels), name
+    (tsguess,) = pd.read_csv(tmp_path / "tables" / "probe_tsguess_contrast.csv").to_dict("records")
+    assert tsguess["difference"] == pytest.approx(0.8 - 1 / 8) and tsguess["documented_matches"] == 8
+    (cdd,) = pd.read_csv(tmp_path / "tables" / "probe_cdd_contrast.csv").to_dict("records")
+    assert (cdd["documented_share"], cdd["undocumented_share"], cdd["odds_ratio"]) == (0.8, 0.0, math.inf)
+    (min_k,) = pd.read_csv(tmp_path / "tables" / "probe_min_k.csv").to_dict("records")
+    assert (min_k["k"], min_k["auc"]) == (0.2, 1.0) and "documented_values" not in min_k

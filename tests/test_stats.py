@@ -162,6 +162,27 @@ def test_roc_auc_counts_ties_as_half():
     assert math.isnan(stats.roc_auc([1, 2], [True, True]))
 
 
+def test_roc_auc_test_gives_the_auc_and_the_mann_whitney_p_of_one_test():
+    scores, positive = [0.3, 0.9, 0.4, 0.8, 0.1, 0.5, 0.7], [False, True, False, True, False, True, False]
+    auc, p = stats.roc_auc_test(scores, positive)
+    assert auc == stats.roc_auc(scores, positive) == 11 / 12
+    assert p == sps.mannwhitneyu([0.9, 0.8, 0.5], [0.3, 0.4, 0.1, 0.7], alternative="two-sided").pvalue
+    assert all(math.isnan(x) for x in stats.roc_auc_test([1, 2], [True, True]))
+
+
+def test_bootstrap_is_scipys_seeded_and_hands_back_its_resamples():
+    doc, undoc = [0.1, 0.5, 0.9, 1.3, 0.2], [0.0, 0.4, 0.3, -0.2]
+    result = stats.bootstrap((doc, undoc), lambda a, b, axis: a.mean(axis) - b.mean(axis),
+                             method="percentile", resamples=500, seed=4)
+    scipy = sps.bootstrap((np.array(doc), np.array(undoc)), lambda a, b, axis: a.mean(axis) - b.mean(axis),
+                          n_resamples=500, method="percentile", rng=np.random.default_rng(4))
+    assert (result.low, result.high) == (scipy.confidence_interval.low, scipy.confidence_interval.high)
+    assert np.array_equal(result.distribution, scipy.bootstrap_distribution)
+    means = stats.bootstrap_mean(doc)
+    assert (means.low, means.high) == stats.bootstrap_mean_interval(doc)
+    assert len(means.distribution) == stats.BOOTSTRAP_RESAMPLES
+
+
 def test_point_biserial_and_pearson_by_formula():
     flags = np.array([1, 1, 1, 0, 0, 0, 0, 1], bool)
     scores = np.array([0.9, 0.7, 0.8, 0.1, 0.3, 0.2, 0.5, 0.4])

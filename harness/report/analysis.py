@@ -54,10 +54,11 @@ def _sections(store, cells, contrast, human, judge, notes) -> dict[str, Any]:
         "judge": judge_rows,
         "agreement": labels.agreement(cells, order) if human and judge else None,
     }
-    regimes = surface.regimes(cells, frame, _every_model(order, frame), overall, judge_rows)
+    every = _every_model(order, frame)
+    regimes = surface.regimes(cells, frame, every, overall, judge_rows)
     report["rank_correlation"] = surface.rank_correlation(regimes, notes) if human else None
     report["metric_validity"] = surface.metric_validity(frame, contrast, order, notes) if human else None
-    report.update(_extras(store, cells, frame, contrast, (human, judge), regimes, overall, notes))
+    report.update(_extras(store, cells, frame, contrast, (human, judge), regimes, every, notes))
     report.update(_across_models(report["gap"], frame, contrast, order, notes))
     _note_missing_sections(human, judge, notes)
     return report
@@ -68,8 +69,9 @@ def _every_model(order: list[str], frame: pd.DataFrame) -> list[str]:
     return order or sorted(frame["model"].unique())
 
 
-def _extras(store, cells, frame, contrast, raters, regimes, overall, notes) -> dict[str, Any]:
-    (human, judge), order = raters, _every_model(labels.model_order(overall), frame)
+def _extras(store, cells, frame, contrast, raters, regimes, order, notes) -> dict[str, Any]:
+    """The sections beyond DESIGN.md's schema; ``order``: every model (:func:`_every_model`)."""
+    human, judge = raters
     missing = labels.missing(cells, order)
     _note_missing_data(missing, notes, human)
     return {

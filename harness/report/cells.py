@@ -16,10 +16,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from harness.report import stats
 from harness.store import Store
 
-__all__ = ["LABELS", "METRICS", "Cells", "sort_value", "nan_if_none", "mean", "share", "ratio",
-           "json_ratio", "plain"]
+__all__ = ["LABELS", "METRICS", "Cells", "sort_value", "nan_if_none", "nan_if_infinite", "mean",
+           "share", "ratio", "json_ratio", "plain", "subset_rank", "contrast_2x2"]
 
 LABELS = ("right", "partial", "wrong")
 METRICS = {"bleu2": "BLEU-2", "bertscore_f1": "BERTScore-F1"}
@@ -74,6 +75,13 @@ def nan_if_none(x: float | None) -> float:
     return math.nan if x is None else x
 
 
+def nan_if_infinite(x: Any) -> float:
+    """A statsmodels or numpy number as a float; an infinite one (a fit that did not converge, a
+    zero denominator) as NaN."""
+    value = float(x)
+    return value if math.isfinite(value) else math.nan
+
+
 def mean(values: np.ndarray) -> float:
     return float(np.mean(values)) if len(values) else math.nan
 
@@ -89,6 +97,31 @@ def ratio(a: float, b: float) -> float:
 def json_ratio(x: float) -> float | str:
     """JSON has no infinity: an infinite odds ratio is the string "inf" (DESIGN.md)."""
     return "inf" if math.isinf(x) else x
+
+
+def subset_rank(subset: Any, contrast: Sequence[str]) -> int:
+    """Where a subset sorts: 0 the documented one, 1 the undocumented one (``contrast``), 2 any
+    other."""
+    return contrast.index(subset) if subset in contrast else 2
+
+
+def contrast_2x2(dk: int, dn: int, uk: int, un: int, *, count: str, share: str,
+                 difference: str = "difference", interval: str = "ci") -> dict[str, Any]:
+    """The documented-vs-undocumented 2×2 (``dk`` of ``dn`` documented items counted, ``uk`` of
+    ``un`` undocumented): per side ``{side}_n``, ``{side}_{count}``, ``{side}_{share}`` and its
+    Wilson interval ``{side}_ci_low`` / ``_high``; the ``difference`` of the shares with Newcombe's
+    hybrid score interval ``{interval}_low`` / ``_high``; the odds ratio ad/bc (:func:`json_ratio`)
+    and Fisher's two-sided exact p. The gap table, cdd's and ts-guess's contrasts are this row."""
+    row: dict[str, Any] = {}
+    for side, k, n in (("documented", dk, dn), ("undocumented", uk, un)):
+        low, high = stats.wilson_interval(k, n)
+        row |= {f"{side}_n": n, f"{side}_{count}": k, f"{side}_{share}": stats.proportion(k, n),
+                f"{side}_ci_low": low, f"{side}_ci_high": high}
+    low, high = stats.newcombe_interval(dk, dn, uk, un)
+    fisher = stats.fisher_exact_2x2(dk, dn - dk, uk, un - uk)
+    return {**row, difference: row[f"documented_{share}"] - row[f"undocumented_{share}"],
+            f"{interval}_low": low, f"{interval}_high": high,
+            "odds_ratio": json_ratio(fisher.odds_ratio), "fisher_p": fisher.p}
 
 
 def plain(value: Any) -> Any:

@@ -30,6 +30,7 @@ import numpy as np
 from statsmodels.stats.contingency_tables import StratifiedTable
 
 from harness.report import stats
+from harness.report.cells import nan_if_infinite
 from harness.report.logistic import logistic
 
 __all__ = ["cmh", "logistic", "CMH_METHODS"]
@@ -39,11 +40,6 @@ CMH_METHODS = {  # what the report text says about each test, kept beside the co
     "interval": "Robins–Breslow–Greenland variance of the log odds ratio",
     "breslow_day": "Breslow–Day with Tarone's correction",
 }
-
-
-def _float(x: Any) -> float:
-    value = float(x)
-    return value if math.isfinite(value) else math.nan
 
 
 # -- Cochran–Mantel–Haenszel and Breslow–Day -----------------------------------------------------
@@ -61,9 +57,10 @@ def cmh(gap_rows: list[dict], notes: list) -> dict[str, Any] | None:
         notes.append({"section": "cmh", "reason": _UNDEFINED_POOLED["nan" if np.isnan(pooled) else "inf"]})
         return None
     low, high = table.oddsratio_pooled_confint()
-    statistic = _float(table.test_null_odds(correction=False).statistic)
-    result = {"models": used, "odds_ratio": _float(table.oddsratio_pooled), "ci_low": _float(low),
-              "ci_high": _float(high), **_chi2("cmh", statistic, 1), "methods": CMH_METHODS,
+    statistic = nan_if_infinite(table.test_null_odds(correction=False).statistic)
+    result = {"models": used, "odds_ratio": nan_if_infinite(table.oddsratio_pooled),
+              "ci_low": nan_if_infinite(low), "ci_high": nan_if_infinite(high),
+              **_chi2("cmh", statistic, 1), "methods": CMH_METHODS,
               "breslow_day_statistic": None, "breslow_day_p": None, "breslow_day_log10_p": None}
     result.update(_breslow_day(table, len(tables), notes))
     return result
@@ -102,7 +99,7 @@ def _breslow_day(table: StratifiedTable, strata: int, notes: list) -> dict[str, 
         return {}
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
-        statistic = _float(table.test_equal_odds(adjust=True).statistic)  # Tarone's correction
+        statistic = nan_if_infinite(table.test_equal_odds(adjust=True).statistic)  # Tarone's correction
     result = _chi2("breslow_day", statistic, strata - 1)
     if math.isnan(result["breslow_day_p"]):
         notes.append({"section": "cmh", "reason": "the Breslow–Day test is undefined on these tables "

@@ -19,8 +19,8 @@ from typing import Any
 from harness.report.format import PNG_DPI, is_missing
 
 __all__ = ["COLUMN", "FULL", "STYLE", "BAR", "OKABE_ITO", "SUBSET_COLOURS", "MODEL_PALETTE", "NEUTRAL",
-           "REGIME_ORDER", "model_colours", "errors", "fit", "grid", "empty_panel", "value_labels",
-           "zero_marks", "score_limits"]
+           "REGIME_ORDER", "model_colours", "row_value", "errors", "fit", "grid", "empty_panel",
+           "value_labels", "zero_marks", "score_limits"]
 
 COLUMN, FULL = 3.5, 7.2  # inches: one column and the full text width of a two-column paper
 OKABE_ITO = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
@@ -44,6 +44,11 @@ def model_colours(report: dict) -> dict[str, str]:
     rows = report.get("overall") or report.get("judge") or report.get("regimes") or []
     models = list(dict.fromkeys(r["model"] for r in rows))
     return dict(zip(models, cycle(MODEL_PALETTE)))
+
+
+def row_value(row: dict | None, key: str, default: float = 0.0) -> float:
+    """``row[key]``, or ``default`` where there is no row or the value is None or NaN."""
+    return default if row is None or is_missing(row.get(key)) else row[key]
 
 
 def errors(values: list[float], lows: list[float], highs: list[float]) -> list[list[float]]:

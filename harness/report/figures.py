@@ -30,9 +30,10 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from harness.report.analysis import METRICS, figure_regime  # noqa: E402
+from harness.report.cells import subset_rank  # noqa: E402
 from harness.report.figure_style import (BAR, COLUMN, FULL, NEUTRAL, STYLE, SUBSET_COLOURS,  # noqa: E402
-                                         empty_panel, errors, fit, grid, model_colours, score_limits,
-                                         value_labels, zero_marks)
+                                         empty_panel, errors, fit, grid, model_colours, row_value,
+                                         score_limits, value_labels, zero_marks)
 from harness.report.format import PNG_DPI, fmt_pp, is_missing  # noqa: E402
 
 __all__ = ["FIGURES", "TITLES", "COLUMN", "FULL", "STYLE", "draw_figures", "export", "export_drawn",
@@ -72,7 +73,7 @@ def leaderboard(report: dict) -> Figure:
 
 def _best_first(rows: list[dict]) -> list[dict]:
     """The judge rows come in human order, which does not exist here: sort by their accuracy."""
-    return sorted(rows, key=lambda r: (-_value(r, "accuracy", -1.0), r["model"]))
+    return sorted(rows, key=lambda r: (-row_value(r, "accuracy", -1.0), r["model"]))
 
 
 def _accuracy_bars(ax, rows: list[dict], colours: dict[str, str]) -> None:
@@ -91,7 +92,7 @@ def _accuracy_bars(ax, rows: list[dict], colours: dict[str, str]) -> None:
 
 def _surface_leaderboard(report: dict) -> Figure:
     """No labels at all: mean BLEU-2 and BERTScore-F1 per model, one panel each."""
-    rows = sorted(report["regimes"], key=lambda r: (-_value(r, _lead_metric(report)), r["model"]))
+    rows = sorted(report["regimes"], key=lambda r: (-row_value(r, _lead_metric(report)), r["model"]))
     fig, axes = plt.subplots(1, 2, figsize=(FULL, 0.8 + 0.42 * max(len(rows), 1)), sharey=True,
                              layout="constrained")
     y, colours = list(range(len(rows))), model_colours(report)
@@ -131,14 +132,14 @@ def _subset_bars(fig, ax, rows: list[dict], contrast: dict, value: str, scale: f
     higher of the two intervals (the gap label as the gap table prints it)."""
     x = list(range(len(rows)))
     for offset, side in ((-0.2, "documented"), (0.2, "undocumented")):
-        values = [scale * _value(r, f"{side}_{value}") for r in rows]
-        lows = [scale * _value(r, f"{side}_ci_low", math.nan) for r in rows]
-        highs = [scale * _value(r, f"{side}_ci_high", math.nan) for r in rows]
+        values = [scale * row_value(r, f"{side}_{value}") for r in rows]
+        lows = [scale * row_value(r, f"{side}_ci_low", math.nan) for r in rows]
+        highs = [scale * row_value(r, f"{side}_ci_high", math.nan) for r in rows]
         ax.bar([xi + offset for xi in x], values, width=0.4, yerr=errors(values, lows, highs),
                color=SUBSET_COLOURS[side], label=f"{contrast[side]} ({side})", **BAR)
         zero_marks(ax, [xi + offset for xi in x], values, [SUBSET_COLOURS[side]] * len(x), horizontal=False,
                    span=0.4)
-    tops = [scale * max(_value(r, f"{side}_ci_high", _value(r, f"{side}_{value}"))
+    tops = [scale * max(row_value(r, f"{side}_ci_high", row_value(r, f"{side}_{value}"))
                         for side in ("documented", "undocumented")) for r in rows]
     value_labels(ax, x, tops, tops, [annotate(r) for r in rows], horizontal=False)
     ax.set_xticks(x, [fit(r["model"]) for r in rows], rotation=20, ha="right", rotation_mode="anchor")
@@ -151,7 +152,7 @@ def _surface_gap(report: dict) -> Figure:
     """No labels at all: documented vs undocumented score means, BLEU-2 then BERTScore-F1 (the
     panel order of every figure), models ordered by the lead metric's difference."""
     surface, lead = report["surface_by_subset"], _lead_metric(report)
-    order = [r["model"] for r in sorted(surface[lead], key=lambda r: (-_value(r, "difference"), r["model"]))]
+    order = [r["model"] for r in sorted(surface[lead], key=lambda r: (-row_value(r, "difference"), r["model"]))]
     fig, axes = plt.subplots(1, 2, figsize=(FULL, 2.8), layout="constrained")
     for ax, metric in zip(axes, METRICS):
         rows = {r["model"]: r for r in surface[metric] or []}
@@ -192,10 +193,6 @@ def _lead_metric(report: dict) -> str:
     """BERTScore-F1 when present (the metric the paper leans on for §4.3), else BLEU-2."""
     surface = report.get("surface_by_subset") or {}
     return "bertscore_f1" if surface.get("bertscore_f1") else "bleu2"
-
-
-def _value(row: dict, key: str, default: float = 0.0) -> float:
-    return default if is_missing(row.get(key)) else row[key]
 
 
 # -- Figure 3 -----------------------------------------------------------------------------------
@@ -307,9 +304,9 @@ def per_title(report: dict) -> Figure:
 
 
 def _titles_by_subset(rows: list[dict], contrast: dict) -> list[tuple[str, str]]:
-    order = {contrast["documented"]: 0, contrast["undocumented"]: 1}
+    sides = (contrast["documented"], contrast["undocumented"])
     titles = list(dict.fromkeys((r["title"], r["subset"]) for r in rows))
-    return sorted(titles, key=lambda t: order.get(t[1], 2))  # stable: first-seen order within a subset
+    return sorted(titles, key=lambda t: subset_rank(t[1], sides))  # stable: first-seen order within a subset
 
 
 def _subset_dividers(ax, titles: list[tuple[str, str]], contrast: dict) -> None:

@@ -13,8 +13,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["DASH", "PNG_DPI", "is_missing", "Table", "Section", "fmt_pct", "fmt_ci", "fmt_p", "p_clause",
-           "fmt_or", "fmt_num", "fmt_pp", "fmt_params", "plural", "md_cell", "user"]
+__all__ = ["DASH", "PNG_DPI", "is_missing", "Table", "Section", "fmt_pct", "fmt_ci", "fmt_num_ci", "fmt_p",
+           "p_clause", "fmt_or", "fmt_num", "fmt_pp", "fmt_sides", "fmt_params", "plural", "md_cell",
+           "user"]
 
 DASH = "—"
 PNG_DPI = 300  # the figures' resolution: print quality, and how the HTML works out their print size
@@ -34,6 +35,11 @@ def fmt_pct(x: float | None) -> str:
 
 def fmt_ci(low: float | None, high: float | None) -> str:
     return DASH if is_missing(low) or is_missing(high) else f"[{100 * low:.1f}, {100 * high:.1f}]"
+
+
+def fmt_num_ci(low: float | None, high: float | None) -> str:
+    """An interval of a score (not a percentage): ``[0.412, 0.587]``."""
+    return DASH if is_missing(low) or is_missing(high) else f"[{low:.3f}, {high:.3f}]"
 
 
 def fmt_p(p: float | None, log10_p: float | None = None) -> str:
@@ -79,9 +85,17 @@ def fmt_num(x: float | None, digits: int = 3) -> str:
     return DASH if is_missing(x) else f"{x:.{digits}f}"
 
 
-def fmt_pp(x: float | None) -> str:
-    """A difference of proportions in percentage points, as the gap table and figure 2 print it."""
-    return DASH if is_missing(x) else f"{100 * x:.1f} pp"
+def fmt_pp(x: float | None, signed: bool = False) -> str:
+    """A difference of proportions in percentage points, as the gap table and figure 2 print it
+    (``signed``: with its sign, ``+67.5 pp``, as the probes' contrasts print it)."""
+    return DASH if is_missing(x) else f"{100 * x:{'+' if signed else ''}.1f} pp"
+
+
+def fmt_sides(row: dict[str, Any], count: str, share: str) -> list[str]:
+    """The documented and the undocumented share of a contrast row
+    (:func:`harness.report.cells.contrast_2x2`) with their counts: ``80.0% (8/10)``."""
+    return [f"{fmt_pct(row[f'{side}_{share}'])} ({row[f'{side}_{count}']}/{row[f'{side}_n']})"
+            for side in ("documented", "undocumented")]
 
 
 def plural(n: int, word: str) -> str:

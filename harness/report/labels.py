@@ -12,7 +12,7 @@ from typing import Any
 import pandas as pd
 
 from harness.report import ADJUDICATOR, HUMAN_RATER_SQL, stats
-from harness.report.cells import LABELS, Cells, json_ratio, nan_if_none, sort_value
+from harness.report.cells import LABELS, Cells, contrast_2x2, nan_if_none, sort_value, subset_rank
 from harness.report.format import plural
 from harness.store import Store
 
@@ -50,8 +50,7 @@ def per_title(cells: Cells, order: list[str], contrast: tuple[str, str]) -> list
     rows = cells.query(
         f"SELECT model, title, subset, min(item_seq) AS first_seq, {_label_counts('human')} "
         "FROM c GROUP BY model, title, subset")
-    stratum = {contrast[0]: 0, contrast[1]: 1}
-    rows.sort(key=lambda r: (order.index(r["model"]), stratum.get(r["subset"], 2), r["first_seq"]))
+    rows.sort(key=lambda r: (order.index(r["model"]), subset_rank(r["subset"], contrast), r["first_seq"]))
     keys = ("model", "title", "subset", "n", "right", "accuracy", "ci_low", "ci_high")
     return [{k: _accuracy_row(r)[k] for k in keys} for r in rows]
 
@@ -76,17 +75,8 @@ def _add_holm(rows: list[dict[str, Any]], raw: str, adjusted: str, family: str) 
 
 
 def _gap_row(model: str, dk: int, dn: int, uk: int, un: int) -> dict[str, Any]:
-    fisher = stats.fisher_exact_2x2(dk, dn - dk, uk, un - uk)
-    d_low, d_high = stats.wilson_interval(dk, dn)
-    u_low, u_high = stats.wilson_interval(uk, un)
-    g_low, g_high = stats.newcombe_interval(dk, dn, uk, un)
-    documented, undocumented = stats.proportion(dk, dn), stats.proportion(uk, un)
-    return {"model": model, "documented_n": dn, "documented_right": dk,
-            "documented_accuracy": documented, "documented_ci_low": d_low, "documented_ci_high": d_high,
-            "undocumented_n": un, "undocumented_right": uk, "undocumented_accuracy": undocumented,
-            "undocumented_ci_low": u_low, "undocumented_ci_high": u_high,
-            "gap": documented - undocumented, "gap_ci_low": g_low, "gap_ci_high": g_high,
-            "odds_ratio": json_ratio(fisher.odds_ratio), "fisher_p": fisher.p}
+    return {"model": model, **contrast_2x2(dk, dn, uk, un, count="right", share="accuracy",
+                                           difference="gap", interval="gap_ci")}
 
 
 # -- the judge and agreement ------------------------------------------------------------------
@@ -168,8 +158,7 @@ def abstention(cells: Cells, order: list[str], contrast) -> list[dict[str, Any]]
         "count(*) FILTER (WHERE answered AND human = 'wrong') AS wrong_answered, "
         "count(*) FILTER (WHERE answered AND human = 'wrong' AND NOT abstained) AS confabulated "
         "FROM c GROUP BY model, subset")
-    stratum = {contrast[0]: 0, contrast[1]: 1}
-    rows.sort(key=lambda r: (order.index(r["model"]), stratum.get(r["subset"], 2), str(r["subset"])))
+    rows.sort(key=lambda r: (order.index(r["model"]), subset_rank(r["subset"], contrast), str(r["subset"])))
     for r in rows:
         r["abstention_rate"] = stats.proportion(r["abstained"], r["n"])
         r["confabulation_rate"] = stats.proportion(r["confabulated"], r["n"])

@@ -20,7 +20,6 @@ a note says so: that is not separation.
 
 from __future__ import annotations
 
-import math
 import re
 import warnings
 from itertools import combinations
@@ -30,16 +29,13 @@ import numpy as np
 import pandas as pd
 import statsmodels.formula.api as smf
 
+from harness.report.cells import nan_if_infinite
+
 __all__ = ["logistic", "CLUSTER_CORRECTION"]
 
 CLUSTER_CORRECTION = "G/(G−1)·(N−1)/(N−K)"  # statsmodels' cov_cluster(use_correction=True)
 _INTERACTION_TERM = "documented:C(model)"
 _LEVEL = re.compile(r"\[T\.(m\d+)\]")
-
-
-def _float(x: Any) -> float:
-    value = float(x)
-    return value if math.isfinite(value) else math.nan
 
 
 def logistic(frame: pd.DataFrame, contrast: tuple[str, str], order: list[str], notes: list) -> dict | None:
@@ -172,9 +168,11 @@ def _summary(result: Any, shown: str, interaction: bool, data: pd.DataFrame, lab
              covariance: str) -> dict[str, Any]:
     ci = result.conf_int()
     names = [n for n in result.params.index if n != "Intercept"]
-    terms = [{"term": _term_name(name, labels), "odds_ratio": _float(np.exp(result.params[name])),
-              "ci_low": _float(np.exp(ci.loc[name, 0])), "ci_high": _float(np.exp(ci.loc[name, 1])),
-              "p": _float(result.pvalues[name])} for name in names]
+    terms = [{"term": _term_name(name, labels),
+              "odds_ratio": nan_if_infinite(np.exp(result.params[name])),
+              "ci_low": nan_if_infinite(np.exp(ci.loc[name, 0])),
+              "ci_high": nan_if_infinite(np.exp(ci.loc[name, 1])),
+              "p": nan_if_infinite(result.pvalues[name])} for name in names]
     subset = terms[names.index("documented")]
     summary = {"formula": shown, "interaction": interaction, "models": len(labels),
                "reference_model": labels["m0"], "covariance": covariance,
@@ -210,5 +208,5 @@ def _interaction_test(result: Any) -> dict[str, Any]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         test = result.wald_test(restriction, scalar=True)
-    return {"interaction_wald_statistic": _float(test.statistic), "interaction_wald_df": len(rows),
-            "interaction_wald_p": _float(test.pvalue)}
+    return {"interaction_wald_statistic": nan_if_infinite(test.statistic),
+            "interaction_wald_df": len(rows), "interaction_wald_p": nan_if_infinite(test.pvalue)}

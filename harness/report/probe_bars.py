@@ -9,10 +9,14 @@ by side with their 95% intervals.
 
 from __future__ import annotations
 
+import math
+
 from matplotlib.figure import Figure
 
-from harness.report.figure_style import COLUMN, FULL, SUBSET_COLOURS, zero_marks
-from harness.report.format import fmt_p, is_missing, p_clause
+from harness.report.figure_style import (BAR, COLUMN, FULL, SUBSET_COLOURS, errors, grid, row_value,
+                                         zero_marks)
+from harness.report.format import fmt_p, p_clause
+from harness.report.probe_guided import MEASURE_NAMES, MEASURES
 
 __all__ = ["exact_match_rates", "guided_differences", "share_bars", "TSGUESS_CAPTION",
            "GUIDED_CAPTION"]
@@ -24,32 +28,27 @@ GUIDED_CAPTION = ("Probe guided: mean difference guided − general instruction 
                   "2023) of ROUGE-L and BLEU-2 against the question's true rest, on the documented "
                   "and the undocumented subset per model; bars are 95% BCa bootstrap intervals, "
                   "each with its one-sided bootstrap p.")
-_BAR = {"capsize": 2, "error_kw": {"elinewidth": 0.8, "ecolor": "black", "capthick": 0.8}}
 _SIDES = tuple((offset, side, SUBSET_COLOURS[side])
                for offset, side in ((-0.2, "documented"), (0.2, "undocumented")))
-
-
-def _value(row: dict | None, key: str, default: float = 0.0) -> float:
-    return default if row is None or is_missing(row.get(key)) else row[key]
 
 
 def _models_axis(ax, models: list[str]) -> list[int]:
     x = list(range(len(models)))
     tilt = len(models) > 2
     ax.set_xticks(x, models, rotation=20 if tilt else 0, ha="right" if tilt else "center")
-    ax.grid(axis="y", linewidth=0.4, alpha=0.5)
-    ax.set_axisbelow(True)
+    grid(ax, "y")
     return x
 
 
 def _bars(ax, x: list[int], rows: list[dict | None], offset: float, color: str, label: str,
           scale: float, value: str) -> list[float]:
     """One subset's bars with their interval; returns the bar heights."""
-    values = [scale * _value(r, value) for r in rows]
-    errors = [[v - scale * _value(r, "ci_low", v / scale) for v, r in zip(values, rows)],
-              [scale * _value(r, "ci_high", v / scale) - v for v, r in zip(values, rows)]]
+    values = [scale * row_value(r, value) for r in rows]
+    lows = [scale * row_value(r, "ci_low", math.nan) for r in rows]
+    highs = [scale * row_value(r, "ci_high", math.nan) for r in rows]
     positions = [xi + offset for xi in x]
-    ax.bar(positions, values, width=0.4, yerr=errors, color=color, label=label, **_BAR)
+    ax.bar(positions, values, width=0.4, yerr=errors(values, lows, highs), color=color, label=label,
+           **BAR)
     shown = [None if row is None else v for v, row in zip(values, rows)]  # no data: no "0" mark
     zero_marks(ax, positions, shown, [color] * len(values), horizontal=False, span=0.3)
     return values
@@ -87,23 +86,22 @@ def guided_differences(report: dict) -> Figure:
     models = sorted({r["model"] for r in part["differences"]})
     by_key = {(r["model"], r["subset"], r["measure"]): r for r in part["differences"]}
     fig = Figure(figsize=(FULL, 2.8), layout="constrained")
-    lows = [_value(r, "ci_low", 0.0) for r in part["differences"]]
-    for ax, (measure, name) in zip(fig.subplots(1, 2, sharey=True),
-                                   (("rouge_l", "ROUGE-L"), ("bleu2", "BLEU-2"))):
+    lows = [row_value(r, "ci_low", 0.0) for r in part["differences"]]
+    for ax, measure in zip(fig.subplots(1, len(MEASURES), sharey=True), MEASURES):
         x = _models_axis(ax, models)
         for offset, side, color in _SIDES:
             rows = [by_key.get((model, contrast[side], measure)) for model in models]
-            label = f"{contrast[side]} ({side})" if measure == "rouge_l" else None
+            label = f"{contrast[side]} ({side})" if measure == MEASURES[0] else None
             values = _bars(ax, x, rows, offset, color, label, 1, "mean_difference")
             for xi, value, row in zip(x, values, rows):
-                top = max(value, _value(row, "ci_high", value))
-                ax.text(xi + offset, top + 0.04, f"p {fmt_p(_value(row, 'p', float('nan')))}",
+                top = max(value, row_value(row, "ci_high", value))
+                ax.text(xi + offset, top + 0.04, f"p {fmt_p(row_value(row, 'p', math.nan))}",
                         ha="center", fontsize=6, rotation=90, va="bottom")
         ax.axhline(0, color="black", linewidth=0.8)
         bottom = min(-0.25, min(lows, default=0.0) - 0.1)
         ax.set_ylim(bottom, 1.6)  # room for the p labels above 1
         ax.set_yticks([t / 4 for t in range(-4, 5) if t / 4 >= bottom])
-        ax.set_title(name, fontsize=9)
+        ax.set_title(MEASURE_NAMES[measure], fontsize=9)
     fig.axes[0].set_ylabel("mean guided − general")
     fig.legend(loc="outside upper center", ncols=2, frameon=False)
     return fig

@@ -1,7 +1,9 @@
 """The cdd probe's part of the report (``report["probes"]["cdd"]``): per model, the share of items
 flagged as peaked (Dong et al. 2024; :mod:`metrics.probe_cdd`) with 95% Wilson intervals and the
-mean peakedness, the same per subset, and per model Fisher's exact test of the documented against
-the undocumented subset on the 2×2 flagged / not-flagged table (odds ratio ad/bc, two-sided p).
+mean peakedness, the same per subset, and per model the documented against the undocumented
+subset on the 2×2 flagged / not-flagged table (:func:`harness.report.cells.contrast_2x2`, as the
+gap table and ts-guess do): the difference of shares with Newcombe's interval, the odds ratio
+ad/bc and Fisher's two-sided exact p.
 
 A store may hold cdd runs under several parameter sets; the part reports the one with the most
 scored cells (the latest on a tie) and names it, with its parameters. Cells whose peakedness is
@@ -10,25 +12,19 @@ None (every text empty) are left out and counted (``unscored``).
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
-import orjson
-
-from harness.report.format import Section, Table, fmt_ci, fmt_num, fmt_or, fmt_p, fmt_pct, user
-from harness.report.stats import fisher_exact_2x2, proportion, wilson_interval
+from harness.report.cells import contrast_2x2
+from harness.report.format import (Section, Table, fmt_ci, fmt_num, fmt_or, fmt_p, fmt_pct, fmt_pp,
+                                   fmt_sides, user)
+from harness.report.probe_rows import chosen_params, other_params_note
+from harness.report.stats import proportion, wilson_interval
 from harness.store import Store
 
 __all__ = ["KIND", "FIGURE", "build", "section"]
 
 KIND = "cdd"
 FIGURE = "fig_probe_cdd"
-
-_PARAMS_SQL = """
-SELECT s.params_sha256, any_value(p.params) AS params, count(DISTINCT (s.item_id, s.model)) AS cells
-FROM latest_probe_scores s JOIN probe_params p USING (params_sha256)
-WHERE s.probe = 'cdd' GROUP BY 1 ORDER BY cells DESC, max(s.seq) DESC
-"""
 
 _CELLS_SQL = """
 SELECT s.model, {subset} AS subset, count(*) FILTER (WHERE f.value IS NOT NULL) AS n,
@@ -45,15 +41,13 @@ GROUP BY ALL ORDER BY ALL
 
 def build(store: Store, contrast: tuple[str, str]) -> dict[str, Any] | None:
     """The part, or None when the store has no cdd scores."""
-    chosen = store.query_dicts(_PARAMS_SQL)
-    if not chosen:
+    chosen = chosen_params(store, KIND)
+    if chosen is None:
         return None
-    sha = chosen[0]["params_sha256"]
+    sha = chosen["params_sha256"]
     per_model = [_share_row(r) for r in _cells(store, sha, "NULL")]
     per_subset = [_share_row(r) for r in _cells(store, sha, "i.subset")]
-    return {"params_sha256": sha, "params": orjson.loads(chosen[0]["params"]),
-            "other_params": [r["params_sha256"] for r in chosen[1:]],
-            "per_model": per_model, "per_subset": per_subset,
+    return {**chosen, "per_model": per_model, "per_subset": per_subset,
             "contrast": [_contrast_row(model, per_subset, contrast)
                          for model in [r["model"] for r in per_model]]}
 
@@ -73,15 +67,8 @@ def _share_row(row: dict[str, Any]) -> dict[str, Any]:
 def _contrast_row(model: str, per_subset: list[dict], contrast: tuple[str, str]) -> dict[str, Any]:
     sides = {r["subset"]: r for r in per_subset if r["model"] == model}
     doc, undoc = (sides.get(name, {"n": 0, "flagged": 0}) for name in contrast)
-    fisher = fisher_exact_2x2(doc["flagged"], doc["n"] - doc["flagged"],
-                              undoc["flagged"], undoc["n"] - undoc["flagged"])
-    documented, undocumented = proportion(doc["flagged"], doc["n"]), proportion(undoc["flagged"], undoc["n"])
-    return {"model": model, "documented_n": doc["n"], "documented_flagged": doc["flagged"],
-            "documented_share": documented, "undocumented_n": undoc["n"],
-            "undocumented_flagged": undoc["flagged"], "undocumented_share": undocumented,
-            "difference": documented - undocumented,
-            "odds_ratio": "inf" if math.isinf(fisher.odds_ratio) else fisher.odds_ratio,
-            "fisher_p": fisher.p}
+    return {"model": model, **contrast_2x2(doc["flagged"], doc["n"], undoc["flagged"], undoc["n"],
+                                           count="flagged", share="share")}
 
 
 # -- rendering ---------------------------------------------------------------------------------
@@ -90,16 +77,17 @@ def section(part: dict[str, Any], report: dict[str, Any]) -> Section:
     contrast = report["contrast"]
     doc, undoc = contrast["documented"], contrast["undocumented"]
     return Section("Probe: cdd (output peakedness)", _paragraphs(part), [
-        _share_table(part["per_model"], "Per model, every item."),
-        _share_table(part["per_subset"], "Per model and subset.", subset=True),
-        Table(["Model", f"{doc} flagged", f"{undoc} flagged", "Difference", "Odds ratio",
-               "Fisher p"],
-              [[r["model"], f"{fmt_pct(r['documented_share'])} ({r['documented_flagged']}/{r['documented_n']})",
-                f"{fmt_pct(r['undocumented_share'])} ({r['undocumented_flagged']}/{r['undocumented_n']})",
-                f"{100 * r['difference']:+.1f} pp" if not math.isnan(r["difference"]) else "—",
-                fmt_or(r["odds_ratio"]), fmt_p(r["fisher_p"])] for r in part["contrast"]],
+        _share_table(part["per_model"], "Per model, every item.", "probe_cdd_by_model"),
+        _share_table(part["per_subset"], "Per model and subset.", "probe_cdd_by_model_subset",
+                     subset=True),
+        Table(["Model", f"{doc} flagged", f"{undoc} flagged", "Difference", "95% CI (Newcombe)",
+               "Odds ratio", "Fisher p"],
+              [[r["model"], *fmt_sides(r, "flagged", "share"), fmt_pp(r["difference"], signed=True),
+                fmt_ci(r["ci_low"], r["ci_high"]), fmt_or(r["odds_ratio"]), fmt_p(r["fisher_p"])]
+               for r in part["contrast"]],
               "Documented vs undocumented: odds ratio ad/bc and two-sided Fisher exact p on the "
-              "2×2 flagged / not-flagged table.")], figures=[FIGURE])
+              "2×2 flagged / not-flagged table; the difference's interval is Newcombe's hybrid "
+              "score interval.", "probe_cdd_contrast")], figures=[FIGURE])
 
 
 def _paragraphs(part: dict[str, Any]) -> list[str]:
@@ -109,16 +97,13 @@ def _paragraphs(part: dict[str, Any]) -> list[str]:
              f"token edit distance to the greedy answer is at most alpha = {p['alpha']} × the longest "
              f"length; an item is flagged when its peakedness exceeds xi = {p['xi']}. Shares have 95% "
              f"Wilson intervals. Parameters {user(part['params_sha256'][:12])}."]
-    if part["other_params"]:
-        lines.append(f"The store also holds cdd scores under {len(part['other_params'])} other "
-                     "parameter set(s), not shown: query `latest_probe_scores` for them.")
-    return lines
+    return lines + other_params_note(part, KIND)
 
 
-def _share_table(rows: list[dict], caption: str, subset: bool = False) -> Table:
+def _share_table(rows: list[dict], caption: str, name: str, subset: bool = False) -> Table:
     head = ["Model", *(["Subset"] if subset else []), "Items", "Flagged", "Share", "95% CI (Wilson)",
             "Mean peakedness", "Unscored"]
     body = [[r["model"], *([str(r["subset"])] if subset else []), str(r["n"]), str(r["flagged"]),
              fmt_pct(r["flagged_share"]), fmt_ci(r["ci_low"], r["ci_high"]),
              fmt_num(r["mean_peakedness"]), str(r["unscored"])] for r in rows]
-    return Table(head, body, caption)
+    return Table(head, body, caption, name)

@@ -7,11 +7,13 @@ guided - general with
 
 * a 95 % BCa bootstrap interval, resampling items (the pairs stay together: each item's
   difference is one value), :data:`~harness.report.stats.BOOTSTRAP_RESAMPLES` resamples, seed
-  :data:`~harness.report.stats.BOOTSTRAP_SEED` (:func:`~harness.report.stats.bootstrap_mean_interval`);
+  :data:`~harness.report.stats.BOOTSTRAP_SEED` (:func:`~harness.report.stats.bootstrap_mean`);
 * a one-sided paired bootstrap p of "guided is no better than general" (H0: mean difference
-  <= 0): the differences are centred on zero (H0 made true), resampled the same number of times
-  with the same seed (``scipy.stats.bootstrap``), and p = (1 + #{resampled mean >= observed mean})
-  / (1 + resamples) (Davison & Hinkley 1997, ch. 4). Golchin & Surdeanu also judge
+  <= 0): the differences centred on zero (H0 made true) and resampled, p = (1 + #{resampled mean
+  >= observed mean}) / (1 + resamples) (Davison & Hinkley 1997, ch. 4). The resamples are the
+  interval's own: a resample of the centred differences has the mean of the same resample of the
+  differences minus the observed mean, so the interval's resampled means, each less the observed
+  mean, are that distribution (one bootstrap, not two). Golchin & Surdeanu also judge
   significance by bootstrap resampling of the guided vs general scores, one-sided (guided
   better); LLMSanitize's version reports the share of resampled means <= 0 without centring,
   which is not a p-value of H0.
@@ -24,15 +26,15 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import scipy.stats as sps
 
-from harness.report.format import Section, Table, fmt_num, fmt_p, user
-from harness.report.probe_rows import chosen_params, score_frame
-from harness.report.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, bootstrap_mean_interval
+from harness.report.cells import subset_rank
+from harness.report.format import Section, Table, fmt_num, fmt_num_ci, fmt_p, user
+from harness.report.probe_rows import chosen_params, other_params_note, score_frame
+from harness.report.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, bootstrap_mean
 from harness.store import Store
 
 __all__ = ["KIND", "FIGURE", "build", "section", "guided_part", "paired_difference", "MEASURES",
-           "BOOTSTRAP"]
+           "MEASURE_NAMES", "BOOTSTRAP"]
 
 KIND = "guided"
 FIGURE = "fig_probe_guided"
@@ -48,23 +50,21 @@ def paired_difference(guided: np.ndarray, general: np.ndarray) -> dict[str, Any]
     differences = np.asarray(guided, float) - np.asarray(general, float)
     n = len(differences)
     mean = float(differences.mean()) if n else math.nan
-    low, high = bootstrap_mean_interval(differences)
+    boot = bootstrap_mean(differences)
     return {"n": n, "guided_mean": float(np.mean(guided)) if n else math.nan,
             "general_mean": float(np.mean(general)) if n else math.nan,
-            "mean_difference": mean, "ci_low": low, "ci_high": high,
-            "p": _one_sided_p(differences, mean)}
+            "mean_difference": mean, "ci_low": boot.low, "ci_high": boot.high,
+            "p": _one_sided_p(differences, mean, boot.distribution)}
 
 
-def _one_sided_p(differences: np.ndarray, mean: float) -> float:
+def _one_sided_p(differences: np.ndarray, mean: float, resampled_means: np.ndarray) -> float:
+    """``resampled_means``: the bootstrap distribution of the mean of ``differences``."""
     if len(differences) < 2:
         return math.nan
-    centred = differences - mean
-    if np.ptp(centred) == 0:  # every difference equal: resampling cannot move the mean
+    if np.ptp(differences) == 0:  # every difference equal: resampling cannot move the mean
         return 1.0 if mean <= 0 else 1 / (BOOTSTRAP_RESAMPLES + 1)
-    resampled = sps.bootstrap((centred,), np.mean, n_resamples=BOOTSTRAP_RESAMPLES,
-                              method="percentile", rng=np.random.default_rng(BOOTSTRAP_SEED),
-                              ).bootstrap_distribution
-    return float((1 + np.sum(resampled >= mean)) / (1 + BOOTSTRAP_RESAMPLES))
+    centred = resampled_means - mean  # the resampled means of the differences centred on zero
+    return float((1 + np.sum(centred >= mean)) / (1 + BOOTSTRAP_RESAMPLES))
 
 
 def build(store: Store, contrast: tuple[str, str]) -> dict[str, Any] | None:
@@ -90,10 +90,8 @@ def guided_part(frame: pd.DataFrame, contrast: tuple[str, str]) -> dict[str, Any
 
 def _scopes(items: pd.DataFrame, contrast: tuple[str, str]):
     yield "all", items
-    for subset in (*contrast, *sorted(set(items["subset"]) - set(contrast))):
-        chosen = items[items["subset"] == subset]
-        if len(chosen):
-            yield subset, chosen
+    for subset in sorted(set(items["subset"]), key=lambda s: (subset_rank(s, contrast), s)):
+        yield subset, items[items["subset"] == subset]
 
 
 def _measure(items: pd.DataFrame, measure: str) -> dict[str, Any]:
@@ -111,18 +109,13 @@ def section(part: dict[str, Any], report: dict[str, Any]) -> Section:
                      "95% CI (BCa)", "p (one-sided)"],
                     [[r["model"], str(r["subset"]), str(r["n"]), fmt_num(r["guided_mean"]),
                       fmt_num(r["general_mean"]), fmt_num(r["mean_difference"]),
-                      _interval(r), fmt_p(r["p"])]
+                      fmt_num_ci(r["ci_low"], r["ci_high"]), fmt_p(r["p"])]
                      for r in part["differences"] if r["measure"] == measure],
                     f"Mean {MEASURE_NAMES[measure]} of the completion against the question's true "
-                    "rest, per model over all items and per subset.")
+                    "rest, per model over all items and per subset.", f"probe_guided_{measure}")
               for measure in MEASURES]
     return Section("Probe: guided (guided vs general instruction)", _paragraphs(part), tables,
                    figures=[FIGURE])
-
-
-def _interval(row: dict[str, Any]) -> str:
-    low, high = row["ci_low"], row["ci_high"]
-    return "—" if math.isnan(low) or math.isnan(high) else f"[{low:.3f}, {high:.3f}]"
 
 
 def _paragraphs(part: dict[str, Any]) -> list[str]:
@@ -141,7 +134,4 @@ def _paragraphs(part: dict[str, Any]) -> list[str]:
              "resampled means ≥ the observed one) / (1 + resamples), so its smallest value is "
              f"{fmt_p(1 / (boot['resamples'] + 1))}), as Golchin & Surdeanu judge significance by "
              f"bootstrap resampling. Parameters {user(part['params_sha256'][:12])}."]
-    if part["other_params"]:
-        lines.append(f"The store also holds guided scores under {len(part['other_params'])} other "
-                     "parameter set(s), not shown: query `latest_probe_scores` for them.")
-    return lines
+    return lines + other_params_note(part, KIND)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.figure import Figure
 
-from harness.report.figure_style import COLUMN, FULL, SUBSET_COLOURS
+from harness.report.figure_style import COLUMN, FULL, SUBSET_COLOURS, empty_panel, grid
 from harness.report.format import is_missing
 from harness.report.probe_mink import KIND, NAMES
 
@@ -39,9 +39,7 @@ def distributions(report: dict) -> Figure:
 
 def _panel(ax, row: dict | None, contrast: dict, model: str) -> None:
     if row is None:  # a server model has no Min-K%++
-        ax.set_title(model)
-        ax.text(0.5, 0.5, "not computed", ha="center", va="center", transform=ax.transAxes)
-        ax.set_xticks([])
+        empty_panel(ax, model, "not computed")
         return
     ax.set_title(f"{model}\n{_auc_label(row)}")
     groups = [row["documented_values"], row["undocumented_values"]]
@@ -53,7 +51,7 @@ def _panel(ax, row: dict | None, contrast: dict, model: str) -> None:
         ax.scatter(x + rng.uniform(-0.15, 0.15, len(values)), values, s=6, color=colour,
                    alpha=0.7, linewidths=0)
     ax.set_xticks([0, 1], [contrast["documented"], contrast["undocumented"]])
-    ax.grid(axis="y", alpha=0.3, linewidth=0.5)
+    grid(ax, "y")
 
 
 def _auc_label(row: dict) -> str:

@@ -1,6 +1,6 @@
 """The rows a probe's report part reads: which of a probe's parameter sets to report (the one
-with the most scored cells, the latest on a tie, as the cdd part chooses), and its latest
-``probe_scores`` with each item's subset."""
+with the most scored cells, the latest on a tie), its latest ``probe_scores`` with each item's
+subset, and the paragraph naming the sets not reported."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pandas as pd
 
 from harness.store import Store
 
-__all__ = ["chosen_params", "score_frame"]
+__all__ = ["chosen_params", "score_frame", "other_params_note"]
 
 _PARAMS_SQL = """
 SELECT s.params_sha256, any_value(p.params) AS params, count(DISTINCT (s.item_id, s.model)) AS cells
@@ -37,3 +37,12 @@ def score_frame(store: Store, probe: str, params_sha256: str) -> pd.DataFrame:
         FROM latest_probe_scores s JOIN latest_items i USING (item_id)
         WHERE s.probe = ? AND s.params_sha256 = ?
         ORDER BY s.model, s.item_id, s.metric""", [probe, params_sha256])
+
+
+def other_params_note(part: dict[str, Any], kind: str) -> list[str]:
+    """The paragraph saying that the store holds ``kind`` scores under other parameter sets
+    (``part["other_params"]``), or none."""
+    if not part["other_params"]:
+        return []
+    return [f"The store also holds {kind} scores under {len(part['other_params'])} other parameter "
+            "set(s), not shown: query `latest_probe_scores` for them."]

@@ -11,14 +11,14 @@ report does for accuracy (:mod:`harness.report.stats`).
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import pandas as pd
 
-from harness.report.format import Section, Table, fmt_ci, fmt_or, fmt_p, fmt_pct, user
-from harness.report.probe_rows import chosen_params, score_frame
-from harness.report.stats import fisher_exact_2x2, newcombe_interval, wilson_interval
+from harness.report.cells import contrast_2x2, subset_rank
+from harness.report.format import Section, Table, fmt_ci, fmt_or, fmt_p, fmt_pct, fmt_pp, fmt_sides, user
+from harness.report.probe_rows import chosen_params, other_params_note, score_frame
+from harness.report.stats import proportion, wilson_interval
 from harness.store import Store
 
 __all__ = ["KIND", "FIGURE", "METRIC", "build", "section", "tsguess_part"]
@@ -42,41 +42,29 @@ def tsguess_part(frame: pd.DataFrame, contrast: tuple[str, str]) -> dict[str, An
     (1.0 match, 0.0 miss, NaN not probed)."""
     rates = [_rate(model, subset, rows) for (model, subset), rows
              in frame.groupby(["model", "subset"], sort=False)]
-    rates.sort(key=lambda r: (r["model"], _subset_order(r["subset"], contrast)))
-    tests = [_test(model, rows, contrast) for model, rows in frame.groupby("model", sort=True)]
+    rates.sort(key=lambda r: (r["model"], subset_rank(r["subset"], contrast), r["subset"]))
+    tests = [_test(model, rates, contrast) for model in sorted({r["model"] for r in rates})]
     return {"metric": METRIC, "rates": rates, "tests": [t for t in tests if t is not None]}
 
 
-def _subset_order(subset: str, contrast: tuple[str, str]) -> tuple[int, str]:
-    return (contrast.index(subset) if subset in contrast else len(contrast), subset)
-
-
-def _counts(rows: pd.DataFrame) -> tuple[int, int, int]:
-    """(probed, matches, not probed)."""
-    probed = rows["value"].dropna()
-    return len(probed), int((probed == 1.0).sum()), int(rows["value"].isna().sum())
-
-
 def _rate(model: str, subset: str, rows: pd.DataFrame) -> dict[str, Any]:
-    n, hits, not_probed = _counts(rows)
+    probed = rows["value"].dropna()
+    n, hits = len(probed), int((probed == 1.0).sum())
     low, high = wilson_interval(hits, n)
     return {"model": model, "subset": subset, "n": n, "matches": hits,
-            "rate": hits / n if n else math.nan, "ci_low": low, "ci_high": high,
-            "not_probed": not_probed}
+            "rate": proportion(hits, n), "ci_low": low, "ci_high": high,
+            "not_probed": len(rows) - n}
 
 
-def _test(model: str, rows: pd.DataFrame, contrast: tuple[str, str]) -> dict[str, Any] | None:
-    documented, undocumented = (_counts(rows[rows["subset"] == side]) for side in contrast)
-    (n1, k1, _), (n2, k2, _) = documented, undocumented
-    if not n1 or not n2:
+def _test(model: str, rates: list[dict[str, Any]], contrast: tuple[str, str]) -> dict[str, Any] | None:
+    """The model's documented-vs-undocumented contrast, from its rates; None unless both
+    subsets have a probed item."""
+    sides = {r["subset"]: r for r in rates if r["model"] == model}
+    doc, undoc = (sides.get(name, {"n": 0}) for name in contrast)
+    if not doc["n"] or not undoc["n"]:
         return None
-    fisher = fisher_exact_2x2(k1, n1 - k1, k2, n2 - k2)
-    low, high = newcombe_interval(k1, n1, k2, n2)
-    odds = "inf" if math.isinf(fisher.odds_ratio) else fisher.odds_ratio
-    return {"model": model, "documented_n": n1, "documented_matches": k1,
-            "documented_rate": k1 / n1, "undocumented_n": n2, "undocumented_matches": k2,
-            "undocumented_rate": k2 / n2, "difference": k1 / n1 - k2 / n2,
-            "ci_low": low, "ci_high": high, "odds_ratio": odds, "fisher_p": fisher.p}
+    return {"model": model, **contrast_2x2(doc["matches"], doc["n"], undoc["matches"], undoc["n"],
+                                           count="matches", share="rate")}
 
 
 # -- rendering ---------------------------------------------------------------------------------
@@ -87,20 +75,17 @@ def section(part: dict[str, Any], report: dict[str, Any]) -> Section:
                    "Not probed"],
                   [[r["model"], str(r["subset"]), str(r["n"]), str(r["matches"]), fmt_pct(r["rate"]),
                     fmt_ci(r["ci_low"], r["ci_high"]), str(r["not_probed"])] for r in part["rates"]],
-                  "Exact-match rate of the masked word per model and subset.")
+                  "Exact-match rate of the masked word per model and subset.",
+                  "probe_tsguess_by_model_subset")
     tests = Table(["Model", doc, undoc, "Difference", "95% CI (Newcombe)", "Odds ratio", "Fisher p"],
-                  [[r["model"], _side_rate(r, "documented"), _side_rate(r, "undocumented"),
-                    f"{100 * r['difference']:+.1f} pp", fmt_ci(r["ci_low"], r["ci_high"]),
+                  [[r["model"], *fmt_sides(r, "matches", "rate"),
+                    fmt_pp(r["difference"], signed=True), fmt_ci(r["ci_low"], r["ci_high"]),
                     fmt_or(r["odds_ratio"]), fmt_p(r["fisher_p"])] for r in part["tests"]],
                   "Documented vs undocumented: odds ratio ad/bc and two-sided Fisher exact p on the "
                   "2×2 match / no match table; the difference's interval is Newcombe's hybrid score "
-                  "interval.")
+                  "interval.", "probe_tsguess_contrast")
     return Section("Probe: ts-guess (testset slot guessing)", _paragraphs(part),
                    [rates, tests], figures=[FIGURE])
-
-
-def _side_rate(row: dict[str, Any], side: str) -> str:
-    return f"{fmt_pct(row[f'{side}_rate'])} ({row[f'{side}_matches']}/{row[f'{side}_n']})"
 
 
 def _paragraphs(part: dict[str, Any]) -> list[str]:
@@ -112,7 +97,4 @@ def _paragraphs(part: dict[str, Any]) -> list[str]:
              "after NFC, case folding and removing punctuation. An item without an eligible word is "
              "not probed and not counted. Rates have 95% Wilson intervals. Parameters "
              f"{user(part['params_sha256'][:12])}."]
-    if part["other_params"]:
-        lines.append(f"The store also holds ts-guess scores under {len(part['other_params'])} other "
-                     "parameter set(s), not shown: query `latest_probe_scores` for them.")
-    return lines
+    return lines + other_params_note(part, KIND)

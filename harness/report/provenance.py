@@ -30,10 +30,10 @@ __all__ = ["provenance"]
 
 def provenance(store: Store) -> dict[str, Any]:
     runs = _runs(store)
-    models = _models(store, runs)
+    models, imports = _models(store, runs), _imports(store)
     return {"store": str(store.path), "contam_version": __version__,
-            "runs": [{k: v for k, v in r.items() if k != "config"} for r in runs], "imports": _imports(store),
-            "unhashed_sources": _unhashed_sources(store), "models": models, "raters": _raters(store),
+            "runs": [{k: v for k, v in r.items() if k != "config"} for r in runs], "imports": imports,
+            "unhashed_sources": _unhashed_sources(store, imports), "models": models, "raters": _raters(store),
             "scoring": _scoring(store), "software": software_versions(),
             "bootstrap": {"method": "BCa", "resamples": BOOTSTRAP_RESAMPLES, "seed": BOOTSTRAP_SEED}}
 
@@ -63,11 +63,12 @@ def _imports(store: Store) -> list[dict[str, Any]]:
     return [{**r, "created_at": _time(r["created_at"])} for r in rows]
 
 
-def _unhashed_sources(store: Store) -> list[str]:
-    """Files the items and labels name as their source that no import row hashed (imported
-    before contam recorded hashes): named, so that the gap is visible."""
+def _unhashed_sources(store: Store, imports: list[dict[str, Any]]) -> list[str]:
+    """Files the items and labels name as their source that no import row (``imports``, from
+    :func:`_imports`) hashed (imported before contam recorded hashes): named, so that the gap is
+    visible."""
     sources = {r[0] for r in store.query("SELECT source_file FROM items UNION SELECT source_file FROM labels")}
-    hashed = {r["file"] for r in _imports(store)}
+    hashed = {r["file"] for r in imports}
     return sorted(s for s in sources - hashed if s is not None)
 
 

@@ -17,22 +17,26 @@ def provenance_section(report: dict) -> Section | None:
     paragraphs = [f"contam {user(prov['contam_version'] or 'version unknown')}; store "
                   f"{user(prov['store'])}. Hashes are sha256 of the stored run config, and of the "
                   "system prompt and question template (answering runs) or of the judge rubric (judge runs), "
-                  "and of every imported file's bytes.", *_software(prov), *_unhashed(prov)]
+                  "and of every imported file's bytes.", *_software(prov, report), *_unhashed(prov)]
     tables = [t for t in (_runs_table(prov), _imports_table(prov), _models_table(prov), _raters_table(prov),
                           _scoring_table(prov)) if t]
     return Section("Provenance", paragraphs, tables)
 
 
-def _software(prov: dict) -> list[str]:
-    """The versions that computed this report, and the bootstrap's resamples and seed."""
+def _software(prov: dict, report: dict) -> list[str]:
+    """The versions that computed this report, and the bootstrap's resamples and seed (the
+    min-k probe's interval has its own, :mod:`harness.report.probe_mink`)."""
     software, boot = prov.get("software") or {}, prov.get("bootstrap") or {}
     if not software:
         return []
     versions = ", ".join(f"{'Python' if name == 'python' else name} {version or 'not installed'}"
                          for name, version in software.items())
+    min_k = (report.get("probes") or {}).get("min-k")
+    own = (f" (the min-k probe's ROC-AUC: percentile, {min_k['resamples']} resamples of each "
+           f"subset, seed {min_k['seed']})" if min_k else "")
     return [f"Computed with {user(versions)}. Bootstrap intervals: {boot.get('method', 'BCa')}, "
-            f"{boot.get('resamples', '?')} resamples, seed {boot.get('seed', '?')}. The versions that "
-            "scored (BERTScore's model, torch, bert-score) are in each metric's parameters below."]
+            f"{boot.get('resamples', '?')} resamples, seed {boot.get('seed', '?')}{own}. The versions "
+            "that scored (BERTScore's model, torch, bert-score) are in each metric's parameters below."]
 
 
 def _unhashed(prov: dict) -> list[str]:

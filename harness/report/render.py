@@ -17,7 +17,7 @@ from string import Template
 
 from harness.report.analysis import METRICS, figure_regime
 from harness.report.format import (DASH, PNG_DPI, Section, Table, fmt_ci, fmt_num, fmt_or, fmt_p, fmt_pct,
-                                   fmt_pp, md_cell, plural, user)
+                                   fmt_pp, fmt_sides, md_cell, plural, user)
 from harness.report import probe_figures, probes
 from harness.report.provenance_section import provenance_section
 from harness.report.sections import contamination_section
@@ -164,10 +164,9 @@ def _judge_gap(report: dict) -> Section | None:
 
 def _gap_table(report: dict, gap: list[dict], name: str) -> Table:
     doc, undoc = report["contrast"]["documented"], report["contrast"]["undocumented"]
-    rows = [[r["model"], f"{fmt_pct(r['documented_accuracy'])} ({r['documented_right']}/{r['documented_n']})",
-             f"{fmt_pct(r['undocumented_accuracy'])} ({r['undocumented_right']}/{r['undocumented_n']})",
-             fmt_pp(r["gap"]), fmt_ci(r["gap_ci_low"], r["gap_ci_high"]), fmt_or(r["odds_ratio"]),
-             fmt_p(r["fisher_p"]), fmt_p(r.get("fisher_p_holm"))] for r in gap]
+    rows = [[r["model"], *fmt_sides(r, "right", "accuracy"), fmt_pp(r["gap"]),
+             fmt_ci(r["gap_ci_low"], r["gap_ci_high"]), fmt_or(r["odds_ratio"]), fmt_p(r["fisher_p"]),
+             fmt_p(r.get("fisher_p_holm"))] for r in gap]
     family = gap[0].get("holm_family", "") if gap else ""
     return Table(["Model", doc, undoc, "Gap", "95% CI (Newcombe)", "Odds ratio", "Fisher p", "Holm p"], rows,
                  "Ordered by gap. Odds ratio ad/bc and two-sided Fisher exact p on the 2×2 right / "

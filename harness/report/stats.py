@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import combinations
 
@@ -22,9 +22,10 @@ from statsmodels.stats.multitest import multipletests
 __all__ = [
     "Fisher", "wilson_interval", "proportion", "partial_credit", "fisher_exact_2x2",
     "newcombe_interval", "cohen_kappa", "collapse_to_binary", "exact_agreement", "agreement_row",
-    "mcnemar_exact", "spearman", "pearson", "point_biserial", "roc_auc", "fleiss_kappa",
-    "pairwise_kappas", "confusion_matrix", "bootstrap_mean_interval", "holm", "chi2_sf",
-    "chi2_log10_sf", "BOOTSTRAP_SEED", "BOOTSTRAP_RESAMPLES",
+    "mcnemar_exact", "spearman", "pearson", "point_biserial", "roc_auc", "roc_auc_test",
+    "fleiss_kappa", "pairwise_kappas", "confusion_matrix", "Bootstrap", "bootstrap",
+    "bootstrap_mean", "bootstrap_mean_interval", "holm", "chi2_sf", "chi2_log10_sf",
+    "BOOTSTRAP_SEED", "BOOTSTRAP_RESAMPLES",
 ]
 
 NAN = float("nan")
@@ -108,30 +109,53 @@ BOOTSTRAP_SEED = 20240613  # fixed, so a report rebuilt from the same store has 
 BOOTSTRAP_RESAMPLES = 4999
 
 
-def bootstrap_mean_interval(values: Sequence[float], confidence: float = 0.95) -> tuple[float, float]:
-    """BCa bootstrap interval of a mean, resampling the items (Efron 1987, JASA 82:171; scipy).
+@dataclass(frozen=True)
+class Bootstrap:
+    low: float
+    high: float
+    distribution: np.ndarray  # the statistic of every resample (none where nothing was resampled)
+
+
+def bootstrap(samples: Sequence[Sequence[float]], statistic: Callable, *, method: str = "BCa",
+              resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED,
+              confidence: float = 0.95) -> Bootstrap:
+    """scipy's seeded bootstrap of ``statistic`` over ``samples``, each resampled on its own
+    (Efron 1987, JASA 82:171), so that a rebuilt report has the same interval. A BCa interval that
+    is undefined (its acceleration is) falls back to the percentile interval of the same resamples.
+    scipy's warnings (a degenerate resampled distribution) are silenced: the limits say it."""
+    data = tuple(np.asarray(sample, dtype=float) for sample in samples)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = sps.bootstrap(data, statistic, confidence_level=confidence, n_resamples=resamples,
+                               method=method, rng=np.random.default_rng(seed))
+        low, high = result.confidence_interval
+        if method == "BCa" and (math.isnan(low) or math.isnan(high)):
+            low, high = sps.bootstrap(data, statistic, confidence_level=confidence, n_resamples=0,
+                                      bootstrap_result=result, method="percentile").confidence_interval
+    return Bootstrap(float(low), float(high), result.bootstrap_distribution)
+
+
+def bootstrap_mean(values: Sequence[float], confidence: float = 0.95) -> Bootstrap:
+    """BCa bootstrap interval of a mean, resampling the items (:func:`bootstrap`), with the
+    resampled means.
 
     Its limits are quantiles of resampled means, so they stay inside the range of the scores
     themselves: a mean of scores in [0, 1] never gets a limit below 0 or above 1. Constant
-    scores give the point interval; BCa falls back to the percentile interval where its
-    acceleration is undefined."""
+    scores give the point interval and fewer than two NaN, neither resampling anything."""
     x = np.asarray(values, dtype=float)
     if len(x) < 2:
-        return NAN, NAN
+        return Bootstrap(NAN, NAN, np.empty(0))
     if np.ptp(x) == 0:
-        return float(x.mean()), float(x.mean())
-    low, high = _bootstrap(x, confidence, "BCa")
-    if math.isnan(low) or math.isnan(high):
-        low, high = _bootstrap(x, confidence, "percentile")
-    return max(low, float(x.min())), min(high, float(x.max()))
+        return Bootstrap(float(x.mean()), float(x.mean()), np.empty(0))
+    result = bootstrap((x,), np.mean, confidence=confidence)
+    return Bootstrap(max(result.low, float(x.min())), min(result.high, float(x.max())),
+                     result.distribution)
 
 
-def _bootstrap(x: np.ndarray, confidence: float, method: str) -> tuple[float, float]:
-    with warnings.catch_warnings():  # BCa's degenerate-distribution warning: the caller falls back
-        warnings.simplefilter("ignore")
-        ci = sps.bootstrap((x,), np.mean, confidence_level=confidence, n_resamples=BOOTSTRAP_RESAMPLES,
-                           method=method, rng=np.random.default_rng(BOOTSTRAP_SEED)).confidence_interval
-    return float(ci.low), float(ci.high)
+def bootstrap_mean_interval(values: Sequence[float], confidence: float = 0.95) -> tuple[float, float]:
+    """The limits of :func:`bootstrap_mean`."""
+    result = bootstrap_mean(values, confidence)
+    return result.low, result.high
 
 
 def holm(pvalues: Sequence[float]) -> list[float]:
@@ -230,13 +254,19 @@ def roc_auc(scores: Sequence[float], positive: Sequence[bool]) -> float:
     """Area under the ROC curve, AUC = U / (n₁·n₀) with U the Mann-Whitney statistic of the
     positives (Hanley & McNeil 1982, Radiology 143:29). scipy ranks ties at their midrank, so a
     tied positive/negative pair counts one half — the trapezoidal AUC."""
+    return roc_auc_test(scores, positive)[0]
+
+
+def roc_auc_test(scores: Sequence[float], positive: Sequence[bool]) -> tuple[float, float]:
+    """:func:`roc_auc` and the two-sided Mann-Whitney p of the same test (scipy's default
+    method: exact for small samples without ties, else the normal approximation)."""
     values = np.asarray(scores, dtype=float)
     flags = np.asarray(positive, dtype=bool)
     pos, neg = values[flags], values[~flags]
     if len(pos) == 0 or len(neg) == 0:
-        return NAN
-    u = sps.mannwhitneyu(pos, neg, alternative="two-sided").statistic
-    return float(u / (len(pos) * len(neg)))
+        return NAN, NAN
+    test = sps.mannwhitneyu(pos, neg, alternative="two-sided")
+    return float(test.statistic / (len(pos) * len(neg))), float(test.pvalue)
 
 
 def fleiss_kappa(counts: Sequence[Sequence[int]]) -> float:

@@ -20,7 +20,7 @@ import pandas as pd
 from scipy import stats as sps
 
 from harness.report import stats
-from harness.report.cells import METRICS, Cells, mean, plain, ratio, share
+from harness.report.cells import METRICS, Cells, mean, plain, ratio, share, subset_rank
 from harness.report.format import plural
 
 __all__ = ["regimes", "rank_correlation", "metric_validity", "surface_by_subset"]
@@ -162,7 +162,6 @@ def _surface_per_title(frame: pd.DataFrame, order: list[str], contrast) -> list[
         bleu2_n=("bleu2", "count"), bleu2=("bleu2", "mean"),
         bertscore_f1_n=("bertscore_f1", "count"), bertscore_f1=("bertscore_f1", "mean"),
         mean_words=("answer_words", "mean")).reset_index()
-    stratum = {contrast[0]: 0, contrast[1]: 1}
     rows = sorted(grouped.to_dict("records"),
-                  key=lambda r: (order.index(r["model"]), stratum.get(r["subset"], 2), r["first_seq"]))
+                  key=lambda r: (order.index(r["model"]), subset_rank(r["subset"], contrast), r["first_seq"]))
     return [{k: plain(v) for k, v in r.items() if k != "first_seq"} for r in rows]

@@ -6,7 +6,7 @@ and the means per title (:func:`harness.report.surface.surface_by_subset` comput
 from __future__ import annotations
 
 from harness.report.analysis import METRICS, figure_regime
-from harness.report.format import DASH, Section, Table, fmt_num, fmt_p, is_missing
+from harness.report.format import DASH, Section, Table, fmt_num, fmt_num_ci, fmt_p, is_missing
 from harness.report.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
 
 __all__ = ["surface_section"]
@@ -30,17 +30,13 @@ def surface_section(report: dict) -> Section | None:
 
 
 def _mean_cell(r: dict, side: str) -> str:
-    return (f"{fmt_num(r[f'{side}_mean'])} {_num_ci(r[f'{side}_ci_low'], r[f'{side}_ci_high'])} "
-            f"(n={r[f'{side}_n']})")
-
-
-def _num_ci(low: float | None, high: float | None) -> str:
-    return DASH if is_missing(low) or is_missing(high) else f"[{low:.3f}, {high:.3f}]"
+    interval = fmt_num_ci(r[f"{side}_ci_low"], r[f"{side}_ci_high"])
+    return f"{fmt_num(r[f'{side}_mean'])} {interval} (n={r[f'{side}_n']})"
 
 
 def _surface_table(rows: list[dict], contrast: dict, metric: str) -> Table:
     body = [[r["model"], _mean_cell(r, "documented"), _mean_cell(r, "undocumented"),
-             fmt_num(r["difference"]), _num_ci(r["difference_ci_low"], r["difference_ci_high"]),
+             fmt_num(r["difference"]), fmt_num_ci(r["difference_ci_low"], r["difference_ci_high"]),
              fmt_p(r["welch_p"]), DASH if is_missing(r["ratio"]) else f"{r['ratio']:.2f}×"] for r in rows]
     return Table(["Model", f"{contrast['documented']} (documented)", f"{contrast['undocumented']} (undocumented)",
                   "Difference", "95% CI (Welch)", "Welch p", "Ratio"], body,

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from harness.report.analysis import LABELS, METRICS
+from harness.report.probe_guided import MEASURES
 
 __all__ = ["tidy_tables", "TEXT_ONLY"]
 
@@ -116,6 +117,17 @@ def _provenance_models(report: dict) -> Rows:
             for m in (report.get("provenance") or {}).get("models") or []]
 
 
+def _probe(kind: str, key: str, drop: tuple[str, ...] = ()) -> Callable[[dict], Rows]:
+    """A probe part's rows (``report["probes"][kind][key]``)."""
+    return lambda report: _pick(((report.get("probes") or {}).get(kind) or {}).get(key), drop)
+
+
+def _guided(measure: str) -> Callable[[dict], Rows]:
+    """The guided part's rows of one measure, as its display table has them."""
+    rows = _probe("guided", "differences")
+    return lambda report: _pick([r for r in rows(report) if r["measure"] == measure], ("measure",))
+
+
 _BUILDERS: dict[str, Callable[[dict], Rows]] = {
     "accuracy_by_model": lambda r: _pick(r.get("overall")),
     "accuracy_by_title": lambda r: _pick(r.get("per_title")),
@@ -138,4 +150,11 @@ _BUILDERS: dict[str, Callable[[dict], Rows]] = {
     "provenance_models": _provenance_models,
     "provenance_raters": _provenance("raters"),
     "provenance_scoring": _provenance("scoring"),
+    "probe_cdd_by_model": _probe("cdd", "per_model"),
+    "probe_cdd_by_model_subset": _probe("cdd", "per_subset"),
+    "probe_cdd_contrast": _probe("cdd", "contrast"),
+    "probe_tsguess_by_model_subset": _probe("ts-guess", "rates"),
+    "probe_tsguess_contrast": _probe("ts-guess", "tests"),
+    **{f"probe_guided_{measure}": _guided(measure) for measure in MEASURES},
+    "probe_min_k": _probe("min-k", "rows", ("documented_values", "undocumented_values")),
 }
