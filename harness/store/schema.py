@@ -160,6 +160,45 @@ CREATE TABLE imports (
     sha256 VARCHAR NOT NULL, bytes BIGINT, rows BIGINT, added BIGINT, created_at TIMESTAMP);
 """
 
+
+# Any study (issue "any study"): `cells` gains the item's own extra columns (`fields`, the JSON
+# object import keeps in items.extra) and one column per rule-based metric (1.0 / 0.0 / NULL).
+# The earlier columns keep their order; the new ones come last.
+_CELLS_FIELDS_AND_RULES = r"""
+CREATE OR REPLACE VIEW cells AS
+WITH pairs AS (
+    SELECT item_id, model FROM latest_answers UNION SELECT item_id, model FROM latest_labels),
+human AS (
+    SELECT item_id, model, arg_min(label, CASE WHEN rater = 'human' THEN '' ELSE rater END) AS label
+    FROM latest_labels WHERE rater = 'human' OR rater LIKE 'human:%' GROUP BY ALL),
+judge AS (
+    SELECT item_id, model, arg_min(label, rater) AS label
+    FROM latest_labels WHERE rater LIKE 'judge:%' GROUP BY ALL),
+surface AS (
+    SELECT item_id, model,
+           max(value) FILTER (WHERE metric = 'bleu2') AS bleu2,
+           max(value) FILTER (WHERE metric = 'bertscore_f1') AS bertscore_f1,
+           max(value) FILTER (WHERE metric = 'exact') AS exact,
+           max(value) FILTER (WHERE metric = 'contains') AS contains,
+           max(value) FILTER (WHERE metric = 'numeric') AS numeric,
+           max(value) FILTER (WHERE metric = 'regex') AS regex
+    FROM latest_scores GROUP BY ALL)
+SELECT p.item_id, i.title, i.subset, i.question, i.reference, p.model,
+       a.answer, a.answer_raw, h.label AS human_label, j.label AS judge_label,
+       s.bleu2, s.bertscore_f1,
+       CASE WHEN a.answer IS NULL THEN NULL ELSE len(string_split_regex(trim(a.answer), '\s+'))
+            * (trim(a.answer) <> '')::INT END AS answer_words,
+       coalesce(regexp_matches(a.answer, '(?i)\b(i\s+(do\s+not|don''?t|cannot|can''?t)\s+(know|recall|remember|say|be\s+sure|answer)|i''?m\s+not\s+(sure|familiar|aware|certain)|i\s+am\s+not\s+(sure|familiar|aware|certain)|i\s+have\s+no\s+(information|knowledge|idea)|i\s+(don''?t|do\s+not)\s+have\s+(information|enough\s+information|any\s+information|knowledge|details)|not\s+familiar\s+with|unable\s+to\s+(answer|provide|recall|determine)|no\s+(reliable\s+)?information\s+(about|on))'), false) AS abstained,
+       coalesce(trim(i.reference), '') = '' AS reference_empty,
+       i.extra AS fields, s.exact, s.contains, s.numeric, s.regex
+FROM pairs p
+LEFT JOIN latest_items i USING (item_id)
+LEFT JOIN latest_answers a USING (item_id, model)
+LEFT JOIN human h USING (item_id, model)
+LEFT JOIN judge j USING (item_id, model)
+LEFT JOIN surface s USING (item_id, model);
+"""
+
 # Numbered and append-only themselves: a schema change is a new entry, never an edit of an old one.
 MIGRATIONS: list[tuple[int, str, str]] = [
     (1, "initial tables", _TABLES),
@@ -170,6 +209,7 @@ MIGRATIONS: list[tuple[int, str, str]] = [
     (5, "labelling: notes, retractions, rater sessions", _LABELLING),
     (6, "contamination probes", _PROBES),
     (7, "imports: every imported file's name and sha256", _IMPORTS),
+    (8, "cells: item fields and the rule-based metrics", _CELLS_FIELDS_AND_RULES),
 ]
 
 TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
