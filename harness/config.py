@@ -1,7 +1,8 @@
-"""Run config (TOML) -> validated, immutable objects. See DESIGN.md "Run config"."""
+"""Run config (TOML) -> validated, immutable objects. See ARCHITECTURE.md, "The study config"."""
 
 from __future__ import annotations
 
+import datetime
 import os
 import shlex
 import tomllib
@@ -9,9 +10,11 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from harness.config_schema import (MODEL_FIELDS, PROMPT_FIELDS, PROVIDERS, TOP_FIELDS, check_table,
+from harness.config_schema import (JUDGE_FIELDS, MODEL_FIELDS, PROBES_FIELDS, PROMPT_FIELDS,
+                                   PROVIDERS, SCORING_FIELDS, STUDY_FIELDS, TOP_FIELDS, check_table,
                                    did_you_mean)
 from harness.errors import UserError
+from harness.study import DEFAULT_METRICS, DEFAULT_NUMERIC_TOLERANCE, StudySettings
 
 __all__ = ["ModelSpec", "RunConfig", "load_config", "model_names", "parse_model", "PROVIDERS",
            "BATCH_PROVIDERS", "DEFAULT_SYSTEM_PROMPT"]
@@ -44,11 +47,13 @@ class ModelSpec:
     # The most completions one probe request asks for (OpenAI n, Gemini candidateCount), below
     # the provider's own limit; None: that limit (1 for the APIs without a multi-sample field).
     samples_per_request: int | None = None
+    cutoff: datetime.date | None = None  # the model's training cut-off ([study] released)
 
     def public_dict(self) -> dict[str, Any]:
         """What may be stored in `runs.config`: everything but secrets (there are none here:
         only the *name* of the key's environment variable is kept, never its value)."""
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        public = {f.name: getattr(self, f.name) for f in fields(self)}
+        return {**public, "cutoff": self.cutoff.isoformat() if self.cutoff else None}
 
     def replica_urls(self) -> tuple[str | None, ...]:
         """One entry per replica: the listed URLs, or the one ``base_url`` (None: the default)."""
@@ -67,6 +72,7 @@ class RunConfig:
     system_prompt: str
     models: tuple[ModelSpec, ...]
     judge: ModelSpec | None
+    study: StudySettings = field(default_factory=StudySettings)
     store_flag: str | None = None  # --store as given on the command line; wins over `store`
 
     def command(self, verb: str) -> str:
@@ -113,8 +119,29 @@ def _build(path: Path, raw: dict[str, Any]) -> RunConfig:
         items=_beside(path, raw.get("items")),
         system_prompt=prompt.get("system", DEFAULT_SYSTEM_PROMPT),
         models=models,
-        judge=parse_model(path, "[judge]", judge) if judge is not None else None,
+        judge=_parse_judge(path, judge) if judge is not None else None,
+        study=_study(path, raw),
     )
+
+
+def _parse_judge(path: Path, entry: dict[str, Any]) -> ModelSpec:
+    check_table(path, "[judge]", entry, JUDGE_FIELDS)
+    return parse_model(path, "[judge]", {k: v for k, v in entry.items() if k != "rubric"})
+
+
+def _study(path: Path, raw: dict[str, Any]) -> StudySettings:
+    """The study-level tables ([study], [prompt] user, [probes], [scoring], [judge] rubric)."""
+    study, probes, scoring = (raw.get(t, {}) for t in ("study", "probes", "scoring"))
+    check_table(path, "[study]", study, STUDY_FIELDS)
+    check_table(path, "[probes]", probes, PROBES_FIELDS)
+    check_table(path, "[scoring]", scoring, SCORING_FIELDS)
+    rubric = (raw.get("judge") or {}).get("rubric")
+    return StudySettings(
+        name=study.get("name"), exposure=study.get("exposure"), released=study.get("released"),
+        subsets=tuple(study.get("subsets", ())), user_template=raw.get("prompt", {}).get("user"),
+        probe_text=probes.get("text"), metrics=tuple(scoring.get("metrics", DEFAULT_METRICS)),
+        numeric_tolerance=scoring.get("numeric_tolerance", DEFAULT_NUMERIC_TOLERANCE),
+        regex=scoring.get("regex"), rubric=_beside(path, rubric))
 
 
 def _beside(config_path: Path, named: str | None) -> Path | None:
@@ -128,7 +155,19 @@ def parse_model(path: Path, where: str, entry: dict[str, Any]) -> ModelSpec:
     _refuse_bad_batch(path, where, entry)
     return ModelSpec(**{**entry, "name": entry.get("name") or entry["model"],
                         "base_url": _base_url(entry.get("base_url")),
-                        "params": dict(entry.get("params", {}))})
+                        "params": dict(entry.get("params", {})),
+                        "cutoff": _iso_date(path, where, entry.get("cutoff"))})
+
+
+def _iso_date(path: Path, where: str, value: str | None) -> datetime.date | None:
+    """``cutoff = "2024-06-30"`` as a date; anything else is refused in one line."""
+    if value is None:
+        return None
+    try:
+        return datetime.date.fromisoformat(value)
+    except ValueError:
+        raise UserError(f"{path}: {where}: cutoff: {value!r} is not an ISO date "
+                        "(YYYY-MM-DD)") from None
 
 
 def _base_url(value: str | list[str] | None) -> str | tuple[str, ...] | None:

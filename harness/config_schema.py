@@ -15,17 +15,21 @@ from typing import Any
 
 from harness.errors import UserError
 
-__all__ = ["Field", "TOP_FIELDS", "PROMPT_FIELDS", "MODEL_FIELDS", "PROVIDERS", "check_table",
+__all__ = ["Field", "TOP_FIELDS", "PROMPT_FIELDS", "MODEL_FIELDS", "JUDGE_FIELDS", "STUDY_FIELDS",
+           "PROBES_FIELDS", "SCORING_FIELDS", "METRIC_NAMES", "PROVIDERS", "check_table",
            "did_you_mean"]
 
 PROVIDERS = ("openai", "gemini", "anthropic", "ollama", "local")
+# Every metric `contam score` can compute ([scoring] metrics names some of them).
+METRIC_NAMES = ("bleu2", "bertscore_f1", "exact", "contains", "numeric", "regex")
 
 
 @dataclass(frozen=True)
 class Field:
     """One key: ``text`` (a non-empty string), ``count`` (a whole number >= 1), ``number`` (a
     finite number > 0), ``flag`` (true or false), ``urls`` (a URL or a non-empty list of them),
-    ``table`` or ``tables`` (an array of tables)."""
+    ``texts`` (a non-empty list of non-empty strings), ``table`` or ``tables`` (an array of
+    tables). With ``choices``, a text (or each of a list's texts) must be one of them."""
 
     kind: str
     required: bool = False
@@ -33,8 +37,21 @@ class Field:
 
 
 TOP_FIELDS = {"store": Field("text"), "items": Field("text"), "prompt": Field("table"),
-              "models": Field("tables"), "judge": Field("table")}
-PROMPT_FIELDS = {"system": Field("text")}
+              "models": Field("tables"), "judge": Field("table"), "study": Field("table"),
+              "probes": Field("table"), "scoring": Field("table")}
+PROMPT_FIELDS = {"system": Field("text"), "user": Field("text")}
+STUDY_FIELDS = {
+    "name": Field("text"),  # the benchmark's name in guided prompting's instruction
+    "exposure": Field("text"),  # a numeric item column
+    "released": Field("text"),  # an ISO-date item column
+    "subsets": Field("texts"),  # ordered tiers, least exposed first
+}
+PROBES_FIELDS = {"text": Field("text")}  # min-k's text rule, a template over item columns
+SCORING_FIELDS = {
+    "metrics": Field("texts", choices=METRIC_NAMES),
+    "numeric_tolerance": Field("number"),  # relative
+    "regex": Field("text"),
+}
 MODEL_FIELDS = {
     "name": Field("text"),
     "provider": Field("text", required=True, choices=PROVIDERS),
@@ -50,7 +67,9 @@ MODEL_FIELDS = {
     "params": Field("table"),
     "batch": Field("flag"),  # ask through the provider's batch API
     "samples_per_request": Field("count"),  # a probe's completions per request (n, candidateCount)
+    "cutoff": Field("text"),  # the model's training cut-off, an ISO date
 }
+JUDGE_FIELDS = {**MODEL_FIELDS, "rubric": Field("text")}  # a rubric file, beside the config
 
 
 def check_table(path: Path, where: str, table: Any, fields: dict[str, Field]) -> None:
@@ -78,8 +97,9 @@ def did_you_mean(word: str, candidates: Any) -> str:
 def _problem(field: Field, value: Any) -> str | None:
     check = {"text": _text_problem, "count": _count_problem, "number": _number_problem,
              "flag": _flag_problem, "urls": _urls_problem, "table": _table_problem,
-             "tables": _tables_problem}[field.kind]
-    return check(value) or _choice_problem(field, value)
+             "tables": _tables_problem, "texts": _texts_problem}[field.kind]
+    values = value if field.kind == "texts" and isinstance(value, list) else [value]
+    return check(value) or next(filter(None, (_choice_problem(field, v) for v in values)), None)
 
 
 def _text_problem(value: Any) -> str | None:
@@ -108,6 +128,12 @@ def _urls_problem(value: Any) -> str | None:
     if isinstance(value, str) and not _text_problem(value):
         return None
     return f"must be a URL or a non-empty list of URLs, not {_shown(value)}"
+
+
+def _texts_problem(value: Any) -> str | None:
+    if isinstance(value, list) and value and not any(_text_problem(v) for v in value):
+        return None
+    return f"must be a non-empty list of non-empty strings, not {_shown(value)}"
 
 
 def _flag_problem(value: Any) -> str | None:

@@ -175,7 +175,8 @@ def _run_row(run_id: str, config: RunConfig, specs: Sequence[ModelSpec],
              options: RunOptions) -> dict[str, Any]:
     public = {"config_file": str(config.path), "items": str(config.items) if config.items else None,
               "system_prompt": config.system_prompt, "limit": options.limit,
-              "models": [spec.public_dict() for spec in specs]}  # names of key variables only
+              "models": [spec.public_dict() for spec in specs],  # names of key variables only
+              "study": config.study.to_record()}
     return run_row(run_id, "run", public, prompt_sha256(config.system_prompt))
 
 

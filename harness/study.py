@@ -1,0 +1,54 @@
+"""A study's own settings: what the config's ``[study]``, ``[prompt] user``, ``[probes]``,
+``[scoring]`` and ``[judge] rubric`` say, in one frozen record with the paper's defaults.
+
+``contam run`` records them in ``runs.config`` (key ``study``); the commands that take no config
+(``score``, ``report``) read the newest run's record back (:func:`settings_from_record`), and a
+``--config FILE`` given to them wins. See ARCHITECTURE.md, "A study's settings".
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = ["DEFAULT_METRICS", "DEFAULT_NUMERIC_TOLERANCE", "StudySettings", "settings_from_record"]
+
+DEFAULT_METRICS = ("bleu2", "bertscore_f1")
+DEFAULT_NUMERIC_TOLERANCE = 1e-6
+
+
+@dataclass(frozen=True, kw_only=True)
+class StudySettings:
+    """Every study-level choice; a field left None means "the paper's default"."""
+
+    name: str | None = None  # the benchmark's name in guided prompting's instruction
+    exposure: str | None = None  # a numeric item column: how much the world has written
+    released: str | None = None  # an ISO-date item column, against each model's cutoff
+    subsets: tuple[str, ...] = ()  # ordered tiers, least exposed first
+    user_template: str | None = None  # [prompt] user; None: the paper's user turn
+    probe_text: str | None = None  # [probes] text: min-k's text rule; None: today's rule
+    metrics: tuple[str, ...] = DEFAULT_METRICS  # [scoring] metrics
+    numeric_tolerance: float = DEFAULT_NUMERIC_TOLERANCE  # [scoring] numeric_tolerance
+    regex: str | None = None  # [scoring] regex: group 1 of its first match is the answer
+    rubric: Path | None = None  # [judge] rubric file; None: the paper's rubric
+    extra: dict[str, Any] = field(default_factory=dict)  # reserved: nothing reads it yet
+
+    def to_record(self) -> dict[str, Any]:
+        """The JSON-able form stored in ``runs.config["study"]``."""
+        record = asdict(self)
+        record["subsets"] = list(self.subsets)
+        record["metrics"] = list(self.metrics)
+        record["rubric"] = str(self.rubric) if self.rubric else None
+        return record
+
+
+def settings_from_record(record: dict[str, Any] | None) -> StudySettings:
+    """The settings a run recorded (``runs.config["study"]``); the defaults for an older run."""
+    if not record:
+        return StudySettings()
+    known = {k: v for k, v in record.items() if k in StudySettings.__dataclass_fields__}
+    known["subsets"] = tuple(known.get("subsets") or ())
+    known["metrics"] = tuple(known.get("metrics") or DEFAULT_METRICS)
+    known["rubric"] = Path(known["rubric"]) if known.get("rubric") else None
+    return StudySettings(**known)
