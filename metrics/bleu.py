@@ -1,6 +1,6 @@
 """BLEU-2 as the seed paper defines it: equal to NLTK on every answer of two or more tokens, batched.
 
-Definition (DESIGN.md, Metrics): NFC-normalise, lower-case, tokens are ``\\w+`` runs; clipped 1- and
+Definition (the seed paper's): NFC-normalise, lower-case, tokens are ``\\w+`` runs; clipped 1- and
 2-gram precision against the one reference, weights (0.5, 0.5), geometric mean, the standard
 brevity penalty, and Chen & Cherry method-4 smoothing (k = 5) as NLTK 3.10 implements it. The
 paper's rules where NLTK differs or has nothing to say:

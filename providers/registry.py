@@ -65,7 +65,7 @@ def served_model_id(provider: Provider) -> str:
 
 
 def check_first_reply(provider: Provider, reply: Reply) -> None:
-    """The served-model check of DESIGN.md, on every reply: raise ServedModelMismatch naming
+    """The served-model check (ARCHITECTURE.md, Rules that hold everywhere), on every reply: raise ServedModelMismatch naming
     both ids unless the served id is the requested one (normalised the way the provider normalises
     served ids), or that id plus a dated suffix."""
     expected = served_model_id(provider)

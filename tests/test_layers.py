@@ -1,4 +1,4 @@
-"""The import rule of DESIGN.md's Layout: no circle, no import from a lower layer to a higher one."""
+"""The import rule of ARCHITECTURE.md, The layers: no circle, no import from a lower layer to a higher one."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``contam judge CONFIG.toml``: the stateless LLM judge of DESIGN.md, through the run engine.
+"""``contam judge CONFIG.toml``: the stateless LLM judge (ARCHITECTURE.md), through the run engine.
 
 One call per (item, answering model) cell, built by :func:`metrics.judge.judge_request` from
 the fixed rubric, that item's reference and that one answer, nothing else (no item id, no

@@ -5,7 +5,7 @@ The sections come from :mod:`harness.report.labels` (what the human and judge la
 :mod:`harness.report.provenance` and :mod:`harness.report.probes`, all over the (item, model) cells of
 :mod:`harness.report.cells` (SQL over the views for the counts, ``harness.report.stats`` for the rest).
 
-Keys follow DESIGN.md's report schema exactly; everything beyond it sits under extra keys
+Keys follow ARCHITECTURE.md's report contract exactly; everything beyond it sits under extra keys
 (``regimes``, ``mcnemar``, ``cmh``, ``logistic``, ``inter_annotator``, ``abstention``, ``missing``,
 ``answer_length``, ``judge_gap``, ``surface_by_subset``, ``notes``, ``meta``, ``provenance``). A
 section without data is ``None`` and ``notes`` says why.
@@ -30,7 +30,7 @@ __all__ = ["build_report", "parse_contrast", "figure_regime", "LABELS", "METRICS
 
 def build_report(store: Store, *, contrast: tuple[str, str] = ("official", "fan"),
                  human: str | None = None, judge: str | None = None) -> dict[str, Any]:
-    """Everything `contam report` prints, as one JSON-ready dict (see DESIGN.md, Report)."""
+    """Everything `contam report` prints, as one JSON-ready dict (see ARCHITECTURE.md, The report)."""
     _require_data(store)
     _require_subsets(store, contrast)
     notes: list[dict[str, str]] = []
@@ -70,7 +70,7 @@ def _every_model(order: list[str], frame: pd.DataFrame) -> list[str]:
 
 
 def _extras(store, cells, frame, contrast, raters, regimes, order, notes) -> dict[str, Any]:
-    """The sections beyond DESIGN.md's schema; ``order``: every model (:func:`_every_model`)."""
+    """The sections beyond the report contract; ``order``: every model (:func:`_every_model`)."""
     human, judge = raters
     missing = labels.missing(cells, order)
     _note_missing_data(missing, notes, human)

@@ -95,7 +95,7 @@ def ratio(a: float, b: float) -> float:
 
 
 def json_ratio(x: float) -> float | str:
-    """JSON has no infinity: an infinite odds ratio is the string "inf" (DESIGN.md)."""
+    """JSON has no infinity: an infinite odds ratio is the string "inf" (ARCHITECTURE.md, The report)."""
     return "inf" if math.isinf(x) else x
 
 
