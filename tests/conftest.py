@@ -85,15 +85,15 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def paper_path(tmp_path_factory):
-    """The seed paper's data (tests.paper_data) as a store, built once per module."""
+    """The seed paper's data (tests.paper_data) as a store, built once per test session (read only)."""
     from tests.paper_data import build_paper_store
 
     return build_paper_store(tmp_path_factory.mktemp("paper") / "paper.duckdb")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def paper(paper_path):
     """build_report of the paper's store."""
     from harness.report.analysis import build_report
@@ -103,7 +103,7 @@ def paper(paper_path):
         return build_report(store)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def paper_out(paper_path, tmp_path_factory):
     """The folder `contam report` writes for the paper's store."""
     from harness.cli import main
