@@ -3,7 +3,6 @@ failing replica cools down alone, what `attempts` and the display say."""
 
 from __future__ import annotations
 
-import time
 
 import anyio
 import pytest
@@ -109,18 +108,33 @@ def test_a_fatal_error_cools_nothing_down():
     assert replicas.replicas[0].cooling_for() == 0
 
 
-def test_when_every_replicas_server_asked_for_a_wait_a_request_waits_for_the_first_to_reopen():
+@pytest.fixture
+def sleeps(monkeypatch):
+    """Every wait ReplicaSet.choose asks for, in order (and really waited: the clock must move)."""
+    asked: list[float] = []
+    real_sleep = anyio.sleep
+
+    async def recorded(seconds: float) -> None:
+        asked.append(seconds)
+        await real_sleep(seconds)
+
+    monkeypatch.setattr("harness.engine.replicas.anyio.sleep", recorded)
+    return asked
+
+
+def test_when_every_replicas_server_asked_for_a_wait_a_request_waits_for_the_first_to_reopen(sleeps):
     replicas = replica_set(2)
     a, b = replicas.replicas
     a.cool_down(0.3, hinted=True)
     b.cool_down(0.1, hinted=True)
     assert 0 < replicas.cooling_for() <= 0.1
-    started = time.monotonic()
     assert choose(replicas) is b
-    assert 0.08 <= time.monotonic() - started < 0.3
+    # One wait, for b's hint (0.1 s), never for a's (0.3 s); a loaded machine may stretch the wait,
+    # so what is asserted is what was asked for, not how long it took.
+    assert len(sleeps) >= 1 and all(0 < wait <= 0.1 for wait in sleeps)
 
 
-def test_when_every_replica_backs_off_on_its_own_a_request_goes_to_the_first_to_reopen_now():
+def test_when_every_replica_backs_off_on_its_own_a_request_goes_to_the_first_to_reopen_now(sleeps):
     """Issue 22: two replicas answering 500 stacked every task behind their growing backoffs."""
     replicas = replica_set(3)
     a, b, c = replicas.replicas
@@ -128,9 +142,8 @@ def test_when_every_replica_backs_off_on_its_own_a_request_goes_to_the_first_to_
         for _ in range(failures):
             replicas.failed(replica, Transient("500", http_status=500))
     assert replicas.cooling_for() == 0  # the lane can send
-    started = time.monotonic()
     assert choose(replicas) is b  # its backoff (1 s) ends first
-    assert time.monotonic() - started < 0.05
+    assert sleeps == []  # ... and the request goes to it now, without waiting for that backoff
     a.cool_down(30, hinted=True)
     b.cool_down(30, hinted=True)
     assert choose(replicas) is c  # a server's hint is never overridden

@@ -271,7 +271,8 @@ def test_a_hint_beyond_max_hint_s_stops_the_lane_like_a_quota(tmp_path, hint):
         first = run_inprocess(config, store)
         elapsed = time.monotonic() - started
         second = run_inprocess(config, store)
-    assert first.status == 1 and elapsed < 10
+    # Far below the smallest hint (601 s): the lane stopped rather than waited, however loaded the machine.
+    assert first.status == 1 and elapsed < 300
     line = next(line for line in first.out.splitlines() if line.startswith("openai-m: 0/4"))
     assert line.startswith("openai-m: 0/4 answered; STOPPED (wait too long)")
     assert f"asks to wait {float(hint):,.0f} s, more than max_hint_s = 600 s" in line
