@@ -296,6 +296,20 @@ def test_adjudication_settles_disagreements_and_the_report_reads_it(small, conta
     assert '"human_rater": "human:adjudicated"' in out
 
 
+def test_taking_agreed_labels_settles_only_cells_two_raters_labelled_alike(small):
+    """Issue 29, item 3: one rater's label is no agreement; only cells that two raters labelled
+    alike are settled, and cells only one rater labelled stay unsettled."""
+    client = view_client(small)
+    _store_labels(small, "alice", lambda n: "right")
+    with Store(small) as store:  # bob labels three of the twelve cells: two alike, one not
+        store.append("labels", [{"item_id": i, "model": MODELS[0], "rater": "human:bob", "label": lab}
+                                for i, lab in (("it000", "right"), ("it001", "right"), ("it002", "wrong"))])
+    assert client.post("/api/agreed").json() == {"written": 2}
+    settled = _labels(small, "rater = 'human:adjudicated'")
+    assert sorted(r["item_id"] for r in settled) == ["it000", "it001"]
+    assert all(r["note"] == "agreed: human:alice, human:bob" for r in settled)
+
+
 def test_a_settled_cell_whose_raters_come_to_agree_later_is_settled_again(small):
     client = view_client(small)
     _store_labels(small, "alice", lambda n: "right")

@@ -6,8 +6,8 @@ rater against every judge, Fleiss' kappa once three or more human raters have la
 every one of them labelled, as the report has it).
 
 The adjudicator's labels are rater ``human:adjudicated``: for a cell the human raters disagree
-on, the adjudicator's decision; for a cell they agree on (one rater's label included), that
-label, written in one go from the agreement page. ``contam report --human human:adjudicated``
+on, the adjudicator's decision; for a cell two or more of them labelled alike, that label, written
+in one go from the agreement page (one rater's label is no agreement, so it is never settled). ``contam report --human human:adjudicated``
 then reports on the settled labels. A disagreement comes back to the queue when a rater changes
 a label after it was settled; so does an agreement, among the agreed cells, when it is on another
 label than the settled one.
@@ -55,7 +55,8 @@ WHERE s.seq IS NULL OR s.seq < d.newest
 _AGREED_SQL = f"""
 WITH h AS ({_HUMANS}),
 a AS (SELECT item_id, model, min(label) AS label, string_agg(rater, ', ' ORDER BY rater) AS raters,
-             max(seq) AS newest FROM h GROUP BY ALL HAVING count(DISTINCT label) = 1)
+             max(seq) AS newest FROM h GROUP BY ALL
+      HAVING count(DISTINCT label) = 1 AND count(DISTINCT rater) >= 2)
 SELECT a.item_id, a.model, a.label, a.raters FROM a LEFT JOIN ({_SETTLED}) s USING (item_id, model)
 WHERE s.seq IS NULL OR (s.seq < a.newest AND s.label <> a.label)
 """
@@ -113,8 +114,8 @@ def disagreements(store: Any) -> list[tuple[str, str]]:
 
 
 def agreed_rows(store: Any) -> list[dict[str, Any]]:
-    """Cells all of whose human raters give one label and that have no adjudicated label yet, or
-    an older one than their latest label that says something else."""
+    """Cells that two or more human raters labelled, all alike, and that have no adjudicated
+    label yet, or an older one than their latest label that says something else."""
     return store.query_dicts(_AGREED_SQL + "ORDER BY item_id, model")
 
 
