@@ -47,7 +47,7 @@ def _labels(path, where: str = "true") -> list[dict]:
 
 def test_requests_without_the_token_are_refused_and_get_no_data(path):
     view_client(path)  # migrates the store
-    bare = TestClient(create_app(view_options(store=path), TOKEN))
+    bare = TestClient(create_app(view_options(store=path), TOKEN), base_url="http://127.0.0.1")
     for url in ("/", "/label?rater=alice", "/cell?item=it001&model=zorblax-7b", "/api/progress",
                 "/static/view.js", "/report", "/?token=wrong"):
         response = bare.get(url)
@@ -59,7 +59,7 @@ def test_requests_without_the_token_are_refused_and_get_no_data(path):
 
 def test_the_token_in_the_url_becomes_a_strict_httponly_cookie(path):
     view_client(path)
-    client = TestClient(create_app(view_options(store=path, port=9999), TOKEN))
+    client = TestClient(create_app(view_options(store=path, port=9999), TOKEN), base_url="http://127.0.0.1")
     response = client.get(f"/?token={TOKEN}")
     cookie = response.headers["set-cookie"]
     assert cookie.startswith(f"contam_view_9999={TOKEN};")

@@ -10,6 +10,8 @@ server after a SIGKILL. One browser is shared by the module."""
 
 from __future__ import annotations
 
+import socket
+
 import pytest
 
 from harness.report import stats
@@ -134,6 +136,31 @@ def test_twenty_labels_by_keyboard_survive_a_reload_and_kill_9(tmp_path, browser
     _open(browser, again, "/label?rater=kb")
     assert _shown(browser) == texts[order[20]]
     assert _text(browser, "progress-text").startswith("20 / 60")
+
+
+def test_a_restarted_server_keeps_its_link_and_a_new_token_says_so(tmp_path, browser, servers):
+    """Issue 29, item 2: an open label page goes on across a restart; after --new-token it says
+    that the server has a new link instead of "Forbidden"."""
+    store = build_view_store(tmp_path / "s.duckdb", items=6)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = str(probe.getsockname()[1])
+    server = servers(store, "--port", port)
+    _open(browser, server, "/label?rater=kb")
+    _label_by_key(browser, "1")
+    server.stop()
+    again = servers(store, "--port", port)
+    assert again.url == server.url  # the same link: the token is the store's
+    _press(browser, "2")  # the page left open recovers: its cell id is stale, so it reloads itself
+    _wait(browser, lambda d: "reload" in _text(d, "status"))
+    _wait(browser, lambda d: "reload" not in _text(d, "status"))
+    _label_by_key(browser, "2")  # ... and labels on with the same link
+    again.stop()
+    rotated = servers(store, "--port", port, "--new-token")
+    assert rotated.url != server.url
+    _press(browser, "3")
+    _wait(browser, lambda d: "has a new one" in _text(d, "status"))
+    assert "Forbidden" not in _text(browser, "status")
 
 
 def test_a_request_without_the_token_gets_nothing(tmp_path, browser, servers):

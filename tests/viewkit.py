@@ -61,7 +61,8 @@ def view_client(path: Path, **options):
     from harness.view import create_app, view_options
 
     prepare(path)
-    client = TestClient(create_app(view_options(store=path, **options), TOKEN))
+    client = TestClient(create_app(view_options(store=path, **options), TOKEN),
+                        base_url="http://127.0.0.1:8780")
     assert client.get(f"/?token={TOKEN}").status_code == 200  # sets the cookie
     client.headers["X-Contam-Token"] = TOKEN
     return client

@@ -169,7 +169,8 @@ def _view(args: argparse.Namespace) -> int:
 
     options = view_options(store=args.store, host=args.host, port=args.port, unblind=args.unblind,
                            overlap=args.overlap, raters=args.raters, seed=args.seed)
-    serve(options, on_ready=lambda url: print(f"contam view: {url}", flush=True))
+    serve(options, on_ready=lambda url: print(f"contam view: {url}", flush=True),
+          new_token=args.new_token)
     return 0
 
 

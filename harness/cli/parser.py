@@ -207,6 +207,9 @@ def _add_view(sub: argparse._SubParsersAction) -> None:
                         "rater, for agreement (e.g. 0.2)")
     p.add_argument("--seed", type=int, help="seed of the cell order of raters who have none yet "
                                             "(default: a random one, recorded)")
+    p.add_argument("--new-token", action="store_true",
+                   help="replace the store's access token (kept in STORE.view-token, so that a "
+                        "restart keeps every link): every link printed before stops working")
 
 
 def _add_bench(sub: argparse._SubParsersAction) -> None:

@@ -1,7 +1,8 @@
 """Building the ASGI app (Starlette) and serving it (uvicorn): `contam view`'s entry point.
 
-The server listens where it is told; the access token is always required, on loopback and on
-any other address alike. It prints one line, the URL with the token, once it is listening.
+The server listens where it is told; a token is always required, on loopback and on any other
+address alike. Once it is listening it prints the owner's URL on one line, then, with --raters,
+each rater's own link (which opens only that rater's label desk).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from harness.errors import UserError
 from harness.store import access
 from harness.view.options import ViewOptions
 from harness.view.routes import View
-from harness.view.token import TokenGuard, new_token
+from harness.view.token import TokenGuard, rater_token, served_hosts, stored_token
 
 __all__ = ["create_app", "serve", "PAGE_POLICY"]
 
@@ -56,21 +57,28 @@ def create_app(options: ViewOptions, token: str, port: int | None = None) -> ASG
     app = Starlette(routes=view.routes(), exception_handlers={UserError: view.refused})
     app.state.view = view
     cookie = f"contam_view_{port if port is not None else options.port}"
-    return ResponseHeaders(TokenGuard(app, token=token, cookie=cookie))
+    guard = TokenGuard(app, token=token, cookie=cookie, hosts=served_hosts(options.host))
+    return ResponseHeaders(guard)
 
 
-def serve(options: ViewOptions, on_ready: Callable[[str], Any] = print) -> None:
-    """Check the store, listen, call ``on_ready`` with the URL, serve until interrupted."""
+def serve(options: ViewOptions, on_ready: Callable[[str], Any] = print, *,
+          new_token: bool = False) -> None:
+    """Check the store, listen, call ``on_ready`` with each URL, serve until interrupted. The
+    owner's token is the store's own (kept beside it); ``new_token`` replaces it."""
     import uvicorn
 
     access.prepare(options.store)  # every migration applied before the first read (or no such store)
+    token = stored_token(options.store, rotate=new_token)
     sock = _listen(options.host, options.port)
     port = sock.getsockname()[1]
-    token = new_token()
     config = uvicorn.Config(create_app(options, token, port), log_level="warning",
                             access_log=False, lifespan="off")
     server = uvicorn.Server(config)
-    on_ready(f"http://{_url_host(options.host)}:{port}/?token={token}")
+    base = f"http://{_url_host(options.host)}:{port}"
+    on_ready(f"{base}/?token={token}")
+    for rater in options.raters:
+        on_ready(f"{rater}'s own link (the label desk only): "
+                 f"{base}/label?token={rater_token(token, rater)}")
     server.run(sockets=[sock])
 
 

@@ -29,6 +29,7 @@ COLUMNS: dict[str, tuple[str, str]] = {
     "bertscore_f1": ("BERTScore-F1", "bertscore_f1"),
 }
 LABEL_FILTERS = ("right", "partial", "wrong", "none")
+MAX_PAGE = 10**9  # a deeper link is the last page; any number beyond would overflow the offset
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -52,7 +53,7 @@ class BrowseQuery:
         return cls(**text, label=params.get("label", "") if params.get("label") in LABEL_FILTERS else "",
                    disagree=params.get("disagree") == "1",
                    sort=params.get("sort") if params.get("sort") in COLUMNS else "item_id",
-                   desc=params.get("desc") == "1", page=max(1, int(page)) if page.isdigit() else 1)
+                   desc=params.get("desc") == "1", page=_page_number(page))
 
     def params(self, **changes: Any) -> dict[str, str]:
         """This query (with changes) as URL parameters, defaults left out."""
@@ -74,6 +75,11 @@ class BrowsePage:
     @property
     def pages(self) -> int:
         return _page_count(self.total)
+
+
+def _page_number(given: str) -> int:
+    """``?page=`` as a page from 1 to MAX_PAGE; anything that is not a whole number is page 1."""
+    return min(max(1, int(given)), MAX_PAGE) if given.isascii() and given.isdigit() else 1
 
 
 def _page_count(total: int) -> int:

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from harness.text import visible
+
 __all__ = ["cell_content", "cell_extras", "cell_record"]
 
 _CONTENT_SQL = """
@@ -42,15 +44,24 @@ def _key(item_id: str, model: str) -> dict[str, str]:
 
 def cell_content(store: Any, item_id: str, model: str,
                  answer_seq: int | None = None) -> dict[str, Any] | None:
-    """The texts of one cell: its item (title, subset, question, reference) and latest answer
-    (found by its ``seq`` when the caller knows it: one row group read, not the table); None
-    when the cell has no answer."""
+    """The texts of one cell, as a page shows them: its item (title, subset, question, reference)
+    and latest answer (found by its ``seq`` when the caller knows it: one row group read, not the
+    table); None when the cell has no answer."""
     if answer_seq is None:
         where, params = "item_id = $item AND model = $model", _key(item_id, model)
     else:
         where, params = "seq = $seq", {"item": item_id, "seq": answer_seq}
     rows = store.query_dicts(_CONTENT_SQL.format(answer=where), params)
-    return rows[0] if rows else None
+    return _shown(rows[0]) if rows else None
+
+
+_TEXTS = ("title", "question", "reference", "answer", "answer_raw")
+
+
+def _shown(content: dict[str, Any]) -> dict[str, Any]:
+    """The texts with bidi, zero-width and control characters as visible escapes (``\\u202e``),
+    as `contam sql` prints them: an answer must not reverse or hide what a rater reads."""
+    return {**content, **{k: visible(content[k]) for k in _TEXTS if content[k] is not None}}
 
 
 def cell_extras(store: Any, item_id: str, model: str) -> dict[str, Any]:

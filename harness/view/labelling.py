@@ -24,7 +24,8 @@ from harness.view.gate import StoreGate
 from harness.view.options import ViewOptions
 from harness.view.queue import EligibleCells, Progress, RaterQueue, Share
 
-__all__ = ["LabelDesk", "AdjudicationDesk", "Screen", "CellIds", "LABEL_NAMES", "StaleCell", "label_row"]
+__all__ = ["LabelDesk", "AdjudicationDesk", "Screen", "CellIds", "LABEL_NAMES", "StaleCell", "NotYours",
+           "label_row"]
 
 Key = tuple[str, str]
 LABEL_NAMES = {"right": "Right", "partial": "Partially right", "wrong": "Wrong"}
@@ -33,6 +34,11 @@ MAX_NOTE = 2000
 
 class StaleCell(UserError):
     """A page named a cell this server never showed (it was restarted since): reload."""
+
+
+class NotYours(UserError):
+    """A rater asked to write what is not theirs: a cell of another rater's share, or a label
+    under a name that is not one of this study's raters (answered 403)."""
 
 
 @dataclass(frozen=True)
@@ -68,6 +74,8 @@ def label_row(key: Key, rater: str, label: str, session: str, *, note: str | Non
                retracted: bool = False) -> dict[str, Any]:
     if label not in LABEL_NAMES:
         raise UserError(f"label {label!r}: one of {', '.join(LABEL_NAMES)}")
+    if note is not None and not isinstance(note, str):
+        raise UserError("a note is text")
     if note is not None and len(note) > MAX_NOTE:
         raise UserError(f"a note of at most {MAX_NOTE} characters")
     return {"item_id": key[0], "model": key[1], "rater": rater, "label": label,
@@ -118,16 +126,14 @@ class LabelDesk(_Desk):
 
     def label(self, rater: str, cell_id: str, label: str, note: str | None = None) -> Screen:
         with self.gate.lock:
-            key = self.ids.key(cell_id)
-            self._queue(rater)
+            key = self._own_key(rater, cell_id)
             self.gate.append_labels([label_row(key, rater, label, self._sessions[rater], note=note)])
             self._skipped[rater].discard(key)
             return self.screen(rater, said=f"Saved: {LABEL_NAMES[label]}")
 
     def skip(self, rater: str, cell_id: str) -> Screen:
         with self.gate.lock:
-            self._queue(rater)
-            self._skipped[rater].add(self.ids.key(cell_id))
+            self._skipped[rater].add(self._own_key(rater, cell_id))
             return self.screen(rater, said="Skipped: it comes back when the rest are done")
 
     def undo(self, rater: str) -> Screen:
@@ -144,6 +150,14 @@ class LabelDesk(_Desk):
             self.gate.append_labels([label_row(key, rater, label, self._sessions[rater],
                                                 retracted=True)])
             return self.screen(rater, show=key, said=f"Undone: {LABEL_NAMES[label]}")
+
+    def _own_key(self, rater: str, cell_id: str) -> Key:
+        """The cell's key, if the cell is one of ``rater``'s (under --raters, their share)."""
+        key = self.ids.key(cell_id)
+        share = self._queue(rater).share
+        if share is not None and not share.holds(*key):
+            raise NotYours(f"that cell is not one of {rater}'s (--raters splits the cells)")
+        return key
 
     def _queue(self, rater: str) -> RaterQueue:
         """The rater's queue; their first visit to this server records a session (and their
@@ -164,7 +178,7 @@ class LabelDesk(_Desk):
         if not raters:
             return None
         if rater not in raters:
-            raise UserError(f"{rater} is not one of this study's raters ({', '.join(raters)})")
+            raise NotYours(f"{rater} is not one of this study's raters ({', '.join(raters)})")
         return Share(raters.index(rater), len(raters), self.options.overlap)
 
     def _recorded_seed(self, rater: str) -> int:

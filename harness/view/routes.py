@@ -24,10 +24,11 @@ from harness.errors import UserError
 from harness.store.store import StoreInUse
 from harness.view import browse as browsing
 from harness.view.agreement import agreement
-from harness.view.cells import cell_record
+from harness.view.cells import cell_content, cell_record
 from harness.view.follow import Rebuilt
 from harness.view.gate import StoreGate
-from harness.view.labelling import AdjudicationDesk, CellIds, LabelDesk, StaleCell, label_row
+from harness.view.labelling import (AdjudicationDesk, CellIds, LabelDesk, NotYours, StaleCell,
+                                    label_row)
 from harness.view.options import ViewOptions, rater_name
 from harness.view.present import number, progress_text, screen_json, short
 from harness.view.reporting import ReportPages
@@ -59,7 +60,7 @@ class View:
     def refused(self, request: Request, exc: Exception) -> Response:
         """A UserError no handler caught (the store locked by a process that serves no reads,
         say): one line, as JSON for the page's script or as a page; 503 while the store is busy."""
-        status = 503 if isinstance(exc, StoreInUse) else 400
+        status = 503 if isinstance(exc, StoreInUse) else 403 if isinstance(exc, NotYours) else 400
         if request.url.path.startswith("/api/"):
             return JSONResponse({"error": str(exc)}, status_code=status)
         return self.error(request, str(exc), status)
@@ -93,7 +94,7 @@ class View:
         return self.page(request, "browse.html", page=result, query=query, choices=choices)
 
     def label(self, request: Request) -> Response:
-        given = request.query_params.get("rater", "").strip()
+        given = request.state.rater or request.query_params.get("rater", "").strip()
         if not given:
             return self.page(request, "label_start.html")
         screen = self.desk.screen(rater_name(given))  # a refused name: View.refused
@@ -135,7 +136,7 @@ class View:
         action = request.path_params["action"]
 
         def act() -> Any:
-            rater = rater_name(str(body.get("rater", "")))
+            rater = _writer(request, body)
             if action == "undo":
                 return self.desk.undo(rater)
             if action == "skip":
@@ -164,12 +165,25 @@ class View:
 
         def write() -> dict[str, Any]:
             rater = rater_name(str(body.get("rater", "")))
+            if self.options.raters and rater not in self.options.raters:
+                raise NotYours(f"{rater} is not one of this study's raters "
+                               f"({', '.join(self.options.raters)})")
             key = (_text(body, "item"), _text(body, "model"))
             row = label_row(key, rater, _text(body, "label"), "view:cell", note=body.get("note"))
-            self.gate.append_labels([row])
+            with self.gate.lock:
+                self._refuse_unanswered(key)
+                self.gate.append_labels([row])
             return {"said": f"Saved {rater}'s label"}
 
         return JSONResponse(await run_in_threadpool(write))
+
+
+    def _refuse_unanswered(self, key: tuple[str, str]) -> None:
+        """A label needs an answer to judge: none for a cell the store has no answer for."""
+        with self.gate.reading() as store:
+            answered = cell_content(store, *key) is not None
+        if not answered:
+            raise UserError("no such cell: the store has no answer for that item and model")
 
 
 REPORT_POLICY = ("default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; "
@@ -182,6 +196,16 @@ async def _json(request: Request) -> dict[str, Any]:
     except ValueError:
         body = None
     return body if isinstance(body, dict) else {}
+
+
+def _writer(request: Request, body: dict[str, Any]) -> str:
+    """The rater a label is written as: a rater's own link's, whatever the body says (a body
+    naming someone else is refused), or the body's rater under the owner's token."""
+    own = request.state.rater
+    named = body.get("rater")
+    if own is not None and named not in (None, "", own, own.removeprefix("human:")):
+        raise NotYours(f"this link labels as {own} only")
+    return own or rater_name(str(named or ""))
 
 
 def _text(body: dict[str, Any], name: str) -> str:
