@@ -310,6 +310,21 @@ def test_cli_run_reports_a_missing_key_once_and_runs_the_others(tmp_path, contam
     assert len(notices) == 2 and "ollama-m: 3/3 answered" in out
 
 
+def test_the_stopped_line_says_the_others_finished_only_where_there_are_others(tmp_path, contam,
+                                                                              monkeypatch):
+    """Issue 29, item 10: one model, stopped for its missing key, has no "others"."""
+    monkeypatch.delenv("OPENAI_API_KEY")
+    with run_emulator() as emu:
+        alone = write_config(tmp_path, [model_entry("openai", emu)], items=2)
+        status, _, err = contam("run", alone, "--store", tmp_path / "a.duckdb", "--no-progress")
+        assert status == 1
+        assert "contam run: 1 model stopped (openai-m); run `contam run" in err
+        assert "others" not in err
+        both = write_config(tmp_path, [model_entry("openai", emu), model_entry("ollama", emu)], items=2)
+        status, _, err = contam("run", both, "--store", tmp_path / "b.duckdb", "--no-progress")
+    assert "contam run: 1 model stopped (openai-m); the others finished; run" in err
+
+
 def test_a_second_pass_is_on_the_display_and_the_live_board_while_it_runs(store):
     """`--batch-fallback sync`'s lanes (a second pass) were added to the display and the store
     host's board only after they had finished: never seen while they ran."""

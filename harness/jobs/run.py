@@ -201,6 +201,14 @@ def _summary_line(s: LaneStats, done: str) -> str:
     return line
 
 
+def _stopped_line(stopped: list[str], models: int, config: RunConfig) -> str:
+    """Which models stopped; "the others finished" only where there are others."""
+    others = "; the others finished" if len(stopped) < models else ""
+    what = "model stopped" if len(stopped) == 1 else "models stopped"
+    return (f"contam run: {len(stopped)} {what} ({', '.join(stopped)}){others}; run "
+            f"`{config.command('run')}` again to resume")
+
+
 def _summarise(config: RunConfig, result: JobResult) -> None:
     result.summary += summary_lines(result.stats) + failure_lines(result.stats)
     if result.interrupted is not None:
@@ -209,9 +217,7 @@ def _summarise(config: RunConfig, result: JobResult) -> None:
         return
     stopped = [s.label for s in result.stats if s.stopped]
     if stopped:
-        result.problems.append(
-            f"contam run: {len(stopped)} model(s) stopped ({', '.join(stopped)}); the others "
-            f"finished; run `{config.command('run')}` again to resume")
+        result.problems.append(_stopped_line(stopped, len(result.stats), config))
     failed = sum(s.failed for s in result.stats)
     if failed:
         result.problems.append(f"contam run: {failed} cell(s) failed after all attempts; run "
