@@ -139,7 +139,8 @@ def emulator_settings_from_args(args: argparse.Namespace) -> Any:
                              batch_processing_s=args.batch_processing_s,
                              batch_fail_rate=args.batch_fail_rate,
                              batch_expire_rate=args.batch_expire_rate,
-                             items=args.items, profile=args.profile)
+                             items=args.items, profile=args.profile,
+                             documented=args.documented, exposure=args.exposure)
 
 
 def _emulator(args: argparse.Namespace) -> int:

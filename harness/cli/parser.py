@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from typing import NoReturn
 
 from harness import __version__
+from harness.emulator.skill import EXPOSURE_HELP, SKILL_HELP  # text only: no server imported
 from harness.store import DEFAULT_STORE  # the path alone: DuckDB is imported when a store opens
 from harness.text import visible
 
@@ -184,11 +185,17 @@ def _add_emulator(sub: argparse._SubParsersAction) -> None:
                    help="probability that a batch line fails with a 500")
     p.add_argument("--batch-expire-rate", type=float, default=0.0,
                    help="probability that a batch line expires unprocessed")
-    p.add_argument("--items", help="an items file (CSV or JSONL): answer like a model that knows "
-                                   "it (the reference for most documented items)")
+    p.add_argument("--items", help="an items file (CSV or JSONL, extra columns allowed): answer "
+                                   "like a model that knows it (the reference for most documented "
+                                   f"items); {SKILL_HELP}")
     p.add_argument("--profile", choices=["contaminated", "clean"], default="contaminated",
                    help="with --items: contaminated shows memorisation signals on documented "
                         "items (default), clean none")
+    known = p.add_mutually_exclusive_group()
+    known.add_argument("--documented", metavar="SUBSET[,SUBSET]",
+                       help="with --items: the subsets the emulated models know well "
+                            "(default: official)")
+    known.add_argument("--exposure", metavar="COLUMN", help=EXPOSURE_HELP)
 
 
 def _add_view(sub: argparse._SubParsersAction) -> None:
