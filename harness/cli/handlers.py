@@ -174,6 +174,13 @@ def _view(args: argparse.Namespace) -> int:
     return 0
 
 
+def _init(args: argparse.Namespace) -> int:
+    from harness.jobs.init import init_study
+
+    say(init_study(args.folder).summary())
+    return 0
+
+
 def _demo(args: argparse.Namespace) -> int:
     from harness.jobs.demo import demo
 
@@ -181,7 +188,7 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
-    "demo": _demo, "import": _import, "run": _run, "probe": _probe, "batches": _batches,
+    "demo": _demo, "init": _init, "import": _import, "run": _run, "probe": _probe, "batches": _batches,
     "cost": _cost,
     "judge": _judge, "score": _score, "report": _report, "sql": _sql, "emulator": _emulator,
     "bench": _bench, "view": _view,

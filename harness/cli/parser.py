@@ -198,6 +198,13 @@ def _add_emulator(sub: argparse._SubParsersAction) -> None:
     known.add_argument("--exposure", metavar="COLUMN", help=EXPOSURE_HELP)
 
 
+def _add_init(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("init", help="start a study folder: study.toml (every key, commented), "
+                                    "items.csv (header and two rows), README (the next commands)")
+    p.add_argument("folder", help="the study's folder (made if absent; nothing in it is "
+                                  "overwritten)")
+
+
 def _add_view(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("view", help="browse and label the answers in a web browser")
     _store(p)
@@ -238,7 +245,7 @@ def _add_bench(sub: argparse._SubParsersAction) -> None:
 
 
 _BUILDERS: list[Callable[[argparse._SubParsersAction], None]] = [
-    _add_demo, _add_import, _add_run, _add_probe, _add_batches, _add_cost, _add_judge, _add_score,
+    _add_demo, _add_init, _add_import, _add_run, _add_probe, _add_batches, _add_cost, _add_judge, _add_score,
     _add_report, _add_sql, _add_emulator, _add_bench, _add_view,
 ]
 
@@ -246,6 +253,7 @@ _BUILDERS: list[Callable[[argparse._SubParsersAction], None]] = [
 # One example per command, shown under its --help.
 EXAMPLES = {
     "demo": "contam demo                     # bundled items, local model, scores, report in runs/demo",
+    "init": "contam init my-study                 # then: cd my-study, and see its README.md",
     "import": "contam import items items.csv --store runs/paper.duckdb",
     "run": "contam run examples/study.toml --models gpt-5.6-sol --limit 10 -v",
     "judge": "contam judge examples/study.toml --store runs/paper.duckdb",
