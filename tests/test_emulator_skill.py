@@ -4,6 +4,7 @@ by its own skill over a real socket; `contam emulator --help` states the ranges.
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -75,19 +76,19 @@ def test_each_model_answers_near_its_own_skill_and_repeats_itself() -> None:
     assert len({tuple(a) for a in answers.values()}) == 4
 
 
-def _ask(url: str, model: str, user: str) -> str:
+def _ask(client: httpx.Client, model: str, user: str) -> str:
     body = {"model": model, "messages": [{"role": "system", "content": DEFAULT_SYSTEM_PROMPT},
                                          {"role": "user", "content": user}]}
-    return httpx.post(f"{url}/v1/chat/completions", json=body, timeout=5).json()[
-        "choices"][0]["message"]["content"]
+    return client.post("/v1/chat/completions", json=body).json()["choices"][0]["message"]["content"]
 
 
 def test_the_emulator_answers_each_model_name_by_its_own_skill_over_a_socket() -> None:
     items = many_items(60)
     knowledge = Knowledge.from_items(items)
-    with run_emulator(EmulatorSettings(knowledge=knowledge)) as emu:
-        asked = {m: [_ask(emu.url, m, question_user(i)) for i in items] for m in MODELS[:2]}
-        again = [_ask(emu.url, MODELS[0], question_user(i)) for i in items]
+    with run_emulator(EmulatorSettings(knowledge=knowledge)) as emu, \
+            httpx.Client(base_url=emu.url, timeout=5) as client:
+        asked = {m: [_ask(client, m, question_user(i)) for i in items] for m in MODELS[:2]}
+        again = [_ask(client, MODELS[0], question_user(i)) for i in items]
     assert asked[MODELS[0]] == again
     assert asked[MODELS[0]] != asked[MODELS[1]]
     for model, replies in asked.items():
@@ -97,8 +98,9 @@ def test_the_emulator_answers_each_model_name_by_its_own_skill_over_a_socket() -
 def test_served_model_answers_as_the_served_name() -> None:
     items = many_items(40)
     knowledge = Knowledge.from_items(items)
-    with run_emulator(EmulatorSettings(knowledge=knowledge, served_model="fixed")) as emu:
-        replies = [_ask(emu.url, MODELS[0], question_user(i)) for i in items]
+    with run_emulator(EmulatorSettings(knowledge=knowledge, served_model="fixed")) as emu, \
+            httpx.Client(base_url=emu.url, timeout=5) as client:
+        replies = [_ask(client, MODELS[0], question_user(i)) for i in items]
     assert replies == [knowledge.answer("", question_user(i), model="fixed") for i in items]
 
 
@@ -108,3 +110,11 @@ def test_emulator_help_states_the_skill_ranges() -> None:
     assert "SHA-256" in help_text
     assert f"{DOCUMENTED_RANGE[0]:g}-{DOCUMENTED_RANGE[1]:g}" in help_text
     assert f"{UNDOCUMENTED_RANGE[0]:g}-{UNDOCUMENTED_RANGE[1]:g}" in help_text
+
+
+def test_the_readme_walkthrough_states_each_models_drawn_skill() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| \S+ \(`([^`]+)`\) \| ([0-9.]+), ([0-9.]+) \|", readme, re.MULTILINE)
+    assert sorted(model for model, _, _ in rows) == sorted(MODELS)
+    for model, documented, undocumented in rows:
+        assert skill_for(model) == Skill(float(documented), float(undocumented)), model

@@ -17,6 +17,7 @@ import duckdb
 import httpx
 
 from harness.cli import build_parser, emulator_settings_from_args
+from harness.emulator.knowledge import Knowledge
 from harness.emulator.server import run_emulator
 
 STUDY = Path(__file__).resolve().parent.parent / "examples" / "python-apis"
@@ -93,3 +94,25 @@ def test_the_exposure_emulator_knows_popular_apis_better_than_obscure_ones() -> 
     pooled = {tier: sum(s[tier] for s in share.values()) / 4 for tier in TIERS}
     assert pooled["popular"] > pooled["niche"] > pooled["obscure"], pooled
     assert pooled["popular"] > pooled["obscure"] + 0.3, pooled
+
+
+def test_the_readme_table_is_what_the_emulator_answers() -> None:
+    """The README's per-tier exact shares of the second study are the emulator's answers (the
+    answer depends on the item, the seed and the model's name, not on the prompt's wording)."""
+    readme = (STUDY.parent.parent / "README.md").read_text(encoding="utf-8")
+    section = readme.split("### A second worked study", 1)[1].split("\n## ", 1)[0]
+    table = {cells[0]: [float(c) for c in cells[1:]] for cells in
+             ([c.strip() for c in line.strip("|").split("|")] for line in section.splitlines()
+              if line.startswith("| ") and "-emu" in line)}
+    study = config()
+    knowledge = Knowledge.from_file(STUDY / "items.csv", exposure=study["study"]["exposure"])
+    by_id = {row["item_id"]: row for row in rows()}
+    measured = {}
+    for entry in study["models"]:
+        hits: dict[str, list[bool]] = {tier: [] for tier in TIERS}
+        for item in knowledge.items:
+            user = study["prompt"]["user"].format(title=item.title, question=item.question)
+            answer = knowledge.answer(study["prompt"]["system"], user, model=entry["model"])
+            hits[by_id[item.item_id]["subset"]].append(answer == f"{item.reference}.")
+        measured[entry["name"]] = [round(sum(h) / len(h), 2) for h in hits.values()]
+    assert table == measured
