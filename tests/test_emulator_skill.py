@@ -12,8 +12,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from harness.cli import build_parser
+from harness.cli import build_parser, emulator_settings_from_args
 from harness.config import DEFAULT_SYSTEM_PROMPT
+from harness.emulator.command import banner
 from harness.emulator.knowledge import Knowledge
 from harness.emulator.server import EmulatorSettings, run_emulator
 from harness.emulator.skill import (BASE_SKILL, DOCUMENTED_RANGE, UNDOCUMENTED_RANGE, Skill,
@@ -118,3 +119,9 @@ def test_the_readme_walkthrough_states_each_models_drawn_skill() -> None:
     assert sorted(model for model, _, _ in rows) == sorted(MODELS)
     for model, documented, undocumented in rows:
         assert skill_for(model) == Skill(float(documented), float(undocumented)), model
+
+
+def test_the_banner_says_each_model_name_is_its_own_model() -> None:
+    settings = emulator_settings_from_args(build_parser().parse_args(
+        ["emulator", "--items", str(ROOT / "harness" / "data" / "demo_items.csv")]))
+    assert "each model name is its own model" in banner("http://127.0.0.1:8765", settings)

@@ -69,7 +69,8 @@ def banner(url: str, settings: EmulatorSettings) -> str:
     lines.append("judge requests (the judge rubric as system prompt) get a label: right when the "
                  "answer holds every reference word, partially right when some, else wrong")
     if settings.knowledge is not None:
-        lines.append(f"answers like a model that knows {settings.knowledge!r}")
+        lines.append(f"answers like a model that knows {settings.knowledge!r}; each model name "
+                     "is its own model, its skill drawn from the name (contam emulator --help)")
     return "\n".join(lines)
 
 

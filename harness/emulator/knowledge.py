@@ -24,12 +24,12 @@ by exact wording) and what is asked:
 
 An item is memorised only in the ``contaminated`` profile, with probability 0.9 times its
 documentation weight (90 % of the documented items, none of the others), drawn per item from the
-seed, whatever the model. ``clean`` memorises nothing. Every reply at
-temperature 0 or unset is the greedy one; at temperature > 0 a memorised item repeats its greedy
-reply 90 % of the time (the peaked distribution CDD looks for) and every other reply is a hedged
-alternative that differs from the greedy one ("Maybe <another answer>."). All draws are seeded
-by (seed, item, purpose, sample, temperature, and for a question's answer the model's name): the same request gets the same answer in every
-process. A judge request gets :func:`default_reply` (a label), a prompt about no known item
+seed, whatever the model. ``clean`` memorises nothing. Every reply at temperature 0 or unset is
+the greedy one; at temperature > 0 a memorised item repeats its greedy reply 90 % of the time (the
+peaked distribution CDD looks for) and every other reply is a hedged alternative that differs
+from the greedy one ("Maybe <another answer>."). All draws are seeded by (seed, item, purpose,
+sample, temperature; a question's answer also by the model's name): the same request gets the
+same answer in every process. A judge request gets :func:`default_reply` (a label), a prompt about no known item
 :func:`sampled_reply` (the canned answer, varied per sample at temperature > 0).
 """
 

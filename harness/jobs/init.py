@@ -47,7 +47,7 @@ concurrency = 16                        # requests in flight
 [judge]
 provider = "anthropic"                  # the LLM judge of `contam judge` (key: ANTHROPIC_API_KEY)
 model = "claude-sonnet-5"               # its model id
-# rubric = "rubric.txt"                 # your rubric (names right, partially right and wrong); default the paper's
+# rubric = "rubric.txt"                 # your rubric naming right/partially right/wrong; default the paper's
 '''
 
 ITEMS_CSV = '''\
