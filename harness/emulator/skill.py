@@ -10,7 +10,8 @@ An item's documentation weight ``w`` (0 to 1) places it between those two: with 
 an item of a documented subset (``official`` unless ``--documented`` says otherwise), else 0;
 with an exposure column, ``w = σ(2z)``, the logistic function of twice the item's z-score in
 that column (z = 0, the mean, gives 0.5; z = ±1 gives 0.88 and 0.12). Then
-P(reference) = undocumented + (documented − undocumented) · w. See ARCHITECTURE.md (the emulator).
+P(reference) = undocumented + (documented − undocumented) · w. (The emulator's place:
+ARCHITECTURE.md, "The layers".)
 """
 
 from __future__ import annotations

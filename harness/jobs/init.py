@@ -1,7 +1,7 @@
 """``contam init DIR``: start a study folder with a ``study.toml`` naming every study key (each
 with a one-line comment, the paper's defaults shown), an ``items.csv`` of the header and two
 example rows, and a README with the next five commands. It never overwrites: if any of the three
-files is there already, nothing is written (see ARCHITECTURE.md, "Starting a study").
+files is there already, nothing is written (the keys: ARCHITECTURE.md, "A study's settings").
 """
 
 from __future__ import annotations
