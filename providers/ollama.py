@@ -126,8 +126,8 @@ class OllamaProvider(HTTPProvider):
         remote = info.get("remote_host") if isinstance(info, dict) else None
         emulated = isinstance(info, dict) and info.get("emulated") is True  # contam emulator
         if emulated and (remote or _is_cloud_tag(self.spec.model)):
-            return (f"is a cloud tag emulated by contam emulator at {self.base_url}: answered "
-                    f"there, nothing reaches {remote or 'Ollama Cloud'}")
+            return (f"is a cloud tag emulated by contam emulator: it answers itself, "
+                    f"nothing reaches {remote or 'Ollama Cloud'}")
         if remote or _is_cloud_tag(self.spec.model):
             return f"is proxied to {remote or 'Ollama Cloud'} (runs remotely, not on this machine)"
         return "resolves locally (runs on the Ollama server's own hardware)"

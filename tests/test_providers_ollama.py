@@ -61,7 +61,7 @@ async def test_preflight_says_an_emulated_cloud_tag_reaches_nothing_outside(emul
     """issue 29 item 8: against contam emulator a cloud tag is not 'proxied to ollama.com'."""
     emu = emulator()
     text = await preflight(ollama_spec(emu.url, model="gpt-oss:120b-cloud"))
-    assert f"gpt-oss:120b-cloud is a cloud tag emulated by contam emulator at {emu.url}" in text
+    assert f"at {emu.url}: gpt-oss:120b-cloud is a cloud tag emulated by contam emulator" in text
     assert "nothing reaches https://ollama.com:443" in text and "proxied" not in text
 
 
