@@ -124,6 +124,10 @@ class OllamaProvider(HTTPProvider):
             return f"(could not inspect it: HTTP {response.status_code})"
         info = decode_json(response, self.label)
         remote = info.get("remote_host") if isinstance(info, dict) else None
+        emulated = isinstance(info, dict) and info.get("emulated") is True  # contam emulator
+        if emulated and (remote or _is_cloud_tag(self.spec.model)):
+            return (f"is a cloud tag emulated by contam emulator: it answers itself, "
+                    f"nothing reaches {remote or 'Ollama Cloud'}")
         if remote or _is_cloud_tag(self.spec.model):
             return f"is proxied to {remote or 'Ollama Cloud'} (runs remotely, not on this machine)"
         return "resolves locally (runs on the Ollama server's own hardware)"

@@ -234,8 +234,8 @@ def _walkthrough_config(folder: Path, emu) -> Path:
 
 def test_walkthrough_against_a_knowing_emulator_shows_a_gap(tmp_path, contam, keys) -> None:
     """issue 22 item 18: run, judge and score against `contam emulator --items`: documented items
-    get higher BLEU-2 and more judge `right` labels than undocumented ones, and BLEU-2 is not
-    all zero."""
+    get higher BLEU-2 and more judge `right` labels than undocumented ones, BLEU-2 is not all
+    zero, and the two models (two names, two skills: issue 30 item 25) answer differently."""
     store = tmp_path / "walk.duckdb"
     settings = emulator_settings_from_args(build_parser().parse_args(["emulator", "--items", str(DEMO)]))
     with run_emulator(settings) as emu:
@@ -247,7 +247,10 @@ def test_walkthrough_against_a_knowing_emulator_shows_a_gap(tmp_path, contam, ke
     with duckdb.connect(str(store), read_only=True) as con:
         rows = con.execute("""SELECT subset, count(*), avg(bleu2), avg((judge_label = 'right')::INT)
                               FROM cells GROUP BY subset""").fetchall()
+        answers = con.execute("""SELECT model, list(answer ORDER BY item_id) FROM cells
+                                 GROUP BY model""").fetchall()
     by_subset = {subset: (n, bleu, right) for subset, n, bleu, right in rows}
+    assert len(answers) == 2 and answers[0][1] != answers[1][1]  # each model its own skill
     assert by_subset["official"][0] == 20 and by_subset["fan"][0] == 16
     assert by_subset["official"][1] > by_subset["fan"][1] + 0.3
     assert by_subset["official"][2] > by_subset["fan"][2] + 0.3

@@ -40,6 +40,18 @@ def test_the_step_by_step_study_gives_the_offline_score_line_beside_contam_score
     assert (args.bertscore_model, args.bertscore_layers) == ("sentence-transformers/all-MiniLM-L6-v2", 5)
 
 
+def test_the_step_by_step_study_names_the_keyless_emulator_walkthrough_first():
+    """issue 29 item 8: the keyless path is named where the section begins, and its link
+    reaches the heading whose section holds the walkthrough."""
+    text = README.read_text(encoding="utf-8")
+    opening = text.split("## A study, step by step", 1)[1].split("```", 1)[0]
+    anchor = re.search(r"\[The emulator walkthrough\]\(#([a-z0-9-]+)\)", opening).group(1)
+    headings = {re.sub(r"[^a-z0-9 -]", "", line.lstrip("#").strip().lower()).replace(" ", "-"): n
+                for n, line in enumerate(text.splitlines()) if line.startswith("#")}
+    below = "\n".join(text.splitlines()[headings[anchor]:]).split("\n### ", 1)[0]
+    assert "Try it without keys against the emulator" in below and "contam emulator --items" in below
+
+
 def test_the_readme_says_how_to_reach_contam_after_set_up():
     text = README.read_text(encoding="utf-8").split("## A study, step by step", 1)[0]
     assert "`.venv/bin/contam`" in text and "`. .venv/bin/activate`" in text
@@ -66,6 +78,17 @@ def test_try_next_names_the_virtualenvs_contam_when_path_lacks_it(venv, tmp_path
     tries = [line.strip() for line in lines if " sql --store " in line]
     assert len(tries) == 3 and all(line.startswith(".venv/bin/contam sql --store") for line in tries)
     assert "  (or `. .venv/bin/activate` once in this shell, and then plain `contam`)" in lines
+
+
+def test_try_next_opens_contam_view_on_the_demos_own_store(venv, tmp_path, capsys):
+    """issue 29 item 8: the default store is runs/contam.duckdb, the demo's is OUT/contam.duckdb."""
+    demo._print_where(tmp_path / "out", [], 1.0)
+    views = [shlex.split(line.split("#")[0]) for line in capsys.readouterr().out.splitlines()
+             if " view " in line]
+    assert views == [[".venv/bin/contam", "view", "--store", str(tmp_path / "out" / demo.STORE_NAME)]]
+    assert demo.STORE_NAME == "contam.duckdb"
+    args = build_parser().parse_args(views[0][1:])
+    assert (args.command, args.store) == ("view", str(tmp_path / "out" / "contam.duckdb"))
 
 
 def test_try_next_says_plain_contam_in_an_activated_virtualenv(venv, tmp_path, capsys, monkeypatch):

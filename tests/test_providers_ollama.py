@@ -57,10 +57,21 @@ async def test_preflight_reports_a_local_tag(emulator) -> None:
     assert [r.path for r in emu.requests] == ["/api/version", "/api/show"]
 
 
-async def test_preflight_reports_a_cloud_proxied_tag(emulator) -> None:
+async def test_preflight_says_an_emulated_cloud_tag_reaches_nothing_outside(emulator) -> None:
+    """issue 29 item 8: against contam emulator a cloud tag is not 'proxied to ollama.com'."""
     emu = emulator()
     text = await preflight(ollama_spec(emu.url, model="gpt-oss:120b-cloud"))
-    assert "proxied to https://ollama.com:443" in text
+    assert f"at {emu.url}: gpt-oss:120b-cloud is a cloud tag emulated by contam emulator" in text
+    assert "nothing reaches https://ollama.com:443" in text and "proxied" not in text
+
+
+async def test_preflight_reports_a_cloud_proxied_tag(no_connection_check) -> None:
+    """A real Ollama server's /api/show of a cloud tag names its remote host (and no emulation)."""
+    show = b'{"remote_model": "gpt-oss:120b", "remote_host": "https://ollama.com:443"}'
+    async with httpx.AsyncClient(transport=compatible_server(200, show)) as client:
+        text = await OllamaProvider(ollama_spec("http://ollama.test", model="gpt-oss:120b-cloud"),
+                                    client).preflight()
+    assert "gpt-oss:120b-cloud is proxied to https://ollama.com:443 (runs remotely" in text
 
 
 async def test_preflight_refuses_a_tag_the_server_lacks(emulator) -> None:

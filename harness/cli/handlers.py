@@ -139,7 +139,8 @@ def emulator_settings_from_args(args: argparse.Namespace) -> Any:
                              batch_processing_s=args.batch_processing_s,
                              batch_fail_rate=args.batch_fail_rate,
                              batch_expire_rate=args.batch_expire_rate,
-                             items=args.items, profile=args.profile)
+                             items=args.items, profile=args.profile,
+                             documented=args.documented, exposure=args.exposure)
 
 
 def _emulator(args: argparse.Namespace) -> int:
@@ -174,6 +175,13 @@ def _view(args: argparse.Namespace) -> int:
     return 0
 
 
+def _init(args: argparse.Namespace) -> int:
+    from harness.jobs.init import init_study
+
+    say(init_study(args.folder).summary())
+    return 0
+
+
 def _demo(args: argparse.Namespace) -> int:
     from harness.jobs.demo import demo
 
@@ -181,7 +189,7 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
-    "demo": _demo, "import": _import, "run": _run, "probe": _probe, "batches": _batches,
+    "demo": _demo, "init": _init, "import": _import, "run": _run, "probe": _probe, "batches": _batches,
     "cost": _cost,
     "judge": _judge, "score": _score, "report": _report, "sql": _sql, "emulator": _emulator,
     "bench": _bench, "view": _view,

@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from typing import NoReturn
 
 from harness import __version__
+from harness.emulator.skill import EXPOSURE_HELP, SKILL_HELP  # text only: no server imported
 from harness.store import DEFAULT_STORE  # the path alone: DuckDB is imported when a store opens
 from harness.text import visible
 
@@ -184,11 +185,24 @@ def _add_emulator(sub: argparse._SubParsersAction) -> None:
                    help="probability that a batch line fails with a 500")
     p.add_argument("--batch-expire-rate", type=float, default=0.0,
                    help="probability that a batch line expires unprocessed")
-    p.add_argument("--items", help="an items file (CSV or JSONL): answer like a model that knows "
-                                   "it (the reference for most documented items)")
+    p.add_argument("--items", help="an items file (CSV or JSONL, extra columns allowed): answer "
+                                   "like a model that knows it (the reference for most documented "
+                                   f"items); {SKILL_HELP}")
     p.add_argument("--profile", choices=["contaminated", "clean"], default="contaminated",
                    help="with --items: contaminated shows memorisation signals on documented "
                         "items (default), clean none")
+    known = p.add_mutually_exclusive_group()
+    known.add_argument("--documented", metavar="SUBSET[,SUBSET]",
+                       help="with --items: the subsets the emulated models know well "
+                            "(default: official)")
+    known.add_argument("--exposure", metavar="COLUMN", help=EXPOSURE_HELP)
+
+
+def _add_init(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("init", help="start a study folder: study.toml (every key, commented), "
+                                    "items.csv (header and two rows), README (the next commands)")
+    p.add_argument("folder", help="the study's folder (made if absent; nothing in it is "
+                                  "overwritten)")
 
 
 def _add_view(sub: argparse._SubParsersAction) -> None:
@@ -234,7 +248,7 @@ def _add_bench(sub: argparse._SubParsersAction) -> None:
 
 
 _BUILDERS: list[Callable[[argparse._SubParsersAction], None]] = [
-    _add_demo, _add_import, _add_run, _add_probe, _add_batches, _add_cost, _add_judge, _add_score,
+    _add_demo, _add_init, _add_import, _add_run, _add_probe, _add_batches, _add_cost, _add_judge, _add_score,
     _add_report, _add_sql, _add_emulator, _add_bench, _add_view,
 ]
 
@@ -242,6 +256,7 @@ _BUILDERS: list[Callable[[argparse._SubParsersAction], None]] = [
 # One example per command, shown under its --help.
 EXAMPLES = {
     "demo": "contam demo                     # bundled items, local model, scores, report in runs/demo",
+    "init": "contam init my-study                 # then: cd my-study, and see its README.md",
     "import": "contam import items items.csv --store runs/paper.duckdb",
     "run": "contam run examples/study.toml --models gpt-5.6-sol --limit 10 -v",
     "judge": "contam judge examples/study.toml --store runs/paper.duckdb",

@@ -28,13 +28,15 @@ class Answerer:
 
     def _texts(self, call: Call, samples: range) -> list[str]:
         """An answer per sample number: the responder's, the knowledge's (deterministic in its
-        seed, the item, the sample number and the temperature), else the stand-in."""
+        seed, the item, the sample number, the temperature and the model answering, whose name
+        gives it its skill), else the stand-in."""
         settings = self.settings
         if settings.responder:
             return [settings.responder(call.question) for _ in samples]
         if settings.knowledge is not None:
             return settings.knowledge.answers(call.system, call.question,
-                                              temperature=call.temperature, samples=samples)
+                                              temperature=call.temperature, samples=samples,
+                                              model=settings.served_model or call.model)
         return [sampled_reply(call.system, call.question, temperature=call.temperature,
                               sample=sample) for sample in samples]
 

@@ -21,12 +21,13 @@ def emulator_settings(*, latency_ms: float = 0.0, jitter_ms: float = 0.0, rpm: f
                       quota_per_day: int | None = None, seed: int | None = None,
                       batch_processing_s: float = 0.0, batch_fail_rate: float = 0.0,
                       batch_expire_rate: float = 0.0, slots: int | None = None,
-                      items: str | None = None, profile: str = "contaminated") -> EmulatorSettings:
+                      items: str | None = None, profile: str = "contaminated",
+                      documented: str | None = None, exposure: str | None = None) -> EmulatorSettings:
     """The settings of ``contam emulator``'s flags (``faults`` as on the command line; ``items``
-    an items file the emulator answers as a model of that ``profile`` would)."""
+    an items file the emulator answers as a model of that ``profile`` would, knowing the
+    ``documented`` subsets (comma-separated) well, or items by their ``exposure`` column)."""
     try:
-        knowledge = (Knowledge.from_file(items, profile=profile, seed=seed or 0)
-                     if items is not None else None)
+        knowledge = _knowledge(items, profile, seed or 0, documented, exposure)
         return EmulatorSettings(
             latency_ms=latency_ms, jitter_ms=jitter_ms, rpm=rpm, faults=parse_faults(faults),
             served_model=served_model, quota_per_day=quota_per_day, seed=seed, slots=slots, record=False,
@@ -34,6 +35,26 @@ def emulator_settings(*, latency_ms: float = 0.0, jitter_ms: float = 0.0, rpm: f
             batch_expire_rate=batch_expire_rate, knowledge=knowledge)
     except ValueError as exc:
         raise UserError(str(exc)) from None
+
+
+def _knowledge(items: str | None, profile: str, seed: int, documented: str | None,
+               exposure: str | None) -> Knowledge | None:
+    """The knowledge of ``--items`` and the flags that shape it; ``--documented`` must name
+    subsets the file has."""
+    if items is None:
+        if documented is not None or exposure is not None:
+            raise UserError("--documented and --exposure need --items FILE")
+        return None
+    if documented is None:
+        return Knowledge.from_file(items, profile=profile, seed=seed, exposure=exposure)
+    subsets = [name.strip() for name in documented.split(",") if name.strip()]
+    knowledge = Knowledge.from_file(items, profile=profile, seed=seed, documented=subsets)
+    present = {item.subset for item in knowledge.items}
+    unknown = [name for name in subsets if name not in present]
+    if unknown or not subsets:
+        raise UserError(f"--documented {documented!r}: no item of {items} has subset "
+                        f"{(unknown or [''])[0]!r} (its subsets: {', '.join(sorted(present))})")
+    return knowledge
 
 
 def banner(url: str, settings: EmulatorSettings) -> str:
@@ -48,7 +69,8 @@ def banner(url: str, settings: EmulatorSettings) -> str:
     lines.append("judge requests (the judge rubric as system prompt) get a label: right when the "
                  "answer holds every reference word, partially right when some, else wrong")
     if settings.knowledge is not None:
-        lines.append(f"answers like a model that knows {settings.knowledge!r}")
+        lines.append(f"answers like a model that knows {settings.knowledge!r}; each model name "
+                     "is its own model, its skill drawn from the name (contam emulator --help)")
     return "\n".join(lines)
 
 

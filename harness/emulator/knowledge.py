@@ -7,10 +7,14 @@ recognises which item a prompt is about (:meth:`Knowledge.item_for`: the questio
 form, its first part, or title + question + reference, matched by IDF-weighted word coverage, not
 by exact wording) and what is asked:
 
-- **a question** (the question is in the prompt whole): both profiles know the documented world.
-  A documented item (subset ``official``) gets its reference (75 %), the first half of the
-  reference's words (15 %) or a plausible wrong answer (another item's reference, 10 %); an
-  undocumented item gets the reference 5 %, half of it 10 %, a plausible wrong answer 85 %.
+- **a question** (the question is in the prompt whole): both profiles know the documented world,
+  each model name as well as its own skill (:mod:`harness.emulator.skill`). A documented item
+  (subset ``official``, or those ``documented`` names) gets its reference with the model's
+  documented probability (0.75 without a model name), the first half of the reference's words
+  15 % of the time, else a plausible wrong answer (another item's reference); an undocumented
+  item gets the reference with the undocumented probability (0.05 without a name), half of it
+  10 %, else a plausible wrong answer. With an ``exposure`` column every item lies between the
+  two, by its documentation weight (a logistic in the column's z-score).
 - **a masked word** (the prompt holds ``[MASK]``, ``<mask>``, ``[]`` or ``___`` where a word of the
   question was): the word itself when the item is memorised, else the word 10 % of the time (a
   lucky guess from context) and another item's content word otherwise.
@@ -18,13 +22,14 @@ by exact wording) and what is asked:
   true rest when the item is memorised *and* the instruction names a dataset or benchmark (the
   guided instruction), else the second half of another item's question (a generic completion).
 
-An item is memorised only in the ``contaminated`` profile, and only if it is documented: 90 % of
-the documented items, drawn per item from the seed. ``clean`` memorises nothing. Every reply at
-temperature 0 or unset is the greedy one; at temperature > 0 a memorised item repeats its greedy
-reply 90 % of the time (the peaked distribution CDD looks for) and every other reply is a hedged
-alternative that differs from the greedy one ("Maybe <another answer>."). All draws are seeded
-by (seed, item, purpose, sample, temperature): the same request gets the same answer in every
-process. A judge request gets :func:`default_reply` (a label), a prompt about no known item
+An item is memorised only in the ``contaminated`` profile, with probability 0.9 times its
+documentation weight (90 % of the documented items, none of the others), drawn per item from the
+seed, whatever the model. ``clean`` memorises nothing. Every reply at temperature 0 or unset is
+the greedy one; at temperature > 0 a memorised item repeats its greedy reply 90 % of the time (the
+peaked distribution CDD looks for) and every other reply is a hedged alternative that differs
+from the greedy one ("Maybe <another answer>."). All draws are seeded by (seed, item, purpose,
+sample, temperature; a question's answer also by the model's name): the same request gets the
+same answer in every process. A judge request gets :func:`default_reply` (a label), a prompt about no known item
 :func:`sampled_reply` (the canned answer, varied per sample at temperature > 0).
 """
 
@@ -37,11 +42,12 @@ import re
 import unicodedata
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
+from harness.emulator.items import KnownItem, read_known_items
 from harness.emulator.settings import default_reply, sampled_reply
-from harness.jobs.records import KINDS, read_records
+from harness.emulator.skill import exposure_weights, skill_for
 from metrics.judge import JUDGE_RUBRIC
 from metrics.probe_tsguess import STOP_WORDS
 
@@ -50,8 +56,6 @@ __all__ = ["KnownItem", "Knowledge", "PROFILES", "DOCUMENTED_SUBSETS"]
 PROFILES = ("contaminated", "clean")
 DOCUMENTED_SUBSETS = frozenset({"official"})
 
-# How a model that knows the documented world answers a question: P(reference), P(half of it).
-_RIGHT = {True: (0.75, 0.15), False: (0.05, 0.10)}  # keyed by "documented"
 MEMORISED_SHARE = 0.9  # of the documented items, in the contaminated profile
 REPEAT_GREEDY = 0.9  # a memorised item's samples at temperature > 0 that repeat the greedy reply
 LUCKY_GUESS = 0.1  # a masked word guessed from context without memorisation
@@ -62,15 +66,6 @@ _MASK_WORD = "zzmaskedslotzz"  # what a mask becomes before aligning a prompt wi
 _NAMES_BENCHMARK = re.compile(r"\b(dataset|benchmark)s?\b", re.IGNORECASE)
 _WORD = re.compile(r"\w+")
 _HEDGES = ("Maybe", "I think it is", "Possibly", "Perhaps", "It could be")
-
-
-@dataclass(frozen=True)
-class KnownItem:
-    item_id: str
-    title: str
-    subset: str
-    question: str
-    reference: str
 
 
 @dataclass(frozen=True)
@@ -90,37 +85,52 @@ def _nfc(text: str) -> str:
 
 
 class Knowledge:
-    """What the emulator knows: items, a profile and a seed. See the module docstring."""
+    """What the emulator knows: items, a profile, a seed, and what makes an item documented (its
+    subset, or with ``exposure`` the items' exposure values). See the module docstring."""
 
     def __init__(self, items: Iterable[KnownItem], *, profile: str = "contaminated",
-                 seed: int = 0) -> None:
+                 seed: int = 0, documented: Iterable[str] = DOCUMENTED_SUBSETS,
+                 exposure: str | None = None) -> None:
         if profile not in PROFILES:
             raise ValueError(f"unknown knowledge profile {profile!r}: expected contaminated or clean")
-        self.items: tuple[KnownItem, ...] = tuple(
-            KnownItem(*(_nfc(value) for value in (i.item_id, i.title, i.subset, i.question,
-                                                  i.reference))) for i in items)
+        self.items: tuple[KnownItem, ...] = tuple(_nfc_item(i) for i in items)
         self.profile, self.seed = profile, seed
+        self.documented_subsets, self.exposure = frozenset(documented), exposure
+        self._weight = dict(zip(self.items, self._documentation_weights()))
         self._questions = [_tokens(item.question) for item in self.items]
         self._index_words()
         self._index_answers()
 
     @classmethod
     def from_items(cls, items: Iterable[KnownItem], *, profile: str = "contaminated",
-                   seed: int = 0) -> Knowledge:
-        return cls(items, profile=profile, seed=seed)
+                   seed: int = 0, documented: Iterable[str] = DOCUMENTED_SUBSETS,
+                   exposure: str | None = None) -> Knowledge:
+        return cls(items, profile=profile, seed=seed, documented=documented, exposure=exposure)
 
     @classmethod
-    def from_file(cls, path: str | Path, *, profile: str = "contaminated",
-                  seed: int = 0) -> Knowledge:
-        """An items file (CSV or JSONL, the ``contam import items`` columns), validated as the
-        importer validates it: a bad line is an :class:`~harness.errors.InputError`."""
-        fields = KINDS["items"].required
-        items = [KnownItem(*(record.fields[name].strip() for name in fields))
-                 for record in read_records(path, KINDS["items"])]
-        return cls(items, profile=profile, seed=seed)
+    def from_file(cls, path: str | Path, *, profile: str = "contaminated", seed: int = 0,
+                  documented: Iterable[str] = DOCUMENTED_SUBSETS,
+                  exposure: str | None = None) -> Knowledge:
+        """An items file (CSV or JSONL, the ``contam import items`` columns and any others),
+        validated as the importer validates it: a bad line is an
+        :class:`~harness.errors.InputError`; so is a missing or non-numeric ``exposure`` column."""
+        return cls(read_known_items(path, exposure), profile=profile, seed=seed,
+                   documented=documented, exposure=exposure)
 
     def __repr__(self) -> str:
-        return f"Knowledge({len(self.items)} items, profile={self.profile!r}, seed={self.seed})"
+        documented = (f"exposure={self.exposure!r}" if self.exposure is not None else
+                      f"documented={','.join(sorted(self.documented_subsets))}")
+        return (f"Knowledge({len(self.items)} items, profile={self.profile!r}, seed={self.seed}, "
+                f"{documented})")
+
+    def _documentation_weights(self) -> list[float]:
+        """Each item's documentation weight: 1 or 0 by its subset, or by its exposure value."""
+        if self.exposure is None:
+            return [float(item.subset in self.documented_subsets) for item in self.items]
+        missing = next((i.item_id for i in self.items if i.exposure is None), None)
+        if missing is not None:
+            raise ValueError(f"item {missing!r} has no value for exposure column {self.exposure!r}")
+        return exposure_weights([item.exposure for item in self.items])
 
     # -- which item a text is about ----------------------------------------------------------
 
@@ -173,16 +183,21 @@ class Knowledge:
 
     # -- what this profile remembers -----------------------------------------------------------
 
-    def documented(self, item: KnownItem) -> bool:
-        return item.subset in DOCUMENTED_SUBSETS
+    def weight(self, item: KnownItem) -> float:
+        """The item's documentation weight, 0 to 1 (:mod:`harness.emulator.skill`)."""
+        weight = self._weight.get(item)
+        if weight is None:  # an item given in another normal form, or not one of ours
+            weight = self._weight.get(_nfc_item(item), float(item.subset in self.documented_subsets))
+        return weight
 
     def memorised(self, item: KnownItem) -> bool:
         """Whether this profile shows memorisation signals for ``item``: in ``contaminated``,
-        :data:`MEMORISED_SHARE` of the documented items (a seeded draw per item); in ``clean``,
-        none."""
-        if self.profile != "contaminated" or not self.documented(item):
+        with probability :data:`MEMORISED_SHARE` times its weight (a seeded draw per item); in
+        ``clean``, never."""
+        weight = self.weight(item)
+        if self.profile != "contaminated" or weight == 0:
             return False
-        return self._rng(item, "memorised").random() < MEMORISED_SHARE
+        return self._rng(item, "memorised").random() < MEMORISED_SHARE * weight
 
     def _rng(self, item: KnownItem, purpose: str, sample: int = 0,
              temperature: float | None = None) -> random.Random:
@@ -192,12 +207,14 @@ class Knowledge:
     # -- answering ---------------------------------------------------------------------------------
 
     def answer(self, system: str, user: str, *, temperature: float | None = None,
-               sample: int = 0) -> str:
-        """One completion of (system, user), deterministic in (seed, item, sample, temperature)."""
-        return self.answers(system, user, temperature=temperature, samples=(sample,))[0]
+               sample: int = 0, model: str | None = None) -> str:
+        """One completion of (system, user) by the model called ``model`` (None: the base
+        skill), deterministic in (seed, item, sample, temperature, model)."""
+        return self.answers(system, user, temperature=temperature, samples=(sample,),
+                            model=model)[0]
 
     def answers(self, system: str, user: str, *, temperature: float | None = None,
-                samples: Iterable[int] = (0,)) -> list[str]:
+                samples: Iterable[int] = (0,), model: str | None = None) -> list[str]:
         """A completion of (system, user) per sample number (as :meth:`answer` gives each); the
         prompt's item is recognised once for them all."""
         if system.strip() == JUDGE_RUBRIC.strip():
@@ -206,7 +223,7 @@ class Knowledge:
         if item is None:
             return [sampled_reply(system, user, temperature=temperature, sample=sample)
                     for sample in samples]
-        greedy, alternative = self._replies(item, f"{system}\n{user}", user)
+        greedy, alternative = self._replies(item, f"{system}\n{user}", user, model)
         if not temperature:
             return [greedy for _ in samples]
         memorised = self.memorised(item)
@@ -216,8 +233,8 @@ class Knowledge:
             replies.append(greedy if memorised and rng.random() < REPEAT_GREEDY else alternative(rng))
         return replies
 
-    def _replies(self, item: KnownItem, prompt: str,
-                 user: str) -> tuple[str, Callable[[random.Random], str]]:
+    def _replies(self, item: KnownItem, prompt: str, user: str,
+                 model: str | None) -> tuple[str, Callable[[random.Random], str]]:
         """(the greedy reply, a function of an rng drawing a reply that differs from it)."""
         masked = _masked_word(item, user)
         if masked is not None:
@@ -227,18 +244,21 @@ class Knowledge:
             named = bool(_NAMES_BENCHMARK.search(prompt))
             greedy = self._completion(item, rest, named)
             return greedy, lambda rng: f"{rng.choice(_HEDGES)} {self._other_rest(item, rest, rng)}"
-        greedy = self._question(item)
+        greedy = self._question(item, model)
         return greedy, lambda rng: f"{rng.choice(_HEDGES)} {self._hedged_answer(item, rng)}."
 
-    def _question(self, item: KnownItem) -> str:
-        full, half = _RIGHT[self.documented(item)]
-        draw = self._rng(item, "question").random()
+    def _question(self, item: KnownItem, model: str | None) -> str:
+        """The greedy answer to the item's question by ``model``, as its skill and the item's
+        weight make it; a named model draws its own dice (the base skill keeps the unnamed ones)."""
+        full, half = skill_for(model).full_and_half(self.weight(item))
+        named = "" if model is None else f"\x1f{model}"
+        draw = self._rng(item, f"question{named}").random()
         words = item.reference.split()
         if words and draw < full:
             return f"{item.reference.rstrip('.')}."
         if words and draw < full + half:
             return f"{' '.join(words[:math.ceil(len(words) / 2)]).rstrip('.')}."
-        return f"{self._wrong_reference(item, self._rng(item, 'wrong'))}."
+        return f"{self._wrong_reference(item, self._rng(item, f'wrong{named}'))}."
 
     def _hedged_answer(self, item: KnownItem, rng: random.Random) -> str:
         return item.reference.rstrip(".") if rng.random() < 0.3 else self._wrong_reference(item, rng)
@@ -273,6 +293,11 @@ class Knowledge:
         pool = [half for other, (half, key) in zip(self.items, self._second_halves)
                 if other.item_id != item.item_id and key != true_rest]
         return rng.choice(pool) if pool else "in the game?"
+
+
+def _nfc_item(item: KnownItem) -> KnownItem:
+    return replace(item, **{name: _nfc(getattr(item, name)) for name in
+                            ("item_id", "title", "subset", "question", "reference")})
 
 
 def _key(text: str) -> str:

@@ -257,7 +257,8 @@ class _App:
                                 "template": "{{ .Prompt }}", "details": info["details"],
                                 "model_info": {}, "capabilities": ["completion"],
                                 "modified_at": info["modified_at"],
-                                **{k: info[k] for k in ("remote_model", "remote_host") if k in info}})
+                                **{k: info[k] for k in ("remote_model", "remote_host", "emulated")
+                                   if k in info}})
 
     @staticmethod
     def _ollama_model(model: str) -> dict[str, Any]:
@@ -270,7 +271,8 @@ class _App:
                         "quantization_level": "Q4_0"}}
         if _is_cloud(model):
             entry["remote_model"] = model.removesuffix("-cloud").removesuffix(":cloud")
-            entry["remote_host"] = "https://ollama.com:443"
+            entry["remote_host"] = "https://ollama.com:443"  # what Ollama says; the emulator
+            entry["emulated"] = True  # answers itself, and says so (the preflight line)
         return entry
 
 
