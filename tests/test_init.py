@@ -12,17 +12,18 @@ import tomllib
 import duckdb
 
 from harness.cli import build_parser
-from harness.config import DEFAULT_SYSTEM_PROMPT
+from harness.config import DEFAULT_SYSTEM_PROMPT, load_config
 from harness.prompts import USER_TEMPLATE
 from metrics.probes import DEFAULT_DATASET
 
 FILES = ("study.toml", "items.csv", "README.md")
 # issue 26's keys, by table ("" is the top level); regex and rubric are shown commented out (they
-# have no default, and a rubric must be a file of your own).
+# have no default, and a rubric must be a file of your own), and so are the question template and
+# min-k's text rule (left unset, the paper's prompt hash and min-k's parameters stay the paper's).
 KEYS = {"": ("store", "items"), "study": ("name", "subsets", "exposure", "released"),
-        "prompt": ("system", "user"), "probes": ("text",),
+        "prompt": ("system",), "probes": (),
         "scoring": ("metrics", "numeric_tolerance"), "models": ("cutoff",), "judge": ()}
-COMMENTED = ("regex", "rubric")
+COMMENTED = ("regex", "rubric", "user", "text")  # unset, these two keep the paper's bytes and hash
 
 
 def test_init_writes_the_three_files_with_every_key(tmp_path, contam) -> None:
@@ -47,11 +48,16 @@ def test_init_writes_the_three_files_with_every_key(tmp_path, contam) -> None:
 def test_the_study_shows_the_papers_defaults(tmp_path, contam) -> None:
     contam("init", tmp_path / "s")
     config = tomllib.loads((tmp_path / "s" / "study.toml").read_text(encoding="utf-8"))
-    assert config["prompt"] == {"system": DEFAULT_SYSTEM_PROMPT, "user": USER_TEMPLATE}
+    assert config["prompt"] == {"system": DEFAULT_SYSTEM_PROMPT}
+    text = (tmp_path / "s" / "study.toml").read_text(encoding="utf-8")
+    assert "# user = " + json.dumps(USER_TEMPLATE) in text  # shown, not set
+    study = load_config(tmp_path / "s" / "study.toml").study
+    assert study.user_template is None and study.probe_text is None
     assert config["scoring"]["metrics"] == ["bleu2", "bertscore_f1"]
     assert config["scoring"]["numeric_tolerance"] == 1e-6
     assert config["study"]["name"] == DEFAULT_DATASET
-    assert config["probes"]["text"] == "{title}\n{question}\n{reference}"
+    assert config["probes"] == {}
+    assert '# text = "{title}\\n{question}\\n{reference}"' in text
 
 
 def test_the_items_file_imports_cleanly_with_the_columns_the_study_names(tmp_path, contam) -> None:

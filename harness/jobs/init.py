@@ -26,10 +26,10 @@ released = "released"                   # an ISO-date item column: before/after 
 
 [prompt]
 system = "Answer from memory only. Do not look anything up. Reply with a bare 1-2 sentence answer."  # the paper's
-user = "Game: {title}\\nQuestion: {question}"   # {column} of the item's own columns; {{ }} braces
+# user = "Game: {title}\\nQuestion: {question}" # {column}s of the item's own columns; unset: the paper's bytes
 
 [probes]
-text = "{title}\\n{question}\\n{reference}"      # the text min-k scores (the default rule)
+# text = "{title}\\n{question}\\n{reference}"    # the text min-k scores; unset: this, each part stripped
 
 [scoring]
 metrics = ["bleu2", "bertscore_f1"]     # the paper's; also exact, contains, numeric and regex
