@@ -35,7 +35,8 @@ class Truth:
 
 
 def build_study_store(path: Path, *, items: int = 90, seed: int = 7,
-                      bad_exposure: str | None = None) -> Truth:
+                      bad_exposure: str | None = None, bad_released: str | None = None) -> Truth:
+    """The store at ``path``; ``bad_exposure`` / ``bad_released`` replace item i017's value."""
     rng = np.random.default_rng(seed)
     truth = Truth([], {}, {}, {}, {}, {})
     rows, answers, labels = [], [], []
@@ -45,8 +46,11 @@ def build_study_store(path: Path, *, items: int = 90, seed: int = 7,
         released = datetime.date(2023, 6, 1) + datetime.timedelta(days=int(rng.integers(0, 700)))
         truth.item_ids.append(item_id)
         truth.exposure[item_id], truth.released[item_id], truth.tier[item_id] = exposure, released, tier
-        shown = bad_exposure if bad_exposure is not None and i == 17 else str(exposure)
-        rows.append(_item(item_id, tier, {"exposure": shown, "released": released.isoformat()}, path))
+        extra = {"exposure": str(exposure), "released": released.isoformat()}
+        if i == 17:
+            extra["exposure"] = extra["exposure"] if bad_exposure is None else bad_exposure
+            extra["released"] = extra["released"] if bad_released is None else bad_released
+        rows.append(_item(item_id, tier, extra, path))
         for m, model in enumerate(MODELS):
             right = int(rng.random() < 1 / (1 + np.exp(-(-2.5 + 1.1 * exposure - 0.8 * m))))
             answers.append(_answer(item_id, model, right))
