@@ -35,9 +35,10 @@ def _range(low: float | None, high: float | None) -> str:
     return DASH if is_missing(low) or is_missing(high) else f"{fmt_num(low, 2)} to {fmt_num(high, 2)}"
 
 
-def _settings_line(report: dict, key: str, column: str) -> str:
+def _settings_line(report: dict, what: str, key: str, column: str) -> str:
+    """``Exposure: the item column `x` ([study] exposure; settings from ...).``"""
     origin = (report.get("study") or {}).get("settings_from", "the config")
-    return f"`[study] {key} = \"{user(column)}\"` (settings from {user(origin)})."
+    return f"{what}: the item column {user(column)} (`[study] {key}`; settings from {user(origin)})."
 
 
 # -- Exposure -------------------------------------------------------------------------------------
@@ -46,8 +47,7 @@ def exposure_section(report: dict) -> Section | None:
     part = report.get("exposure")
     if not part:
         return None
-    paragraphs = [f"Exposure is the item column {user(part['column'])}: "
-                  + _settings_line(report, "exposure", part["column"]),
+    paragraphs = [_settings_line(report, "Exposure", "exposure", part["column"]),
                   source_sentence(part["correct"]),
                   "Per model, a logistic regression of correct on exposure: the odds ratio per unit of "
                   "exposure with its 95% Wald interval, the Wald p and the likelihood-ratio p (against "
@@ -95,8 +95,7 @@ def cutoff_section(report: dict) -> Section | None:
     part = report.get("cutoff")
     if part is None:
         return None
-    paragraphs = [f"Released is the item column {user(part['column'])}: "
-                  + _settings_line(report, "released", part["column"]),
+    paragraphs = [_settings_line(report, "Release date", "released", part["column"]),
                   "Each model's accuracy on the items released on or before its training cut-off "
                   "(`[[models]] cutoff`) against those released after it: Wilson intervals per side, "
                   "Newcombe's hybrid score interval of the difference (before − after), the odds ratio "
