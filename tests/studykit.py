@@ -35,11 +35,12 @@ class Truth:
 
 
 def build_study_store(path: Path, *, items: int = 90, seed: int = 7,
-                      bad_exposure: str | None = None, bad_released: str | None = None) -> Truth:
+                      bad_exposure: str | None = None, bad_released: str | None = None,
+                      labels: bool = True) -> Truth:
     """The store at ``path``; ``bad_exposure`` / ``bad_released`` replace item i017's value."""
     rng = np.random.default_rng(seed)
     truth = Truth([], {}, {}, {}, {}, {})
-    rows, answers, labels = [], [], []
+    rows, answers, rated = [], [], []
     for i in range(items):
         item_id, tier = f"i{i:03d}", TIERS[i % 3]
         exposure = round(float(rng.uniform(0, 4)) + (2 - i % 3) * 0.8, 3)
@@ -56,12 +57,13 @@ def build_study_store(path: Path, *, items: int = 90, seed: int = 7,
             answers.append(_answer(item_id, model, right))
             source = "judge" if i % 3 == 2 and m == 0 or i % 5 == 4 else "human"
             label = "right" if right else ("partial" if rng.random() < 0.2 else "wrong")
-            labels.append(_label(item_id, model, "human" if source == "human" else JUDGE, label))
+            rated.append(_label(item_id, model, "human" if source == "human" else JUDGE, label))
             truth.correct[(item_id, model)], truth.source[(item_id, model)] = right, source
     with Store(path, create=True) as store:
         store.append("items", rows)
         store.append("answers", answers)
-        store.append("labels", labels)
+        if labels:
+            store.append("labels", rated)
     return truth
 
 

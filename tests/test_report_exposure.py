@@ -196,3 +196,49 @@ def test_the_study_kit_matches_its_own_labels(tmp_path):
         judged = store.query(f"SELECT count(*) FROM labels WHERE rater = '{JUDGE}'")[0][0]
         tiers = {r[0] for r in store.query("SELECT DISTINCT subset FROM items")}
     assert judged == sum(1 for s in truth.source.values() if s == "judge") and tiers == set(TIERS)
+
+
+def test_the_correct_rule_cell_by_cell():
+    """Human label first, else the judge's; an empty or missing answer is wrong whatever its label
+    (the Cells' effective columns); an answered cell with neither label is left out."""
+    from harness.report.correct import correct_cells, source_counts
+
+    frame = pd.DataFrame([
+        # has_answer, empty, human_raw, judge_raw, human (effective), judge (effective)
+        (True, False, "right", "wrong", "right", "wrong"),
+        (True, False, None, "right", None, "right"),
+        (True, False, None, "partial", None, "partial"),
+        (True, True, "right", None, "wrong", "wrong"),
+        (False, False, None, None, "wrong", "wrong"),
+        (True, False, None, None, None, None),
+    ], columns=["has_answer", "empty", "human_raw", "judge_raw", "human", "judge"])
+    cells = correct_cells(frame)
+    assert list(cells["source"]) == ["human", "judge", "judge", "human", "unanswered"]
+    assert list(cells["correct"]) == [1, 1, 0, 0, 0]
+    assert source_counts(cells, frame) == {"human": 2, "judge": 2, "unanswered": 1, "unlabelled": 1}
+
+
+def test_an_item_without_an_exposure_value_is_left_out_with_a_note(tmp_path):
+    truth = build_study_store(tmp_path / "s.duckdb", bad_exposure="  ")
+    with Store(tmp_path / "s.duckdb", read_only=True) as store:
+        report = build_report(store, contrast=("official", "obscure-hack"),
+                              study=StudyInputs(StudySettings(exposure="exposure")))
+    part = report["exposure"]
+    assert part["items_without_value"] == 1 and part["items"] == len(truth.item_ids) - 1
+    assert all(r["n"] == len(truth.item_ids) - 1 for r in part["per_model"])
+    assert any(n["section"] == "exposure" and "1 item(s) have no 'exposure'" in n["reason"]
+               for n in report["notes"])
+
+
+
+def test_a_store_without_labels_has_an_exposure_section_without_fits(tmp_path):
+    from harness.report.render import render_markdown
+
+    build_study_store(tmp_path / "s.duckdb", labels=False)
+    with Store(tmp_path / "s.duckdb", read_only=True) as store:
+        report = build_report(store, contrast=("official", "obscure-hack"),
+                              study=StudyInputs(StudySettings(exposure="exposure")))
+    part = report["exposure"]
+    assert part["per_model"] == [] and part["pooled"] is None and part["quintiles"] == []
+    assert part["correct"]["unlabelled"] == 180  # 90 items × 2 models, answered, never labelled
+    assert "## Exposure" in render_markdown(report) and "fig5_exposure" not in render_markdown(report)
