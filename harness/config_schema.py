@@ -44,7 +44,7 @@ STUDY_FIELDS = {
     "name": Field("text"),  # the benchmark's name in guided prompting's instruction
     "exposure": Field("text"),  # a numeric item column
     "released": Field("text"),  # an ISO-date item column
-    "subsets": Field("texts"),  # ordered tiers, least exposed first
+    "subsets": Field("texts"),  # ordered tiers, in order of expected exposure
 }
 PROBES_FIELDS = {"text": Field("text")}  # min-k's text rule, a template over item columns
 SCORING_FIELDS = {

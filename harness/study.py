@@ -25,7 +25,7 @@ class StudySettings:
     name: str | None = None  # the benchmark's name in guided prompting's instruction
     exposure: str | None = None  # a numeric item column: how much the world has written
     released: str | None = None  # an ISO-date item column, against each model's cutoff
-    subsets: tuple[str, ...] = ()  # ordered tiers, least exposed first
+    subsets: tuple[str, ...] = ()  # ordered tiers, in order of expected exposure (most first)
     user_template: str | None = None  # [prompt] user; None: the paper's user turn
     probe_text: str | None = None  # [probes] text: min-k's text rule; None: today's rule
     metrics: tuple[str, ...] = DEFAULT_METRICS  # [scoring] metrics

@@ -156,6 +156,8 @@ def _add_report(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--human", help="human rater (default: human, else the first human:<name>)")
     p.add_argument("--figure-titles", action="store_true",
                    help="draw each figure's title inside it (default: none; the captions carry them)")
+    p.add_argument("--config", help="the study's config: its [study] exposure, released, subsets and "
+                                    "[[models]] cutoff (default: what the newest contam run recorded)")
 
 
 def _add_sql(sub: argparse._SubParsersAction) -> None:

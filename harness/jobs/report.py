@@ -17,6 +17,7 @@ import orjson
 
 from harness.errors import UserError
 from harness.report.analysis import build_report, parse_contrast
+from harness.report.study_inputs import study_inputs
 from harness.store import DEFAULT_STORE
 from harness.store.access import reading
 
@@ -34,10 +35,13 @@ class ReportResult:
 
 def report(*, store: str | Path = DEFAULT_STORE, out: str | Path | None = None,
            format: str | None = None, contrast: str | None = None, human: str | None = None,
-           judge: str | None = None, figure_titles: bool = False) -> ReportResult:
-    """``contam report``: see the module docstring for where it writes."""
+           judge: str | None = None, figure_titles: bool = False,
+           config: str | Path | None = None) -> ReportResult:
+    """``contam report``: see the module docstring for where it writes; ``config``: the study's
+    settings (else the newest run's record, :mod:`harness.report.study_inputs`)."""
     with reading(store) as opened:  # through the job holding the store, if one does
-        built = build_report(opened, contrast=parse_contrast(contrast), human=human, judge=judge)
+        built = build_report(opened, contrast=parse_contrast(contrast), human=human, judge=judge,
+                             study=study_inputs(opened, config))
     result = ReportResult(report=built)
     if out or not format:
         result.out = Path(out) if out else default_out_dir(store)
@@ -114,6 +118,7 @@ def _make_folder(out: Path) -> None:
 
 def _figure_pngs(report: dict[str, Any], out: Path | None = None, titles: bool = False) -> dict[str, bytes]:
     """Each figure as PNG bytes (what the HTML embeds); with ``out``, also saved as PNG and PDF."""
-    from harness.report import figures, probe_figures
+    from harness.report import exposure_figure, figures, probe_figures
 
-    return {**figures.export(report, titles, out), **probe_figures.export(report, out)}
+    return {**figures.export(report, titles, out), **probe_figures.export(report, out),
+            **exposure_figure.export(report, out)}

@@ -7,7 +7,7 @@ free, changing the model, layer or baseline re-scores, and a corrected answer or
 scored again. Rows are appended, never updated; ``latest_scores`` and ``cells`` show the newest.
 
 Blank answers get a NULL row without reaching any metric. An empty reference with a non-empty
-answer also gets a NULL row and is counted as flagged (DESIGN: flagged, never guessed).
+answer also gets a NULL row and is counted as flagged (flagged, never guessed).
 
 BERTScore scores the pairs still due in shards (:mod:`metrics.bertscore_shards`), one after
 another in this process or, with ``--ray``, on the actors of a Ray cluster

@@ -19,8 +19,9 @@ import pandas as pd
 
 from harness import __version__
 from harness.errors import UserError
-from harness.report import contamination, labels, probes, provenance, surface
+from harness.report import contamination, labels, probes, provenance, study_parts, surface
 from harness.report.cells import LABELS, METRICS, Cells
+from harness.report.study_inputs import StudyInputs
 from harness.store import Store, utc_now
 
 __all__ = ["build_report", "parse_contrast", "figure_regime", "LABELS", "METRICS"]
@@ -29,8 +30,10 @@ __all__ = ["build_report", "parse_contrast", "figure_regime", "LABELS", "METRICS
 # -- entry point --------------------------------------------------------------------------------
 
 def build_report(store: Store, *, contrast: tuple[str, str] = ("official", "fan"),
-                 human: str | None = None, judge: str | None = None) -> dict[str, Any]:
-    """Everything `contam report` prints, as one JSON-ready dict (see ARCHITECTURE.md, The report)."""
+                 human: str | None = None, judge: str | None = None,
+                 study: StudyInputs | None = None) -> dict[str, Any]:
+    """Everything `contam report` prints, as one JSON-ready dict (see ARCHITECTURE.md, The report);
+    ``study``: the settings of the study sections (:mod:`harness.report.study_parts`)."""
     _require_data(store)
     _require_subsets(store, contrast)
     notes: list[dict[str, str]] = []
@@ -38,6 +41,7 @@ def build_report(store: Store, *, contrast: tuple[str, str] = ("official", "fan"
     judge = _judge_rater(store, judge, notes)
     cells = Cells(store, human, judge)
     report = _sections(store, cells, contrast, human, judge, notes)
+    report.update(study_parts.build(store, cells, report, study or StudyInputs(), notes))
     report["notes"] = notes
     return report
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from harness.report.analysis import LABELS, METRICS
 from harness.report.probe_guided import MEASURES
+from harness.report.study_sections import TIDY as STUDY_TIDY
 
 __all__ = ["tidy_tables", "TEXT_ONLY"]
 
@@ -157,4 +158,5 @@ _BUILDERS: dict[str, Callable[[dict], Rows]] = {
     "probe_tsguess_contrast": _probe("ts-guess", "tests"),
     **{f"probe_guided_{measure}": _guided(measure) for measure in MEASURES},
     "probe_min_k": _probe("min-k", "rows", ("documented_values", "undocumented_values")),
+    **STUDY_TIDY,
 }
