@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.emulator.settings import default_reply, sampled_reply
-from harness.jobs.records import KINDS, read_records
+from harness.store.record_file import KINDS, read_records
 from metrics.judge import JUDGE_RUBRIC
 from metrics.probe_tsguess import STOP_WORDS
 
