@@ -24,7 +24,7 @@ from metrics.template import fill_template, template_fields, unknown_field_probl
 from providers.base import Request
 
 __all__ = ["DEFAULT_SYSTEM_PROMPT", "USER_TEMPLATE", "QuestionPrompt", "study_prompt",
-           "question_request", "prompt_sha256", "HIDDEN_FIELDS"]
+           "text_rule", "question_request", "prompt_sha256", "HIDDEN_FIELDS"]
 
 # The paper's user turn, written once: the request fills it and the run's prompt hash covers it.
 USER_TEMPLATE = "Game: {title}\nQuestion: {question}"
@@ -67,6 +67,23 @@ def study_prompt(system: str, template: str | None, columns: Sequence[str],
         if name not in columns:
             raise UserError(f"{where}: {unknown_field_problem(name, columns)}")
     return QuestionPrompt(system, template)
+
+
+def text_rule(template: str | None, columns: Sequence[str],
+              where: str = "[probes] text") -> str | None:
+    """min-k's ``[probes] text`` template, checked like a question's; it scores a text and asks
+    nothing, so it may name the ``reference``."""
+    if template is None:
+        return None
+    present = [*columns, "reference"]
+    try:
+        names = template_fields(template)
+    except ValueError as exc:
+        raise UserError(f"{where}: {exc}") from None
+    for name in names:
+        if name not in present:
+            raise UserError(f"{where}: {unknown_field_problem(name, present)}")
+    return template
 
 
 def question_request(system: str, title: str, question: str, *,

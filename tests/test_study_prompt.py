@@ -5,14 +5,10 @@ paper's bytes and the paper's hash."""
 
 from __future__ import annotations
 
-import re
-from pathlib import Path
-
 import pytest
 
 from harness.emulator.knowledge import Knowledge
 from harness.errors import UserError
-from harness.jobs.importing import import_file
 from harness.prompts import (
     DEFAULT_SYSTEM_PROMPT, USER_TEMPLATE, QuestionPrompt, prompt_sha256, question_request,
     study_prompt,
@@ -20,10 +16,7 @@ from harness.prompts import (
 from harness.store import Store
 from harness.text import sha256_text
 from tests.runkit import Recorder, model_entry, run_inprocess, write_config
-
-ROOT = Path(__file__).resolve().parents[1]
-EXAMPLE = ROOT / "examples" / "own-items"
-MAP = "item_id=id,question=prompt,reference=answer,subset=tier"
+from tests.studykit import EXAMPLE, SYSTEM, TEMPLATE, example_config, import_example_items
 
 # The seed paper's prompt hash: sha256(DEFAULT_SYSTEM_PROMPT + "\0" + "Game: {title}\nQuestion:
 # {question}"), computed on main before study templates existed (commit b8bfcd3). It must never
@@ -85,24 +78,11 @@ def test_a_bad_field_is_one_line_naming_it(template, problem):
     assert "\n" not in str(caught.value)
 
 
-def _example_config(tmp_path: Path, emu, template: str | None = None) -> Path:
-    text = (EXAMPLE / "study.toml").read_text(encoding="utf-8")
-    text = text.replace("http://127.0.0.1:8765", emu.url).replace(
-        'store = "../../runs/own-items.duckdb"', 'store = "s.duckdb"')
-    if template is not None:
-        text = re.sub(r'^user = .*$', lambda _: f'user = "{template}"', text, flags=re.MULTILINE)
-    (tmp_path / "rubric.txt").write_text((EXAMPLE / "rubric.txt").read_text(encoding="utf-8"))
-    path = tmp_path / "study.toml"
-    path.write_text(text, encoding="utf-8")
-    return path
-
-
 def test_the_example_study_asks_with_its_template_over_real_sockets(tmp_path, emulator, monkeypatch):
     monkeypatch.setenv("CONTAM_EMULATOR_KEY", "anything")
     emu = emulator(knowledge=Knowledge.from_file(EXAMPLE / "items-contam.csv"))
-    config = _example_config(tmp_path, emu)
-    with Store(tmp_path / "s.duckdb", create=True) as store:
-        import_file(store, "items", EXAMPLE / "items.jsonl", column_map=MAP)
+    config = example_config(tmp_path, emu)
+    import_example_items(tmp_path / "s.duckdb")
     recorder = Recorder()
     result = run_inprocess(config, tmp_path / "s.duckdb", provider_factory=recorder.factory)
     assert result.status == 0, result.err
@@ -110,8 +90,7 @@ def test_the_example_study_asks_with_its_template_over_real_sockets(tmp_path, em
     assert len(recorder.sent) == 12 and len(sent) == 6
     assert "Library: Python\nQuestion: Which module provides the Counter class?\n" \
            "Reply with the bare name, no {braces}." in sent
-    template = "Library: {library}\nQuestion: {question}\nReply with the bare name, no {{braces}}."
-    system = "Answer from memory only. Do not look anything up. Reply with a bare answer."
+    template, system = TEMPLATE, SYSTEM
     with Store(tmp_path / "s.duckdb") as store:
         assert store.query("SELECT DISTINCT prompt_sha256 FROM runs WHERE kind = 'run'") == \
             [(prompt_sha256(system, template),)]
@@ -122,9 +101,8 @@ def test_an_unknown_field_in_a_run_is_one_line_and_asks_nothing(tmp_path, emulat
                                                                contam):
     monkeypatch.setenv("CONTAM_EMULATOR_KEY", "anything")
     emu = emulator()
-    config = _example_config(tmp_path, emu, template="Library: {libary}\\nQ: {question}")
-    with Store(tmp_path / "s.duckdb", create=True) as store:
-        import_file(store, "items", EXAMPLE / "items.jsonl", column_map=MAP)
+    config = example_config(tmp_path, emu, user='"Library: {libary}\\nQ: {question}"')
+    import_example_items(tmp_path / "s.duckdb")
     status, out, err = contam("run", config, "--no-progress")
     assert status == 2 and err.count("\n") == 1 and "Traceback" not in err
     assert err.strip() == (f"contam run: {config}: [prompt] user: field {{libary}} is not a column "

@@ -30,8 +30,8 @@ FROM scope s JOIN latest_items i USING (item_id)
 {order}
 """
 
-# The columns of an item as a probe reads it: (item_id, title, subset, question, reference).
-_ITEM_COLUMNS = "i.item_id, i.title, i.subset, i.question, i.reference"
+# The columns of an item as a probe reads it: (item_id, title, subset, question, reference, extra).
+_ITEM_COLUMNS = "i.item_id, i.title, i.subset, i.question, i.reference, i.extra::VARCHAR"
 
 
 def _scoped_sql(columns: str, where: str, limit: int | None, *, order: bool = True) -> str:
@@ -139,8 +139,8 @@ def unscored(con: duckdb.DuckDBPyConnection, metric: str, params_json: str) -> l
 # -- probe: the samples each (item, model, prompt) still lacks; complete cells not yet scored ---
 
 def first_items(con: duckdb.DuckDBPyConnection, limit: int | None) -> list[tuple]:
-    """(item_id, title, subset, question, reference) of the first ``limit`` items (all when
-    None) in file order: a probe's scope."""
+    """(item_id, title, subset, question, reference, extra JSON) of the first ``limit`` items
+    (all when None) in file order: a probe's scope."""
     return con.execute(_scoped_sql(_ITEM_COLUMNS, "", limit), _scoped_params(limit)).fetchall()
 
 
