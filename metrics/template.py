@@ -4,7 +4,7 @@ item's own columns, ``{{`` and ``}}`` literal braces. Shared by ``contam run`` a
 A field is a bare column name: no format spec, conversion, attribute or index (``{a:>5}``,
 ``{a!r}``, ``{a.b}``, ``{a[0]}``), so a template can reach nothing but its item's values. The
 paper's ``Game: {title}\\nQuestion: {question}`` fills to the very bytes ``str.format`` gives.
-See ARCHITECTURE.md, "The study config".
+See ARCHITECTURE.md, "A study's settings".
 """
 
 from __future__ import annotations

@@ -9,11 +9,12 @@ import re
 
 import pytest
 
+from harness.prompts import prompt_sha256
 from harness.report.provenance import provenance
 from harness.store import Store
 from harness.text import sha256_text
 from metrics.judge import JUDGE_RUBRIC, missing_labels, rubric_sha256
-from tests.studykit import EXAMPLE, example_config, import_example_items
+from tests.studykit import EXAMPLE, SYSTEM, TEMPLATE, example_config, import_example_items
 
 RUBRIC = (EXAMPLE / "rubric.txt").read_text(encoding="utf-8")
 GRADED = re.compile(r"\AReference answer: (.*)\nAnswer to grade: (.*)\Z", re.DOTALL)
@@ -69,14 +70,16 @@ def test_the_judge_grades_with_the_studys_rubric(tmp_path, answered, contam):
     assert [(r["rater"], r["rubric_sha256"]) for r in raters] == [("judge:judge-emu", [digest])]
 
 
-def test_the_report_prints_the_rubric_hash(tmp_path, answered, contam):
+def test_the_report_prints_the_rubric_and_prompt_hashes(tmp_path, answered, contam):
     _, config = answered
     assert contam("judge", config, "--no-progress")[0] == 0
     out_dir = tmp_path / "report"
     status, _, err = contam("report", "--store", tmp_path / "s.duckdb", "--out", out_dir,
                             "--contrast", "official,obscure")
     assert status == 0, err
-    assert sha256_text(RUBRIC) in (out_dir / "report.md").read_text(encoding="utf-8")
+    markdown = (out_dir / "report.md").read_text(encoding="utf-8")
+    assert sha256_text(RUBRIC) in markdown
+    assert prompt_sha256(SYSTEM, TEMPLATE) in markdown  # the run's system prompt and template
 
 
 @pytest.mark.parametrize(("rubric", "problem"), [

@@ -3,7 +3,7 @@
 A map names contam's column first and the file's second. It is checked against the file's columns
 before any record is read: a map naming a column the file lacks, or a file that also holds the
 contam column a map fills (two columns for one name), is refused in one line naming the file.
-See ARCHITECTURE.md, "Files you bring".
+See README.md, "Files you bring".
 """
 
 from __future__ import annotations

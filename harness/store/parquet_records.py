@@ -4,7 +4,7 @@ DuckDB reads Parquet itself (no other dependency), a batch of rows at a time, so
 A record's "line" is its 1-based row. The columns contam reads as text (``item_id``,
 ``question``, ...) must hold scalars: a nested column (a list, struct, map or union) or bytes
 there is refused in one line before any row is read. Extra columns keep their types (numbers stay
-numbers, lists stay lists) in ``items.extra``. See ARCHITECTURE.md, "Files you bring".
+numbers, lists stay lists) in ``items.extra``. See README.md, "Files you bring".
 """
 
 from __future__ import annotations
