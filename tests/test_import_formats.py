@@ -223,3 +223,13 @@ def test_the_emulator_reads_items_without_importing_a_job():
 def test_bad_map_errors_are_user_errors(store):
     with pytest.raises(UserError):
         import_file(store, "items", EXAMPLE / "items.jsonl", column_map="oops")
+
+
+def test_the_emulator_knows_items_from_a_parquet_file(tmp_path):
+    from harness.emulator.knowledge import Knowledge
+
+    path = write_parquet(tmp_path / "items.parquet", "SELECT * FROM read_csv('"
+                         f"{EXAMPLE / 'items-contam.csv'}')")
+    known = Knowledge.from_file(path)
+    assert sorted(item.item_id for item in known.items) == sorted(
+        json.loads(line)["id"] for line in (EXAMPLE / "items.jsonl").read_text().splitlines())

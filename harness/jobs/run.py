@@ -88,7 +88,8 @@ async def execute_run(store: Store, config: RunConfig, specs: Sequence[ModelSpec
                                opening) for spec in specs
                    if (opening := openings[spec.name]) is not None]
     await run_lanes(store, lanes, result=result, accept=accept,
-                    started=_run_row(result.run_id, config, specs, options, prompt), options=options,
+                    started=_run_row(result.run_id, config, specs, options, prompt),
+                    options=options,
                     batch_lanes=batch_lanes, then=_sync_fallback(store, config, batch_lanes, options))
     _summarise(config, result)
     return result

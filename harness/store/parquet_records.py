@@ -45,7 +45,7 @@ def _schema(con: duckdb.DuckDBPyConnection, path: Path) -> tuple[list[str], list
         described = con.execute("DESCRIBE SELECT * FROM read_parquet($path)",
                                 {"path": str(path)}).fetchall()
     except duckdb.Error as exc:
-        raise InputError(str(path), None, f"not a readable Parquet file ({first_line(exc)})") from None
+        raise _unreadable(path, exc) from None
     return [row[0] for row in described], [str(row[1]) for row in described]
 
 
@@ -72,7 +72,11 @@ def _rows(con: duckdb.DuckDBPyConnection, path: Path, names: list[str],
                 yield Record(row_number, complete({k: as_text(v) for k, v in values.items()}, kind),
                              values)
     except duckdb.Error as exc:
-        raise InputError(str(path), None, f"not a readable Parquet file ({first_line(exc)})") from None
+        raise _unreadable(path, exc) from None
+
+
+def _unreadable(path: Path, exc: duckdb.Error) -> InputError:
+    return InputError(str(path), None, f"not a readable Parquet file ({first_line(exc)})")
 
 
 def _json_value(value: Any) -> Any:
