@@ -9,17 +9,20 @@ statistic. The judge *run* (cells, resume, the engine) is :mod:`harness.jobs.jud
   and asked again, never guessed.
 - The reply is capped at 16 output tokens, plenty for a bare label; a reasoning model's larger
   cap goes in ``[judge].params``, which takes precedence.
+- A study's own rubric (``[judge] rubric``) replaces the paper's text; the labels stay the three
+  above, so a rubric must name each of them (:func:`missing_labels`).
 """
 
 from __future__ import annotations
 
+import re
 from importlib import resources
 
 from harness.text import sha256_text
 from providers.base import Request, Transient
 
 __all__ = ["JUDGE_RUBRIC", "JUDGE_LABELS", "MalformedLabel", "judge_request", "parse_label",
-           "rubric_sha256"]
+           "rubric_sha256", "missing_labels"]
 
 JUDGE_RUBRIC = resources.files("metrics").joinpath("judge_rubric.txt").read_text(encoding="utf-8")
 
@@ -30,14 +33,27 @@ _TRAILING_PUNCTUATION = ".!,;:"
 _SHOWN_CHARS = 200  # of a malformed reply, kept in attempts.error
 
 
-def judge_request(reference: str, answer: str, *, max_output_tokens: int | None = 16) -> Request:
-    return Request(system=JUDGE_RUBRIC,
+def judge_request(reference: str, answer: str, *, max_output_tokens: int | None = 16,
+                  rubric: str = JUDGE_RUBRIC) -> Request:
+    return Request(system=rubric,
                    user=f"Reference answer: {reference}\nAnswer to grade: {answer}",
                    max_output_tokens=max_output_tokens)
 
 
-def rubric_sha256() -> str:
-    return sha256_text(JUDGE_RUBRIC)
+def rubric_sha256(rubric: str = JUDGE_RUBRIC) -> str:
+    return sha256_text(rubric)
+
+
+# Each label as a whole phrase; "right" on its own, not as the end of "partially right".
+_LABEL_PATTERNS = {"right": r"(?<!partially )\bright\b", "partially right": r"\bpartially right\b",
+                   "wrong": r"\bwrong\b"}
+
+
+def missing_labels(rubric: str) -> list[str]:
+    """The judge's labels a rubric never names (case-insensitive), in the order right, partially
+    right, wrong: the judge can only answer with labels it was told of."""
+    text = " ".join(rubric.split()).lower()
+    return [label for label, pattern in _LABEL_PATTERNS.items() if not re.search(pattern, text)]
 
 
 class MalformedLabel(Transient):

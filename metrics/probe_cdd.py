@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from metrics.probes import ProbeItem, ProbePrompt, ProbeScore
+from metrics.template import fill_template
 
 __all__ = ["CDDProbe", "Peak", "peakedness", "tokens", "COMPARED_TOKENS", "TOKEN_PATTERN"]
 
@@ -107,7 +108,7 @@ class CDDProbe:
                 "system": self.system, "question_template": self.question_template}
 
     def prompts(self, item: ProbeItem) -> Sequence[ProbePrompt]:
-        user = self.question_template.format(title=item.title, question=item.question)
+        user = fill_template(self.question_template, item.values)  # the paper's: str.format's bytes
         common = {"system": self.system, "user": user, "max_output_tokens": self.max_output_tokens}
         return [ProbePrompt(variant="greedy", samples=1, temperature=0.0, **common),
                 ProbePrompt(variant="sample", samples=self.samples, temperature=self.temperature,

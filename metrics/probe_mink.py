@@ -19,7 +19,8 @@ no score: the reference code's mean of nothing is NaN, stored here as NULL with 
 Default k = 20% (:data:`DEFAULT_K`), a parameter.
 
 The text scored for an item is :func:`scored_text`: title, question and reference, each stripped,
-joined by one newline (:data:`TEXT_RULE`).
+joined by one newline (:data:`TEXT_RULE`), or a study's ``[probes] text`` template over the item's
+own columns (:mod:`metrics.template`), which the parameters then name instead.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from metrics.probes import ProbeItem, ProbeScore
+from metrics.template import fill_template
 from providers.base import TextLogprobs
 
 __all__ = ["KIND", "DEFAULT_K", "TEXT_RULE", "METRICS", "scored_text", "min_k", "min_k_pp",
@@ -40,8 +42,10 @@ TEXT_RULE = "title + '\\n' + question + '\\n' + reference (each stripped)"
 METRICS = ("min_k", "min_k_pp")
 
 
-def scored_text(item: ProbeItem) -> str:
-    """The text whose tokens are scored (see :data:`TEXT_RULE`)."""
+def scored_text(item: ProbeItem, rule: str | None = None) -> str:
+    """The text whose tokens are scored: :data:`TEXT_RULE`, or the study's template ``rule``."""
+    if rule is not None:
+        return fill_template(rule, item.values)
     return "\n".join(part.strip() for part in (item.title, item.question, item.reference))
 
 
@@ -99,12 +103,13 @@ SOURCES = {
 }
 
 
-def probe_params(k: float, source: str) -> dict[str, Any]:
-    """What the rows of one model are keyed by (``probe_params`` / ``params_sha256``)."""
+def probe_params(k: float, source: str, rule: str | None = None) -> dict[str, Any]:
+    """What the rows of one model are keyed by (``probe_params`` / ``params_sha256``); ``text``
+    is the study's ``[probes] text`` template where it has one."""
     if source not in SOURCES:
         raise ValueError(f"unknown log-probability source {source!r}")
     metrics = list(METRICS) if source == "forward" else ["min_k"]
-    return {"k": check_k(k), "text": TEXT_RULE, "logprobs": source, "method": SOURCES[source],
+    return {"k": check_k(k), "text": rule or TEXT_RULE, "logprobs": source, "method": SOURCES[source],
             "metrics": metrics}
 
 

@@ -38,7 +38,8 @@ class ProbeContext:
     """What a probe may take from the study: the prompt ``contam run`` asks with."""
 
     system_prompt: str
-    question_template: str  # "Game: {title}\nQuestion: {question}"
+    question_template: str  # "Game: {title}\nQuestion: {question}", or the study's [prompt] user
+    own_template: bool = False  # the study's own template, not the paper's
 
 
 @dataclass(frozen=True)
@@ -60,7 +61,8 @@ def _cdd(context: ProbeContext, **options: Any) -> GenerationProbe:
 def _ts_guess(context: ProbeContext, **options: Any) -> GenerationProbe:
     from metrics.probe_tsguess import TsGuessProbe
 
-    return TsGuessProbe(**options)  # its own prompt (the paper's), not the study's
+    # its own prompt (the paper's); a word of the study's {question} field is masked
+    return TsGuessProbe(**options, masked_field="question" if context.own_template else None)
 
 
 def _guided(context: ProbeContext, **options: Any) -> GenerationProbe:

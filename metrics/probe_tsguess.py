@@ -133,15 +133,19 @@ class TsGuessProbe:
     kind: ClassVar[str] = "ts-guess"
     metric: ClassVar[str] = "exact_match"
     max_output_tokens: int = 16
+    masked_field: str | None = None  # named in the params under a study's own template
 
     def __post_init__(self) -> None:
         if self.max_output_tokens < 1:
             raise ValueError(f"--max-output-tokens must be at least 1, not {self.max_output_tokens}")
 
     def params(self) -> dict[str, Any]:
-        return {"rule": RULE, "template": TEMPLATE, "mask": MASK, "normalisation": NORMALISATION,
-                "stop_words": len(STOP_WORDS), "wordfreq": version("wordfreq"),
-                "temperature": 0.0, "max_output_tokens": self.max_output_tokens}
+        params = {"rule": RULE, "template": TEMPLATE, "mask": MASK, "normalisation": NORMALISATION,
+                  "stop_words": len(STOP_WORDS), "wordfreq": version("wordfreq"),
+                  "temperature": 0.0, "max_output_tokens": self.max_output_tokens}
+        if self.masked_field is not None:  # the paper's params (and hash) stay as they were
+            params["masked_field"] = self.masked_field
+        return params
 
     def prompts(self, item: ProbeItem) -> Sequence[ProbePrompt]:
         slot = choose_slot(item.question, item.title)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 __all__ = ["ProbeItem", "ProbePrompt", "ProbeScore", "GenerationProbe", "params_sha256",
@@ -29,6 +29,13 @@ class ProbeItem:
     subset: str
     question: str
     reference: str
+    fields: Mapping[str, Any] = field(default_factory=dict)  # the item's extra columns
+
+    @property
+    def values(self) -> dict[str, Any]:
+        """The item's own columns by name, extras included: what a study's template fills from."""
+        return {**self.fields, "title": self.title, "subset": self.subset,
+                "question": self.question, "reference": self.reference}
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -18,7 +18,7 @@ __all__ = ["HANDLERS", "emulator_settings_from_args"]
 def _import(args: argparse.Namespace) -> int:
     from harness.jobs.importing import import_path
 
-    say(import_path(args.kind, args.file, store=args.store).summary())
+    say(import_path(args.kind, args.file, store=args.store, column_map=args.column_map).summary())
     return 0
 
 

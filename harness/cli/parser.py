@@ -36,9 +36,12 @@ def _add_demo(sub: argparse._SubParsersAction) -> None:
 
 
 def _add_import(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("import", help="import items, answers or labels (CSV or JSONL)")
+    p = sub.add_parser("import", help="import items, answers or labels (CSV, JSONL or Parquet)")
     p.add_argument("kind", choices=["items", "answers", "labels"])
-    p.add_argument("file")
+    p.add_argument("file", help="a .csv, .jsonl or .parquet file")
+    p.add_argument("--map", dest="column_map", metavar="CONTAM=FILE[,...]",
+                   help="the file's column names onto contam's, e.g. "
+                        "item_id=id,question=prompt,reference=answer,subset=tier")
     _store(p)
 
 

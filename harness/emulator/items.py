@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.errors import InputError
-from harness.jobs.records import KINDS, Record, read_records
+from harness.store.record_file import KINDS, read_records
+from harness.store.records import Record
 
 __all__ = ["KnownItem", "read_known_items"]
 

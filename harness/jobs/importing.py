@@ -4,7 +4,8 @@ A file is imported in one transaction: either every new row lands or none does. 
 file twice adds nothing; a changed row for the same key becomes a newer row the views prefer.
 
 Memory stays flat however long the file: records stream from
-:func:`harness.jobs.records.read_records` in chunks into a staging table inside that transaction,
+:class:`harness.store.record_file.RecordFile` (CSV, JSONL or Parquet, hashed as it is read) in
+chunks into a staging table inside that transaction,
 and the checks that need every row at once (duplicate keys, unknown items) and the final insert
 are SQL over the staging table, which DuckDB may spill to disk (its ``memory_limit`` is lowered
 while importing).
@@ -23,7 +24,8 @@ import orjson
 
 from harness.errors import InputError
 from harness.jobs.import_log import record_import
-from harness.jobs.records import KINDS, Record, file_sha256, normalise_label, read_records
+from harness.store.record_file import RecordFile, parse_column_map
+from harness.store.records import KINDS, Record, normalise_label
 from harness.store import DEFAULT_STORE, Store, utc_now
 from harness.text import normalise_answer
 
@@ -46,11 +48,14 @@ class ImportResult:
                 f"{self.unchanged} already in the store")
 
 
-def import_path(kind: str, path: str | Path, *, store: str | Path = DEFAULT_STORE) -> ImportResult:
-    """``contam import KIND FILE``: one file into the store at ``store``, all or nothing. Only
-    items start a store: answers and labels name items, which a new store cannot hold yet."""
+def import_path(kind: str, path: str | Path, *, store: str | Path = DEFAULT_STORE,
+                column_map: str | None = None) -> ImportResult:
+    """``contam import KIND FILE [--map ...]``: one file into the store at ``store``, all or
+    nothing. Only items start a store: answers and labels name items, which a new store cannot
+    hold yet."""
+    parse_column_map(column_map, KINDS[kind].required, kind)  # a bad --map opens no store
     with Store(store, create=kind == "items") as opened:
-        return import_file(opened, kind, path)
+        return import_file(opened, kind, path, column_map=column_map)
 
 
 # Rows per INSERT into the staging table: large enough that the per-statement cost vanishes,
@@ -60,13 +65,17 @@ _CHUNK_ROWS = 20_000
 _IMPORT_MEMORY_LIMIT = "256MB"
 
 
-def import_file(store: Store, kind: str, path: str | Path) -> ImportResult:
+def import_file(store: Store, kind: str, path: str | Path, *,
+                column_map: str | None = None) -> ImportResult:
     source = str(path)
-    records = read_records(path, KINDS[kind])  # refuses an unknown file type before reading it
-    digest = file_sha256(path)  # once: the answers' run id and the import's provenance row
-    row_for = _ROW_BUILDERS[kind](source, digest)
+    columns = parse_column_map(column_map, KINDS[kind].required, kind)
+    records = RecordFile(path, KINDS[kind], columns)  # refuses an unknown file type at once
+    row_for = _ROW_BUILDERS[kind](source)
     with _import_memory_limit(store), store.transaction():
         read = _stage(store, kind, (row_for(record) for record in records))
+        digest = records.sha256()  # of the very bytes parsed: the import's provenance row
+        # imported answers are named after their file (the insert below reads the variable)
+        store.con.execute("SET VARIABLE import_run_id = $1", [f"import:{digest[:12]}"])
         _refuse_duplicates(store, kind, source)
         if kind != "items":
             _refuse_unknown_items(store, source)
@@ -109,23 +118,29 @@ def _chunks(rows: Iterable[dict[str, Any]], size: int) -> Iterator[list[dict[str
 
 # -- one table row per record, plus the source line for error messages ------------------------
 
-def _items_row(source: str, digest: str) -> Callable[[Record], dict[str, Any]]:
-    required, now = KINDS["items"].required, utc_now()
-    return lambda r: {**{name: r.fields[name].strip() for name in required},
-                      "extra": _extra_json(r.fields, required), "source_file": source,
-                      "added_at": now, "_line": r.line}
+def _items_row(source: str) -> Callable[[Record], dict[str, Any]]:
+    kind, now = KINDS["items"], utc_now()
+
+    def row(r: Record) -> dict[str, Any]:
+        values = {name: r.fields[name].strip() for name in kind.required}
+        for name in kind.optional:  # a blank or absent title or subset is NULL
+            values[name] = values[name] or None
+        return {**values, "extra": _extra_json(r.typed, kind.required), "source_file": source,
+                "added_at": now, "_line": r.line}
+
+    return row
 
 
-def _answers_row(source: str, digest: str) -> Callable[[Record], dict[str, Any]]:
-    run_id, now = f"import:{digest[:12]}", utc_now()
-    return lambda r: {"run_id": run_id, "item_id": r.fields["item_id"].strip(),
+def _answers_row(source: str) -> Callable[[Record], dict[str, Any]]:
+    now = utc_now()  # run_id is set once the file's digest is known (import_file)
+    return lambda r: {"run_id": None, "item_id": r.fields["item_id"].strip(),
                       "model": r.fields["model"].strip(), "provider": "import",
                       "answer_raw": r.fields["answer"],
                       "answer": normalise_answer(r.fields["answer"]), "created_at": now,
                       "_line": r.line}
 
 
-def _labels_row(source: str, digest: str) -> Callable[[Record], dict[str, Any]]:
+def _labels_row(source: str) -> Callable[[Record], dict[str, Any]]:
     now = utc_now()
     return lambda r: {"item_id": r.fields["item_id"].strip(), "model": r.fields["model"].strip(),
                       "rater": r.fields["rater"].strip(),
@@ -134,10 +149,11 @@ def _labels_row(source: str, digest: str) -> Callable[[Record], dict[str, Any]]:
                       "source_file": source, "created_at": now, "_line": r.line}
 
 
-def _extra_json(fields: dict[str, str], required: tuple[str, ...]) -> str | None:
-    """Extra columns (e.g. `source`) are kept by name, never shifted into another column."""
-    extra = {k: v for k, v in fields.items() if k not in required}
-    return orjson.dumps(extra).decode() if extra else None
+def _extra_json(values: dict[str, Any], required: tuple[str, ...]) -> str | None:
+    """Extra columns (e.g. `source`) are kept by name, never shifted into another column; a JSONL
+    or Parquet value keeps its JSON type (a number stays a number)."""
+    extra = {k: v for k, v in values.items() if k not in required}
+    return orjson.dumps(extra, default=str).decode() if extra else None
 
 
 _ROW_BUILDERS = {"items": _items_row, "answers": _answers_row, "labels": _labels_row}
@@ -152,10 +168,12 @@ _STAGED_COLUMNS = {
 # Only rows that differ from the latest row for the same key are appended.
 _NEW_ROWS_SQL = {
     "items": """SELECT * EXCLUDE (_line) FROM staged s WHERE NOT EXISTS (
-        SELECT 1 FROM latest_items l WHERE l.item_id = s.item_id AND l.title = s.title
-          AND l.subset = s.subset AND l.question = s.question AND l.reference = s.reference
+        SELECT 1 FROM latest_items l WHERE l.item_id = s.item_id
+          AND l.title IS NOT DISTINCT FROM s.title AND l.subset IS NOT DISTINCT FROM s.subset
+          AND l.question = s.question AND l.reference = s.reference
           AND l.extra IS NOT DISTINCT FROM s.extra::JSON) ORDER BY _line""",
-    "answers": """SELECT * EXCLUDE (_line) FROM staged s WHERE NOT EXISTS (
+    "answers": """SELECT * EXCLUDE (_line) REPLACE (getvariable('import_run_id') AS run_id)
+        FROM staged s WHERE NOT EXISTS (
         SELECT 1 FROM latest_answers l WHERE l.item_id = s.item_id AND l.model = s.model
           AND l.answer_raw IS NOT DISTINCT FROM s.answer_raw) ORDER BY _line""",
     "labels": """SELECT * EXCLUDE (_line) FROM staged s WHERE NOT EXISTS (

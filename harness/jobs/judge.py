@@ -51,11 +51,13 @@ from harness.jobs.lane_job import (
 from harness.store import DEFAULT_STORE, Store, utc_now
 from harness.store.cells import unjudged
 from harness.text import is_blank
-from metrics.judge import MalformedLabel, judge_request, parse_label, rubric_sha256
+from metrics.judge import (
+    JUDGE_RUBRIC, MalformedLabel, judge_request, missing_labels, parse_label, rubric_sha256,
+)
 from providers.base import Reply
 
 __all__ = ["judge", "execute_judge", "JudgeResult", "JudgeCell", "judge_rater",
-           "pending_cells", "summary_lines", "BYPASS_SOURCE"]
+           "pending_cells", "summary_lines", "study_rubric", "BYPASS_SOURCE"]
 
 # labels.source_file of a label decided by rule instead of by a call.
 BYPASS_SOURCE = "rule:empty-answer"
@@ -64,6 +66,25 @@ _EXAMPLES = 5  # flagged cells named in the summary
 
 def judge_rater(spec: ModelSpec) -> str:
     return f"judge:{spec.name}"
+
+
+def study_rubric(config: RunConfig) -> str:
+    """The study's ``[judge] rubric`` file, else the paper's rubric; a missing or unreadable file
+    and a rubric that does not name all three labels are one-line errors."""
+    path = config.study.rubric
+    if path is None:
+        return JUDGE_RUBRIC
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UserError(f"{config.path}: [judge] rubric: no such file {path}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UserError(f"{config.path}: [judge] rubric: cannot read {path} ({exc})") from None
+    missing = missing_labels(text)
+    if missing:
+        raise UserError(f"{path}: the rubric does not name the label(s) {', '.join(missing)} "
+                        "(the judge answers right, partially right or wrong)")
+    return text
 
 
 # -- the work ----------------------------------------------------------------------------------
@@ -119,6 +140,7 @@ def judge(config_path: str | Path, *, store: str | None = None,
     """``contam judge``: label every answer that has no up-to-date label from the judge."""
     options = options or JobOptions()
     config = load_config(config_path, store_flag=store)
+    study_rubric(config)  # refused before the store opens
     if options.limit is not None and options.limit <= 0:
         raise UserError(f"--limit must be a positive number, not {options.limit}")
     with Store(config.store or DEFAULT_STORE) as opened, serving_reads(opened, "judge") as board:
@@ -145,15 +167,17 @@ async def execute_judge(store: Store, config: RunConfig, options: JobOptions,
                         models: Sequence[str] | None = None) -> JudgeResult:
     """The whole judge pass on an open store."""
     spec = _judge_spec(config)
-    rater, rubric = judge_rater(spec), rubric_sha256()
+    text = study_rubric(config)
+    rater, rubric = judge_rater(spec), rubric_sha256(text)
     _check_models(store, models)
     plan = _plan(pending_cells(store.con, rater, rubric, models), options.limit)
     result = JudgeResult(command="judge", run_id=new_run_id(), rater=rater,
                          bypassed=len(plan.bypass),
                          flagged=[(c.item_id, c.model) for c in plan.flagged])
-    started = _run_row(result.run_id, config, spec, models, options.limit)
-    lanes = [Lane(spec=spec, tasks=_tasks(plan.ask), total=len(plan.ask))]
-    await run_lanes(store, lanes, result=result, accept=_label_rows(result), started=started,
+    started = _run_row(result.run_id, config, spec, models, options.limit, rubric)
+    lanes = [Lane(spec=spec, tasks=_tasks(plan.ask, text), total=len(plan.ask))]
+    await run_lanes(store, lanes, result=result, accept=_label_rows(result, rubric),
+                    started=started,
                     options=options,
                     first=lambda: _write_bypass(store, plan.bypass, rater, rubric, result.run_id))
     result.judged, result.failed = result.stats[0].done, result.stats[0].failed
@@ -187,16 +211,16 @@ def _write_bypass(store: Store, cells: Sequence[JudgeCell], rater: str, rubric: 
         store.append("labels", rows)
 
 
-def _tasks(cells: Sequence[JudgeCell]) -> Iterator[Task]:
+def _tasks(cells: Sequence[JudgeCell], rubric: str) -> Iterator[Task]:
     for cell in cells:
         # Task.model is the answering model: attempts rows then name the cell being judged.
         yield Task(item_id=cell.item_id, model=cell.model,
-                   request=judge_request(cell.reference or "", cell.answer or ""))
+                   request=judge_request(cell.reference or "", cell.answer or "", rubric=rubric))
 
 
-def _label_rows(result: JudgeResult):
-    """The engine's accept hook: a bare label becomes a labels row; anything else is raised."""
-    rubric = rubric_sha256()
+def _label_rows(result: JudgeResult, rubric: str):
+    """The engine's accept hook: a bare label becomes a labels row (under the rubric's sha256);
+    anything else is raised."""
 
     def accept(task: Task, reply: Reply, latency_s: float) -> Rows:
         try:
@@ -212,11 +236,13 @@ def _label_rows(result: JudgeResult):
 
 
 def _run_row(run_id: str, config: RunConfig, spec: ModelSpec, models: Sequence[str] | None,
-             limit: int | None) -> dict[str, Any]:
+             limit: int | None, rubric: str) -> dict[str, Any]:
     public = {"config_file": str(config.path), "judge": spec.public_dict(),
               "models": list(models) if models else None, "limit": limit,
-              "rubric_sha256": rubric_sha256()}  # names of key variables only, never values
-    return run_row(run_id, "judge", public, rubric_sha256())
+              "rubric_sha256": rubric}  # names of key variables only, never values
+    if config.study.rubric is not None:  # the paper's judge runs record what they always did
+        public["rubric_file"] = str(config.study.rubric)
+    return run_row(run_id, "judge", public, rubric)
 
 
 # -- the end: summary and exit status ----------------------------------------------------------

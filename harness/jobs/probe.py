@@ -34,7 +34,7 @@ from harness.jobs.probe_work import (
     ProbePlan, missing_count, pending_count, pending_tasks, record_params, refusal, sample_rows,
     score_complete,
 )
-from harness.jobs.run import RunOptions, batch_mode, options_as, summary_lines
+from harness.jobs.run import RunOptions, batch_mode, options_as, run_prompt, summary_lines
 from harness.prompts import USER_TEMPLATE
 from harness.store import Store
 from metrics.probe_registry import ProbeContext, build_probe
@@ -69,8 +69,14 @@ class ProbeResult(JobResult):
 
 
 def make_probe(kind: str, config: RunConfig, parameters: dict[str, Any]) -> GenerationProbe:
-    """The probe ``kind`` on the study's prompt, its parameters checked (one-line UserError)."""
-    context = ProbeContext(system_prompt=config.system_prompt, question_template=USER_TEMPLATE)
+    """The probe ``kind`` on the study's prompt, its parameters checked (one-line UserError).
+    guided names the study's ``[study] name`` unless ``--dataset`` says otherwise."""
+    study = config.study
+    context = ProbeContext(system_prompt=config.system_prompt,
+                           question_template=study.user_template or USER_TEMPLATE,
+                           own_template=study.user_template is not None)
+    if kind == "guided" and study.name and "dataset" not in parameters:
+        parameters = {**parameters, "dataset": study.name}
     try:
         return build_probe(kind, context, parameters)
     except ValueError as exc:
@@ -92,6 +98,7 @@ async def execute_probe(store: Store, config: RunConfig, specs: Sequence[ModelSp
     """The probe on an open store: synchronous lanes, batch lanes for the models in batch mode,
     then the scoring of every complete cell."""
     options = options_as(ProbeOptions, options)
+    run_prompt(store, config)  # the study's template, checked against the items' columns
     plan = ProbePlan.build(store, built, options.limit)
     result = ProbeResult(command="probe", run_id=new_run_id(), probe=built.kind,
                          params_sha256=plan.params_sha256, flags=_flags(options.parameters))

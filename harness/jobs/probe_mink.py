@@ -40,7 +40,8 @@ from harness.jobs.lane_job import (
 from harness.jobs.probe_work import probe_item, record_params, sample_key, sample_row
 from harness.jobs.run import summary_lines
 from harness.store import Store
-from harness.store.cells import unscored_items
+from harness.prompts import text_rule
+from harness.store.cells import item_columns, unscored_items
 from harness.text import sha256_text
 from metrics.probe_mink import DEFAULT_K, KIND, check_k, probe_params, probe_scores, scored_text
 from metrics.probes import ProbeItem, params_sha256
@@ -91,10 +92,11 @@ def refusals(specs: Sequence[ModelSpec]) -> list[str]:
             if (reason := provider_class(spec).text_logprobs_refusal(spec)) is not None]
 
 
-def model_params(spec: ModelSpec, k: float) -> dict[str, Any]:
+def model_params(spec: ModelSpec, k: float, rule: str | None = None) -> dict[str, Any]:
     """The probe's parameters for one model, which name where its log-probabilities come from
-    (``Provider.text_logprobs_source``: a forward pass, or a server's prompt_logprobs)."""
-    return probe_params(k, provider_class(spec).text_logprobs_source or "")
+    (``Provider.text_logprobs_source``: a forward pass, or a server's prompt_logprobs) and the
+    study's text rule where it has one."""
+    return probe_params(k, provider_class(spec).text_logprobs_source or "", rule)
 
 
 # -- the run ------------------------------------------------------------------------------------
@@ -102,11 +104,12 @@ def model_params(spec: ModelSpec, k: float) -> dict[str, Any]:
 async def execute_min_k(store: Store, config: RunConfig, specs: Sequence[ModelSpec],
                         options: MinKOptions) -> JobResult:
     """The probe on an open store: one lane per model, its pending items as tasks."""
+    rule = _text_rule(store, config)
     result = JobResult(command="probe", run_id=new_run_id())
-    params = {spec.name: model_params(spec, options.k) for spec in specs}
+    params = {spec.name: model_params(spec, options.k, rule) for spec in specs}
     hashes = {name: params_sha256(KIND, p) for name, p in params.items()}
     by_hash = {hashes[name]: p for name, p in params.items()}
-    lanes = [_lane(store, spec, hashes[spec.name], options.limit) for spec in specs]
+    lanes = [_lane(store, spec, hashes[spec.name], options.limit, rule) for spec in specs]
     started = run_row(result.run_id, "probe", _run_config(config, specs, options, params),
                       sha256_text(KIND))
     await run_lanes(store, lanes, result=result, accept=_accept(result.run_id, specs, options.k),
@@ -126,17 +129,25 @@ def _scoring_options(options: MinKOptions) -> MinKOptions:
     return replace(options, provider_factory=factory)
 
 
-def _lane(store: Store, spec: ModelSpec, params_hash: str, limit: int | None) -> Lane:
+def _text_rule(store: Store, config: RunConfig) -> str | None:
+    """The study's ``[probes] text``, its fields checked against the items' columns."""
+    rule = config.study.probe_text
+    columns = item_columns(store.con) if rule is not None else []
+    return text_rule(rule, columns, f"{config.path}: [probes] text")
+
+
+def _lane(store: Store, spec: ModelSpec, params_hash: str, limit: int | None,
+          rule: str | None) -> Lane:
     items = pending_items(store.con, spec.name, params_hash, limit)
     tasks = (Task(item_id=item.item_id, model=spec.name, context=params_hash, tags=_TAGS,
-                  request=_scoring_request(item)) for item in items)
+                  request=_scoring_request(item, rule)) for item in items)
     return Lane(spec=spec, total=len(items), tasks=tasks)
 
 
-def _scoring_request(item: ProbeItem) -> Request:
+def _scoring_request(item: ProbeItem, rule: str | None = None) -> Request:
     """The text to score, as the engine carries it. Nothing is generated (a vLLM server makes one
     token): the output limit of 1 keeps the lane's token bucket from counting an answer's worth."""
-    return Request(system="", user=scored_text(item), max_output_tokens=1)
+    return Request(system="", user=scored_text(item, rule), max_output_tokens=1)
 
 
 def pending_items(con: duckdb.DuckDBPyConnection, model: str, params_hash: str,

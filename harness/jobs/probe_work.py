@@ -61,11 +61,12 @@ class ProbePlan:
 
 
 def probe_item(row: Sequence[str | None]) -> ProbeItem:
-    """An item as a probe reads it, from an (item_id, title, subset, question, reference) row of
-    :mod:`harness.store.cells`; a missing text is blank."""
-    item_id, title, subset, question, reference = row
+    """An item as a probe reads it, from an (item_id, title, subset, question, reference, extra)
+    row of :mod:`harness.store.cells`; a missing text is blank."""
+    item_id, title, subset, question, reference, extra = row
     return ProbeItem(item_id=item_id, title=title or "", subset=subset or "",
-                     question=question or "", reference=reference or "")
+                     question=question or "", reference=reference or "",
+                     fields=orjson.loads(extra) if extra else {})
 
 
 def _expected(item_id: str, prompts: dict[str, ProbePrompt]) -> list[tuple[str, str, int]]:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import duckdb
+import orjson
 
 from harness.config import ModelSpec, RunConfig
 from harness.engine.batch_lane import BatchLane, BatchOptions, open_job_count, uses_batch
@@ -25,9 +26,9 @@ from harness.jobs.lane_job import (
     JobOptions, JobResult, SecondPass, failure_lines, interrupted_line, new_run_id, run_job,
     run_lanes, run_row,
 )
-from harness.prompts import prompt_sha256, question_request
+from harness.prompts import QuestionPrompt, study_prompt
 from harness.store import Store, utc_now
-from harness.store.cells import count_unanswered, unanswered
+from harness.store.cells import count_unanswered, item_columns, unanswered
 from harness.text import normalise_answer
 from providers.base import Reply
 
@@ -77,19 +78,28 @@ async def execute_run(store: Store, config: RunConfig, specs: Sequence[ModelSpec
     """The run itself on an open store: the synchronous lanes and, beside them, the batch lanes
     of the models in batch mode."""
     options = options_as(RunOptions, options)
+    prompt = run_prompt(store, config)  # a bad template is refused before anything is written
     result = JobResult(command="run", run_id=new_run_id())
     accept = answer_rows(result.run_id, specs)
     openings = {spec.name: batch_mode(store, spec, options) for spec in specs}
-    lanes = [_lane(store, spec, config.system_prompt, options.limit)
+    lanes = [_lane(store, spec, prompt, options.limit)
              for spec in specs if openings[spec.name] is None]
-    batch_lanes = [_batch_lane(store, spec, config.system_prompt, result.run_id, accept, options,
+    batch_lanes = [_batch_lane(store, spec, prompt, result.run_id, accept, options,
                                opening) for spec in specs
                    if (opening := openings[spec.name]) is not None]
     await run_lanes(store, lanes, result=result, accept=accept,
-                    started=_run_row(result.run_id, config, specs, options), options=options,
+                    started=_run_row(result.run_id, config, specs, options, prompt),
+                    options=options,
                     batch_lanes=batch_lanes, then=_sync_fallback(store, config, batch_lanes, options))
     _summarise(config, result)
     return result
+
+
+def run_prompt(store: Store, config: RunConfig) -> QuestionPrompt:
+    """The study's question prompt, its template checked against the stored items' columns."""
+    template = config.study.user_template
+    columns = item_columns(store.con) if template is not None else []
+    return study_prompt(config.system_prompt, template, columns, f"{config.path}: [prompt] user")
 
 
 # -- batch mode --------------------------------------------------------------------------------
@@ -108,11 +118,11 @@ def batch_mode(store: Store, spec: ModelSpec, options: RunOptions,
             "collects them in batch mode instead of asking their cells again")
 
 
-def _batch_lane(store: Store, spec: ModelSpec, system: str, run_id: str, accept: Accept,
-                options: RunOptions, opening: str) -> BatchLane:
+def _batch_lane(store: Store, spec: ModelSpec, prompt: QuestionPrompt, run_id: str,
+                accept: Accept, options: RunOptions, opening: str) -> BatchLane:
     pending = count_unanswered(store.con, spec.name, options.limit)
     stats = LaneStats(label=f"{spec.name} (batch)", total=pending, cap=max(1, pending))
-    return BatchLane(store, spec, lambda: pending_tasks(store.con.cursor(), spec, system, options.limit),
+    return BatchLane(store, spec, lambda: pending_tasks(store.con.cursor(), spec, prompt, options.limit),
                      run_id=run_id, accept=accept, options=options.batch_options, stats=stats,
                      opening=opening or None)
 
@@ -125,7 +135,8 @@ def _sync_fallback(store: Store, config: RunConfig, batch_lanes: Sequence[BatchL
 
     def lanes(notify: Callable[[str], None]) -> list[Lane]:
         specs = [lane.spec for lane in batch_lanes if not lane.stats.stopped]
-        left = [lane for lane in (_lane(store, spec, config.system_prompt, options.limit)
+        prompt = run_prompt(store, config)
+        left = [lane for lane in (_lane(store, spec, prompt, options.limit)
                                   for spec in specs) if lane.total]
         if left:
             notify(f"asking {sum(lane.total for lane in left)} cells left by the batch jobs "
@@ -137,19 +148,20 @@ def _sync_fallback(store: Store, config: RunConfig, batch_lanes: Sequence[BatchL
 
 # -- the work: cells without an answer, in item order ------------------------------------------
 
-def pending_tasks(con: duckdb.DuckDBPyConnection, spec: ModelSpec, system: str,
+def pending_tasks(con: duckdb.DuckDBPyConnection, spec: ModelSpec, prompt: QuestionPrompt,
                   limit: int | None) -> Iterator[Task]:
     """The unanswered cells of ``spec`` as tasks, lazily, in item order (see
     :func:`harness.store.cells.unanswered`)."""
-    for item_id, title, question in unanswered(con, spec.name, limit):
-        yield Task(item_id=item_id, model=spec.name,
-                   request=question_request(system, title or "", question or ""))
+    for item_id, title, subset, question, extra in unanswered(con, spec.name, limit):
+        values = {**orjson.loads(extra or "{}"), "title": title, "subset": subset,
+                  "question": question}  # the item's own columns and nothing else (R1)
+        yield Task(item_id=item_id, model=spec.name, request=prompt.request(values))
 
 
-def _lane(store: Store, spec: ModelSpec, system: str, limit: int | None) -> Lane:
+def _lane(store: Store, spec: ModelSpec, prompt: QuestionPrompt, limit: int | None) -> Lane:
     total = count_unanswered(store.con, spec.name, limit)
     return Lane(spec=spec, total=total,
-                tasks=pending_tasks(store.con.cursor(), spec, system, limit))
+                tasks=pending_tasks(store.con.cursor(), spec, prompt, limit))
 
 
 # -- what is kept ------------------------------------------------------------------------------
@@ -172,12 +184,12 @@ def answer_rows(run_id: str, specs: Sequence[ModelSpec]) -> Callable[[Task, Repl
 
 
 def _run_row(run_id: str, config: RunConfig, specs: Sequence[ModelSpec],
-             options: RunOptions) -> dict[str, Any]:
+             options: RunOptions, prompt: QuestionPrompt) -> dict[str, Any]:
     public = {"config_file": str(config.path), "items": str(config.items) if config.items else None,
               "system_prompt": config.system_prompt, "limit": options.limit,
               "models": [spec.public_dict() for spec in specs],  # names of key variables only
               "study": config.study.to_record()}
-    return run_row(run_id, "run", public, prompt_sha256(config.system_prompt))
+    return run_row(run_id, "run", public, prompt.sha256)
 
 
 # -- the end: summary and exit status ----------------------------------------------------------

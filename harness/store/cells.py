@@ -13,7 +13,7 @@ from typing import Any
 
 import duckdb
 
-__all__ = ["count_unanswered", "unanswered", "unjudged", "answered_cells", "unscored",
+__all__ = ["count_unanswered", "unanswered", "item_columns", "unjudged", "answered_cells", "unscored",
            "first_items", "unscored_items", "Expected", "missing_samples", "complete_unscored",
            "probe_texts"]
 
@@ -30,8 +30,8 @@ FROM scope s JOIN latest_items i USING (item_id)
 {order}
 """
 
-# The columns of an item as a probe reads it: (item_id, title, subset, question, reference).
-_ITEM_COLUMNS = "i.item_id, i.title, i.subset, i.question, i.reference"
+# The columns of an item as a probe reads it: (item_id, title, subset, question, reference, extra).
+_ITEM_COLUMNS = "i.item_id, i.title, i.subset, i.question, i.reference, i.extra::VARCHAR"
 
 
 def _scoped_sql(columns: str, where: str, limit: int | None, *, order: bool = True) -> str:
@@ -58,14 +58,30 @@ def count_unanswered(con: duckdb.DuckDBPyConnection, model: str, limit: int | No
 
 
 def unanswered(con: duckdb.DuckDBPyConnection, model: str,
-               limit: int | None) -> Iterator[tuple[str, str | None, str | None]]:
-    """(item_id, title, question) of those items, lazily, in item order. ``con`` must be a
-    cursor of its own (``store.con.cursor()``): the batch writer commits through ``store.con``
-    between two pages, and an execute there discards any result still open on it."""
-    con.execute(_scoped_sql("i.item_id, i.title, i.question", _UNANSWERED, limit),
+               limit: int | None) -> Iterator[tuple[str, str | None, str | None, str | None, Any]]:
+    """(item_id, title, subset, question, extra JSON text) of those items, lazily, in item order.
+    ``con`` must be a cursor of its own (``store.con.cursor()``): the batch writer commits
+    through ``store.con`` between two pages, and an execute there discards any result still open
+    on it."""
+    con.execute(_scoped_sql("i.item_id, i.title, i.subset, i.question, i.extra::VARCHAR",
+                            _UNANSWERED, limit),
                 _scoped_params(limit, model=model))
     while rows := con.fetchmany(_PAGE):
         yield from rows
+
+
+_ITEM_COLUMNS_SQL = """
+SELECT count(nullif(trim(title), '')) > 0, count(nullif(trim(subset), '')) > 0,
+       (SELECT coalesce(list(DISTINCT k ORDER BY k), []) FROM (
+            SELECT unnest(json_keys(extra)) AS k FROM latest_items WHERE extra IS NOT NULL))
+FROM latest_items"""
+
+
+def item_columns(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """The columns a study's template may name: title and subset where any item has one, the
+    question, and every extra column any item holds."""
+    titles, subsets, extras = con.execute(_ITEM_COLUMNS_SQL).fetchone()
+    return [*(["title"] if titles else []), *(["subset"] if subsets else []), "question", *extras]
 
 
 # -- judge: cells without an up-to-date label from this rater under this rubric -----------------
@@ -123,8 +139,8 @@ def unscored(con: duckdb.DuckDBPyConnection, metric: str, params_json: str) -> l
 # -- probe: the samples each (item, model, prompt) still lacks; complete cells not yet scored ---
 
 def first_items(con: duckdb.DuckDBPyConnection, limit: int | None) -> list[tuple]:
-    """(item_id, title, subset, question, reference) of the first ``limit`` items (all when
-    None) in file order: a probe's scope."""
+    """(item_id, title, subset, question, reference, extra JSON) of the first ``limit`` items
+    (all when None) in file order: a probe's scope."""
     return con.execute(_scoped_sql(_ITEM_COLUMNS, "", limit), _scoped_params(limit)).fetchall()
 
 

@@ -38,6 +38,8 @@ class BrowseQuery:
 
     subset: str = ""
     title: str = ""
+    field: str = ""  # an extra item column (cells.fields); alone: items that have it
+    value: str = ""  # ... equal to this text (a number as written: 6.2)
     model: str = ""
     rater: str = ""  # "" = any human rater
     label: str = ""  # right / partial / wrong / none (no label from that rater)
@@ -48,7 +50,8 @@ class BrowseQuery:
 
     @classmethod
     def from_params(cls, params: Mapping[str, str]) -> "BrowseQuery":
-        text = {name: params.get(name, "").strip() for name in ("subset", "title", "model", "rater")}
+        text = {name: params.get(name, "").strip()
+                for name in ("subset", "title", "field", "value", "model", "rater")}
         page = params.get("page", "1")
         return cls(**text, label=params.get("label", "") if params.get("label") in LABEL_FILTERS else "",
                    disagree=params.get("disagree") == "1",
@@ -58,7 +61,8 @@ class BrowseQuery:
     def params(self, **changes: Any) -> dict[str, str]:
         """This query (with changes) as URL parameters, defaults left out."""
         query = replace(self, **changes)
-        values = {"subset": query.subset, "title": query.title, "model": query.model,
+        values = {"subset": query.subset, "title": query.title, "field": query.field,
+                  "value": query.value if query.field else "", "model": query.model,
                   "rater": query.rater, "label": query.label, "disagree": "1" if query.disagree else "",
                   "sort": "" if query.sort == "item_id" else query.sort,
                   "desc": "1" if query.desc else "",
@@ -159,10 +163,13 @@ def _count(store: Any, query: BrowseQuery) -> int:
 def _statement(query: BrowseQuery) -> tuple[str, dict[str, Any]]:
     early = _early_parts(query)
     column, direction = COLUMNS[query.sort][1], "DESC" if query.desc else "ASC"
-    items = [name for name in ("subset", "title") if getattr(query, name)]
+    items = [f"{name} = ${name}" for name in ("subset", "title") if getattr(query, name)]
+    if query.field:  # a JSON pointer into items.extra: any key, no SQL built from it
+        items.append("json_extract_string(extra, $field_pointer) "
+                     + ("= $field_value" if query.value else "IS NOT NULL"))
     sql = _SQL.format(
         answer_filter="WHERE model = $model" if query.model else "",
-        item_filter="WHERE " + " AND ".join(f"{n} = ${n}" for n in items) if items else "",
+        item_filter="WHERE " + " AND ".join(items) if items else "",
         early_columns="".join(f", {name}.{c}" for name in early for c in _PARTS[name][3]),
         early_joins="".join(_join(name, query, whole=True) for name in early),
         cell_filter=_cell_filter(query),
@@ -176,6 +183,10 @@ def _params(query: BrowseQuery, early: list[str]) -> dict[str, Any]:
     params: dict[str, Any] = {"offset": (query.page - 1) * PAGE_SIZE}
     params.update({name: getattr(query, name) for name in ("model", "subset", "title")
                    if getattr(query, name)})
+    if query.field:
+        params["field_pointer"] = "/" + query.field.replace("~", "~0").replace("/", "~1")
+        if query.value:
+            params["field_value"] = query.value
     if "rated" in early:
         params["label"] = query.label
         if query.rater:
@@ -216,12 +227,15 @@ def _cell_filter(query: BrowseQuery) -> str:
 
 
 def filter_choices(store: Any) -> dict[str, list[str]]:
-    """The values each filter offers: subsets, titles, models and human raters in the store."""
+    """The values each filter offers: subsets, titles, the items' extra columns, models and
+    human raters in the store."""
     def values(sql: str) -> list[str]:
         return [row[0] for row in store.query(sql) if row[0] is not None]
 
     return {"subset": values("SELECT DISTINCT subset FROM latest_items ORDER BY 1"),
             "title": values("SELECT DISTINCT title FROM latest_items ORDER BY 1"),
+            "field": values("SELECT DISTINCT unnest(json_keys(extra)) FROM latest_items "
+                            "WHERE extra IS NOT NULL ORDER BY 1"),
             "model": values("SELECT DISTINCT model FROM answers ORDER BY 1"),
             "rater": values(f"SELECT DISTINCT rater FROM latest_labels WHERE {HUMAN_RATER_SQL} "
                             "ORDER BY 1")}

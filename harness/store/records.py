@@ -1,4 +1,5 @@
-"""Reading and validating the files users bring: items, answers, labels (CSV or JSONL).
+"""Reading and validating the files users bring: items, answers, labels (CSV or JSONL; Parquet
+is :mod:`harness.store.parquet_records`, and :mod:`harness.store.record_file` picks the reader).
 
 Strict by design. The seed paper lost a row to an unquoted comma that shifted every column
 (question_id 35): here a row whose field count differs from the header, a missing required column,
@@ -27,9 +28,10 @@ from typing import Any, BinaryIO
 import orjson
 
 from harness.errors import InputError
+from harness.store.column_map import ColumnMap
 
 __all__ = ["FileKind", "KINDS", "Record", "read_records", "normalise_label", "file_sha256",
-           "MAX_LINE_BYTES"]
+           "MAX_LINE_BYTES", "check_values", "require_columns", "complete", "as_text"]
 
 # The longest line a file may hold, in bytes, its line end excluded: far beyond any item, answer or
 # label, and a bound on what one line may cost.
@@ -39,14 +41,15 @@ MAX_LINE_BYTES = 1 << 20
 @dataclass(frozen=True)
 class FileKind:
     name: str
-    required: tuple[str, ...]
+    required: tuple[str, ...]  # the contam columns every record carries, in table order
     key: tuple[str, ...]
     nonempty: tuple[str, ...]  # required columns that may not be blank
+    optional: tuple[str, ...] = ()  # required columns a file may lack (read as blank)
 
 
 KINDS = {
     "items": FileKind("items", ("item_id", "title", "subset", "question", "reference"),
-                      ("item_id",), ("item_id", "title", "subset", "question")),
+                      ("item_id",), ("item_id", "question"), optional=("title", "subset")),
     "answers": FileKind("answers", ("item_id", "model", "answer"), ("item_id", "model"),
                         ("item_id", "model")),
     "labels": FileKind("labels", ("item_id", "model", "rater", "label"),
@@ -60,8 +63,13 @@ _LABELS = {"right": "right", "correct": "right", "partially right": "partial",
 
 @dataclass(frozen=True)
 class Record:
-    line: int  # 1-based line where the record starts
-    fields: dict[str, str]
+    line: int  # 1-based line (a Parquet file's row) where the record starts
+    fields: dict[str, str]  # every column as text, the kind's optional ones included
+    values: dict[str, Any] | None = None  # the file's typed values (JSONL, Parquet); None: fields
+
+    @property
+    def typed(self) -> dict[str, Any]:
+        return self.fields if self.values is None else self.values
 
 
 def normalise_label(raw: str) -> str | None:
@@ -70,20 +78,41 @@ def normalise_label(raw: str) -> str | None:
     return _LABELS.get(" ".join(words))
 
 
-def read_records(path: str | Path, kind: FileKind) -> Iterator[Record]:
-    """Every record of the file, validated as it streams past; raises InputError naming file and
-    line (from the first record that fails, so a refused file must be consumed before writing).
-    A file of an unknown type is refused at once, before anything is read."""
+Parse = Callable[[Path, Iterable[str], FileKind, ColumnMap], Iterator[Record]]
+
+
+def read_records(path: str | Path, kind: FileKind, columns: ColumnMap | None = None, *,
+                 digest: Any = None) -> Iterator[Record]:
+    """Every record of a CSV or JSONL file, validated as it streams past; raises InputError naming
+    file and line (from the first record that fails, so a refused file must be consumed before
+    writing). A file of an unknown type is refused at once, before anything is read. ``digest``
+    (a hashlib object) is fed every byte read, so one pass both parses and hashes the file."""
     path = Path(path)
-    return _records(path, _parser(path), kind)
+    return _records(path, _parser(path), kind, columns or ColumnMap(), digest)
 
 
-def _records(path: Path, parse: Callable[[Path, Iterable[str], FileKind], Iterator[Record]],
-             kind: FileKind) -> Iterator[Record]:
+def _records(path: Path, parse: Parse, kind: FileKind, columns: ColumnMap,
+             digest: Any) -> Iterator[Record]:
     with _open(path) as handle:
-        for record in parse(path, _lines(path, handle), kind):
-            _check_values(path, kind, record)
+        source = _Hashing(handle, digest) if digest is not None else handle
+        for record in parse(path, _lines(path, source), kind, columns):
+            check_values(path, kind, record)
             yield record
+        if digest is not None:
+            while chunk := handle.read(1 << 20):  # bytes after the last record, if any
+                digest.update(chunk)
+
+
+class _Hashing:
+    """A binary handle whose every line read also feeds a digest."""
+
+    def __init__(self, handle: BinaryIO, digest: Any) -> None:
+        self._handle, self._digest = handle, digest
+
+    def readline(self, limit: int = -1) -> bytes:
+        data = self._handle.readline(limit)
+        self._digest.update(data)
+        return data
 
 
 def file_sha256(path: str | Path) -> str:
@@ -108,13 +137,13 @@ def _too_long(path: Path, line: int) -> InputError:
     return InputError(str(path), line, f"line longer than {MAX_LINE_BYTES} bytes")
 
 
-def _parser(path: Path) -> Callable[[Path, Iterable[str], FileKind], Iterator[Record]]:
+def _parser(path: Path) -> Parse:
     suffix = path.suffix.lower()
     if suffix == ".csv":
         return _parse_csv
     if suffix in (".jsonl", ".ndjson"):
         return _parse_jsonl
-    raise InputError(str(path), None, "unknown file type: use .csv or .jsonl")
+    raise InputError(str(path), None, "unknown file type: use .csv, .jsonl or .parquet")
 
 
 def _open(path: Path):
@@ -141,20 +170,22 @@ def _lines(path: Path, handle: BinaryIO) -> Iterator[str]:
                              f"invalid UTF-8 (byte 0x{raw[exc.start]:02x})") from None
 
 
-def _parse_csv(path: Path, lines: Iterable[str], kind: FileKind) -> Iterator[Record]:
+def _parse_csv(path: Path, lines: Iterable[str], kind: FileKind,
+               columns: ColumnMap) -> Iterator[Record]:
     reader = csv.reader(lines, strict=True)
-    header = _csv_header(path, reader, kind)
+    header = _csv_header(path, reader, kind, columns)
     start = reader.line_num + 1
     try:
         for row in reader:
             if row:  # a truly empty line is no record
-                yield _csv_record(path, header, row, start)
+                yield _csv_record(path, header, row, start, kind)
             start = reader.line_num + 1
     except csv.Error as exc:
         raise InputError(str(path), start, f"malformed CSV ({exc})") from None
 
 
-def _csv_header(path: Path, reader: Iterator[list[str]], kind: FileKind) -> list[str]:
+def _csv_header(path: Path, reader: Iterator[list[str]], kind: FileKind,
+                columns: ColumnMap) -> list[str]:
     try:
         header = [name.strip() for name in next(reader)]
     except (StopIteration, csv.Error):
@@ -164,24 +195,42 @@ def _csv_header(path: Path, reader: Iterator[list[str]], kind: FileKind) -> list
     duplicated = sorted({name for name in header if header.count(name) > 1})
     if duplicated:
         raise InputError(str(path), 1, f"column {duplicated[0]!r} appears twice in the header")
-    _require_columns(path, 1, header, kind)
+    header = columns.rename(str(path), 1, header)
+    require_columns(path, 1, header, kind)
     return header
 
 
-def _csv_record(path: Path, header: list[str], row: list[str], line: int) -> Record:
+def _csv_record(path: Path, header: list[str], row: list[str], line: int,
+                kind: FileKind) -> Record:
     if len(row) != len(header):
         raise InputError(str(path), line, f"{len(row)} fields but the header has {len(header)} "
                          "(an unquoted comma or quote?)")
-    return Record(line, dict(zip(header, row)))
+    return Record(line, complete(dict(zip(header, row)), kind))
 
 
-def _parse_jsonl(path: Path, lines: Iterable[str], kind: FileKind) -> Iterator[Record]:
+def _parse_jsonl(path: Path, lines: Iterable[str], kind: FileKind,
+                 columns: ColumnMap) -> Iterator[Record]:
+    checked = False  # the map is checked against the first object's keys
     for line, raw in enumerate(lines, start=1):
         if raw.strip():
-            yield Record(line, _jsonl_fields(path, line, raw, kind))
+            obj = _jsonl_object(path, line, raw)
+            if not checked:
+                columns.rename(str(path), line, list(obj))
+                checked = True
+            obj = columns.rename_keys(obj)
+            require_columns(path, line, list(obj), kind)
+            text = complete({key: as_text(value) for key, value in obj.items()}, kind)
+            yield Record(line, text, obj)
 
 
-def _jsonl_fields(path: Path, line: int, raw: str, kind: FileKind) -> dict[str, str]:
+def complete(fields: dict[str, str], kind: FileKind) -> dict[str, str]:
+    """The record's fields with every optional column the file lacks as blank."""
+    for name in kind.optional:
+        fields.setdefault(name, "")
+    return fields
+
+
+def _jsonl_object(path: Path, line: int, raw: str) -> dict[str, Any]:
     try:
         obj = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
@@ -190,8 +239,7 @@ def _jsonl_fields(path: Path, line: int, raw: str, kind: FileKind) -> dict[str, 
         raise InputError(str(path), line, "each line must be a JSON object")
     if _may_repeat_a_key(raw, obj):
         _refuse_duplicate_key(path, line, raw)
-    _require_columns(path, line, list(obj), kind)
-    return {key: _as_text(value) for key, value in obj.items()}
+    return obj
 
 
 def _may_repeat_a_key(raw: str, obj: dict[str, Any]) -> bool:
@@ -218,7 +266,7 @@ def _refuse_duplicate_key(path: Path, line: int, raw: str) -> None:
     json.loads(raw, object_pairs_hook=pairs)
 
 
-def _as_text(value: object) -> str:
+def as_text(value: object) -> str:
     if value is None:
         return ""
     if isinstance(value, str):
@@ -226,11 +274,13 @@ def _as_text(value: object) -> str:
     return orjson.dumps(value).decode() if isinstance(value, (list, dict)) else str(value)
 
 
-def _require_columns(path: Path, line: int, names: list[str], kind: FileKind) -> None:
-    missing = [name for name in kind.required if name not in names]
+def require_columns(path: Path, line: int | None, names: list[str], kind: FileKind) -> None:
+    missing = [name for name in kind.required if name not in names and name not in kind.optional]
     if missing:
+        needed = [name for name in kind.required if name not in kind.optional]
+        optional = f"; {' and '.join(kind.optional)} optional" if kind.optional else ""
         raise InputError(str(path), line, f"missing required column {missing[0]!r} "
-                         f"({kind.name} need {', '.join(kind.required)})")
+                         f"({kind.name} need {', '.join(needed)}{optional})")
 
 
 # C0 control characters other than tab, LF and CR: NUL truncates C strings and terminals act on ESC.
@@ -244,7 +294,7 @@ def _refuse_control(path: Path, line: int, name: str, value: str = "") -> None:
                          f"{name!r} (only tab, CR and LF are allowed)")
 
 
-def _check_values(path: Path, kind: FileKind, record: Record) -> None:
+def check_values(path: Path, kind: FileKind, record: Record) -> None:
     for name, value in record.fields.items():
         _refuse_control(path, record.line, name, value)
     for name in kind.nonempty:

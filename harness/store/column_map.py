@@ -1,0 +1,68 @@
+"""``contam import --map item_id=id,question=prompt``: the file's own column names onto contam's.
+
+A map names contam's column first and the file's second. It is checked against the file's columns
+before any record is read: a map naming a column the file lacks, or a file that also holds the
+contam column a map fills (two columns for one name), is refused in one line naming the file.
+See README.md, "Files you bring".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from harness.errors import InputError, UserError
+
+__all__ = ["ColumnMap", "parse_column_map"]
+
+
+@dataclass(frozen=True)
+class ColumnMap:
+    """contam column -> the file's column; empty: the file already uses contam's names."""
+
+    to_file: dict[str, str] = field(default_factory=dict)
+
+    def rename(self, path: str, line: int | None, names: Sequence[str]) -> list[str]:
+        """The file's column names as contam's; refuses a mapped column the file lacks and a
+        contam name the file holds beside the column mapped onto it."""
+        missing = [source for source in self.to_file.values() if source not in names]
+        if missing:
+            raise InputError(path, line, f"--map names column {missing[0]!r}, which the file "
+                             f"lacks (its columns: {', '.join(names)})")
+        return [self._renamed(path, line, name) for name in names]
+
+    def rename_keys(self, values: dict) -> dict:
+        """One record's values under contam's names (the columns were checked by :meth:`rename`)."""
+        if not self.to_file:
+            return values
+        from_file = {source: target for target, source in self.to_file.items()}
+        return {from_file.get(name, name): value for name, value in values.items()}
+
+    def _renamed(self, path: str, line: int | None, name: str) -> str:
+        for target, source in self.to_file.items():
+            if name == source:
+                return target
+        if name in self.to_file:
+            raise InputError(path, line, f"--map fills {name!r} from {self.to_file[name]!r}, but "
+                             f"the file has a column {name!r} too")
+        return name
+
+
+def parse_column_map(text: str | None, kind_columns: Sequence[str], kind: str) -> ColumnMap:
+    """``item_id=id,question=prompt`` -> a :class:`ColumnMap`; a malformed pair, a contam column
+    that ``kind`` does not have, or one named twice is a one-line error."""
+    to_file: dict[str, str] = {}
+    for pair in (text or "").split(","):
+        if not pair.strip():
+            continue
+        target, sep, source = (part.strip() for part in pair.partition("="))
+        if not sep or not target or not source:
+            raise UserError(f"--map: {pair.strip()!r} is not CONTAM_COLUMN=FILE_COLUMN "
+                            "(e.g. --map item_id=id,question=prompt)")
+        if target not in kind_columns:
+            raise UserError(f"--map: {target!r} is not a column of {kind} "
+                            f"({', '.join(kind_columns)})")
+        if target in to_file:
+            raise UserError(f"--map: {target!r} is mapped twice")
+        to_file[target] = source
+    return ColumnMap(to_file)

@@ -1,0 +1,38 @@
+"""The paper's study is the default and stays byte for byte what it was before studies of one's own
+(issue 26): the judge rubric's hash, and the report on the paper's data (every table and the
+Markdown report, the store's path and the generation time aside). The prompt hash is pinned in
+tests/test_study_prompt.py."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from pathlib import Path
+
+from metrics.judge import rubric_sha256
+
+# Computed on main before study settings had any behaviour (commit b8bfcd3): the paper's rubric
+# hash, which every stored paper label carries.
+PAPER_RUBRIC_SHA256 = "47c6ecfbca35766068aa772a8d94806251468acd16ff0cb87c92fd24cafc1b8e"
+# sha256 of the paper report's tables/* and report.md (normalised by report_digest), as
+# b8bfcd3 wrote them for tests.paper_data's store.
+PAPER_REPORT_SHA256 = "dea0c616f6e96ffcfc93bbc232a1c9d6a4a08dba91b950fad39b7cfda3f6df77"
+
+
+def report_digest(out: Path, store: Path) -> str:
+    """One sha256 over every table file's name and bytes and over report.md, with the store's
+    path and the generation time (the only parts that differ between two builds) masked."""
+    digest = hashlib.sha256()
+    for path in sorted((out / "tables").iterdir()):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    markdown = (out / "report.md").read_text(encoding="utf-8").replace(str(store), "<store>")
+    digest.update(re.sub(r"generated \S+Z", "generated <time>", markdown).encode())
+    return digest.hexdigest()
+
+
+def test_the_paper_rubric_hash_is_pinned():
+    assert rubric_sha256() == PAPER_RUBRIC_SHA256
+
+
+def test_the_paper_report_is_unchanged(paper_out, paper_path):
+    assert report_digest(paper_out, paper_path) == PAPER_REPORT_SHA256
