@@ -103,8 +103,13 @@ def judge(cells: Cells, overall_rows: list[dict] | None) -> list[dict[str, Any]]
 
 
 def agreement(cells: Cells, order: list[str]) -> dict[str, Any]:
-    counts = cells.query("SELECT model, human, judge, count(*) AS n FROM c "
-                         "WHERE human IS NOT NULL AND judge IS NOT NULL GROUP BY ALL")
+    """Human × judge κ over the cells both raters labelled, their labels as given (as `contam
+    view` has it); ``imputed``: the cells whose effective label on either side is the lower-bound
+    rule's (a blank answer, an unanswered item), counted and left out of κ."""
+    counts = cells.query("SELECT model, human_raw AS human, judge_raw AS judge, count(*) AS n FROM c "
+                         "WHERE human_raw IS NOT NULL AND judge_raw IS NOT NULL GROUP BY ALL")
+    imputed = cells.query("SELECT count(*) AS n FROM c WHERE human IS NOT NULL AND judge IS NOT NULL "
+                          "AND (human_raw IS NULL OR judge_raw IS NULL)")[0]["n"]
     pooled = [[0] * 3 for _ in LABELS]
     per_model: dict[str, list[list[int]]] = {m: [[0] * 3 for _ in LABELS] for m in order
                                              if any(r["model"] == m for r in counts)}
@@ -112,7 +117,7 @@ def agreement(cells: Cells, order: list[str]) -> dict[str, Any]:
         i, j = LABELS.index(r["human"]), LABELS.index(r["judge"])
         pooled[i][j] += r["n"]
         per_model.setdefault(r["model"], [[0] * 3 for _ in LABELS])[i][j] += r["n"]
-    return {"pooled": stats.agreement_row(pooled),
+    return {"pooled": stats.agreement_row(pooled), "imputed": imputed,
             "per_model": [{"model": m, **stats.agreement_row(c)} for m, c in per_model.items()]}
 
 

@@ -237,9 +237,17 @@ def _agreement(report: dict) -> Section | None:
     return Section("Human × judge agreement", [
         f"Pooled exact agreement {fmt_pct(pooled['exact'])} (Cohen's κ = {fmt_num(pooled['kappa'])}; "
         f"linearly weighted κ = {fmt_num(pooled['kappa_linear'])}; κ = {fmt_num(pooled['kappa_binary'])} "
-        "on the collapsed right / not-right decision)."],
+        "on the collapsed right / not-right decision), over the cells both labelled, labels as given"
+        f"{_imputed_clause(agreement.get('imputed'))}."],
         [confusion, Table(["Model", "n", "Exact", "κ", "κ linear", "κ right/not"], rows,
                           name="agreement_by_model")])
+
+
+def _imputed_clause(imputed: int | None) -> str:
+    if not imputed:
+        return ""
+    return (f"; {plural(imputed, 'cell')} with an imputed label (a blank answer or an unanswered item, "
+            "wrong by the lower-bound rule, on either side) left out of κ")
 
 
 def _inter_annotator(report: dict) -> Section | None:
