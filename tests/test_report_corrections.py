@@ -72,3 +72,41 @@ def test_item15_report_states_the_imputed_cells_apart(tmp_path):
     md = render(report, "md")
     imputed = report["agreement"]["imputed"]
     assert f"over the cells both labelled, labels as given; {imputed} cells with an imputed label" in md
+
+
+# -- item 16: Holm within each model's probe family --------------------------------------------
+
+def probed_report(tmp_path: Path) -> dict:
+    from tests.test_report_partial import CANON, CONTRAST as PARTIAL_CONTRAST, EVERY, Case, build_store
+
+    case = Case(human={"human": {"m1": EVERY}},
+                probes={"cdd": {"m1": EVERY, "m2": EVERY}, "ts-guess": {"m1": EVERY, "m2": EVERY},
+                        "guided": {"m1": EVERY, "m2": EVERY}, "min-k": {"m1": EVERY, "m3": CANON}})
+    with Store(build_store(tmp_path / "p.duckdb", case), read_only=True) as store:
+        return build_report(store, contrast=PARTIAL_CONTRAST)
+
+
+def test_item16_holm_adjusts_each_models_probe_p_values_together(tmp_path):
+    from statsmodels.stats.multitest import multipletests
+
+    probes = probed_report(tmp_path)["probes"]
+    members = [(row, column) for kind, key, column in (
+        ("cdd", "contrast", "fisher_p"), ("ts-guess", "tests", "fisher_p"), ("guided", "differences", "p"),
+        ("min-k", "rows", "mannwhitney_p")) for row in probes[kind][key]]
+    for model in ("m1", "m2", "m3"):
+        rows = [(row, column) for row, column in members if row["model"] == model]
+        defined = [(row, row[column]) for row, column in rows if row[column] == row[column]]
+        expected = multipletests([p for _, p in defined], method="holm")[1]
+        assert [row["p_holm"] for row, _ in defined] == pytest.approx(list(expected))
+        assert all(row["holm_family_size"] == len(defined) for row, _ in rows)
+    m1 = [row for row, _ in members if row["model"] == "m1"]
+    assert len(m1) == 1 + 1 + 6 + 1  # cdd, ts-guess, guided's six, min-k's one score at one k
+
+
+def test_item16_the_report_says_holm_is_applied_and_shows_it(tmp_path):
+    from harness.jobs.report import render
+    from harness.report.probe_holm import SENTENCE
+
+    md = render(probed_report(tmp_path), "md")
+    assert SENTENCE in md
+    assert md.count("| Holm p |") >= 5  # cdd, ts-guess, guided's two measures, min-k

@@ -17,6 +17,7 @@ from typing import Any
 from harness.report.cells import contrast_2x2
 from harness.report.format import (Section, Table, fmt_ci, fmt_num, fmt_or, fmt_p, fmt_pct, fmt_pp,
                                    fmt_sides, user)
+from harness.report.probe_holm import HOLM_CAPTION
 from harness.report.probe_rows import chosen_params, other_params_note
 from harness.report.stats import proportion, wilson_interval
 from harness.store import Store
@@ -81,13 +82,13 @@ def section(part: dict[str, Any], report: dict[str, Any]) -> Section:
         _share_table(part["per_subset"], "Per model and subset.", "probe_cdd_by_model_subset",
                      subset=True),
         Table(["Model", f"{doc} flagged", f"{undoc} flagged", "Difference", "95% CI (Newcombe)",
-               "Odds ratio", "Fisher p"],
+               "Odds ratio", "Fisher p", "Holm p"],
               [[r["model"], *fmt_sides(r, "flagged", "share"), fmt_pp(r["difference"], signed=True),
-                fmt_ci(r["ci_low"], r["ci_high"]), fmt_or(r["odds_ratio"]), fmt_p(r["fisher_p"])]
-               for r in part["contrast"]],
+                fmt_ci(r["ci_low"], r["ci_high"]), fmt_or(r["odds_ratio"]), fmt_p(r["fisher_p"]),
+                fmt_p(r.get("p_holm"))] for r in part["contrast"]],
               "Documented vs undocumented: odds ratio ad/bc and two-sided Fisher exact p on the "
               "2×2 flagged / not-flagged table; the difference's interval is Newcombe's hybrid "
-              "score interval.", "probe_cdd_contrast")], figures=[FIGURE])
+              f"score interval.{HOLM_CAPTION}", "probe_cdd_contrast")], figures=[FIGURE])
 
 
 def _paragraphs(part: dict[str, Any]) -> list[str]:
