@@ -110,3 +110,58 @@ def test_item16_the_report_says_holm_is_applied_and_shows_it(tmp_path):
     md = render(probed_report(tmp_path), "md")
     assert SENTENCE in md
     assert md.count("| Holm p |") >= 5  # cdd, ts-guess, guided's two measures, min-k
+
+
+# -- items 19 and 22: cdd's contrast rows and short answers -------------------------------------
+
+CDD_PARAMS = {"samples": 20, "temperature": 0.8, "alpha": 0.05, "xi": 0.01}
+
+
+def cdd_store(path: Path) -> tuple[Path, list[int]]:
+    """m1 scored on canon items only; m2 on both, one cell unscored (NULL); compared lengths vary
+    around 1/alpha = 20 tokens. Returns the path and the scored cells' lengths."""
+    import json
+
+    items = [(f"c{n}", "canon") for n in range(6)] + [(f"h{n}", "hack") for n in range(6)]
+    store_of(path, items, [], [])
+    cells = [(i, "m1") for i, s in items if s == "canon"] + [(i, "m2") for i, _ in items]
+    rows, lengths = [], []
+    for k, (item, model) in enumerate(cells):
+        length, scored = 5 + 3 * k, (item, model) != ("h5", "m2")
+        value = (k % 4) / 4 if scored else None
+        flagged = None if value is None else float(value > CDD_PARAMS["xi"])
+        lengths += [length] if scored else []
+        for metric, v, detail in (("peakedness", value, {"max_length": length}), ("flagged", flagged, {})):
+            rows.append({"run_id": "p", "probe": "cdd", "params_sha256": "c" * 64, "item_id": item,
+                         "model": model, "metric": metric, "value": v, "detail": json.dumps(detail)})
+    with Store(path) as store:
+        store.append("probe_params", [{"params_sha256": "c" * 64, "probe": "cdd",
+                                       "params": json.dumps(CDD_PARAMS)}])
+        store.append("probe_scores", rows)
+    return path, lengths
+
+
+def test_item19_a_model_without_a_scored_item_on_one_side_has_no_contrast_row(tmp_path):
+    path, _ = cdd_store(tmp_path / "c.duckdb")
+    with Store(path, read_only=True) as store:
+        cdd = build_report(store, contrast=CONTRAST)["probes"]["cdd"]
+    assert [r["model"] for r in cdd["contrast"]] == ["m2"]  # m1: canon only, no Fisher p of 1
+    assert {r["model"] for r in cdd["per_model"]} == {"m1", "m2"}  # its shares are still shown
+    m2 = cdd["contrast"][0]
+    assert (m2["documented_n"], m2["undocumented_n"]) == (6, 5)
+
+
+def test_item22_the_cdd_section_states_the_share_of_short_cells(tmp_path):
+    from harness.jobs.report import render
+
+    path, lengths = cdd_store(tmp_path / "c.duckdb")
+    with Store(path, read_only=True) as store:
+        report = build_report(store, contrast=CONTRAST)
+    short = sum(length < 20 for length in lengths)
+    assert report["probes"]["cdd"]["short"] == {"tokens": 20, "n": len(lengths), "short": short,
+                                                "share": pytest.approx(short / len(lengths))}
+    md = render(report, "md")
+    share = f"{100 * short / len(lengths):.1f}%"
+    assert f"**Short answers**: {share} of the scored cells ({short} of {len(lengths)}) are under 20 tokens" in md
+    assert f"probability {1 - 0.95 ** 20:.2f} at 20 samples" in md
+    assert md.index("**Short answers**") < md.index("| Model | Items | Flagged |")  # beside the tables
