@@ -165,3 +165,14 @@ def test_item22_the_cdd_section_states_the_share_of_short_cells(tmp_path):
     assert f"**Short answers**: {share} of the scored cells ({short} of {len(lengths)}) are under 20 tokens" in md
     assert f"probability {1 - 0.95 ** 20:.2f} at 20 samples" in md
     assert md.index("**Short answers**") < md.index("| Model | Items | Flagged |")  # beside the tables
+
+
+# -- item 23: what the README says about the probes' sources ------------------------------------
+
+def test_item23_readme_claims_about_llmsanitize_guided_and_min_k_are_the_corrected_ones():
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text("utf-8")
+    assert "sends `n` but no `temperature`" not in readme
+    assert "its OpenAI helper sends `n` and `temperature`" in readme
+    assert "the authors' *guided* instruction" not in readme
+    assert "*guided* instruction of LLMSanitize's open-QA" in readme
+    assert "both scores exact." not in readme and "exact to float32, about 2 × 10⁻⁵" in readme
