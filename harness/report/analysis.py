@@ -177,6 +177,10 @@ def _meta(store: Store, frame: pd.DataFrame) -> dict[str, Any]:
 
 # -- notes --------------------------------------------------------------------------------------
 
+_SIDE_SECTIONS = {"human": "accuracy, the gap, McNemar and the tests across models",
+                  "judge": "the judge's accuracy and gap and the human × judge agreement"}
+
+
 def _unlabelled(frame: pd.DataFrame, raters: tuple[str | None, str | None], notes: list) -> dict[str, list[str]]:
     """Per side (``human``, ``judge``), the models that side's rater labelled nowhere: they are
     left out of its statistics (McNemar and the paired tests included), named here and in a note."""
@@ -186,8 +190,8 @@ def _unlabelled(frame: pd.DataFrame, raters: tuple[str | None, str | None], note
         result[side] = sorted(set(frame["model"]) - labelled) if rater else []
         if result[side]:
             notes.append({"section": f"unlabelled.{side}", "reason": (
-                f"{rater!r} labelled no answer of {', '.join(result[side])}: left out of every "
-                f"{side}-label section (accuracy, gap, tests between models); label them to include them")})
+                f"{rater!r} labelled no answer of {', '.join(result[side])}: left out of "
+                f"{_SIDE_SECTIONS[side]}; label them to include them")})
     return result
 
 
