@@ -20,8 +20,9 @@ LLMSanitize's ``get_peak`` instead sums the *count* of close samples and compare
 one close sample of twenty is a peakedness of 0.05, which exceeds 0.01 as well: ``xi`` is the
 paper's threshold on the fraction, and its meaning is "more than ``xi`` of the samples".
 
-A cell whose greedy answer and samples are all empty has no length to measure against: its
-peakedness is None (not scored), never 1.
+A cell whose greedy answer is blank (no token) has nothing to measure the samples against: its
+peakedness and flag are None (not scored), with the reason in ``detail``, never 1 and never a
+flag, though blank samples would be "close" to it.
 """
 
 from __future__ import annotations
@@ -35,11 +36,13 @@ from typing import Any, ClassVar
 from metrics.probes import ProbeItem, ProbePrompt, ProbeScore
 from metrics.template import fill_template
 
-__all__ = ["CDDProbe", "Peak", "peakedness", "tokens", "COMPARED_TOKENS", "TOKEN_PATTERN"]
+__all__ = ["CDDProbe", "Peak", "peakedness", "tokens", "COMPARED_TOKENS", "TOKEN_PATTERN",
+           "BLANK_GREEDY"]
 
 COMPARED_TOKENS = 100
 TOKEN_PATTERN = r"\w+|[^\w\s]"
 _TOKEN = re.compile(TOKEN_PATTERN)
+BLANK_GREEDY = "blank greedy answer: nothing to measure the samples against"
 
 
 def tokens(text: str) -> list[str]:
@@ -50,7 +53,8 @@ def tokens(text: str) -> list[str]:
 @dataclass(frozen=True)
 class Peak:
     """One cell's measurement: each sample's distance to the greedy answer, the length they are
-    measured against, and the fraction within ``alpha`` of it (None when every text is empty)."""
+    measured against, and the fraction within ``alpha`` of it (None when the greedy answer is
+    blank, or there are no samples)."""
 
     distances: list[int]
     max_length: int
@@ -67,7 +71,7 @@ def peakedness(greedy: str, samples: Sequence[str], alpha: float) -> Peak:
     max_length = max([len(reference), *(len(s) for s in sampled)])
     distances = [Levenshtein.distance(reference, s) for s in sampled]
     threshold = alpha * max_length
-    if max_length == 0 or not distances:
+    if not reference or not distances:
         return Peak(distances, max_length, threshold, None)
     close = sum(distance <= threshold for distance in distances)
     return Peak(distances, max_length, threshold, close / len(distances))
@@ -118,6 +122,8 @@ class CDDProbe:
         peak = peakedness(texts["greedy"][0], texts["sample"], self.alpha)
         detail = {"distances": peak.distances, "max_length": peak.max_length,
                   "threshold": peak.threshold}
+        reason = {} if peak.peakedness is not None else \
+            {"reason": BLANK_GREEDY if not tokens(texts["greedy"][0]) else "no samples"}
         flagged = None if peak.peakedness is None else float(peak.peakedness > self.xi)
-        return [ProbeScore(metric="peakedness", value=peak.peakedness, detail=detail),
-                ProbeScore(metric="flagged", value=flagged, detail={"xi": self.xi})]
+        return [ProbeScore(metric="peakedness", value=peak.peakedness, detail={**detail, **reason}),
+                ProbeScore(metric="flagged", value=flagged, detail={"xi": self.xi, **reason})]

@@ -11,8 +11,9 @@ has leaked into training. Pure: prompts and scores; ``contam probe guided`` runs
 holds no word character (a one-word question) is not probed: no request, NULL scores with the
 reason.
 
-**The instructions** are the authors' open-QA templates (their repository ``time-travel-in-llms``,
-``GUI_QA``/``GI_QA`` wording of the classification template), user turn only, greedy, with the
+**The instructions** are LLMSanitize's open-QA templates (``GUI_QA``/``GI_QA``, written after the
+classification template of the authors' repository ``time-travel-in-llms``, which has no QA
+template), user turn only, greedy, with the
 item's title as a ``GAME:`` line beside its answer (the templates' label slot: the same
 information in both, so only the naming differs). The guided one names the split (default
 ``test``) and the dataset (default ``contam``, a fixed label: a default that followed a file name

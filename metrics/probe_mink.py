@@ -96,7 +96,8 @@ def min_k_pp(logprobs: Sequence[float], means: Sequence[float], stds: Sequence[f
 # server's prompt_logprobs gives each token's own log-probability but only the top few others.
 SOURCES = {
     "forward": ("one forward pass in-process: log-softmax over the whole vocabulary gives each "
-                "token's log p and the exact mu and sigma of Min-K%++"),
+                "token's log p and the mu and sigma of Min-K%++, in float32 (about 2e-5 from a "
+                "float64 computation)"),
     "prompt_logprobs": ("the server's prompt_logprobs (vLLM): each token's own log p only; "
                         "Min-K%++ is not computed (its mu and sigma need the whole next-token "
                         "distribution, which a server returns only as its top alternatives)"),

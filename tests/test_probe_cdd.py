@@ -62,6 +62,18 @@ def test_every_text_empty_is_not_scored_rather_than_perfectly_peaked():
     assert scores == {"peakedness": None, "flagged": None}
 
 
+def test_item20_a_blank_greedy_answer_leaves_the_cell_null_with_the_reason():
+    """Blank samples are 'close' to a blank greedy answer: before, some of them flagged the cell."""
+    from metrics.probe_cdd import BLANK_GREEDY
+
+    for samples in (["", "", "Brock"], ["Boulder Badge", ""], ["\n"] * 20):
+        scores = {s.metric: s for s in probe().score(ITEM, {"greedy": ["  "], "sample": samples})}
+        assert (scores["peakedness"].value, scores["flagged"].value) == (None, None)
+        assert scores["peakedness"].detail["reason"] == scores["flagged"].detail["reason"] == BLANK_GREEDY
+    scored = {s.metric: s for s in probe().score(ITEM, {"greedy": ["Brock"], "sample": ["", "Brock"]})}
+    assert scored["peakedness"].value == 0.5 and "reason" not in scored["peakedness"].detail
+
+
 def test_prompts_are_the_studys_question_greedy_once_and_n_samples_at_t():
     greedy, sampled = probe(samples=7, temperature=0.6).prompts(ITEM)
     assert (greedy.variant, greedy.samples, greedy.temperature) == ("greedy", 1, 0.0)

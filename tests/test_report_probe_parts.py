@@ -1,9 +1,12 @@
 """The ts-guess and guided parts of the report's probes section, computed from probe_scores rows:
-counts, Wilson intervals and Fisher's test for ts-guess; the paired bootstrap for guided."""
+counts, Wilson intervals and Fisher's test for ts-guess; the paired bootstrap interval and the
+sign-flip test for guided (issue 30 items 17 and 18, checked by brute-force enumeration and scipy)."""
 
 from __future__ import annotations
 
 import math
+from fractions import Fraction
+from itertools import product
 
 import numpy as np
 import pandas as pd
@@ -84,36 +87,79 @@ def test_paired_bootstrap_is_seeded_and_is_scipys_bca_on_the_differences() -> No
     assert (first["ci_low"], first["ci_high"]) == pytest.approx((bca.low, bca.high))
 
 
-def test_bootstrap_p_is_that_of_the_centred_differences_resampled_the_same_way() -> None:
-    """p comes from the interval's own resampled means, less the observed mean: the same p as a
-    second bootstrap of the centred differences with the same seed."""
-    rng = np.random.default_rng(3)
-    for shift in (0.0, 0.03, 0.1):
-        guided, general = rng.uniform(0, 1, 40) + shift, rng.uniform(0, 1, 40)
-        d = guided - general
-        centred = sps.bootstrap((d - d.mean(),), np.mean, n_resamples=BOOTSTRAP_RESAMPLES,
-                                method="percentile", rng=np.random.default_rng(BOOTSTRAP_SEED))
-        expected = (1 + np.sum(centred.bootstrap_distribution >= d.mean())) / (1 + BOOTSTRAP_RESAMPLES)
-        assert paired_difference(guided, general)["p"] == pytest.approx(expected)
+def brute_force_sign_flip_p(d: list[Fraction]) -> float:
+    """#{sign patterns whose sum is at least the observed one} / 2^n, in exact arithmetic."""
+    observed = sum(d)
+    hits = sum(sum(s * x for s, x in zip(signs, d)) >= observed for signs in product((1, -1), repeat=len(d)))
+    return hits / 2 ** len(d)
 
 
-def test_bootstrap_p_agrees_with_the_normal_approximation_on_a_large_sample() -> None:
+def test_item17_sign_flip_p_is_the_exact_enumeration_at_small_n() -> None:
+    rng = np.random.default_rng(5)
+    for n in (1, 2, 3, 5, 8, 12):
+        for _ in range(3):
+            d = [Fraction(int(k), 20) for k in rng.integers(-10, 15, n)]
+            guided = np.array([float(x) for x in d]) + 0.25
+            row = paired_difference(guided, np.full(n, 0.25))
+            assert row["p_exact"] and row["p"] == pytest.approx(brute_force_sign_flip_p(d))
+
+
+def test_item17_sign_flip_p_matches_scipys_permutation_test() -> None:
+    """scipy flips the signs of a one-sample statistic (permutation_type='samples'); exact when its
+    resamples cover every pattern."""
+    rng = np.random.default_rng(2)
+    d = rng.normal(0.1, 0.3, 14)
+    scipy_p = sps.permutation_test((d,), np.sum, permutation_type="samples", alternative="greater",
+                                   n_resamples=np.inf).pvalue
+    assert paired_difference(d + 1, np.ones(14))["p"] == pytest.approx(scipy_p, abs=1e-12)
+
+
+def test_item17_two_items_both_better_give_a_quarter_not_the_bootstrap_floor() -> None:
+    row = paired_difference(np.array([0.9, 0.8]), np.array([0.1, 0.2]))
+    assert row["p"] == 0.25 and row["small_n"]
+    assert paired_difference(np.full(10, 0.9), np.full(10, 0.1))["p"] == 1 / 2 ** 10
+
+
+def test_item17_beyond_twenty_items_monte_carlo_agrees_with_the_normal_approximation() -> None:
+    from harness.report.signflip import RESAMPLES
+
     rng = np.random.default_rng(1)
     for shift in (0.0, 0.05, -0.1):
         guided = rng.uniform(0, 1, 300)
         general = guided - shift + rng.normal(0, 0.5, 300)
         d = guided - general
-        z = d.mean() / (d.std(ddof=1) / math.sqrt(len(d)))
-        assert paired_difference(guided, general)["p"] == pytest.approx(sps.norm.sf(z), abs=0.02)
+        row = paired_difference(guided, general)
+        assert not row["p_exact"] and not row["small_n"] and row["p"] >= 1 / (1 + RESAMPLES)
+        assert row["p"] == pytest.approx(sps.norm.sf(d.sum() / math.sqrt(np.sum(d ** 2))), abs=0.02)
+    assert paired_difference(guided, general) == paired_difference(guided, general)  # seeded
+
+
+def test_item17_the_false_positive_rate_at_n_8_is_at_most_alpha() -> None:
+    """Under a symmetric null the exact test rejects at most 5% of the time (the bootstrap: 8.5%)."""
+    rng = np.random.default_rng(11)
+    p = np.array([paired_difference(rng.normal(0, 1, 8), np.zeros(8))["p"] for _ in range(400)])
+    assert np.mean(p < 0.05) <= 0.05 + 2 * math.sqrt(0.05 * 0.95 / 400)
+
+
+def test_item18_ties_with_the_observed_sum_count_whatever_the_rounding() -> None:
+    """Differences on a coarse grid: many patterns sum exactly to the observed sum, and floating
+    point alone would decide whether each counts. The p equals exact arithmetic's, in any order."""
+    rng = np.random.default_rng(4)
+    for _ in range(20):
+        d = [Fraction(int(k), 10) for k in rng.integers(-3, 4, 12)]
+        expected = brute_force_sign_flip_p(d)
+        floats = np.array([float(x) for x in d])
+        for order in (floats, floats[::-1], rng.permutation(floats)):
+            assert paired_difference(order + 0.3, np.full(12, 0.3))["p"] == pytest.approx(expected)
 
 
 def test_bootstrap_edge_cases() -> None:
     same = paired_difference(np.full(10, 0.5), np.full(10, 0.5))
     assert (same["mean_difference"], same["ci_low"], same["ci_high"], same["p"]) == (0, 0, 0, 1.0)
-    better = paired_difference(np.full(10, 0.9), np.full(10, 0.1))
-    assert better["p"] == 1 / (BOOTSTRAP_RESAMPLES + 1)
     one = paired_difference(np.array([0.4]), np.array([0.1]))
-    assert one["n"] == 1 and math.isnan(one["p"]) and math.isnan(one["ci_low"])
+    assert one["n"] == 1 and one["p"] == 0.5 and math.isnan(one["ci_low"]) and one["small_n"]
+    none = paired_difference(np.array([]), np.array([]))
+    assert math.isnan(none["p"]) and not none["small_n"]
 
 
 def report_of(tsguess: dict, guided: dict) -> dict:
@@ -138,7 +184,7 @@ def test_sections_state_the_rule_the_tests_and_the_bootstrap() -> None:
     gd = probe_guided.section(guided, report)
     text = " ".join(gd.paragraphs)
     assert f"{BOOTSTRAP_RESAMPLES} resamples, seed {BOOTSTRAP_SEED}" in text
-    assert "one-sided" in text and "PokeQA" in text
+    assert "one-sided paired sign-flip" in text and "PokeQA" in text and "exact" in text
     assert [len(t.rows) for t in gd.tables] == [3, 3]  # all, official, fan per measure
 
 

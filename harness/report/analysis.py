@@ -54,7 +54,7 @@ def _sections(store, cells, contrast, human, judge, notes) -> dict[str, Any]:
         "contrast": {"documented": contrast[0], "undocumented": contrast[1]},
         "human_rater": human, "judge_rater": judge, "overall": overall,
         "per_title": labels.per_title(cells, order, contrast) if human else None,
-        "gap": labels.gap(cells, contrast) if human else None,
+        "gap": labels.gap(cells, contrast, notes=notes) if human else None,
         "judge": judge_rows,
         "agreement": labels.agreement(cells, order) if human and judge else None,
     }
@@ -69,8 +69,8 @@ def _sections(store, cells, contrast, human, judge, notes) -> dict[str, Any]:
 
 
 def _every_model(order: list[str], frame: pd.DataFrame) -> list[str]:
-    """The models in human order, else (no human labels) every model by name."""
-    return order or sorted(frame["model"].unique())
+    """Every model: those the human rater labelled in human order, then the others by name."""
+    return order + sorted(set(frame["model"].unique()) - set(order))
 
 
 def _extras(store, cells, frame, contrast, raters, regimes, order, notes) -> dict[str, Any]:
@@ -79,7 +79,7 @@ def _extras(store, cells, frame, contrast, raters, regimes, order, notes) -> dic
     missing = labels.missing(cells, order)
     _note_missing_data(missing, notes, human)
     return {
-        "judge_gap": labels.gap(cells, contrast, "judge") if judge else None,
+        "judge_gap": labels.gap(cells, contrast, "judge", notes) if judge else None,
         "surface_by_subset": surface.surface_by_subset(frame, order, contrast, notes),
         "regimes": regimes,
         "mcnemar": labels.mcnemar(frame, contrast, order) if human else None,
@@ -87,7 +87,7 @@ def _extras(store, cells, frame, contrast, raters, regimes, order, notes) -> dic
         "abstention": labels.abstention(cells, order, contrast) if human else None,
         "missing": missing,
         "answer_length": labels.answer_length(cells, order),
-        "meta": _meta(store, frame),
+        "meta": {**_meta(store, frame), "unlabelled": _unlabelled(frame, raters, notes)},
         "provenance": provenance.provenance(store),
         "probes": probes.build(store, contrast, notes),
     }
@@ -180,6 +180,24 @@ def _meta(store: Store, frame: pd.DataFrame) -> dict[str, Any]:
 
 
 # -- notes --------------------------------------------------------------------------------------
+
+_SIDE_SECTIONS = {"human": "accuracy, the gap, McNemar and the tests across models",
+                  "judge": "the judge's accuracy and gap and the human × judge agreement"}
+
+
+def _unlabelled(frame: pd.DataFrame, raters: tuple[str | None, str | None], notes: list) -> dict[str, list[str]]:
+    """Per side (``human``, ``judge``), the models that side's rater labelled nowhere: they are
+    left out of its statistics (McNemar and the paired tests included), named here and in a note."""
+    result = {}
+    for side, rater in zip(("human", "judge"), raters):
+        labelled = set(frame.loc[frame[side].notna(), "model"])
+        result[side] = sorted(set(frame["model"]) - labelled) if rater else []
+        if result[side]:
+            notes.append({"section": f"unlabelled.{side}", "reason": (
+                f"{rater!r} labelled no answer of {', '.join(result[side])}: left out of "
+                f"{_SIDE_SECTIONS[side]}; label them to include them")})
+    return result
+
 
 def _note_missing_sections(human: str | None, judge: str | None, notes: list) -> None:
     if not human:

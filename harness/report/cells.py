@@ -5,6 +5,8 @@ The unit of analysis is the (item, model) cell over every item in the store and 
 has an answer or a label. Missing data follows the seed paper's lower-bound rule: an empty answer,
 or an item a model never answered, counts as wrong (and is counted in ``missing``); a non-empty
 answer without a label from the chosen rater is left out of that rater's statistics (and counted).
+A model the rater labelled nowhere is no part of that rater's statistics at all: its effective
+label is NULL in every cell, imputed ones included, and the report names it as unlabelled.
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ METRICS = {"bleu2": "BLEU-2", "bertscore_f1": "BERTScore-F1"}
 
 # One row per (item, model) with the effective human and judge labels ($1 human rater, $2 judge
 # rater). An empty answer is wrong whatever its label says; an item with neither an answer nor a
-# label is wrong too (unanswered); a non-empty answer without a label stays NULL (unlabelled).
+# label is wrong too (unanswered); a non-empty answer without a label stays NULL (unlabelled); a
+# model without one label from the rater stays NULL throughout (an unlabelled model).
 _CELLS_SQL = """
 WITH models AS (SELECT model FROM latest_answers UNION SELECT model FROM latest_labels),
 grid AS (SELECT i.item_id, i.title, i.subset, i.seq AS item_seq, m.model
@@ -43,11 +46,17 @@ raw AS (
     LEFT JOIN latest_answers a USING (item_id, model)
     LEFT JOIN cells c USING (item_id, model)
     LEFT JOIN (SELECT item_id, model, label FROM latest_labels WHERE rater = $1) h USING (item_id, model)
-    LEFT JOIN (SELECT item_id, model, label FROM latest_labels WHERE rater = $2) j USING (item_id, model))
-SELECT *,
-    CASE WHEN empty OR (NOT has_answer AND human_raw IS NULL) THEN 'wrong' ELSE human_raw END AS human,
-    CASE WHEN empty OR (NOT has_answer AND judge_raw IS NULL) THEN 'wrong' ELSE judge_raw END AS judge
-FROM raw
+    LEFT JOIN (SELECT item_id, model, label FROM latest_labels WHERE rater = $2) j USING (item_id, model)),
+rated AS (
+    SELECT *, bool_or(human_raw IS NOT NULL) OVER (PARTITION BY model) AS human_model,
+           bool_or(judge_raw IS NOT NULL) OVER (PARTITION BY model) AS judge_model
+    FROM raw)
+SELECT * EXCLUDE (human_model, judge_model),
+    CASE WHEN NOT human_model THEN NULL
+         WHEN empty OR (NOT has_answer AND human_raw IS NULL) THEN 'wrong' ELSE human_raw END AS human,
+    CASE WHEN NOT judge_model THEN NULL
+         WHEN empty OR (NOT has_answer AND judge_raw IS NULL) THEN 'wrong' ELSE judge_raw END AS judge
+FROM rated
 """
 
 

@@ -37,12 +37,12 @@ def _accuracy_row(row: dict[str, Any]) -> dict[str, Any]:
 
 def overall(cells: Cells) -> list[dict[str, Any]]:
     rows = [_accuracy_row(r) for r in cells.query(
-        f"SELECT model, {_label_counts('human')} FROM c GROUP BY model")]
+        f"SELECT model, {_label_counts('human')} FROM c GROUP BY model HAVING count(human) > 0")]
     return sorted(rows, key=lambda r: (-sort_value(r["accuracy"]), r["model"]))
 
 
 def model_order(overall_rows: list[dict] | None) -> list[str]:
-    """The models in the order of the overall accuracy table (none without human labels)."""
+    """The models in the order of the overall accuracy table: those the human rater labelled."""
     return [r["model"] for r in overall_rows or []]
 
 
@@ -50,22 +50,34 @@ def per_title(cells: Cells, order: list[str], contrast: tuple[str, str]) -> list
     rows = cells.query(
         f"SELECT model, title, subset, min(item_seq) AS first_seq, {_label_counts('human')} "
         "FROM c GROUP BY model, title, subset")
+    rows = [r for r in rows if r["model"] in order]
     rows.sort(key=lambda r: (order.index(r["model"]), subset_rank(r["subset"], contrast), r["first_seq"]))
     keys = ("model", "title", "subset", "n", "right", "accuracy", "ci_low", "ci_high")
     return [{k: _accuracy_row(r)[k] for k in keys} for r in rows]
 
 
-def gap(cells: Cells, contrast: tuple[str, str], rater: str = "human") -> list[dict[str, Any]]:
-    """The 2×2 right / not-right contrast per model under the ``human`` or the ``judge`` labels."""
+def gap(cells: Cells, contrast: tuple[str, str], rater: str = "human",
+        notes: list | None = None) -> list[dict[str, Any]]:
+    """The 2×2 right / not-right contrast per model under the ``human`` or the ``judge`` labels,
+    over the models with labelled items on both subsets (the others are named in ``notes``)."""
     rows = cells.query(
         f"SELECT model, count({rater}) FILTER (WHERE subset = $3) AS dn, "
         f"count(*) FILTER (WHERE subset = $3 AND {rater} = 'right') AS dk, "
         f"count({rater}) FILTER (WHERE subset = $4) AS un, "
-        f"count(*) FILTER (WHERE subset = $4 AND {rater} = 'right') AS uk FROM c GROUP BY model", contrast)
-    gaps = [_gap_row(r["model"], r["dk"], r["dn"], r["uk"], r["un"]) for r in rows]
+        f"count(*) FILTER (WHERE subset = $4 AND {rater} = 'right') AS uk "
+        f"FROM c GROUP BY model HAVING count({rater}) > 0", contrast)
+    _note_one_sided([r["model"] for r in rows if not (r["dn"] and r["un"])], rater, notes)
+    gaps = [_gap_row(r["model"], r["dk"], r["dn"], r["uk"], r["un"]) for r in rows if r["dn"] and r["un"]]
     family = f"Fisher, one test per model ({plural(len(gaps), 'test')}, {rater} labels)"
     _add_holm(gaps, "fisher_p", "fisher_p_holm", family)
     return sorted(gaps, key=lambda r: (-sort_value(r["gap"]), r["model"]))
+
+
+def _note_one_sided(models: list[str], rater: str, notes: list | None) -> None:
+    if models and notes is not None:
+        notes.append({"section": "gap" if rater == "human" else "judge_gap",
+                      "reason": f"left out: {', '.join(sorted(models))} (no {rater}-labelled item on one "
+                                "of the two subsets, so no contrast)"})
 
 
 def _add_holm(rows: list[dict[str, Any]], raw: str, adjusted: str, family: str) -> None:
@@ -83,40 +95,50 @@ def _gap_row(model: str, dk: int, dn: int, uk: int, un: int) -> dict[str, Any]:
 
 def judge(cells: Cells, overall_rows: list[dict] | None) -> list[dict[str, Any]]:
     rows = {r["model"]: r for r in cells.query(
-        f"SELECT model, {_label_counts('judge')} FROM c GROUP BY model")}
-    order = model_order(overall_rows) or sorted(rows)
+        f"SELECT model, {_label_counts('judge')} FROM c GROUP BY model HAVING count(judge) > 0")}
+    human = [m for m in model_order(overall_rows) if m in rows]
+    order = human + sorted(set(rows) - set(human))  # human order, then the models no human labelled
     keys = ("model", "n", "right", "partial", "wrong", "accuracy", "ci_low", "ci_high", "partial_credit")
     return [{k: _accuracy_row(rows[m])[k] for k in keys} for m in order if m in rows]
 
 
 def agreement(cells: Cells, order: list[str]) -> dict[str, Any]:
-    counts = cells.query("SELECT model, human, judge, count(*) AS n FROM c "
-                         "WHERE human IS NOT NULL AND judge IS NOT NULL GROUP BY ALL")
+    """Human × judge κ over the cells both raters labelled, their labels as given (as `contam
+    view` has it); ``imputed``: the cells whose effective label on either side is the lower-bound
+    rule's (a blank answer, an unanswered item), counted and left out of κ."""
+    counts = cells.query("SELECT model, human_raw AS human, judge_raw AS judge, count(*) AS n FROM c "
+                         "WHERE human_raw IS NOT NULL AND judge_raw IS NOT NULL GROUP BY ALL")
+    imputed = cells.query("SELECT count(*) AS n FROM c WHERE human IS NOT NULL AND judge IS NOT NULL "
+                          "AND (human_raw IS NULL OR judge_raw IS NULL)")[0]["n"]
     pooled = [[0] * 3 for _ in LABELS]
-    per_model: dict[str, list[list[int]]] = {m: [[0] * 3 for _ in LABELS] for m in order}
+    per_model: dict[str, list[list[int]]] = {m: [[0] * 3 for _ in LABELS] for m in order
+                                             if any(r["model"] == m for r in counts)}
     for r in counts:
         i, j = LABELS.index(r["human"]), LABELS.index(r["judge"])
         pooled[i][j] += r["n"]
         per_model.setdefault(r["model"], [[0] * 3 for _ in LABELS])[i][j] += r["n"]
-    return {"pooled": stats.agreement_row(pooled),
+    return {"pooled": stats.agreement_row(pooled), "imputed": imputed,
             "per_model": [{"model": m, **stats.agreement_row(c)} for m, c in per_model.items()]}
 
 
 # -- beyond the paper ---------------------------------------------------------------------------
 
 def mcnemar(frame: pd.DataFrame, contrast, order: list[str]) -> list[dict[str, Any]]:
-    """Exact McNemar for every pair of models, on all items and within each contrast subset."""
+    """Exact McNemar for every pair of human-labelled models, on all items and within each contrast
+    subset, over the items both models have labels for (a scope with none is left out)."""
     labels = frame[frame["human"].notna()].pivot(index=["item_id", "subset"], columns="model",
                                                  values="human")
     rows = []
-    for a, b in combinations(order, 2):
+    for a, b in combinations([m for m in order if m in labels.columns], 2):
         for scope in ("all", *contrast):
             both = labels[[a, b]].dropna()
             if scope != "all":
                 both = both[both.index.get_level_values("subset") == scope]
-            rows.append(_mcnemar_row(a, b, scope, both[a], both[b]))
-    pairs = len(rows) // (1 + len(contrast)) if rows else 0
-    family = f"{plural(len(rows), 'test')}: {plural(pairs, 'pair')} × {1 + len(contrast)} scopes"
+            if len(both):
+                rows.append(_mcnemar_row(a, b, scope, both[a], both[b]))
+    pairs = len({(r["model_a"], r["model_b"]) for r in rows})
+    scopes = f"{'' if len(rows) == pairs * (1 + len(contrast)) else 'up to '}{1 + len(contrast)} scopes"
+    family = f"{plural(len(rows), 'test')}: {plural(pairs, 'pair')} × {scopes}"
     _add_holm(rows, "p", "p_holm", f"exact McNemar, every pair of models in every item scope ({family})")
     return rows
 
@@ -157,7 +179,7 @@ def abstention(cells: Cells, order: list[str], contrast) -> list[dict[str, Any]]
         "count(*) FILTER (WHERE answered AND abstained) AS abstained, "
         "count(*) FILTER (WHERE answered AND human = 'wrong') AS wrong_answered, "
         "count(*) FILTER (WHERE answered AND human = 'wrong' AND NOT abstained) AS confabulated "
-        "FROM c GROUP BY model, subset")
+        "FROM c WHERE model IN (SELECT model FROM c WHERE human IS NOT NULL) GROUP BY model, subset")
     rows.sort(key=lambda r: (order.index(r["model"]), subset_rank(r["subset"], contrast), str(r["subset"])))
     for r in rows:
         r["abstention_rate"] = stats.proportion(r["abstained"], r["n"])

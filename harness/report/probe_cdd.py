@@ -3,7 +3,12 @@ flagged as peaked (Dong et al. 2024; :mod:`metrics.probe_cdd`) with 95% Wilson i
 mean peakedness, the same per subset, and per model the documented against the undocumented
 subset on the 2×2 flagged / not-flagged table (:func:`harness.report.cells.contrast_2x2`, as the
 gap table and ts-guess do): the difference of shares with Newcombe's interval, the odds ratio
-ad/bc and Fisher's two-sided exact p.
+ad/bc and Fisher's two-sided exact p. A model without a scored item on one side has no contrast
+row (as in ts-guess), not a Fisher p of 1.
+
+``short``: how many scored cells are shorter than 1/alpha tokens (20 at alpha = 0.05), where alpha
+× length is under one token, so that a flag only says that a sample equals the greedy answer: on
+short answers cdd mostly measures knowing the fact. The section says so beside the tables.
 
 A store may hold cdd runs under several parameter sets; the part reports the one with the most
 scored cells (the latest on a tie) and names it, with its parameters. Cells whose peakedness is
@@ -17,6 +22,7 @@ from typing import Any
 from harness.report.cells import contrast_2x2
 from harness.report.format import (Section, Table, fmt_ci, fmt_num, fmt_or, fmt_p, fmt_pct, fmt_pp,
                                    fmt_sides, user)
+from harness.report.probe_holm import HOLM_CAPTION
 from harness.report.probe_rows import chosen_params, other_params_note
 from harness.report.stats import proportion, wilson_interval
 from harness.store import Store
@@ -47,9 +53,20 @@ def build(store: Store, contrast: tuple[str, str]) -> dict[str, Any] | None:
     sha = chosen["params_sha256"]
     per_model = [_share_row(r) for r in _cells(store, sha, "NULL")]
     per_subset = [_share_row(r) for r in _cells(store, sha, "i.subset")]
+    rows = [_contrast_row(model, per_subset, contrast) for model in [r["model"] for r in per_model]]
     return {**chosen, "per_model": per_model, "per_subset": per_subset,
-            "contrast": [_contrast_row(model, per_subset, contrast)
-                         for model in [r["model"] for r in per_model]]}
+            "contrast": [row for row in rows if row is not None],
+            "short": _short_cells(store, sha, chosen["params"].get("alpha"))}
+
+
+def _short_cells(store: Store, sha: str, alpha: float | None) -> dict[str, Any]:
+    """Scored cells whose compared length (detail.max_length) is under 1/alpha tokens."""
+    limit = 1 / alpha if alpha else 0
+    n, short = store.query(
+        "SELECT count(*), count(*) FILTER (WHERE CAST(detail->>'max_length' AS DOUBLE) < ?) "
+        "FROM latest_probe_scores WHERE probe = 'cdd' AND params_sha256 = ? AND metric = 'peakedness' "
+        "AND value IS NOT NULL", [limit, sha])[0]
+    return {"tokens": limit, "n": n, "short": short, "share": proportion(short, n)}
 
 
 def _cells(store: Store, sha: str, subset: str) -> list[dict[str, Any]]:
@@ -64,9 +81,11 @@ def _share_row(row: dict[str, Any]) -> dict[str, Any]:
             "ci_high": high}
 
 
-def _contrast_row(model: str, per_subset: list[dict], contrast: tuple[str, str]) -> dict[str, Any]:
+def _contrast_row(model: str, per_subset: list[dict], contrast: tuple[str, str]) -> dict[str, Any] | None:
     sides = {r["subset"]: r for r in per_subset if r["model"] == model}
     doc, undoc = (sides.get(name, {"n": 0, "flagged": 0}) for name in contrast)
+    if not doc["n"] or not undoc["n"]:
+        return None
     return {"model": model, **contrast_2x2(doc["flagged"], doc["n"], undoc["flagged"], undoc["n"],
                                            count="flagged", share="share")}
 
@@ -81,13 +100,13 @@ def section(part: dict[str, Any], report: dict[str, Any]) -> Section:
         _share_table(part["per_subset"], "Per model and subset.", "probe_cdd_by_model_subset",
                      subset=True),
         Table(["Model", f"{doc} flagged", f"{undoc} flagged", "Difference", "95% CI (Newcombe)",
-               "Odds ratio", "Fisher p"],
+               "Odds ratio", "Fisher p", "Holm p"],
               [[r["model"], *fmt_sides(r, "flagged", "share"), fmt_pp(r["difference"], signed=True),
-                fmt_ci(r["ci_low"], r["ci_high"]), fmt_or(r["odds_ratio"]), fmt_p(r["fisher_p"])]
-               for r in part["contrast"]],
+                fmt_ci(r["ci_low"], r["ci_high"]), fmt_or(r["odds_ratio"]), fmt_p(r["fisher_p"]),
+                fmt_p(r.get("p_holm"))] for r in part["contrast"]],
               "Documented vs undocumented: odds ratio ad/bc and two-sided Fisher exact p on the "
               "2×2 flagged / not-flagged table; the difference's interval is Newcombe's hybrid "
-              "score interval.", "probe_cdd_contrast")], figures=[FIGURE])
+              f"score interval.{HOLM_CAPTION}", "probe_cdd_contrast")], figures=[FIGURE])
 
 
 def _paragraphs(part: dict[str, Any]) -> list[str]:
@@ -97,7 +116,20 @@ def _paragraphs(part: dict[str, Any]) -> list[str]:
              f"token edit distance to the greedy answer is at most alpha = {p['alpha']} × the longest "
              f"length; an item is flagged when its peakedness exceeds xi = {p['xi']}. Shares have 95% "
              f"Wilson intervals. Parameters {user(part['params_sha256'][:12])}."]
-    return lines + other_params_note(part, KIND)
+    return lines + _short_note(part.get("short"), p) + other_params_note(part, KIND)
+
+
+def _short_note(short: dict[str, Any] | None, params: dict[str, Any]) -> list[str]:
+    if not short or not short["n"]:
+        return []
+    samples = params["samples"]
+    return [f"**Short answers**: {fmt_pct(short['share'])} of the scored cells ({short['short']} of "
+            f"{short['n']}) are under {short['tokens']:g} tokens, where alpha × length is under one "
+            f"token: there only a sample equal to the greedy answer counts as close, and a cell is flagged "
+            f"once more than xi = {params['xi']} of the samples are, so on short answers cdd mostly "
+            "measures knowing the fact, not memorising the text. With one such sample enough, a clean "
+            f"model that repeats its greedy answer 5% of the time is flagged with probability "
+            f"{1 - 0.95 ** samples:.2f} at {samples} samples."]
 
 
 def _share_table(rows: list[dict], caption: str, name: str, subset: bool = False) -> Table:

@@ -8,15 +8,16 @@ guided - general with
 * a 95 % BCa bootstrap interval, resampling items (the pairs stay together: each item's
   difference is one value), :data:`~harness.report.stats.BOOTSTRAP_RESAMPLES` resamples, seed
   :data:`~harness.report.stats.BOOTSTRAP_SEED` (:func:`~harness.report.stats.bootstrap_mean`);
-* a one-sided paired bootstrap p of "guided is no better than general" (H0: mean difference
-  <= 0): the differences centred on zero (H0 made true) and resampled, p = (1 + #{resampled mean
-  >= observed mean}) / (1 + resamples) (Davison & Hinkley 1997, ch. 4). The resamples are the
-  interval's own: a resample of the centred differences has the mean of the same resample of the
-  differences minus the observed mean, so the interval's resampled means, each less the observed
-  mean, are that distribution (one bootstrap, not two). Golchin & Surdeanu also judge
-  significance by bootstrap resampling of the guided vs general scores, one-sided (guided
-  better); LLMSanitize's version reports the share of resampled means <= 0 without centring,
-  which is not a p-value of H0.
+* a one-sided p of "guided is no better than general" from the paired sign-flip test
+  (:mod:`harness.report.signflip`): exact at up to 20 items, Monte Carlo beyond. A bootstrap p
+  has a floor of 1/(resamples + 1) whatever n is (two items, both better, gave 0.0002 where the
+  exact test gives 0.25) and is anti-conservative at small n; the sign-flip test is exact there.
+  Golchin & Surdeanu judge significance by bootstrap resampling, one-sided (guided better);
+  LLMSanitize's version reports the share of resampled means <= 0 without centring, which is
+  not a p-value of H0.
+
+An interval from fewer than :data:`SMALL_N` items is flagged (``small_n``): a bootstrap interval
+under-covers there (at 8 items each BCa tail holds 5-6% instead of 2.5%).
 """
 
 from __future__ import annotations
@@ -29,42 +30,38 @@ import pandas as pd
 
 from harness.report.cells import subset_rank
 from harness.report.format import Section, Table, fmt_num, fmt_num_ci, fmt_p, user
+from harness.report.probe_holm import HOLM_CAPTION
 from harness.report.probe_rows import chosen_params, other_params_note, score_frame
+from harness.report.signflip import EXACT_MAX_N, sign_flip_p
+from harness.report.signflip import RESAMPLES as SIGN_FLIPS
 from harness.report.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, bootstrap_mean
 from harness.store import Store
 
 __all__ = ["KIND", "FIGURE", "build", "section", "guided_part", "paired_difference", "MEASURES",
-           "MEASURE_NAMES", "BOOTSTRAP"]
+           "MEASURE_NAMES", "BOOTSTRAP", "SMALL_N"]
 
 KIND = "guided"
 FIGURE = "fig_probe_guided"
 MEASURES = ("rouge_l", "bleu2")
 MEASURE_NAMES = {"rouge_l": "ROUGE-L", "bleu2": "BLEU-2"}
+SMALL_N = 20  # below this many items an interval is flagged (a bootstrap under-covers)
 BOOTSTRAP = {"resamples": BOOTSTRAP_RESAMPLES, "seed": BOOTSTRAP_SEED, "interval": "BCa 95%",
-             "test": "one-sided paired bootstrap, H0: mean(guided - general) <= 0, "
-                     "differences centred on zero"}
+             "test": "one-sided paired sign-flip test, H0: guided - general symmetric about 0",
+             "exact_max_n": EXACT_MAX_N, "sign_flips": SIGN_FLIPS, "small_n": SMALL_N}
 
 
 def paired_difference(guided: np.ndarray, general: np.ndarray) -> dict[str, Any]:
-    """Mean scores, mean difference, its BCa interval and the one-sided bootstrap p."""
+    """Mean scores, mean difference, its BCa interval (``small_n`` under :data:`SMALL_N` items) and
+    the one-sided sign-flip p (``p_exact``: by enumeration, else Monte Carlo)."""
     differences = np.asarray(guided, float) - np.asarray(general, float)
     n = len(differences)
     mean = float(differences.mean()) if n else math.nan
     boot = bootstrap_mean(differences)
+    test = sign_flip_p(differences)
     return {"n": n, "guided_mean": float(np.mean(guided)) if n else math.nan,
             "general_mean": float(np.mean(general)) if n else math.nan,
             "mean_difference": mean, "ci_low": boot.low, "ci_high": boot.high,
-            "p": _one_sided_p(differences, mean, boot.distribution)}
-
-
-def _one_sided_p(differences: np.ndarray, mean: float, resampled_means: np.ndarray) -> float:
-    """``resampled_means``: the bootstrap distribution of the mean of ``differences``."""
-    if len(differences) < 2:
-        return math.nan
-    if np.ptp(differences) == 0:  # every difference equal: resampling cannot move the mean
-        return 1.0 if mean <= 0 else 1 / (BOOTSTRAP_RESAMPLES + 1)
-    centred = resampled_means - mean  # the resampled means of the differences centred on zero
-    return float((1 + np.sum(centred >= mean)) / (1 + BOOTSTRAP_RESAMPLES))
+            "small_n": 0 < n < SMALL_N, "p": test.p, "p_exact": test.method == "exact"}
 
 
 def build(store: Store, contrast: tuple[str, str]) -> dict[str, Any] | None:
@@ -106,16 +103,22 @@ def _measure(items: pd.DataFrame, measure: str) -> dict[str, Any]:
 
 def section(part: dict[str, Any], report: dict[str, Any]) -> Section:
     tables = [Table(["Model", "Subset", "Items", "Guided", "General", "Guided − general",
-                     "95% CI (BCa)", "p (one-sided)"],
+                     "95% CI (BCa)", "p (one-sided)", "Holm p"],
                     [[r["model"], str(r["subset"]), str(r["n"]), fmt_num(r["guided_mean"]),
                       fmt_num(r["general_mean"]), fmt_num(r["mean_difference"]),
-                      fmt_num_ci(r["ci_low"], r["ci_high"]), fmt_p(r["p"])]
+                      _interval(r), fmt_p(r["p"]), fmt_p(r.get("p_holm"))]
                      for r in part["differences"] if r["measure"] == measure],
                     f"Mean {MEASURE_NAMES[measure]} of the completion against the question's true "
-                    "rest, per model over all items and per subset.", f"probe_guided_{measure}")
+                    f"rest, per model over all items and per subset. † fewer than "
+                    f"{part['bootstrap']['small_n']} items: the interval under-covers.{HOLM_CAPTION}",
+                    f"probe_guided_{measure}")
               for measure in MEASURES]
     return Section("Probe: guided (guided vs general instruction)", _paragraphs(part), tables,
                    figures=[FIGURE])
+
+
+def _interval(row: dict[str, Any]) -> str:
+    return fmt_num_ci(row["ci_low"], row["ci_high"]) + (" †" if row.get("small_n") else "")
 
 
 def _paragraphs(part: dict[str, Any]) -> list[str]:
@@ -129,9 +132,11 @@ def _paragraphs(part: dict[str, Any]) -> list[str]:
              "BLEU-2. A guided score above the general one says the benchmark itself has leaked.",
              f"The difference guided − general is paired by item: its interval is a 95% BCa "
              f"bootstrap interval resampling items ({boot['resamples']} resamples, seed "
-             f"{boot['seed']}); p is a one-sided paired bootstrap test of H0: the mean difference is "
-             "at most 0 (the differences centred on zero and resampled the same way; p = (1 + "
-             "resampled means ≥ the observed one) / (1 + resamples), so its smallest value is "
-             f"{fmt_p(1 / (boot['resamples'] + 1))}), as Golchin & Surdeanu judge significance by "
-             f"bootstrap resampling. Parameters {user(part['params_sha256'][:12])}."]
+             f"{boot['seed']}), flagged † below {boot['small_n']} items, where a bootstrap interval "
+             "covers less than it says. p is a one-sided paired sign-flip (permutation) test of H0: "
+             "guided − general is symmetric about 0, on the sum of the differences: exact (every "
+             f"one of the 2^n sign patterns) up to {boot['exact_max_n']} items, else "
+             f"{boot['sign_flips']} seeded random patterns; a pattern's sum within 10⁻⁹ of the "
+             "observed one counts as a tie, at least as extreme. Golchin & Surdeanu judge "
+             f"significance by bootstrap resampling. Parameters {user(part['params_sha256'][:12])}."]
     return lines + other_params_note(part, KIND)

@@ -28,6 +28,7 @@ import orjson
 from scipy import stats as sps
 
 from harness.report.format import Section, Table, fmt_num, fmt_num_ci, fmt_p, user
+from harness.report.probe_holm import HOLM_CAPTION
 from harness.report.probe_rows import other_params_note
 from harness.report.stats import bootstrap, roc_auc_test
 from harness.store import Store
@@ -146,9 +147,10 @@ def section(part: dict[str, Any], report: dict[str, Any]) -> Section:
     rows = [[r["model"], NAMES.get(r["metric"], r["metric"]), f"{r['k']:g}",
              f"{r['documented_n']} / {r['undocumented_n']}", fmt_num(r["documented_median"]),
              fmt_num(r["undocumented_median"]), fmt_num(r["auc"]),
-             fmt_num_ci(r["auc_ci_low"], r["auc_ci_high"]), fmt_p(r["mannwhitney_p"])]
-            for r in part["rows"]]
+             fmt_num_ci(r["auc_ci_low"], r["auc_ci_high"]), fmt_p(r["mannwhitney_p"]),
+             fmt_p(r.get("p_holm"))] for r in part["rows"]]
     table = Table(["Model", "Score", "k", "n (doc / undoc)", "Median doc", "Median undoc",
-                   "ROC-AUC", f"{part['confidence']:.0%} CI", "p"], rows,
-                  "Min-K% / Min-K%++ per model: documented vs undocumented items.", "probe_min_k")
+                   "ROC-AUC", f"{part['confidence']:.0%} CI", "p", "Holm p"], rows,
+                  f"Min-K% / Min-K%++ per model: documented vs undocumented items.{HOLM_CAPTION}",
+                  "probe_min_k")
     return Section("Probe: min-k (token log-probabilities)", paragraphs, [table], [FIGURE])

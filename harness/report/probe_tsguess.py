@@ -17,6 +17,7 @@ import pandas as pd
 
 from harness.report.cells import contrast_2x2, subset_rank
 from harness.report.format import Section, Table, fmt_ci, fmt_or, fmt_p, fmt_pct, fmt_pp, fmt_sides, user
+from harness.report.probe_holm import HOLM_CAPTION
 from harness.report.probe_rows import chosen_params, other_params_note, score_frame
 from harness.report.stats import proportion, wilson_interval
 from harness.store import Store
@@ -77,13 +78,15 @@ def section(part: dict[str, Any], report: dict[str, Any]) -> Section:
                     fmt_ci(r["ci_low"], r["ci_high"]), str(r["not_probed"])] for r in part["rates"]],
                   "Exact-match rate of the masked word per model and subset.",
                   "probe_tsguess_by_model_subset")
-    tests = Table(["Model", doc, undoc, "Difference", "95% CI (Newcombe)", "Odds ratio", "Fisher p"],
+    tests = Table(["Model", doc, undoc, "Difference", "95% CI (Newcombe)", "Odds ratio", "Fisher p",
+                   "Holm p"],
                   [[r["model"], *fmt_sides(r, "matches", "rate"),
                     fmt_pp(r["difference"], signed=True), fmt_ci(r["ci_low"], r["ci_high"]),
-                    fmt_or(r["odds_ratio"]), fmt_p(r["fisher_p"])] for r in part["tests"]],
+                    fmt_or(r["odds_ratio"]), fmt_p(r["fisher_p"]), fmt_p(r.get("p_holm"))]
+                   for r in part["tests"]],
                   "Documented vs undocumented: odds ratio ad/bc and two-sided Fisher exact p on the "
                   "2×2 match / no match table; the difference's interval is Newcombe's hybrid score "
-                  "interval.", "probe_tsguess_contrast")
+                  f"interval.{HOLM_CAPTION}", "probe_tsguess_contrast")
     return Section("Probe: ts-guess (testset slot guessing)", _paragraphs(part),
                    [rates, tests], figures=[FIGURE])
 

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from harness.report import probe_cdd, probe_guided, probe_mink, probe_tsguess
+from harness.report import probe_cdd, probe_guided, probe_holm, probe_mink, probe_tsguess
 from harness.report.format import Section
 from harness.store import Store
 
@@ -47,9 +47,13 @@ def build(store: Store, contrast: tuple[str, str], notes: list[dict[str, str]]) 
         return None
     notes += [{"section": f"probes.{kind}", "reason": f"no {kind} scores in the store"}
               for kind in built if kind not in present]
+    probe_holm.adjust(present)
     return present
 
 
 def sections(report: dict) -> list[Section]:
     probes = report.get("probes") or {}
-    return [part.section(probes[part.kind], report) for part in PARTS if part.kind in probes]
+    built = [part.section(probes[part.kind], report) for part in PARTS if part.kind in probes]
+    if built:
+        built[0].paragraphs.append(probe_holm.SENTENCE)
+    return built

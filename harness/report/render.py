@@ -81,10 +81,17 @@ def _overview(report: dict) -> Section:
         f"Store {user(meta.get('store', '?'))}: {_count(meta, 'items', 'item')}, "
         f"{_count(meta, 'models', 'model')}; "
         f"generated {meta.get('generated_at', '?')} (contam {meta.get('harness_version') or '?'}).",
-        f"Human rater: {user(report['human_rater'] or 'none')}. Judge rater: {user(report['judge_rater'] or 'none')}. "
+        f"Human rater: {_rater(report, 'human')}. Judge rater: {_rater(report, 'judge')}. "
         f"Contrast: {user(contrast['documented'])} (documented) vs {user(contrast['undocumented'])} (undocumented).",
         "All intervals are 95%. Empty answers and unanswered items count as wrong (a lower bound); "
         "see Missing data."])
+
+
+def _rater(report: dict, side: str) -> str:
+    """The rater's name, and the models it labelled nowhere (left out of its sections)."""
+    missing = ((report.get("meta") or {}).get("unlabelled") or {}).get(side) or []
+    unlabelled = f" (no labels for {', '.join(map(user, missing))})" if missing else ""
+    return user(report[f"{side}_rater"] or "none") + unlabelled
 
 
 def _count(meta: dict, key: str, word: str) -> str:
@@ -230,9 +237,17 @@ def _agreement(report: dict) -> Section | None:
     return Section("Human × judge agreement", [
         f"Pooled exact agreement {fmt_pct(pooled['exact'])} (Cohen's κ = {fmt_num(pooled['kappa'])}; "
         f"linearly weighted κ = {fmt_num(pooled['kappa_linear'])}; κ = {fmt_num(pooled['kappa_binary'])} "
-        "on the collapsed right / not-right decision)."],
+        "on the collapsed right / not-right decision), over the cells both labelled, labels as given"
+        f"{_imputed_clause(agreement.get('imputed'))}."],
         [confusion, Table(["Model", "n", "Exact", "κ", "κ linear", "κ right/not"], rows,
                           name="agreement_by_model")])
+
+
+def _imputed_clause(imputed: int | None) -> str:
+    if not imputed:
+        return ""
+    return (f"; {plural(imputed, 'cell')} with an imputed label (a blank answer or an unanswered item, "
+            "wrong by the lower-bound rule, on either side) left out of κ")
 
 
 def _inter_annotator(report: dict) -> Section | None:
@@ -313,7 +328,8 @@ _WORDS = {"overall": "overall accuracy", "per_title": "per-title accuracy", "gap
           "human_rater": "human rater", "judge_rater": "judge rater", "inter_annotator": "inter-annotator agreement",
           "missing": "missing data", "surface_by_subset": "surface metrics by subset", "bleu2": "BLEU-2",
           "bertscore_f1": "BERTScore-F1", "judge_partial_credit": "judge partial credit",
-          "cmh": "pooled odds ratio (CMH)", "logistic": "logistic model"}
+          "cmh": "pooled odds ratio (CMH)", "logistic": "logistic model", "unlabelled": "unlabelled models",
+          "human": "human labels", "judge_gap": "contamination gap under the judge"}
 
 
 def note_heading(section: str) -> str:

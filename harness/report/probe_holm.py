@@ -1,0 +1,43 @@
+"""Holm's correction within each model's probe family: every p-value the probes section gives one
+model (cdd's and ts-guess's Fisher p, guided's six bootstrap p, min-k's Mann–Whitney p per score
+and k) is one family, adjusted together, as the gap table adjusts its Fisher p over the models.
+
+Each row with a p-value gains ``p_holm`` and ``holm_family_size`` (the defined p-values in its
+model's family); an undefined p stays undefined and does not count. See ARCHITECTURE.md, The report.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from typing import Any
+
+from harness.report.cells import nan_if_none
+from harness.report.stats import holm
+
+__all__ = ["P_VALUES", "adjust", "SENTENCE", "HOLM_CAPTION"]
+
+# probe kind -> (the part's list of rows, the column holding each row's p)
+P_VALUES = {"cdd": ("contrast", "fisher_p"), "ts-guess": ("tests", "fisher_p"),
+            "guided": ("differences", "p"), "min-k": ("rows", "mannwhitney_p")}
+
+SENTENCE = ("Holm p is adjusted within each model's probe family: every p-value the probes section "
+            "gives that model (cdd's and ts-guess's Fisher p, guided's six one-sided p, min-k's "
+            "Mann–Whitney p per score and k), so that a clean model's many tests do not flag it by "
+            "chance; read Holm p when judging one model.")
+
+HOLM_CAPTION = " Holm p: within the model's probe family (see the first probe section)."
+
+
+def adjust(probes: dict[str, Any]) -> None:
+    """Add ``p_holm`` and ``holm_family_size`` to every p-value row of ``probes`` (the section's
+    parts by kind), in place."""
+    families: defaultdict[str, list[tuple[dict, str]]] = defaultdict(list)
+    for kind, (key, column) in P_VALUES.items():
+        for row in (probes.get(kind) or {}).get(key) or []:
+            families[row["model"]].append((row, column))
+    for members in families.values():
+        pvalues = [nan_if_none(row[column]) for row, column in members]
+        size = sum(not math.isnan(p) for p in pvalues)
+        for (row, _), adjusted in zip(members, holm(pvalues)):
+            row["p_holm"], row["holm_family_size"] = adjusted, size
