@@ -76,7 +76,9 @@ def test_each_tiers_accuracy_and_the_trend_come_from_the_cells(study, model):
 def test_contrast_still_picks_two_subsets(study):
     _, report = study
     assert report["contrast"] == {"documented": "popular-hack", "undocumented": "obscure-hack"}
-    assert {r["model"] for r in report["gap"]} == set(MODELS)
+    # model-a's obscure-hack cells carry the judge's labels only (tests.studykit), so the human
+    # gap has no row for it: a model labelled on one side of the contrast gets none
+    assert {r["model"] for r in report["gap"]} == {"model-b"}
 
 
 def test_contam_report_writes_the_tiers_tables(tmp_path, contam):
