@@ -111,7 +111,8 @@ def _report(args: argparse.Namespace) -> int:
     from harness.jobs.report import report
 
     result = report(store=args.store, out=args.out, format=args.format, contrast=args.contrast,
-                    human=args.human, judge=args.judge, figure_titles=args.figure_titles)
+                    human=args.human, judge=args.judge, figure_titles=args.figure_titles,
+                    by=args.by)
     if result.out is not None:
         say(f"wrote {len(result.written)} files to {result.out}/",
              sys.stderr if args.format else sys.stdout)

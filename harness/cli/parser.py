@@ -157,6 +157,9 @@ def _add_report(sub: argparse._SubParsersAction) -> None:
                    help="documented,undocumented subsets (default official,fan)")
     p.add_argument("--judge", help="judge rater, e.g. judge:claude-sonnet-5")
     p.add_argument("--human", help="human rater (default: human, else the first human:<name>)")
+    p.add_argument("--by", metavar="COLUMN",
+                   help="break accuracy down by an item column: title, subset, ... or one of the "
+                        "items' own extra columns")
     p.add_argument("--figure-titles", action="store_true",
                    help="draw each figure's title inside it (default: none; the captions carry them)")
 

@@ -34,10 +34,13 @@ class ReportResult:
 
 def report(*, store: str | Path = DEFAULT_STORE, out: str | Path | None = None,
            format: str | None = None, contrast: str | None = None, human: str | None = None,
-           judge: str | None = None, figure_titles: bool = False) -> ReportResult:
-    """``contam report``: see the module docstring for where it writes."""
+           judge: str | None = None, figure_titles: bool = False,
+           by: str | None = None) -> ReportResult:
+    """``contam report``: see the module docstring for where it writes; ``by``: an item column
+    to break accuracy down by."""
     with reading(store) as opened:  # through the job holding the store, if one does
-        built = build_report(opened, contrast=parse_contrast(contrast), human=human, judge=judge)
+        built = build_report(opened, contrast=parse_contrast(contrast), human=human, judge=judge,
+                             by=by)
     result = ReportResult(report=built)
     if out or not format:
         result.out = Path(out) if out else default_out_dir(store)
