@@ -147,6 +147,7 @@ def test_a_study_without_subsets_reports_accuracy_and_agreement(store_path, tmp_
     assert report["overall"] and report["agreement"] and report["rule_accuracy"]
     assert report["gap"] is None and report["cmh"] is None and report["surface_by_subset"] is None
     assert {r["scope"] for r in report["mcnemar"]} == {"all"}
+    assert {r["subset"] for r in report["abstention"]} == {"all"}
     md = (out / "report.md").read_text()
     assert md.count(NO_SUBSETS) == 1 and "Contrast: official" not in md
     assert "contamination gap" not in md.lower() and not (out / "fig2_contamination_gap.png").exists()

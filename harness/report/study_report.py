@@ -22,7 +22,7 @@ from harness.report.cells import Cells
 from harness.report.surface import _validity
 from harness.store import Store
 
-__all__ = ["RULE_METRICS", "CORE_COLUMNS", "build", "drop_contrast", "NO_SUBSETS"]
+__all__ = ["RULE_METRICS", "CORE_COLUMNS", "NO_SUBSETS", "build", "drop_contrast", "item_columns"]
 
 RULE_METRICS = {"exact": "Exact match", "contains": "Contains", "numeric": "Numeric",
                 "regex": "Regex + exact"}
@@ -134,19 +134,19 @@ def _rule_validity(frame: pd.DataFrame, present: list[str], report: dict) -> dic
     """Each rule metric as a classifier of the human 'right' label: metric validity's columns
     plus the agreement, Cohen's κ, sensitivity and specificity of the two right/not-right calls."""
     contrast = tuple((report.get("contrast") or {}).values())
-    labelled = frame[frame["human"].notna()]
-    models = _models(report, frame)
-    result = {}
+    labelled, models = frame[frame["human"].notna()], _models(report, frame)
+    result: dict[str, Any] = {}
     for metric in present:
         scored = labelled[labelled[metric].notna()]
-        if scored.empty:
-            result[metric] = None
-            continue
-        row = lambda cells: {**_validity(cells, metric, contrast), **_agreement(cells, metric)}  # noqa: E731
-        result[metric] = {"pooled": row(scored),
-                          "per_model": [{"model": m, **row(scored[scored["model"] == m])}
-                                        for m in models if (scored["model"] == m).any()]}
+        result[metric] = None if scored.empty else {
+            "pooled": _validity_row(scored, metric, contrast),
+            "per_model": [{"model": m, **_validity_row(scored[scored["model"] == m], metric, contrast)}
+                          for m in models if (scored["model"] == m).any()]}
     return result
+
+
+def _validity_row(cells: pd.DataFrame, metric: str, contrast: tuple) -> dict[str, Any]:
+    return {**_validity(cells, metric, contrast), **_agreement(cells, metric)}
 
 
 def _agreement(cells: pd.DataFrame, metric: str) -> dict[str, Any]:
@@ -171,6 +171,9 @@ def drop_contrast(store: Store, cells: Cells, report: dict[str, Any], notes: lis
     for key in _CONTRAST_KEYS:
         report[key] = None
     if report.get("mcnemar"):
-        report["mcnemar"] = labels.mcnemar(cells.frame(), (), _models(report, cells.frame()))
+        frame = cells.frame()
+        report["mcnemar"] = labels.mcnemar(frame, (), _models(report, frame))
+    for row in report.get("abstention") or []:
+        row["subset"] = "all"  # one row per model: every item, none of which has a subset
     notes[:] = [n for n in notes if not n["section"].startswith(_CONTRAST_KEYS)]
     report["without_subsets"] = NO_SUBSETS  # the overview's one line
