@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import os
+import re
 import shlex
 import tomllib
 from dataclasses import dataclass, field, fields, replace
@@ -141,7 +142,24 @@ def _study(path: Path, raw: dict[str, Any]) -> StudySettings:
         subsets=tuple(study.get("subsets", ())), user_template=raw.get("prompt", {}).get("user"),
         probe_text=probes.get("text"), metrics=tuple(scoring.get("metrics", DEFAULT_METRICS)),
         numeric_tolerance=scoring.get("numeric_tolerance", DEFAULT_NUMERIC_TOLERANCE),
-        regex=scoring.get("regex"), rubric=_beside(path, rubric))
+        regex=_answer_regex(path, scoring), rubric=_beside(path, rubric))
+
+
+def _answer_regex(path: Path, scoring: dict[str, Any]) -> str | None:
+    """``[scoring] regex``: it must compile and have a group 1 (the answer); the ``regex``
+    metric needs one. (metrics.rules compiles it again when scoring.)"""
+    pattern = scoring.get("regex")
+    if pattern is None:
+        if "regex" in scoring.get("metrics", ()):
+            raise UserError(f"{path}: [scoring] metrics names 'regex' but [scoring] regex is not set")
+        return None
+    try:
+        groups = re.compile(pattern).groups
+    except re.error as exc:
+        raise UserError(f"{path}: [scoring] regex: {pattern!r} does not compile ({exc})") from None
+    if groups < 1:
+        raise UserError(f"{path}: [scoring] regex: {pattern!r} has no group: put the answer in ( )")
+    return pattern
 
 
 def _beside(config_path: Path, named: str | None) -> Path | None:

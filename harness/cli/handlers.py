@@ -88,11 +88,11 @@ def _judge(args: argparse.Namespace) -> int:
 
 
 def _score(args: argparse.Namespace) -> int:
-    from harness.jobs.score import DEFAULT_METRICS, ScoreOptions, score
+    from harness.jobs.score import ScoreOptions, score
     from harness.jobs.score_ray import RayOptions
 
     options = ScoreOptions(
-        metrics=args.metric or DEFAULT_METRICS, bertscore_model=args.bertscore_model,
+        metrics=args.metric, config=args.config, bertscore_model=args.bertscore_model,
         layer=args.bertscore_layers, rescale=not args.no_rescale, baseline=args.baseline,
         device=args.device, precision=args.precision, token_budget=args.token_budget,
         idf=args.idf, ray=RayOptions(address=args.ray) if args.ray else None,
@@ -112,7 +112,7 @@ def _report(args: argparse.Namespace) -> int:
 
     result = report(store=args.store, out=args.out, format=args.format, contrast=args.contrast,
                     human=args.human, judge=args.judge, figure_titles=args.figure_titles,
-                    config=args.config)
+                    config=args.config, by=args.by)
     if result.out is not None:
         say(f"wrote {len(result.written)} files to {result.out}/",
              sys.stderr if args.format else sys.stdout)

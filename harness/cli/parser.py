@@ -118,10 +118,14 @@ def _add_judge(sub: argparse._SubParsersAction) -> None:
 
 
 def _add_score(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("score", help="BLEU-2 and BERTScore-F1 for every unscored answer")
+    p = sub.add_parser("score", help="BLEU-2, BERTScore-F1 and rule metrics for every unscored answer")
     _store(p)
-    p.add_argument("--metric", action="append", choices=["bleu2", "bleu2_nltk", "bertscore"],
-                   help="repeatable; default bleu2 and bertscore")
+    p.add_argument("--metric", action="append", metavar="NAME[,NAME]",
+                   help="bleu2, bleu2_nltk, bertscore (or bertscore_f1), exact, contains, numeric, "
+                        "regex; repeatable or a comma list (default: the study's [scoring] metrics, "
+                        "else bleu2 and bertscore)")
+    p.add_argument("--config", help="the study config whose [scoring] metrics, numeric_tolerance "
+                                    "and regex apply (default: what the newest contam run recorded)")
     p.add_argument("--bertscore-model",
                    help="model name or local directory (default roberta-large; "
                         "sentence-transformers/all-MiniLM-L6-v2 is the offline encoder)")
@@ -157,6 +161,9 @@ def _add_report(sub: argparse._SubParsersAction) -> None:
                    help="documented,undocumented subsets (default official,fan)")
     p.add_argument("--judge", help="judge rater, e.g. judge:claude-sonnet-5")
     p.add_argument("--human", help="human rater (default: human, else the first human:<name>)")
+    p.add_argument("--by", metavar="COLUMN",
+                   help="break accuracy down by an item column: title, subset, ... or one of the "
+                        "items' own extra columns")
     p.add_argument("--figure-titles", action="store_true",
                    help="draw each figure's title inside it (default: none; the captions carry them)")
     p.add_argument("--config", help="the study's config: its [study] exposure, released, subsets and "

@@ -1,4 +1,6 @@
-"""`contam score`: BLEU-2 and BERTScore-F1 for every answer not yet scored with the same params.
+"""`contam score`: BLEU-2, BERTScore-F1 and the rule-based metrics (:mod:`harness.jobs.score_rules`)
+for every answer not yet scored with the same params. Without ``--metric`` it scores the study's
+``[scoring] metrics`` (``--config FILE``'s, else the newest run's record, else BLEU-2 and BERTScore).
 
 A cell (item, model) counts as scored for a metric when its latest ``scores`` row for that metric
 has exactly the params this pass would write *and* is newer than both the cell's latest answer and
@@ -29,15 +31,20 @@ from harness.display import BatchProgress
 from harness.errors import UserError
 from harness.jobs.live import serving_reads
 from harness.jobs.score_ray import RayOptions, RayShards
+from harness.jobs.score_rules import RULE_METRICS, check_rule_settings, rule_scorer
 from harness.store import DEFAULT_STORE, Store, utc_now
 from harness.store.cells import answered_cells, unscored
+from harness.store.settings import study_settings
+from harness.study import StudySettings
 from harness.text import is_blank
 from metrics.bertscore_shards import DEFAULT_SHARD_PAIRS, LocalShards, make_scorer, reference_shards
 
 __all__ = ["score", "ScoreOptions", "score_store", "MetricSummary", "METRICS", "DEFAULT_METRICS"]
 
 # --metric choice -> the metric name stored in `scores.metric`
-METRICS = {"bleu2": "bleu2", "bleu2_nltk": "bleu2_nltk", "bertscore": "bertscore_f1"}
+METRICS = {"bleu2": "bleu2", "bleu2_nltk": "bleu2_nltk", "bertscore": "bertscore_f1",
+           "exact": "exact", "contains": "contains", "numeric": "numeric", "regex": "regex"}
+_ALIASES = {"bertscore_f1": "bertscore"}  # [scoring] metrics names the stored name
 DEFAULT_METRICS = ("bleu2", "bertscore")
 _WRITE_BATCH = 5000
 
@@ -83,7 +90,8 @@ class _Cell:
 class ScoreOptions:
     """``contam score``'s options; every field is the flag of the same name."""
 
-    metrics: Sequence[str] = DEFAULT_METRICS
+    metrics: Sequence[str] | None = None  # None: the study's [scoring] metrics
+    config: str | Path | None = None  # --config: the study whose [scoring] settings apply
     bertscore_model: str | None = None
     layer: int | None = None
     rescale: bool = True
@@ -101,7 +109,9 @@ def score(*, store: str | Path = DEFAULT_STORE,
     """``contam score``: every metric over every cell not scored with the same params yet."""
     o = options or ScoreOptions()
     with Store(store) as opened, serving_reads(opened, "score"):
-        return score_store(opened, o.metrics, bertscore_model=o.bertscore_model, layer=o.layer,
+        study = study_settings(opened.con, o.config)
+        return score_store(opened, o.metrics or study.metrics, study=study,
+                           bertscore_model=o.bertscore_model, layer=o.layer,
                            rescale=o.rescale, baseline=o.baseline, device=o.device,
                            precision=o.precision, token_budget=o.token_budget, idf=o.idf,
                            ray=o.ray, progress=o.progress)
@@ -110,14 +120,15 @@ def score(*, store: str | Path = DEFAULT_STORE,
 # -- the pass ---------------------------------------------------------------------------------
 
 def score_store(store: Store, metrics: Iterable[str] = DEFAULT_METRICS, *,
-                bertscore_model: str | None = None, layer: int | None = None,
+                study: StudySettings | None = None, bertscore_model: str | None = None, layer: int | None = None,
                 rescale: bool = True, baseline: str | None = None, device: str | None = None,
                 precision: str | None = None, token_budget: int | None = None,
                 idf: bool = False, ray: RayOptions | None = None,
                 shard_pairs: int = DEFAULT_SHARD_PAIRS,
                 progress: bool = False) -> list[MetricSummary]:
     """Score every cell of ``store`` not yet scored with the same params; return one summary per
-    metric. ``metrics`` uses the --metric names (bleu2, bleu2_nltk, bertscore). ``baseline`` is a
+    metric. ``metrics`` uses the --metric names (bleu2, bleu2_nltk, bertscore or bertscore_f1,
+    exact, contains, numeric, regex); ``study`` gives the rule metrics' settings. ``baseline`` is a
     bert-score baseline file; without one, bert-score's shipped file is used, else one computed
     from shuffled pairs of the store. ``idf``: BERTScore's tokens weighted by idf over the
     references of the answered items (:mod:`metrics.bertscore_idf`). ``ray``: BERTScore's shards
@@ -125,7 +136,8 @@ def score_store(store: Store, metrics: Iterable[str] = DEFAULT_METRICS, *,
     Everything that can be refused is refused before a row is written, except that a BERTScore
     model which cannot be had here (offline) does not stop the other metrics: its summary then
     carries the one-line ``error`` and nothing of it is written."""
-    chosen = _check_metrics(metrics)
+    chosen, study = _check_metrics(metrics), study or StudySettings()
+    check_rule_settings(chosen, study)
     options = _BertScoreOptions(bertscore_model, layer, rescale, baseline, device, precision,
                                 token_budget, idf, ray, shard_pairs)
     if baseline and not rescale:
@@ -138,7 +150,7 @@ def score_store(store: Store, metrics: Iterable[str] = DEFAULT_METRICS, *,
     try:
         for name in chosen:  # every check happens here, before anything is written
             passes.append(_BertScorePass(store, cells, options) if name == "bertscore" else
-                          _SurfacePass(name, store, cells))
+                          _SurfacePass(name, store, cells, study))
         del cells  # each pass keeps only what it still needs: a million cells weigh
         reporter = BatchProgress(progress)
         return [run(store, reporter) for run in passes]
@@ -162,10 +174,13 @@ class _BertScoreOptions:
 
 
 def _check_metrics(metrics: Iterable[str]) -> list[str]:
-    chosen = list(dict.fromkeys(metrics))  # keep order, drop repeats
+    named = [m.strip() for entry in metrics for m in entry.split(",") if m.strip()]
+    chosen = list(dict.fromkeys(_ALIASES.get(m, m) for m in named))  # keep order, drop repeats
     unknown = [m for m in chosen if m not in METRICS]
     if unknown:
         raise UserError(f"unknown metric {unknown[0]!r} (choose from {', '.join(METRICS)})")
+    if not chosen:
+        raise UserError("--metric: no metric named")
     if "bleu2_nltk" in chosen:
         try:
             import nltk  # noqa: F401
@@ -201,14 +216,12 @@ def _append(store: Store, rows: list[dict]) -> None:
 
 
 class _SurfacePass:
-    """BLEU-2 (ours or NLTK's): cheap, computed in one call, written in batches."""
+    """BLEU-2 (ours or NLTK's) or a rule metric: cheap, computed in one call, written in batches."""
 
-    def __init__(self, name: str, store: Store, cells: Sequence[_Cell]) -> None:
-        from metrics import bleu
-
+    def __init__(self, name: str, store: Store, cells: Sequence[_Cell],
+                 study: StudySettings) -> None:
         self.metric = METRICS[name]
-        self.score_many = bleu.bleu2_nltk_many if name == "bleu2_nltk" else bleu.bleu2_many
-        self.params = bleu.bleu2_nltk_params() if name == "bleu2_nltk" else bleu.BLEU2_PARAMS
+        self.score_many, self.params = _surface_scorer(name, study)
         self.todo = _pending(store, self.metric, self.params)
         self.summary = MetricSummary(self.metric, skipped=len(cells) - len(self.todo),
                                      params=self.params)
@@ -224,6 +237,17 @@ class _SurfacePass:
 
     def close(self) -> None:
         pass
+
+
+def _surface_scorer(name: str, study: StudySettings):
+    """(score_many, params) of a metric scored in one call."""
+    if name in RULE_METRICS:
+        return rule_scorer(name, study)
+    from metrics import bleu
+
+    if name == "bleu2_nltk":
+        return bleu.bleu2_nltk_many, bleu.bleu2_nltk_params()
+    return bleu.bleu2_many, bleu.BLEU2_PARAMS
 
 
 def _tally(summary: MetricSummary, cells: Sequence[_Cell], *, null: int) -> MetricSummary:

@@ -19,7 +19,7 @@ import pandas as pd
 
 from harness import __version__
 from harness.errors import UserError
-from harness.report import contamination, labels, probes, provenance, study_parts, surface
+from harness.report import contamination, labels, probes, provenance, study_parts, study_report, surface
 from harness.report.cells import LABELS, METRICS, Cells
 from harness.report.study_inputs import StudyInputs
 from harness.store import Store, utc_now
@@ -31,17 +31,21 @@ __all__ = ["build_report", "parse_contrast", "figure_regime", "LABELS", "METRICS
 
 def build_report(store: Store, *, contrast: tuple[str, str] = ("official", "fan"),
                  human: str | None = None, judge: str | None = None,
-                 study: StudyInputs | None = None) -> dict[str, Any]:
+                 study: StudyInputs | None = None, by: str | None = None) -> dict[str, Any]:
     """Everything `contam report` prints, as one JSON-ready dict (see ARCHITECTURE.md, The report);
-    ``study``: the settings of the study sections (:mod:`harness.report.study_parts`)."""
+    ``study``: the settings of the study sections (:mod:`harness.report.study_parts`); ``by``: an
+    item column to break accuracy down by (:mod:`harness.report.study_report`)."""
     _require_data(store)
-    _require_subsets(store, contrast)
+    subsets = _require_subsets(store, contrast)
     notes: list[dict[str, str]] = []
     human = _human_rater(store, human, notes)
     judge = _judge_rater(store, judge, notes)
     cells = Cells(store, human, judge)
     report = _sections(store, cells, contrast, human, judge, notes)
     report.update(study_parts.build(store, cells, report, study or StudyInputs(), notes))
+    report.update(study_report.build(store, cells, report, by, notes))
+    if not subsets:
+        study_report.drop_contrast(store, cells, report, notes)
     report["notes"] = notes
     return report
 
@@ -117,12 +121,16 @@ def _require_data(store: Store) -> None:
                         "report on")
 
 
-def _require_subsets(store: Store, contrast: tuple[str, str]) -> None:
+def _require_subsets(store: Store, contrast: tuple[str, str]) -> bool:
+    """False for a study without subsets (no item has one: no contrast to draw)."""
     present = [r[0] for r in store.query("SELECT DISTINCT subset FROM latest_items ORDER BY 1")]
+    if not any(present):
+        return False
     for name in contrast:
         if name not in present:
             raise UserError(f"--contrast: subset {name!r} has no items "
                             f"(subsets in the store: {', '.join(map(str, present)) or 'none'})")
+    return True
 
 
 def _raters(store: Store, where: str) -> list[tuple[str, int]]:

@@ -347,6 +347,8 @@ def draw_figures(report: dict, titles: bool = False) -> dict[str, Figure]:
     for name, draw in FIGURES.items():
         if name == "fig4_per_title" and not report.get("per_title"):
             continue
+        if name == "fig2_contamination_gap" and report.get("without_subsets"):
+            continue  # no subsets, no contrast to draw
         drawn[name] = draw(report)
         if titles:
             drawn[name].suptitle(TITLES[name], fontsize=9)

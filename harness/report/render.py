@@ -18,9 +18,10 @@ from string import Template
 from harness.report.analysis import METRICS, figure_regime
 from harness.report.format import (DASH, PNG_DPI, Section, Table, fmt_ci, fmt_num, fmt_or, fmt_p, fmt_pct,
                                    fmt_pp, fmt_sides, md_cell, plural, user)
-from harness.report import exposure_figure, probe_figures, probes, study_sections
+from harness.report import exposure_figure, probe_figures, probes, study_section, study_sections
 from harness.report.provenance_section import provenance_section
 from harness.report.sections import contamination_section
+from harness.report.study_report import RULE_METRICS
 from harness.report.surface_section import surface_section
 
 __all__ = ["sections", "render_markdown", "render_html", "figure_caption", "note_heading"]
@@ -67,7 +68,8 @@ def sections(report: dict) -> list[Section]:
     there is a judge) and the surface metrics by subset, which then carry figures 1 and 2."""
     regime = figure_regime(report)
     leading = {"human": [_overall, _per_title, _gap], "judge": [_judge, _judge_gap]}.get(regime, [])
-    builders = [_overview, *leading, contamination_section, study_sections.sections, surface_section, _mcnemar, _regimes,
+    builders = [_overview, *leading, contamination_section, study_sections.sections, surface_section,
+                _mcnemar, _regimes, study_section.sections,
                 *([_judge] if regime == "human" else []), _agreement, _inter_annotator, _metric_validity,
                 _abstention, _missing_data, probes.sections, provenance_section, _notes]
     built = [build(report) for build in builders]  # a Section, None, or a list (the probes')
@@ -82,7 +84,8 @@ def _overview(report: dict) -> Section:
         f"{_count(meta, 'models', 'model')}; "
         f"generated {meta.get('generated_at', '?')} (contam {meta.get('harness_version') or '?'}).",
         f"Human rater: {_rater(report, 'human')}. Judge rater: {_rater(report, 'judge')}. "
-        f"Contrast: {user(contrast['documented'])} (documented) vs {user(contrast['undocumented'])} (undocumented).",
+        + (report.get("without_subsets") or f"Contrast: {user(contrast['documented'])} (documented) vs "
+           f"{user(contrast['undocumented'])} (undocumented)."),
         "All intervals are 95%. Empty answers and unanswered items count as wrong (a lower bound); "
         "see Missing data."])
 
@@ -276,7 +279,7 @@ def _metric_validity(report: dict) -> Section | None:
     if not validity:
         return None
     tables = []
-    for metric, name in METRICS.items():
+    for metric, name in {**METRICS, **RULE_METRICS}.items():
         if validity.get(metric):
             rows = [_validity_row(r["model"], r) for r in validity[metric]["per_model"]]
             rows.append(_validity_row("pooled", validity[metric]["pooled"]))

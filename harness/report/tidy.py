@@ -17,6 +17,8 @@ from typing import Any
 from harness.report.analysis import LABELS, METRICS
 from harness.report.probe_guided import MEASURES
 from harness.report.study_sections import TIDY as STUDY_TIDY
+from harness.report.study_report import RULE_METRICS
+from harness.report.study_section import tidy as study_tidy
 
 __all__ = ["tidy_tables", "TEXT_ONLY"]
 
@@ -38,8 +40,9 @@ def tidy_tables(report: dict) -> dict[str, Rows]:
         rows = build(report)
         if rows:
             tables[name] = [{key: _number(value) for key, value in row.items()} for row in rows]
-    for metric in METRICS:
+    for metric in (*METRICS, *RULE_METRICS):
         tables.update(_per_metric(report, metric))
+    tables.update(study_tidy(report))
     return tables
 
 
