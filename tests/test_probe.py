@@ -238,7 +238,10 @@ def test_samples_per_request_lowers_the_apis_limit(tmp_path, emulator):
     assert sorted(asked_samples(c) for c in generate_calls(emu)) == [1, 2, 6, 6, 6]
 
 
-def test_a_greedy_only_local_model_is_refused_in_one_line_before_anything_is_sent(tmp_path):
+def test_a_greedy_only_model_is_refused_in_one_line_before_anything_is_sent(tmp_path, monkeypatch):
+    from providers.local import LocalProvider
+
+    monkeypatch.setattr(LocalProvider, "can_sample", False)  # no provider is greedy-only today
     config = demo_config(tmp_path, [{"name": "smol", "provider": "local", "model": "smollm2",
                                      "params": {"device": "cpu"}}])
     run = probe_inprocess(config, tmp_path / "s.duckdb", limit=2)

@@ -109,7 +109,7 @@ def _chunks(numbers: list[int], size: int) -> Iterator[list[int]]:
 def _task(spec: ModelSpec, item_id: str, prompt: ProbePrompt, numbers: list[int]) -> Task:
     request = Request(system=prompt.system, user=prompt.user,
                       max_output_tokens=prompt.max_output_tokens, temperature=prompt.temperature,
-                      samples=len(numbers))
+                      samples=len(numbers), sample_numbers=tuple(numbers))
     return Task(item_id=item_id, model=spec.name, request=request,
                 tags={"variant": prompt.variant, "samples": numbers})
 
