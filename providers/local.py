@@ -54,7 +54,7 @@ from providers.base import (
     Fatal, ModelSettings, Provider, Reply, Request, TextLogprobs, Timeout,
 )
 from providers.local_batch import Batcher, Waiting
-from providers.local_cache import cache_root, find_converted, save_converted
+from providers.local_cache import cache_root, find_converted, name_architecture, save_converted
 from providers.local_generate import (
     Job, Limits, LoadedModel, Sampling, generate_blocking, torch_threads,
 )
@@ -181,7 +181,9 @@ def _from_disk(artifact: LocalArtifact, device: str) -> tuple[Any, Any]:
     gguf = artifact.directory / artifact.gguf_file
     converted = find_converted(gguf)
     if converted is not None:
-        return _from_folder(converted, device)
+        tokenizer, model = _from_folder(converted, device)
+        name_architecture(converted, model)
+        return tokenizer, model
     tokenizer, model = _from_gguf(artifact, device)
     save_converted(gguf, model, tokenizer)
     return tokenizer, model

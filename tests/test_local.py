@@ -4,6 +4,7 @@ generation with the packaged SmolLM2 model."""
 from __future__ import annotations
 
 import csv
+import json
 import socket
 from importlib import resources
 
@@ -272,6 +273,7 @@ def test_a_gguf_is_converted_once_and_the_copy_answers_the_same(provider, conver
     copy = find_converted(artifact.directory / artifact.gguf_file)
     assert copy is not None and copy.parent == converted_models_cache
     assert "quantization_config" not in (copy / "config.json").read_text()
+    assert json.loads((copy / "config.json").read_text())["architectures"] == ["LlamaForCausalLM"]
     first = local._LOADED[(artifact, provider.device)]
     again = local._load_uncached(artifact, provider.device)
     assert again.served_model == DEFAULT_LOCAL_MODEL
@@ -285,3 +287,24 @@ def test_a_gguf_is_converted_once_and_the_copy_answers_the_same(provider, conver
     finally:
         local._LOADED[(artifact, provider.device)] = first
     assert answers[0] == answers[1] and answers[0].strip()
+
+
+class LlamaForCausalLM:  # stands in for a loaded model: only its class name is read
+    pass
+
+
+def test_a_cached_copy_without_architectures_gains_it_and_one_with_it_is_kept(tmp_path):
+    from providers.local_cache import name_architecture
+
+    old, named = tmp_path / "old", tmp_path / "named"
+    for folder, config in ((old, {"model_type": "llama"}),
+                           (named, {"model_type": "llama", "architectures": ["Other"]})):
+        folder.mkdir()
+        (folder / "config.json").write_text(json.dumps(config))
+    name_architecture(old, LlamaForCausalLM())
+    name_architecture(named, LlamaForCausalLM())
+    assert json.loads((old / "config.json").read_text()) == {"model_type": "llama",
+                                                            "architectures": ["LlamaForCausalLM"]}
+    assert json.loads((named / "config.json").read_text())["architectures"] == ["Other"]
+    assert sorted(p.name for p in old.iterdir()) == ["config.json"]  # no staging file left
+    name_architecture(tmp_path / "missing", LlamaForCausalLM())  # nothing to fix: no error
