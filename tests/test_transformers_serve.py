@@ -168,3 +168,11 @@ def test_min_k_is_refused_in_one_line(contam, config):
     assert status != 0
     stopped = [line for line in (out + err).splitlines() if "STOPPED" in line and "served" in line]
     assert stopped and "prompt_logprobs" in stopped[0]
+
+
+@pytest.mark.parametrize("ci, outcome", [("true", pytest.fail.Exception), ("", pytest.skip.Exception)])
+def test_a_server_that_cannot_start_is_one_line_skipped_here_and_failed_under_ci(monkeypatch, ci, outcome):
+    monkeypatch.setenv("CI", ci)
+    with pytest.raises(outcome) as caught:
+        cannot_start("fastapi is not installed")
+    assert str(caught.value.msg) == "transformers serve cannot start: fastapi is not installed"
