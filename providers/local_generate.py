@@ -240,7 +240,8 @@ def generate_blocking(loaded: LoadedModel, jobs: Sequence[Job], limits: Limits) 
                                        stopping_criteria=criteria,
                                        logits_processor=LogitsProcessorList([sampler]))
     generated = output[:, inputs["input_ids"].shape[1]:].tolist()
-    answers = [_answer(loaded, tokens, cut, limits) for tokens, cut in zip(generated, sentences.cut)]
+    answers = [_answer(loaded, tokens, cut, limits)
+               for tokens, cut in zip(generated, sentences.cut)]
     return _replies(loaded, jobs, prompts, answers)
 
 

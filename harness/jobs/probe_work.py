@@ -166,7 +166,7 @@ class ShortReplies:
         self.plan = plan
         self.specs = list(specs)
         self.left: dict[str, list[tuple[str, str, int]]] = defaultdict(list)  # model -> cells
-        self.first: dict[str, tuple[int, int]] = {}  # model -> (got, asked) of its first short reply
+        self.first: dict[str, tuple[int, int]] = {}  # model -> (got, asked) of a first short reply
 
     def note(self, task: Task, got: int) -> None:
         numbers = list((task.tags or {})["samples"])
