@@ -122,3 +122,13 @@ def test_cdd_runs_on_a_local_model_with_its_samples_in_one_request(tmp_path, tin
     assert samples[0][:2] == ("greedy", 2) and samples[1][:2] == ("sample", 10)
     assert samples[1][2] > 2  # sampled, not the greedy answer ten times
     assert scored > 0
+
+
+@pytest.mark.parametrize("kind", ["ts-guess", "guided"])
+def test_the_other_generation_probes_run_on_a_local_model(tmp_path, tiny_chat, kind):
+    config = demo_config(tmp_path, [{"name": "tiny", "provider": "local", "model": str(tiny_chat),
+                                     "params": {"device": "cpu", "max_new_tokens": 6}}])
+    run = probe_inprocess(config, tmp_path / "s.duckdb", kind, limit=2)
+    assert run.status == 0, run.out + run.err
+    with Store(tmp_path / "s.duckdb", read_only=True) as store:
+        assert store.count("probe_samples") > 0 and store.count("probe_scores") > 0
