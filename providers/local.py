@@ -30,7 +30,7 @@ as with the HTTP providers' output limits), ``max_sentences`` (default 2, matchi
 Requests that arrive while the model is busy are answered together: one ``generate`` over all their
 prompts, each repeated once per sample it asks for (:class:`Batcher`), so a probe's N samples and
 the lane's concurrent requests share each forward pass. A batch's time limit is the model's
-``timeout_s`` per request in it.
+``timeout_s`` per row (sample) in it: each would have had that much alone.
 """
 
 from __future__ import annotations
@@ -290,9 +290,10 @@ class LocalProvider(Provider):
         return await self._batcher.answer(waiting, partial(self._run_batch, loaded))
 
     async def _run_batch(self, loaded: LoadedModel, jobs: list[Job], limits: Limits) -> list[Reply]:
-        """One batch in a worker thread; its time limit is the model's timeout per request."""
+        """One batch in a worker thread; its time limit is the model's timeout per row."""
         work = partial(generate_blocking, loaded, jobs, limits)
-        return await self._in_thread(work, "generation", self.spec.timeout_s * len(jobs))
+        rows = sum(len(job.sample_numbers()) for job in jobs)
+        return await self._in_thread(work, "generation", self.spec.timeout_s * rows)
 
     async def text_logprobs(self, text: str) -> TextLogprobs:
         """One forward pass (:mod:`providers.local_logprobs`); no chat template: base models too."""
