@@ -132,3 +132,24 @@ def test_the_other_generation_probes_run_on_a_local_model(tmp_path, tiny_chat, k
     assert run.status == 0, run.out + run.err
     with Store(tmp_path / "s.duckdb", read_only=True) as store:
         assert store.count("probe_samples") > 0 and store.count("probe_scores") > 0
+
+
+@pytest.mark.slow
+def test_the_local_probes_example_runs_cdd_and_repeats_its_samples(tmp_path, contam):
+    """examples/local-probes.toml on the packaged SmolLM2: cdd in two stores gives the same
+    samples (seeded per sample), batched over the lane's workers."""
+    from pathlib import Path
+
+    example = Path(__file__).resolve().parents[1] / "examples" / "local-probes.toml"
+    stores = [tmp_path / "a.duckdb", tmp_path / "b.duckdb"]
+    for store in stores:
+        status, out, err = contam("probe", "cdd", example, "--store", store, "--samples", 3,
+                                  "--limit", 2, "--no-progress")
+        assert status == 0, out + err
+    samples = []
+    for store in stores:
+        with Store(store, read_only=True) as opened:
+            samples.append(opened.query("SELECT item_id, variant, sample, text_raw FROM probe_samples "
+                                        "ORDER BY ALL"))
+    assert samples[0] == samples[1] and len(samples[0]) == 2 * (1 + 3)
+    assert all(text.strip() for *_, text in samples[0])
