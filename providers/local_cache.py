@@ -8,7 +8,9 @@ about a second, with the same weights. The folder's name carries the GGUF file's
 modification time and the transformers version: a changed file or library makes a new copy.
 The copy is written to a temporary folder and renamed into place, so a killed conversion leaves
 nothing half-written for a later load to trust. A cache that cannot be written only means the
-next load converts again.
+next load converts again. The copy's ``config.json`` names the model class (``architectures``), as
+any saved transformers model's does: servers such as ``transformers serve`` refuse a folder
+without it; a copy written before that gains it on its next load (:func:`name_architecture`).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-__all__ = ["CACHE_ENV", "cache_root", "find_converted", "save_converted"]
+__all__ = ["CACHE_ENV", "cache_root", "find_converted", "save_converted", "name_architecture"]
 
 CACHE_ENV = "CONTAM_CACHE_DIR"
 _WEIGHTS = "model.safetensors"
@@ -74,9 +76,28 @@ def _write(folder: Path, model: Any, tokenizer: Any) -> None:
 
 
 def _save_plain_config(model: Any, folder: Path) -> None:
-    """The model's config without the GGUF quantisation entry: the copy is plain float weights."""
+    """The model's config without the GGUF quantisation entry (the copy is plain float weights),
+    naming the model's class."""
     model.config.save_pretrained(folder)
     path = folder / "config.json"
     config = json.loads(path.read_text(encoding="utf-8"))
     config.pop("quantization_config", None)
+    config["architectures"] = [type(model).__name__]
     path.write_text(json.dumps(config, indent=2), encoding="utf-8")
+
+
+def name_architecture(folder: Path, model: Any) -> None:
+    """Adds ``architectures`` to a converted copy's config that lacks it (copies written before
+    it was added), by a rename, so a reader never sees half a file; a cache that cannot be
+    written is left as it is."""
+    path = folder / "config.json"
+    try:
+        config = json.loads(path.read_text(encoding="utf-8"))
+        if config.get("architectures"):
+            return
+        config["architectures"] = [type(model).__name__]
+        staging = path.with_name(f".config.json.{os.getpid()}")
+        staging.write_text(json.dumps(config, indent=2), encoding="utf-8")
+        staging.replace(path)
+    except (OSError, ValueError):
+        return

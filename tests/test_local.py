@@ -4,6 +4,7 @@ generation with the packaged SmolLM2 model."""
 from __future__ import annotations
 
 import csv
+import json
 import socket
 from importlib import resources
 
@@ -71,16 +72,16 @@ def test_paths_to_a_gguf_file_and_a_model_directory_resolve(tmp_path):
 
 @pytest.mark.parametrize("params, word", [
     ({"tools": []}, "'tools'"),
-    ({"top_p": 0.9}, "'top_p'"),
-    ({"temperature": 0.7}, "temperature must be 0"),
+    ({"temperature": -1}, "temperature must be a number >= 0"),
 ])
-def test_params_that_greedy_decoding_cannot_honour_are_refused(params, word):
+def test_params_the_local_model_cannot_honour_are_refused(params, word):
     with pytest.raises(Fatal, match=word):
         LocalProvider(_spec(params=params))
 
 
-def test_zero_temperature_and_a_seed_are_accepted():
-    provider = LocalProvider(_spec(params={"temperature": 0.0, "seed": 0, "max_new_tokens": 8}))
+def test_sampling_params_and_a_seed_are_accepted():
+    provider = LocalProvider(_spec(params={"temperature": 0.7, "top_p": 0.9, "seed": 0,
+                                           "max_new_tokens": 8}))
     assert provider.served_model_id() == DEFAULT_LOCAL_MODEL
 
 
@@ -214,12 +215,12 @@ def test_the_demo_reports_a_missing_model_in_one_line(monkeypatch, tmp_path, cap
 
 def _criterion(max_sentences: int):
     """The sentence criterion over a toy vocabulary: 1 = "Brock.", 2 = " He", 3 = "3.", 4 = "5"."""
-    from providers.local import _Loaded, _stopping_criteria
+    from providers.local_generate import LoadedModel, stopping_criteria
 
-    loaded = _Loaded(model=None, tokenizer=None, device="cpu", served_model="x",
-                     stop_token_ids=frozenset({0}), sentence_end_ids=frozenset({1, 3}),
-                     word_start_ids=frozenset({2}), load_seconds=0.0)
-    return _stopping_criteria(loaded, max_sentences)[1]
+    loaded = LoadedModel(model=None, tokenizer=None, device="cpu", served_model="x",
+                         stop_token_ids=frozenset({0}), sentence_end_ids=frozenset({1, 3}),
+                         word_start_ids=frozenset({2}), load_seconds=0.0)
+    return stopping_criteria(loaded, max_sentences, rows=1)[1]
 
 
 @pytest.mark.parametrize("tokens, max_sentences, stops", [
@@ -242,10 +243,10 @@ def test_generation_stops_after_the_configured_sentences(tokens, max_sentences, 
 def test_threads_are_set_for_generation_and_restored():
     import torch
 
-    from providers.local import _torch_threads
+    from providers.local_generate import torch_threads
 
     before = torch.get_num_threads()
-    with _torch_threads(1):
+    with torch_threads(1):
         assert torch.get_num_threads() == 1
     assert torch.get_num_threads() == before
 
@@ -272,6 +273,7 @@ def test_a_gguf_is_converted_once_and_the_copy_answers_the_same(provider, conver
     copy = find_converted(artifact.directory / artifact.gguf_file)
     assert copy is not None and copy.parent == converted_models_cache
     assert "quantization_config" not in (copy / "config.json").read_text()
+    assert json.loads((copy / "config.json").read_text())["architectures"] == ["LlamaForCausalLM"]
     first = local._LOADED[(artifact, provider.device)]
     again = local._load_uncached(artifact, provider.device)
     assert again.served_model == DEFAULT_LOCAL_MODEL
@@ -285,3 +287,24 @@ def test_a_gguf_is_converted_once_and_the_copy_answers_the_same(provider, conver
     finally:
         local._LOADED[(artifact, provider.device)] = first
     assert answers[0] == answers[1] and answers[0].strip()
+
+
+class LlamaForCausalLM:  # stands in for a loaded model: only its class name is read
+    pass
+
+
+def test_a_cached_copy_without_architectures_gains_it_and_one_with_it_is_kept(tmp_path):
+    from providers.local_cache import name_architecture
+
+    old, named = tmp_path / "old", tmp_path / "named"
+    for folder, config in ((old, {"model_type": "llama"}),
+                           (named, {"model_type": "llama", "architectures": ["Other"]})):
+        folder.mkdir()
+        (folder / "config.json").write_text(json.dumps(config))
+    name_architecture(old, LlamaForCausalLM())
+    name_architecture(named, LlamaForCausalLM())
+    assert json.loads((old / "config.json").read_text()) == {"model_type": "llama",
+                                                            "architectures": ["LlamaForCausalLM"]}
+    assert json.loads((named / "config.json").read_text())["architectures"] == ["Other"]
+    assert sorted(p.name for p in old.iterdir()) == ["config.json"]  # no staging file left
+    name_architecture(tmp_path / "missing", LlamaForCausalLM())  # nothing to fix: no error

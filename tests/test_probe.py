@@ -149,17 +149,19 @@ class _FewerCompletions(Provider):
                      finish_reasons=reply.finish_reasons[:3])
 
 
-def test_a_reply_short_of_completions_stores_what_came_and_the_next_run_asks_the_rest(tmp_path, emulator):
+def test_a_reply_short_of_completions_stores_what_came_and_the_same_run_asks_the_rest(tmp_path, emulator):
     emu = emulator()
     config = demo_config(tmp_path, [model_entry("openai", emu)])
     short = probe_inprocess(config, tmp_path / "s.duckdb", limit=2, parameters={"samples": 10},
                             provider_factory=lambda spec, client: _FewerCompletions(
                                 create_provider(spec, client)))
-    assert short.status == 1 and short.result.missing == {"openai-m": 14}
+    assert short.status == 0 and short.result.missing == {"openai-m": 0}
+    assert "a reply held 3 of the 10 completions asked" in short.out
+    # 2 greedy, 2 asking 10 (3 kept each), then the 14 left one by one
+    assert sorted(asked_samples(c) for c in generate_calls(emu)) == [1] * 16 + [10, 10]
     start = len(emu.requests)
-    full = probe_inprocess(config, tmp_path / "s.duckdb", limit=2, parameters={"samples": 10})
-    assert full.status == 0
-    assert sorted(asked_samples(c) for c in generate_calls(emu, start)) == [7, 7]
+    again = probe_inprocess(config, tmp_path / "s.duckdb", limit=2, parameters={"samples": 10})
+    assert again.status == 0 and generate_calls(emu, start) == []
     with Store(tmp_path / "s.duckdb", read_only=True) as store:
         numbers = store.query("SELECT list(sample ORDER BY sample) FROM probe_samples "
                               "WHERE variant = 'sample' GROUP BY item_id")
@@ -238,7 +240,10 @@ def test_samples_per_request_lowers_the_apis_limit(tmp_path, emulator):
     assert sorted(asked_samples(c) for c in generate_calls(emu)) == [1, 2, 6, 6, 6]
 
 
-def test_a_greedy_only_local_model_is_refused_in_one_line_before_anything_is_sent(tmp_path):
+def test_a_greedy_only_model_is_refused_in_one_line_before_anything_is_sent(tmp_path, monkeypatch):
+    from providers.local import LocalProvider
+
+    monkeypatch.setattr(LocalProvider, "can_sample", False)  # no provider is greedy-only today
     config = demo_config(tmp_path, [{"name": "smol", "provider": "local", "model": "smollm2",
                                      "params": {"device": "cpu"}}])
     run = probe_inprocess(config, tmp_path / "s.duckdb", limit=2)

@@ -137,12 +137,15 @@ async def test_gemini_candidate_blocked_among_several_is_an_empty_completion_wit
     assert reply.completions() == (("Pewter", "STOP"), ("", "RECITATION"), ("Pewter City", "STOP"))
 
 
-def test_a_local_model_refuses_to_sample_before_loading_anything():
+def test_a_local_model_refuses_more_samples_than_one_request_carries_before_loading_anything():
+    import dataclasses
+
     import anyio
 
     from providers.local import LocalProvider
 
     provider = LocalProvider(ModelSpec(name="l", provider="local", model="smollm2",
                                        params={"device": "cpu"}))  # no torch import
-    with pytest.raises(Fatal, match="cannot sample"):
-        anyio.run(provider.generate, SAMPLED)
+    too_many = dataclasses.replace(SAMPLED, samples=LocalProvider.max_samples + 1)
+    with pytest.raises(Fatal, match="completions asked of one local request"):
+        anyio.run(provider.generate, too_many)

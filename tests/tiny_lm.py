@@ -1,20 +1,24 @@
 """A tiny, randomly initialised causal LM saved as a transformers folder, for tests that need real
 logits in well under a second per forward pass: a word-level tokenizer over a few dozen words
 (lower-cased, punctuation split off) and a one-layer Llama. It has no chat template, as a base
-model would not."""
+model would not, unless asked for one (``chat=True``: the messages' contents in a row, as a stand-in
+for an instruct model's template)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["WORDS", "tiny_model_folder", "reference_min_k_scores"]
+__all__ = ["WORDS", "CHAT_TEMPLATE", "tiny_model_folder", "reference_min_k_scores"]
 
 WORDS = ("pokémon red blue brown which badge does brock award after his defeat ? boulder "
          "what is the name of town where player begins pallet . , : tm34 bide who gym leader "
          "in cerulean city misty cascade").split()
 
 
-def tiny_model_folder(folder: Path, *, seed: int = 0) -> Path:
+CHAT_TEMPLATE = "{% for message in messages %}{{ message['content'] }} {% endfor %}"
+
+
+def tiny_model_folder(folder: Path, *, seed: int = 0, chat: bool = False) -> Path:
     """Writes the tokenizer and the model to ``folder`` (created) and returns it."""
     import torch
     from tokenizers import Tokenizer, models, normalizers, pre_tokenizers
@@ -26,6 +30,8 @@ def tiny_model_folder(folder: Path, *, seed: int = 0) -> Path:
     backend.pre_tokenizer = pre_tokenizers.Whitespace()
     tokenizer = PreTrainedTokenizerFast(tokenizer_object=backend, unk_token="[UNK]",
                                         bos_token="<s>", eos_token="</s>")
+    if chat:
+        tokenizer.chat_template = CHAT_TEMPLATE
     torch.manual_seed(seed)
     config = LlamaConfig(vocab_size=len(vocab), hidden_size=16, intermediate_size=32,
                          num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=2,

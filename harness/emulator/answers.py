@@ -7,6 +7,7 @@ samples of its prompt."""
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace
 from typing import Any
 
 from harness.emulator.apis import Call, Completion
@@ -23,7 +24,10 @@ class Answerer:
         self._drawn: Counter[tuple[Any, ...]] = Counter()
 
     def answers(self, call: Call) -> list[Completion]:
-        """The call's answers; a responder that fails raises (the server's 500)."""
+        """The call's answers (one when the emulator ignores n); a responder that fails raises
+        (the server's 500)."""
+        if self.settings.ignore_n:
+            call = replace(call, samples=1)
         return [_cut(text, call.max_tokens) for text in self._texts(call, self._samples(call))]
 
     def _texts(self, call: Call, samples: range) -> list[str]:

@@ -162,6 +162,8 @@ class EmulatorSettings:
     batch_processing_s: float = 0.0  # a batch job ends this long after it was created
     batch_fail_rate: float = 0.0  # probability that a batch line fails with a 500
     batch_expire_rate: float = 0.0  # probability that a batch line expires unprocessed
+    # One completion per reply whatever n / candidateCount asks, as `transformers serve` does.
+    ignore_n: bool = False
     # Called with each request and its answer once the answer is on the socket (a soak's ledger).
     on_sent: Callable[[RecordedRequest, Canned], None] | None = None
 

@@ -31,8 +31,8 @@ from harness.jobs.lane_job import (
     JobOptions, JobResult, failure_lines, interrupted_line, new_run_id, run_job, run_lanes, run_row,
 )
 from harness.jobs.probe_work import (
-    ProbePlan, missing_count, pending_count, pending_tasks, record_params, refusal, sample_rows,
-    score_complete,
+    ProbePlan, ShortReplies, missing_count, pending_count, pending_tasks, record_params, refusal,
+    sample_rows, score_complete,
 )
 from harness.jobs.run import RunOptions, batch_mode, options_as, run_prompt, summary_lines
 from harness.prompts import USER_TEMPLATE
@@ -100,11 +100,13 @@ async def execute_probe(store: Store, config: RunConfig, specs: Sequence[ModelSp
     options = options_as(ProbeOptions, options)
     run_prompt(store, config)  # the study's template, checked against the items' columns
     plan = ProbePlan.build(store, built, options.limit)
-    result = ProbeResult(command="probe", run_id=new_run_id(), probe=built.kind,
-                         params_sha256=plan.params_sha256, flags=_flags(options.parameters))
-    accept = sample_rows(result.run_id, plan, specs)
     purpose = f"probe:{built.kind}:{plan.params_sha256[:16]}"
     openings = {spec.name: batch_mode(store, spec, options, purpose) for spec in specs}
+    result = ProbeResult(command="probe", run_id=new_run_id(), probe=built.kind,
+                         params_sha256=plan.params_sha256, flags=_flags(options.parameters))
+    sync_specs = [spec for spec in specs if openings[spec.name] is None]
+    short = ShortReplies(plan, sync_specs)  # batch jobs leave theirs to the next run
+    accept = sample_rows(result.run_id, plan, specs, short)
     lanes = [_lane(store, plan, spec) for spec in specs if openings[spec.name] is None]
     batch_lanes = [_batch_lane(store, plan, spec, result.run_id, accept, options, purpose, opening)
                    for spec in specs if (opening := openings[spec.name]) is not None]
@@ -113,7 +115,7 @@ async def execute_probe(store: Store, config: RunConfig, specs: Sequence[ModelSp
                     started=_run_row(result.run_id, config, specs, plan, options),
                     first=lambda: record_params(store, built.kind,
                                                {plan.params_sha256: built.params()}),
-                    batch_lanes=batch_lanes)
+                    batch_lanes=batch_lanes, then=short.lanes)
     result.samples_stored = store.count("probe_samples") - before
     result.cells_scored = score_complete(store, plan, result.run_id, [s.name for s in specs])
     result.missing = {spec.name: missing_count(store, plan, spec) for spec in specs}

@@ -4,11 +4,12 @@ reply, and the ``probe_scores`` of every cell whose samples are all in.
 
 Samples are numbered per (item, model, variant) from 0 to the prompt's ``samples`` - 1. A model
 whose API has a multi-sample field gets the missing numbers of a prompt in as few requests as its
-limit allows (OpenAI ``n`` up to 128, Gemini ``candidateCount`` up to 8, or the model's
-``samples_per_request``); the others one request per sample. A reply's completions are stored
-under the numbers its request asked for, in order; a reply with fewer completions than asked
-leaves the rest missing, for the next run to ask (but a prompt blocked as a whole is blank under
-every number asked).
+limit allows (OpenAI ``n`` up to 128, Gemini ``candidateCount`` up to 8, the local model's up to
+128, or the model's ``samples_per_request``); the others one request per sample. A reply's
+completions are stored under the numbers its request asked for, in order (a prompt blocked as a
+whole is blank under every number asked). A reply with fewer completions than asked (a server
+that ignores ``n``, as ``transformers serve`` does) leaves the rest to :class:`ShortReplies`,
+which asks them one per request in a second pass of the same run and says so once per model.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import Any
 import orjson
 
 from harness.config import ModelSpec
-from harness.engine.lanes import Task
+from harness.engine.lanes import Lane, Task
 from harness.engine.writer import Rows
 from harness.store import Store, utc_now
 from harness.store.cells import Expected, complete_unscored, first_items, missing_samples, probe_texts
@@ -32,7 +33,7 @@ from providers.registry import provider_class
 
 __all__ = ["ProbePlan", "probe_item", "samples_per_request", "pending_tasks", "pending_count",
            "sample_rows", "sample_key", "sample_row", "score_complete", "record_params",
-           "missing_count", "refusal"]
+           "missing_count", "refusal", "ShortReplies"]
 
 
 @dataclass(frozen=True)
@@ -110,7 +111,7 @@ def _chunks(numbers: list[int], size: int) -> Iterator[list[int]]:
 def _task(spec: ModelSpec, item_id: str, prompt: ProbePrompt, numbers: list[int]) -> Task:
     request = Request(system=prompt.system, user=prompt.user,
                       max_output_tokens=prompt.max_output_tokens, temperature=prompt.temperature,
-                      samples=len(numbers))
+                      samples=len(numbers), sample_numbers=tuple(numbers))
     return Task(item_id=item_id, model=spec.name, request=request,
                 tags={"variant": prompt.variant, "samples": numbers})
 
@@ -132,11 +133,11 @@ def missing_count(store: Store, plan: ProbePlan, spec: ModelSpec) -> int:
 
 # -- what is kept ------------------------------------------------------------------------------
 
-def sample_rows(run_id: str, plan: ProbePlan, specs: Sequence[ModelSpec]
-                ) -> Callable[[Task, Reply, float], Rows]:
+def sample_rows(run_id: str, plan: ProbePlan, specs: Sequence[ModelSpec],
+                short: "ShortReplies | None" = None) -> Callable[[Task, Reply, float], Rows]:
     """The accept hook of a probe: a ``probe_samples`` row per completion, numbered as the
     request's ``samples`` tag says. The request's token counts go on its first row only, so that
-    sums over rows are right."""
+    sums over rows are right. The numbers a short reply left unanswered go to ``short``."""
     by_label = {spec.name: spec for spec in specs}
 
     def accept(task: Task, reply: Reply, latency_s: float) -> Rows:
@@ -146,13 +147,53 @@ def sample_rows(run_id: str, plan: ProbePlan, specs: Sequence[ModelSpec]
                             by_label[task.model], reply, variant=prompt.variant,
                             prompt_sha256=sha256_text(prompt.system + "\x00" + prompt.user),
                             latency_s=latency_s)
+        completions = _completions(reply, len(tags["samples"]))
         rows = [{**common, "sample": number, "text_raw": text, "text": normalise_answer(text),
                  "finish_reason": reason, **_tokens(reply, first=n == 0)}
-                for n, (number, (text, reason))
-                in enumerate(zip(tags["samples"], _completions(reply, len(tags["samples"]))))]
+                for n, (number, (text, reason)) in enumerate(zip(tags["samples"], completions))]
+        if short is not None:
+            short.note(task, len(completions))
         return {"probe_samples": rows}
 
     return accept
+
+
+class ShortReplies:
+    """The sample numbers that replies left unanswered, per model: a server that ignores ``n``
+    (or ``candidateCount``) sends one completion however many were asked for. What is noted here
+    is asked again one sample per request, in a second pass of the same run (:meth:`lanes`)."""
+
+    def __init__(self, plan: ProbePlan, specs: Sequence[ModelSpec]) -> None:
+        self.plan = plan
+        self.specs = list(specs)
+        self.left: dict[str, list[tuple[str, str, int]]] = defaultdict(list)  # model -> cells
+        self.first: dict[str, tuple[int, int]] = {}  # model -> (got, asked) of a first short reply
+
+    def note(self, task: Task, got: int) -> None:
+        numbers = list((task.tags or {})["samples"])
+        if got >= len(numbers):
+            return
+        self.first.setdefault(task.model, (got, len(numbers)))
+        variant = (task.tags or {})["variant"]
+        self.left[task.model] += [(task.item_id, variant, number) for number in numbers[got:]]
+
+    def lanes(self, notify: Callable[[str], None]) -> list[Lane]:
+        """A lane per model with samples left: one request per sample; said once per model."""
+        lanes = []
+        for spec in self.specs:
+            left = self.left.pop(spec.name, [])
+            if left:
+                notify(self._message(spec, len(left)))
+                tasks = [_task(spec, item_id, self.plan.prompts[item_id][variant], [number])
+                         for item_id, variant, number in left]
+                lanes.append(Lane(spec=spec, tasks=tasks, total=len(tasks)))
+        return lanes
+
+    def _message(self, spec: ModelSpec, count: int) -> str:
+        got, asked = self.first[spec.name]
+        field = "candidateCount" if spec.provider == "gemini" else "n"
+        return (f"{spec.name}: the server ignores {field} (a reply held {got} of the {asked} "
+                f"completions asked); asking the {count} samples left one per request")
 
 
 def _completions(reply: Reply, asked: int) -> tuple[tuple[str, str | None], ...]:
