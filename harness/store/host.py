@@ -132,9 +132,12 @@ class StoreHost:
             path = os.path.join(self._socket_dir, "store.sock")
         Path(path).unlink(missing_ok=True)  # a killed holder's: this process holds the store now
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        sock.bind(path)
+        mask = os.umask(0o177)  # born 0600: a chmod after bind could follow a planted link
+        try:
+            sock.bind(path)
+        finally:
+            os.umask(mask)
         self._socket = path
-        os.chmod(path, 0o600)  # before it listens: nobody could connect until now
         return sock
 
     def _remove_socket(self) -> None:

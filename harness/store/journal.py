@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 import orjson
 
+from harness.store.files import open_own
+
 if TYPE_CHECKING:  # the store calls replay(); this module needs only its type
     from harness.store import Store
 
@@ -51,7 +53,7 @@ class Journal:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._file = path.open("ab")
+        self._file = open_own(path)  # never a planted link or someone else's file
 
     def append(self, rows: Rows) -> None:
         """Write one reply's rows (timestamps as ISO text) and flush them to the kernel."""
