@@ -21,7 +21,8 @@ from typing import BinaryIO
 
 from harness.errors import UserError
 
-__all__ = ["write_private", "create_private", "open_own", "owner_name", "not_own_reason"]
+__all__ = ["write_private", "create_private", "open_own", "owner_name", "not_own_reason",
+           "stat_reason"]
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
@@ -81,9 +82,13 @@ def not_own_reason(path: Path) -> str | None:
     """Why ``path`` is not this user's own regular 0600 file, in words; None when it is (or
     there is nothing there)."""
     try:
-        info = os.lstat(path)
+        return stat_reason(os.lstat(path))
     except FileNotFoundError:
         return None
+
+
+def stat_reason(info: os.stat_result) -> str | None:
+    """:func:`not_own_reason` for what ``lstat`` or ``fstat`` found."""
     owner = owner_name(info.st_uid)
     if stat.S_ISLNK(info.st_mode):
         return f"it is a symbolic link, owned by {owner}"
