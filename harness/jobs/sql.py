@@ -54,6 +54,10 @@ def run_query(store: Reader, query: str) -> tuple[list[str], list[tuple]]:
         return store.checked_query(query)
     except duckdb.Error as exc:  # DuckDB's whole message: its "Did you mean" hint and caret line
         raise UserError(f"query failed: {exc}") from None
+    except RuntimeError as exc:  # DuckDB's answer to Ctrl-C: the CLI's one "interrupted" line
+        if "interrupted" in str(exc).lower():
+            raise KeyboardInterrupt from None
+        raise
 
 
 def _table(columns: list[str], rows: list[tuple]) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 import re
+import stat
 import sys
 import tempfile
 import time
@@ -97,6 +98,7 @@ class Store:
         self._locked_down = False
         if not self.path.exists() and (read_only or not create):
             raise UserError(f"{self.path}: no such store")
+        _refuse_odd_file(self.path)
         wait = (0.0 if read_only else LOCK_WAIT_S) if lock_wait_s is None else lock_wait_s
         self.con = self._connect(wait)
         try:
@@ -264,6 +266,19 @@ class Store:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _refuse_odd_file(path: Path) -> None:
+    """A store is a regular file: a FIFO or a device would hang or endlessly feed whoever opens
+    it, a folder is no store."""
+    try:
+        mode = path.stat().st_mode
+    except (FileNotFoundError, NotADirectoryError):  # to be created (or refused as it is made)
+        return
+    if not stat.S_ISREG(mode):
+        kind = "a folder" if stat.S_ISDIR(mode) else ("a FIFO" if stat.S_ISFIFO(mode) else
+                                                      "not a regular file")
+        raise UserError(f"{path}: not a store (it is {kind}); a store is a DuckDB file")
 
 
 _LOCK_HOLDER = re.compile(r"Conflicting lock is held in (?P<program>.+?) \(PID (?P<pid>\d+)\)")
