@@ -12,6 +12,7 @@ never reaches a log, then :func:`harness.text.visible`, so no ESC or bidi charac
 
 from __future__ import annotations
 
+import contextlib
 import io
 import logging
 import sys
@@ -56,7 +57,16 @@ class _OwnFileHandler(logging.FileHandler):
     planted beside the store (:func:`harness.store.files.open_own`)."""
 
     def _open(self):  # noqa: ANN202 - the base class's method
-        return io.TextIOWrapper(open_own(Path(self.baseFilename)), encoding="utf-8")
+        return io.TextIOWrapper(open_own(Path(self.baseFilename)), encoding="utf-8",
+                                write_through=True)
+
+    def handleError(self, record: logging.LogRecord) -> None:  # noqa: N802 - logging's name
+        """A record that cannot be written (a full disk) is dropped quietly: the run's own
+        one-line message says what went wrong, not a traceback per record."""
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):  # a full disk: what is unwritten stays so
+            super().close()
 
 
 def configure_logging(verbosity: int = 0) -> None:

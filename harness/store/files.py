@@ -59,7 +59,8 @@ class create_private:  # noqa: N801 - used as a context manager, like open()
 
 
 def open_own(path: Path) -> BinaryIO:
-    """``path`` open for appending: this user's own regular file if there is one (made 0600),
+    """``path`` open for appending, unbuffered (a write that fails leaves nothing waiting to be
+    written again at close): this user's own regular file if there is one (made 0600),
     a new empty 0600 one otherwise (:class:`create_private`). Anything else there (a symlink,
     someone else's file, a folder) is refused in one line."""
     path = Path(path)
@@ -75,7 +76,7 @@ def open_own(path: Path) -> BinaryIO:
         os.close(fd)
         raise UserError(f"{path}: cannot write it ({not_own_reason(path)})")
     os.fchmod(fd, 0o600)
-    return os.fdopen(fd, "ab")
+    return os.fdopen(fd, "ab", buffering=0)
 
 
 def not_own_reason(path: Path) -> str | None:
@@ -126,7 +127,7 @@ def _fresh(path: Path) -> tuple[Path, BinaryIO]:
     while True:
         partial = path.with_name(f".{path.name}.{secrets.token_hex(6)}.partial")
         try:
-            return partial, os.fdopen(os.open(partial, _CREATE, 0o600), "wb")
+            return partial, os.fdopen(os.open(partial, _CREATE, 0o600), "wb", buffering=0)
         except FileExistsError:
             continue
         except OSError as exc:

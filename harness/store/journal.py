@@ -18,6 +18,7 @@ Only the user's own 0600 journal is replayed: one another user planted is refuse
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -61,9 +62,19 @@ class Journal:
         self._file = open_own(path)  # never a planted link or someone else's file
 
     def append(self, rows: Rows) -> None:
-        """Write one reply's rows (timestamps as ISO text) and flush them to the kernel."""
-        self._file.write(orjson.dumps(rows) + b"\n")
-        self._file.flush()  # into the page cache: safe from kill -9
+        """Write one reply's rows (timestamps as ISO text) straight to the kernel's page cache
+        (safe from kill -9). On a failed write (a full disk) the line's start is cut off again,
+        so the journal keeps only whole lines, and the OSError is raised."""
+        fd = self._file.fileno()
+        start = os.lseek(fd, 0, os.SEEK_END)
+        line = memoryview(orjson.dumps(rows) + b"\n")
+        try:
+            while line:
+                line = line[os.write(fd, line):]
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, start)
+            raise
 
     def clear(self) -> None:
         """After a commit that took every journaled reply: empty the file in place."""
