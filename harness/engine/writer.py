@@ -26,6 +26,12 @@ of each INSERT.
 and goes on, and the drain task wakes about once per batch rather than once per reply. Only when
 ``buffer`` writes are already waiting does ``write`` wait, shielded, for the next commit.
 
+A write that fails (a full disk) or a store that is no longer where it was opened (its folder
+removed: DuckDB would go on writing into an unlinked file) stops the writer: nothing more is
+committed, ``on_failure`` tells the job to send nothing more, later replies go to the journal
+while it has room, and :meth:`failure_line` says in one line how many received replies were
+kept nowhere.
+
 Leaving the ``async with`` block, normally, by an exception or by cancellation, commits everything
 written before: the drain task is shielded and ends only when the writer is closed and nothing is
 pending. While the writer is open, no other code may write through the store's connection.
