@@ -48,7 +48,7 @@ from harness.store.wire import encode_json, encode_result, decode_json
 __all__ = ["StoreHost", "Progress", "socket_beside"]
 
 Progress = Callable[[], list[dict[str, Any]]]  # the job's per-model counters, as live_progress
-_READERS = 4  # requests worked on at once; more wait, so readers cannot crowd out the job
+_READERS = 2  # requests worked on at once (a core each, niced); more wait: bench_reads.py part 3
 _MAX_SOCKET_PATH = 100  # bytes; AF_UNIX allows 104-108 depending on the system
 _START_TIMEOUT_S = 10.0
 _READER_NICE = 10
