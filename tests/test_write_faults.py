@@ -104,7 +104,7 @@ def test_a_full_disk_mid_run_stops_sending_keeps_the_journal_and_says_so(tmp_pat
         assert "the disk is full" in err and "stopped sending" in err and "Traceback" not in err
         assert first < 20  # stopped sending
         not_kept = int(NOT_KEPT.search(err)[1])
-        assert "the journal beside the store holds the rest" in err
+        assert "the journal beside the store holds 3 more" in err
         status, out, err = contam("run", config, "--store", store, "--no-progress")
         assert status == 0, out + err
         assert "3 replies a killed run had received, recovered from its journal" in out

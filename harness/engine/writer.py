@@ -83,6 +83,7 @@ class BatchWriter:
         self.failure: str | None = None  # why writing stopped (a full disk, the store removed)
         self.on_failure: Callable[[], None] = lambda: None  # the job stops sending (drain)
         self.unkept = 0  # replies received but neither committed nor journaled
+        self._in_journal = 0  # replies journaled since the last commit
         self._unjournaled = 0  # replies pending that are not in the journal either
         self._identity: tuple[int, int] | None = None  # the store file's (device, inode)
 
@@ -116,6 +117,7 @@ class BatchWriter:
             return False
         try:
             self.journal.append(rows)
+            self._in_journal += 1
             return True
         except OSError as exc:
             self._fail(_write_failed(self.store.path, exc))
@@ -167,6 +169,7 @@ class BatchWriter:
                     # Nothing awaits between taking a batch and committing it, so no write came
                     # in meanwhile: every journaled reply is in the store now.
                     self.journal.clear()
+                    self._in_journal = 0
                 self.rows_committed += sum(len(rows) for writes in batch for rows in writes.values())
                 self.batches_committed += 1
                 committed, self._committed = self._committed, anyio.Event()
@@ -207,9 +210,9 @@ class BatchWriter:
         lost = (f"{self.unkept} received answer{'s' if self.unkept != 1 else ''} could not be "
                 "kept (the next run asks them again)") if self.unkept else \
             "every received answer was kept"
-        kept = "; the journal beside the store holds the rest, which the next contam command " \
-            "recovers" if self._commit_failed and self.journal is not None and \
-            "removed" not in self.failure else ""
+        kept = (f"; the journal beside the store holds {self._in_journal} more, which the next "
+                "contam command recovers") if self._in_journal and "removed" not in self.failure \
+            else ""
         fix = "restore it" if "removed" in self.failure else "free some space"
         return f"{self.failure}: stopped sending; {lost}{kept}; {fix}, then run the same " \
             "command again"
