@@ -16,6 +16,7 @@ from harness.config_schema import (JUDGE_FIELDS, MODEL_FIELDS, PROBES_FIELDS, PR
                                    did_you_mean)
 from harness.errors import UserError
 from harness.study import DEFAULT_METRICS, DEFAULT_NUMERIC_TOLERANCE, StudySettings
+from harness.text import visible
 
 __all__ = ["ModelSpec", "RunConfig", "load_config", "model_names", "parse_model", "PROVIDERS",
            "BATCH_PROVIDERS", "DEFAULT_SYSTEM_PROMPT"]
@@ -171,6 +172,7 @@ def _beside(config_path: Path, named: str | None) -> Path | None:
 def parse_model(path: Path, where: str, entry: dict[str, Any]) -> ModelSpec:
     check_table(path, where, entry, MODEL_FIELDS)
     _refuse_bad_batch(path, where, entry)
+    _refuse_hidden_characters(path, where, entry)
     return ModelSpec(**{**entry, "name": entry.get("name") or entry["model"],
                         "base_url": _base_url(entry.get("base_url")),
                         "params": dict(entry.get("params", {})),
@@ -191,6 +193,19 @@ def _iso_date(path: Path, where: str, value: str | None) -> datetime.date | None
 def _base_url(value: str | list[str] | None) -> str | tuple[str, ...] | None:
     """A URL, or a list of URLs (replicas; the schema has checked it), which becomes a tuple."""
     return tuple(value) if isinstance(value, list) else value
+
+
+def _refuse_hidden_characters(path: Path, where: str, entry: dict[str, Any]) -> None:
+    """A control or other unprintable character in a ``base_url`` (its own or a replica's) is
+    refused here, named escaped, rather than by the HTTP client mid-run."""
+    urls = entry.get("base_url")
+    for url in urls if isinstance(urls, list) else [urls] if urls else []:
+        hidden = next((char for char in url if not char.isprintable()), None)
+        if hidden is not None:
+            name = entry.get("name") or entry.get("model")
+            raise UserError(f"{path}: {where}: model '{visible(str(name), keep_newlines=False)}': "
+                            f"base_url '{visible(url, keep_newlines=False)}' holds the control "
+                            f"character {visible(hidden, keep_newlines=False)}; remove it")
 
 
 def _refuse_bad_batch(path: Path, where: str, entry: dict[str, Any]) -> None:

@@ -12,12 +12,15 @@ never reaches a log, then :func:`harness.text.visible`, so no ESC or bidi charac
 
 from __future__ import annotations
 
+import contextlib
+import io
 import logging
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from harness.store.files import open_own
 from harness.text import visible
 from providers.base import redact
 
@@ -49,6 +52,23 @@ class _CurrentStderr(logging.StreamHandler):
         pass  # always the current sys.stderr
 
 
+class _OwnFileHandler(logging.FileHandler):
+    """Appends to the user's own 0600 log, or a new one: never through a link another user
+    planted beside the store (:func:`harness.store.files.open_own`)."""
+
+    def _open(self):  # noqa: ANN202 - the base class's method
+        return io.TextIOWrapper(open_own(Path(self.baseFilename)), encoding="utf-8",
+                                write_through=True)
+
+    def handleError(self, record: logging.LogRecord) -> None:  # noqa: N802 - logging's name
+        """A record that cannot be written (a full disk) is dropped quietly: the run's own
+        one-line message says what went wrong, not a traceback per record."""
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):  # a full disk: what is unwritten stays so
+            super().close()
+
+
 def configure_logging(verbosity: int = 0) -> None:
     """Console logging for this process: 0 shows nothing, 1 INFO, 2 or more DEBUG. Idempotent."""
     level = {0: logging.CRITICAL + 1, 1: logging.INFO}.get(verbosity, logging.DEBUG)
@@ -71,7 +91,7 @@ def run_log_path(store_path: str | Path, run_id: str) -> Path:
 def run_log(store_path: str | Path, run_id: str) -> Iterator[Path]:
     """Every INFO record of contam's packages goes to the run's own file while this is open."""
     path = run_log_path(store_path, run_id)
-    handler = _handler(logging.FileHandler(path, encoding="utf-8", delay=True), logging.INFO)
+    handler = _handler(_OwnFileHandler(path, encoding="utf-8"), logging.INFO)
     loggers = [logging.getLogger(name) for name in PACKAGES]
     for logger in loggers:
         logger.setLevel(min(logger.level or logging.DEBUG, logging.INFO))

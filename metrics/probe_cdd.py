@@ -39,6 +39,8 @@ from metrics.template import fill_template
 __all__ = ["CDDProbe", "Peak", "peakedness", "tokens", "COMPARED_TOKENS", "TOKEN_PATTERN",
            "BLANK_GREEDY"]
 
+MAX_SAMPLES = 1000  # per item: above it, one mistyped zero would queue a fortune
+
 COMPARED_TOKENS = 100
 TOKEN_PATTERN = r"\w+|[^\w\s]"
 _TOKEN = re.compile(TOKEN_PATTERN)
@@ -94,8 +96,9 @@ class CDDProbe:
     max_output_tokens: int = 128
 
     def __post_init__(self) -> None:
-        if self.samples < 1:
-            raise ValueError(f"--samples must be at least 1, not {self.samples}")
+        if not 1 <= self.samples <= MAX_SAMPLES:
+            raise ValueError(f"--samples must be from 1 to {MAX_SAMPLES:,}, not {self.samples:,}: "
+                             "each sample is a completion paid for, per item and model")
         if not 0 < self.temperature <= 2:
             raise ValueError(f"--temperature must be above 0 and at most 2, not {self.temperature}")
         if not 0 <= self.alpha <= 1:

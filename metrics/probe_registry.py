@@ -75,7 +75,8 @@ PROBES: dict[str, ProbeKind] = {
     "cdd": ProbeKind(
         summary="output peakedness: one greedy answer and N samples per item (Dong et al. 2024)",
         options=(
-            ProbeOption("samples", int, 20, "samples per item at --temperature (default 20)"),
+            ProbeOption("samples", int, 20, "samples per item at --temperature (default 20, "
+                        "at most 1,000)"),
             ProbeOption("temperature", float, 0.8, "sampling temperature (default 0.8)"),
             ProbeOption("alpha", float, 0.05,
                         "a sample is close when its token edit distance to the greedy answer is "

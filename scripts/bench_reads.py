@@ -14,6 +14,10 @@ without a reader hammering its host.
    while another child process reads the ``cells`` view through the run's host in a loop. Each
    run's answers per second (first request to last answer, from the store) and wall time; the
    reader's request count and latency.
+3. Heavy readers. The same run alone and with each of ``--heavy-readers`` (default 1,6) child
+   processes running a CPU-heavy query (a 40-million-row join) through the run's host in a loop:
+   each run's wall time and its slowdown against the run alone (what the host's bounds on
+   readers, a few slots at a lowered priority and a time limit, leave to the run).
 """
 
 from __future__ import annotations
@@ -44,13 +48,15 @@ with Store(sys.argv[1]) as store, StoreHost(store, command="bench"):
     print("serving", flush=True)
     sys.stdin.read()
 """
-# Reads the cells view through the run's host until the run lets the store go.
+HEAVY = "SELECT count(*), sum(hash(a.range * b.range)) FROM range(20000) a, range(2000) b"
+# Reads through the run's host (the cells view, or argv[2]) until the run lets the store go.
 HAMMER = """
 import statistics, sys, time
 from pathlib import Path
 from harness.store.access import reading
 from harness.store.discovery import find_holder
 store = Path(sys.argv[1])
+print("ready", flush=True)
 while find_holder(store) is None:
     time.sleep(0.01)
 times = []
@@ -58,7 +64,8 @@ with reading(store) as reader:
     while find_holder(store) is not None:
         start = time.perf_counter()
         try:
-            reader.query("SELECT model, count(answer), avg(answer_words) FROM cells GROUP BY 1")
+            reader.query(sys.argv[2] if len(sys.argv) > 2 else
+                         "SELECT model, count(answer), avg(answer_words) FROM cells GROUP BY 1")
         except Exception as exc:
             print("reader stopped:", type(exc).__name__, exc, file=sys.stderr)
             break
@@ -74,11 +81,17 @@ def main() -> int:
     parser.add_argument("--latency-ms", type=float, default=50.0)
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--skip-run", action="store_true", help="the latency part only")
+    parser.add_argument("--heavy-readers", default="1,6",
+                        help="comma-separated counts of heavy readers (part 3; empty: skip it)")
+    parser.add_argument("--only-heavy", action="store_true", help="part 3 only")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
-        latency(Path(folder) / "latency.duckdb", args.items, args.requests)
-        if not args.skip_run:
-            throughput(Path(folder), args)
+        if not args.only_heavy:
+            latency(Path(folder) / "latency.duckdb", args.items, args.requests)
+            if not args.skip_run:
+                throughput(Path(folder), args)
+        if args.heavy_readers:
+            heavy(Path(folder), args, [int(n) for n in args.heavy_readers.split(",")])
     return 0
 
 
@@ -156,9 +169,49 @@ def _one_run(store: Path, config: Path, hammered: bool) -> str:
     line = (f"{'with a reader' if hammered else 'alone':<14} exit {done.returncode}, "
             f"{answers} answers, {answers / span:7.1f} answers/s over {span:.2f} s, wall {wall:.2f} s")
     if hammer is not None:
-        count, median = hammer.communicate(timeout=60)[0].split()
+        count, median = hammer.communicate(timeout=60)[0].strip().splitlines()[-1].split()
         line += f"; the reader: {count} reads of the cells view, median {float(median):.1f} ms"
     return line
+
+
+# -- 3. heavy readers ---------------------------------------------------------------------------
+
+def heavy(folder: Path, args: argparse.Namespace, counts: list[int]) -> None:
+    print(f"contam run, 2 models x {args.items} items, with heavy readers through its host "
+          f"(`{HEAVY}` in a loop each):")
+    with emulator_process(latency_ms=args.latency_ms) as emulator:
+        alone = None
+        for readers in [0, *counts]:
+            run_folder = folder / f"heavy-{readers}"
+            run_folder.mkdir()
+            config = _config(run_folder, emulator.base_url, args)
+            wall, done, reads = _heavy_run(run_folder / "s.duckdb", config, readers)
+            answers, span = _answered(run_folder / "s.duckdb")
+            alone = alone or span
+            print(f"  {readers} heavy reader{'s' if readers != 1 else ' '}  exit {done}, "
+                  f"{answers} answers in {span:6.2f} s (x{span / alone:4.2f} the run alone), "
+                  f"wall {wall:6.2f} s; {reads} heavy reads finished")
+
+
+def _heavy_run(store: Path, config: Path, readers: int) -> tuple[float, int, int]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    hammers = [subprocess.Popen([sys.executable, "-c", HAMMER, str(store), HEAVY], cwd=ROOT,
+                                text=True, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                env=env) for _ in range(readers)]
+    for hammer in hammers:  # their imports done: the run competes with their reads only
+        assert hammer.stdout.readline().strip() == "ready"
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "harness.cli", "run", str(config), "--no-progress"],
+                          cwd=ROOT, env={**env, **KEYS}, capture_output=True, text=True)
+    wall = time.perf_counter() - start
+    reads = sum(_reads_done(hammer.communicate(timeout=300)[0]) for hammer in hammers)
+    return wall, done.returncode, reads
+
+
+def _reads_done(output: str) -> int:
+    """The count a HAMMER child printed last (DuckDB's progress bar may come before it)."""
+    last = output.strip().splitlines()[-1:] or ["0"]
+    return int(last[0].split()[0]) if last[0].split()[0].isdigit() else 0
 
 
 def _answered(store: Path) -> tuple[int, float]:

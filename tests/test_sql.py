@@ -128,3 +128,40 @@ def test_table_output_is_text_with_hidden_characters_made_visible(contam, store_
                   "nul\\x00here", "zero\\u200bwidth"]:
         assert shown in out
     assert not {"\x1b", "\u202e", "\x00", "\u200b"} & set(out)
+
+
+LONG = "[bold red]markup[/bold red] " * 12 + "END"
+
+
+def test_piped_table_output_never_cuts_a_value(contam, store_path):
+    Store(store_path, create=True).close()
+    status, out, err = contam("sql", "--store", store_path,
+                              f"SELECT '{LONG}' AS long_value, 42 AS n")
+    assert status == 0 and "…" not in out
+    assert LONG in out  # whole, on one line, at the table's natural width
+    assert max(len(line) for line in out.splitlines()) > 80
+    assert err == "1 row\n" and out.endswith("┘\n")  # the footer on its own line
+
+
+def test_on_a_terminal_long_values_wrap_whole_rather_than_being_cut():
+    from harness.jobs.sql import QueryResult
+
+    text = QueryResult(["long_value"], [(LONG,)]).text("table", width=40)
+    assert "…" not in text and max(len(line) for line in text.splitlines()) <= 40
+    inside = "".join(line.strip("│┃ ") for line in text.splitlines()[3:-1])
+    assert inside.replace(" ", "") == LONG.replace(" ", "")
+
+
+def test_the_footer_follows_the_table_on_a_shared_stream(store_path, tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    Store(store_path, create=True).close()
+    root = Path(__file__).resolve().parents[1]
+    shown = subprocess.run([sys.executable, "-m", "harness.cli", "sql", "--store", str(store_path),
+                            "SELECT 1 AS one"], cwd=root, capture_output=False, text=True,
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"})
+    lines = shown.stdout.splitlines()
+    assert lines[-1] == "1 row" and lines[-2].startswith("└")

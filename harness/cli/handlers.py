@@ -9,7 +9,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from harness.cli.output import print_result, say
+from harness.cli.output import print_result, say, terminal_width
 from harness.errors import UserError
 
 __all__ = ["HANDLERS", "emulator_settings_from_args"]
@@ -125,7 +125,8 @@ def _sql(args: argparse.Namespace) -> int:
     from harness.jobs.sql import sql
 
     result = sql(args.query, store=args.store)
-    sys.stdout.write(result.text(args.format))
+    sys.stdout.write(result.text(args.format, width=terminal_width(sys.stdout)))
+    sys.stdout.flush()  # the table whole before the footer, wherever both streams go
     if args.format == "table":
         print(result.count_line(), file=sys.stderr)
     return 0

@@ -10,7 +10,7 @@ from typing import Any, TextIO
 
 from harness.text import visible
 
-__all__ = ["print_result", "say"]
+__all__ = ["print_result", "say", "terminal_width"]
 
 
 def print_result(result: Any, out: TextIO | None = None, err: TextIO | None = None) -> int:
@@ -31,14 +31,14 @@ def say(line: str, file: TextIO | None = None) -> None:
     cut words); into a pipe or a file it stays one line."""
     file = file or sys.stdout
     text = visible(line, keep_newlines=False)
-    width = _terminal_width(file)
+    width = terminal_width(file)
     if width and len(text) > width:
         text = "\n".join(textwrap.wrap(text, width=width, subsequent_indent="  ",
                                        break_long_words=False, break_on_hyphens=False))
     print(text, file=file)
 
 
-def _terminal_width(file: TextIO) -> int | None:
+def terminal_width(file: TextIO) -> int | None:
     """The columns of the terminal ``file`` writes to; None when it is not a terminal."""
     try:
         return os.get_terminal_size(file.fileno()).columns if file.isatty() else None

@@ -171,7 +171,11 @@ def _add_report(sub: argparse._SubParsersAction) -> None:
 
 
 def _add_sql(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("sql", help="run a read-only SQL query on the store")
+    p = sub.add_parser("sql", help="run a read-only SQL query on the store",
+                       description="Run one read-only SQL query on the store. While a job holds "
+                       "the store, the query goes through that job, which stops it after 120 s "
+                       "(or when this command goes away) and refuses a result over 2,000,000 "
+                       "rows or 128 MiB; once the job has finished, no such limit applies.")
     _store(p)
     p.add_argument("query")
     p.add_argument("--format", choices=["table", "csv", "json"], default="table")

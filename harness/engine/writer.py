@@ -26,6 +26,12 @@ of each INSERT.
 and goes on, and the drain task wakes about once per batch rather than once per reply. Only when
 ``buffer`` writes are already waiting does ``write`` wait, shielded, for the next commit.
 
+A write that fails (a full disk) or a store that is no longer where it was opened (its folder
+removed: DuckDB would go on writing into an unlinked file) stops the writer: nothing more is
+committed, ``on_failure`` tells the job to send nothing more, later replies go to the journal
+while it has room, and :meth:`failure_line` says in one line how many received replies were
+kept nowhere.
+
 Leaving the ``async with`` block, normally, by an exception or by cancellation, commits everything
 written before: the drain task is shielded and ends only when the writer is closed and nothing is
 pending. While the writer is open, no other code may write through the store's connection.
@@ -33,13 +39,18 @@ pending. While the writer is open, no other code may write through the store's c
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import anyio
+import duckdb
 import anyio.lowlevel
 from anyio.abc import TaskGroup
 
+from harness.errors import first_line
 from harness.store.journal import Journal, Rows, journal_path, merge_writes, reply_key
 from harness.store import Store, insert_statement
 
@@ -69,6 +80,12 @@ class BatchWriter:
         self._urgent = False  # a write_durably is waiting: commit without gathering
         self._committed = anyio.Event()  # set after each commit
         self._task_group: TaskGroup | None = None
+        self.failure: str | None = None  # why writing stopped (a full disk, the store removed)
+        self.on_failure: Callable[[], None] = lambda: None  # the job stops sending (drain)
+        self.unkept = 0  # replies received but neither committed nor journaled
+        self._in_journal = 0  # replies journaled since the last commit
+        self._unjournaled = 0  # replies pending that are not in the journal either
+        self._identity: tuple[int, int] | None = None  # the store file's (device, inode)
 
     async def write(self, rows: Rows) -> None:
         """Queue the rows of one finished attempt. Returns at once, without yielding to the event
@@ -81,14 +98,30 @@ class BatchWriter:
                     await self._room.wait()
         if self._closed:
             raise anyio.ClosedResourceError("the writer is closed")
-        if self.journal is not None and reply_key(rows) is not None:
-            self.journal.append(rows)
+        journaled = self._journal(rows)
+        if self.failure is not None:  # nothing more is committed: the journal is all there is
+            self.unkept += not journaled and reply_key(rows) is not None
+            return
+        self._unjournaled += not journaled and reply_key(rows) is not None
         if not self._pending:
             self._first_at = anyio.current_time()
             self._wake.set()  # the drain task starts the max_delay_s clock
         self._pending.append(rows)
         if len(self._pending) == self.max_writes:
             self._wake.set()
+
+    def _journal(self, rows: Rows) -> bool:
+        """Append a reply's rows to the journal; False when there is none to keep or the write
+        failed (a full disk: that stops the writer)."""
+        if self.journal is None or reply_key(rows) is None or self._store_gone():
+            return False
+        try:
+            self.journal.append(rows)
+            self._in_journal += 1
+            return True
+        except OSError as exc:
+            self._fail(_write_failed(self.store.path, exc))
+            return False
 
     async def write_durably(self, rows: Rows) -> None:
         """Queue the rows and return once they are committed, without waiting for a batch to
@@ -98,10 +131,12 @@ class BatchWriter:
         self._urgent = True
         self._wake.set()
         with anyio.CancelScope(shield=True):
-            while self.batches_committed < target and not self._closed:
+            while self.batches_committed < target and not self._closed and self.failure is None:
                 await self._committed.wait()
 
     async def __aenter__(self) -> "BatchWriter":
+        info = os.stat(self.store.path)
+        self._identity = (info.st_dev, info.st_ino)
         if self._use_journal:
             self.journal = Journal(journal_path(self.store.path))
         self.store.con.execute("SET threads = 1")
@@ -118,27 +153,78 @@ class BatchWriter:
         try:
             return await self._task_group.__aexit__(*exc_info)
         finally:
-            self.store.con.execute("RESET threads")
+            with contextlib.suppress(duckdb.Error):  # a store that failed may refuse even this
+                self.store.con.execute("RESET threads")
             if self.journal is not None:
-                self.journal.close(committed=not self._pending and not self._commit_failed)
+                self.journal.close(committed=not self._pending and not self._commit_failed
+                                   and self.failure is None)
 
     async def _drain(self) -> None:
         with anyio.CancelScope(shield=True):
             while batch := await self._next_batch():
-                try:
-                    self._commit(insert_statements(batch))
-                except BaseException:
-                    self._commit_failed = True  # the journal keeps the batch for a replay
-                    raise
+                unjournaled, self._unjournaled = self._unjournaled, 0
+                if not self._commit_or_fail(batch, unjournaled):
+                    continue
                 if self.journal is not None:
                     # Nothing awaits between taking a batch and committing it, so no write came
                     # in meanwhile: every journaled reply is in the store now.
                     self.journal.clear()
+                    self._in_journal = 0
                 self.rows_committed += sum(len(rows) for writes in batch for rows in writes.values())
                 self.batches_committed += 1
                 committed, self._committed = self._committed, anyio.Event()
                 committed.set()
                 await anyio.lowlevel.checkpoint()  # let the workers run before the next batch
+
+    def _commit_or_fail(self, batch: list[Rows], unjournaled: int) -> bool:
+        """Commit a batch; on a failed write (a full disk) or a store that is gone, stop the
+        writer instead, counting the batch's replies that the journal does not hold either."""
+        if self.failure is None:
+            if self._store_gone() is None:
+                try:
+                    self._commit(insert_statements(batch))
+                    return True
+                except (duckdb.Error, OSError) as exc:
+                    self._fail(_write_failed(self.store.path, exc))
+        self._commit_failed = True  # the journal keeps what it has for a replay
+        self.unkept += unjournaled
+        return False
+
+    def _store_gone(self) -> str | None:
+        """Why the store is no longer where it was opened (its file or folder removed or
+        replaced: DuckDB would go on writing into an unlinked file); None while it is there."""
+        try:
+            info = os.stat(self.store.path)
+            if self._identity in (None, (info.st_dev, info.st_ino)):
+                return None
+        except OSError:
+            pass
+        self._fail(f"{self.store.path}: the store (or its folder) was removed or replaced during "
+                   "the run, so what the run wrote went with it")
+        return self.failure
+
+    def failure_line(self) -> str | None:
+        """The one line a job ends with when writing stopped; None when it did not."""
+        if self.failure is None:
+            return None
+        lost = (f"{self.unkept} received answer{'s' if self.unkept != 1 else ''} could not be "
+                "kept (the next run asks them again)") if self.unkept else \
+            "every received answer was kept"
+        kept = (f"; the journal beside the store holds {self._in_journal} more, which the next "
+                "contam command recovers") if self._in_journal and "removed" not in self.failure \
+            else ""
+        fix = "restore it" if "removed" in self.failure else "free some space"
+        return f"{self.failure}: stopped sending; {lost}{kept}; {fix}, then run the same " \
+            "command again"
+
+    def _fail(self, reason: str) -> None:
+        """Stop: commit nothing more, and have the job send nothing more (``on_failure``)."""
+        if self.failure is not None:
+            return
+        self.failure = reason
+        committed, self._committed = self._committed, anyio.Event()
+        committed.set()  # a write_durably waiting for its commit learns there will be none
+        self.on_failure()
 
     async def _next_batch(self) -> list[Rows]:
         """The next batch: waits for a first write, then until ``max_writes`` writes are waiting
@@ -169,6 +255,14 @@ class BatchWriter:
         with self.store.transaction() as con:
             for sql, parameters in statements:
                 con.execute(sql, parameters)
+
+
+def _write_failed(path: Any, exc: BaseException) -> str:
+    """What stopped the writer, in words: a full disk said as such."""
+    message = str(exc)
+    if getattr(exc, "errno", None) == errno.ENOSPC or "No space left" in message:
+        return f"{path}: the disk is full (no space left on its file system)"
+    return f"{path}: writing the store failed ({first_line(exc)})"
 
 
 def insert_statements(writes: Sequence[Rows]) -> list[tuple[str, list]]:

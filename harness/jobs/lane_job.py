@@ -104,13 +104,17 @@ async def run_lanes(store: Store, lanes: Sequence[Lane], *, result: JobResult, a
         if first is not None:
             first()
         async with BatchWriter(store) as writer:
+            writer.on_failure = engine.drain  # a full disk or a removed store: send nothing more
             await _run_beside(engine, batch_lanes, writer, progress.note, options)
             result.interrupted = engine.interrupted
-            if then is not None and result.interrupted is None:
+            if then is not None and result.interrupted is None and writer.failure is None:
                 second = _engine(then(progress.note), result.run_id, accept, options)
                 stats += second.stats  # the display and the live board show them as they run
+                writer.on_failure = second.drain
                 await second.run(writer, notify=progress.note, handle_signals=options.handle_signals)
                 result.interrupted = second.interrupted
+        if writer.failure_line() is not None:
+            raise UserError(writer.failure_line())
         _log_summary(stats)
     result.stats = stats
     return result

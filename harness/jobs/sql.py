@@ -34,8 +34,11 @@ class QueryResult:
     columns: list[str]
     rows: list[tuple]
 
-    def text(self, fmt: str = "table") -> str:
-        """The rows as a rich table, CSV or JSON."""
+    def text(self, fmt: str = "table", width: int | None = None) -> str:
+        """The rows as a rich table (fitted to a terminal ``width``; without one, at its natural
+        width, so that no value is ever cut), CSV or JSON."""
+        if fmt == "table":
+            return _table(self.columns, self.rows, width)
         return _FORMATTERS[fmt](self.columns, self.rows)
 
     def count_line(self) -> str:
@@ -54,22 +57,34 @@ def run_query(store: Reader, query: str) -> tuple[list[str], list[tuple]]:
         return store.checked_query(query)
     except duckdb.Error as exc:  # DuckDB's whole message: its "Did you mean" hint and caret line
         raise UserError(f"query failed: {exc}") from None
+    except RuntimeError as exc:  # DuckDB's answer to Ctrl-C: the CLI's one "interrupted" line
+        if "interrupted" in str(exc).lower():
+            raise KeyboardInterrupt from None
+        raise
 
 
-def _table(columns: list[str], rows: list[tuple]) -> str:
+def _table(columns: list[str], rows: list[tuple], width: int | None = None) -> str:
+    """A rich table: on a terminal, ``width`` wide with long values wrapped (never cut with
+    "…"); into a pipe or a file (no ``width``), as wide as its widest values need."""
     from rich.console import Console
+    from rich.measure import Measurement
     from rich.table import Table
     from rich.text import Text
 
     table = Table(show_lines=False)
     for name in columns:
-        table.add_column(Text(visible(name)))
+        table.add_column(Text(visible(name)), overflow="fold")
     for row in rows:
         table.add_row(*(Text("NULL" if v is None else visible(str(v))) for v in row))
-    console = Console(emoji=False, highlight=False)
+    console = Console(emoji=False, highlight=False, width=width or _NATURAL, color_system=None)
+    if width is None:  # no wider than the table needs: no trailing blanks
+        console.width = Measurement.get(console, console.options, table).maximum
     with console.capture() as captured:
         console.print(table)
     return captured.get()
+
+
+_NATURAL = 1_000_000  # columns: wide enough for any value on one line
 
 
 def _csv(columns: list[str], rows: list[tuple]) -> str:
@@ -89,4 +104,4 @@ def _jsonable(value: Any) -> Any:
     return str(value)  # Decimals, UUIDs, intervals: their text form
 
 
-_FORMATTERS = {"table": _table, "csv": _csv, "json": _json}
+_FORMATTERS = {"csv": _csv, "json": _json}

@@ -121,4 +121,24 @@ def csv_value(value: Any) -> str:
         return "; ".join(csv_value(v) for v in value)
     if isinstance(value, dict):
         return orjson.dumps(value).decode()
-    return str(value)
+    return _inert(str(value)) if isinstance(value, str) else str(value)
+
+
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _inert(text: str) -> str:
+    """Text a spreadsheet would run as a formula (a model name or an answer such as
+    ``=HYPERLINK(...)``) behind a leading ``'``, as OWASP advises for CSV injection; text that is
+    a number (``-0.12``, ``-inf``) stays as it is, so pandas and R still read a number."""
+    if not text.startswith(_FORMULA_START) or text == "-" or _is_number(text):
+        return text
+    return "'" + text
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True

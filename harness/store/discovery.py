@@ -18,6 +18,7 @@ from pathlib import Path
 import orjson
 
 from harness.errors import UserError
+from harness.store.files import write_private
 
 __all__ = ["Holder", "HostGone", "discovery_path", "publish", "withdraw", "find_holder"]
 
@@ -43,13 +44,10 @@ def discovery_path(store: str | Path) -> Path:
 
 
 def publish(store: str | Path, holder: Holder) -> Path:
-    """Write the discovery file: a 0600 file of its own, renamed over any stale one."""
+    """Write the discovery file: a new 0600 file (:mod:`harness.store.files`), renamed over any
+    stale one."""
     path = discovery_path(store)
-    partial = path.with_name(f"{path.name}.{os.getpid()}.partial")
-    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "wb") as out:
-        out.write(orjson.dumps(asdict(holder)))
-    os.replace(partial, path)
+    write_private(path, orjson.dumps(asdict(holder)))  # never follows a planted link
     return path
 
 

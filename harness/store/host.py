@@ -10,6 +10,10 @@ host is up and removed when it stops. Each request runs in a worker thread (at m
 once) on a DuckDB cursor of the holder's connection of its own, so the job's event loop never
 waits for a reader, and a read sees what the job has committed.
 
+A read is interrupted when it runs past :data:`READ_LIMIT_S` or its client disconnects, and a
+result past :data:`MAX_ROWS` rows or :data:`MAX_BYTES` bytes is refused while it is fetched, so
+that no reader can hold a slot, a core or the job's memory for long.
+
 Reads obey `contam sql`'s rule (:mod:`harness.store.readonly`): one read-only statement, in a
 ``READ ONLY`` transaction, with the database's file and network access switched off when the
 host starts. A job starts its host once it needs no file access from DuckDB itself.
@@ -30,6 +34,7 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
+import anyio
 import duckdb
 
 from harness.errors import UserError
@@ -43,10 +48,14 @@ from harness.store.wire import encode_json, encode_result, decode_json
 __all__ = ["StoreHost", "Progress", "socket_beside"]
 
 Progress = Callable[[], list[dict[str, Any]]]  # the job's per-model counters, as live_progress
-_READERS = 4  # requests worked on at once; more wait, so readers cannot crowd out the job
+_READERS = 2  # requests worked on at once (a core each, niced); more wait: bench_reads.py part 3
 _MAX_SOCKET_PATH = 100  # bytes; AF_UNIX allows 104-108 depending on the system
 _START_TIMEOUT_S = 10.0
 _READER_NICE = 10
+READ_LIMIT_S = 120.0  # a read through a running job is interrupted after this long
+MAX_ROWS = 2_000_000  # and a result past these is refused (wire.ResultTooLarge)
+MAX_BYTES = 128 << 20
+_CLIENT_POLL_S = 0.25  # how often a read's handler looks whether its client is still there
 
 
 class StoreHost:
@@ -132,9 +141,12 @@ class StoreHost:
             path = os.path.join(self._socket_dir, "store.sock")
         Path(path).unlink(missing_ok=True)  # a killed holder's: this process holds the store now
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        sock.bind(path)
+        mask = os.umask(0o177)  # born 0600: a chmod after bind could follow a planted link
+        try:
+            sock.bind(path)
+        finally:
+            os.umask(mask)
         self._socket = path
-        os.chmod(path, 0o600)  # before it listens: nobody could connect until now
         return sock
 
     def _remove_socket(self) -> None:
@@ -163,11 +175,16 @@ class StoreHost:
 
     async def _query(self, request: Any) -> Any:
         body = await request.body()
+        watch = _Watch()
 
         def read() -> bytes:
             asked = decode_json(body)
-            return self._read(asked["sql"], asked.get("params"))
-        return await self._in_worker(read)
+            return self._read(asked["sql"], asked.get("params"), watch)
+        async with anyio.create_task_group() as group:
+            group.start_soon(_interrupt_when_gone, request, watch)
+            response = await self._in_worker(read)
+            group.cancel_scope.cancel()
+        return response
 
     async def _labels(self, request: Any) -> Any:
         body = await request.body()
@@ -199,15 +216,24 @@ class StoreHost:
 
     # -- the work, in worker threads ------------------------------------------------------------
 
-    def _read(self, sql: str, params: Any) -> bytes:
+    def _read(self, sql: str, params: Any, watch: "_Watch") -> bytes:
+        """One checked read, interrupted when it runs past READ_LIMIT_S or its client goes."""
         with self._cursor() as cursor:
             cursor.execute(READ_ONLY_BEGIN)
+            timer = threading.Timer(READ_LIMIT_S, watch.interrupt, ["time"])
             try:
                 check_query(cursor, sql)
                 refuse_side_effects(cursor, sql)
+                watch.attach(cursor)
+                timer.start()
                 cursor.execute(sql, params)
-                return encode_result(cursor)
+                return encode_result(cursor, max_rows=MAX_ROWS, max_bytes=MAX_BYTES)
+            except duckdb.Error:
+                if watch.reason is not None:
+                    raise UserError(_STOPPED[watch.reason]) from None
+                raise
             finally:
+                timer.cancel()
                 with suppress(duckdb.Error):  # an interrupted cursor has nothing to roll back
                     cursor.execute("ROLLBACK")
 
@@ -231,6 +257,40 @@ class StoreHost:
 
 
 _FINISHING = "the process holding the store is finishing"
+_STOPPED = {"time": f"refused: the query ran past the {READ_LIMIT_S:.0f} s a running job gives a "
+                    "read; narrow it, or run it once the job has finished",
+            "gone": "the reader went away; its query was stopped"}
+
+
+class _Watch:
+    """Stops one read's DuckDB cursor from another thread: its time limit's timer, or the
+    handler that saw its client go."""
+
+    def __init__(self) -> None:
+        self.reason: str | None = None  # "time" | "gone"
+        self._cursor: duckdb.DuckDBPyConnection | None = None
+        self._lock = threading.Lock()
+
+    def attach(self, cursor: duckdb.DuckDBPyConnection) -> None:
+        with self._lock:
+            self._cursor = cursor
+            if self.reason is not None:
+                cursor.interrupt()
+
+    def interrupt(self, reason: str) -> None:
+        with self._lock:
+            if self.reason is None:
+                self.reason = reason
+                if self._cursor is not None:
+                    self._cursor.interrupt()
+
+
+async def _interrupt_when_gone(request: Any, watch: _Watch) -> None:
+    """A client that closed its connection (killed, or gave up) gets its query stopped: it
+    would otherwise hold a reader slot and a core of the job to the end."""
+    while not await request.is_disconnected():
+        await anyio.sleep(_CLIENT_POLL_S)
+    watch.interrupt("gone")
 
 
 class _Finishing(UserError):

@@ -11,6 +11,8 @@ from __future__ import annotations
 import datetime as dt
 import os
 import re
+import stat
+import sys
 import tempfile
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -22,8 +24,9 @@ import duckdb
 
 from harness.errors import UserError, first_line
 from harness.store import DEFAULT_STORE
-from harness.store.journal import replay
+from harness.store.journal import journal_path, replay
 from harness.store.schema import MIGRATIONS, TABLE_COLUMNS
+from harness.text import visible
 
 if TYPE_CHECKING:  # the importers hand over DataFrames; opening a store needs no pandas
     import pandas as pd
@@ -91,17 +94,31 @@ class Store:
                  create: bool = False, lock_wait_s: float | None = None) -> None:
         self.path = Path(path)
         self.read_only = read_only
-        self.replayed = 0
+        self.replayed = self.journal_skipped = 0
         self._locked_down = False
         if not self.path.exists() and (read_only or not create):
             raise UserError(f"{self.path}: no such store")
+        _refuse_odd_file(self.path)
         wait = (0.0 if read_only else LOCK_WAIT_S) if lock_wait_s is None else lock_wait_s
         self.con = self._connect(wait)
-        if read_only:
-            self._catch_up(wait)
-        else:
-            self.migrate()
-            self.replayed = replay(self)  # replies a killed run received but had not committed
+        try:
+            if read_only:
+                self._catch_up(wait)
+            else:
+                self.migrate()
+                self._replay()
+        except BaseException:  # a refused journal: the file is let go of, as if never opened
+            self.con.close()
+            raise
+
+    def _replay(self) -> None:
+        """Recover the replies a killed run received but had not committed; the journal's lines
+        that were skipped are said on stderr, in one line, whichever command opened the store."""
+        replayed = replay(self)
+        self.replayed, self.journal_skipped = replayed.kept, replayed.skipped
+        notice = replayed.notice(journal_path(self.path))
+        if notice:
+            print(visible(notice), file=sys.stderr)
 
     def _connect(self, wait_s: float) -> duckdb.DuckDBPyConnection:
         if not self.read_only:
@@ -249,6 +266,19 @@ class Store:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _refuse_odd_file(path: Path) -> None:
+    """A store is a regular file: a FIFO or a device would hang or endlessly feed whoever opens
+    it, a folder is no store."""
+    try:
+        mode = path.stat().st_mode
+    except (FileNotFoundError, NotADirectoryError):  # to be created (or refused as it is made)
+        return
+    if not stat.S_ISREG(mode):
+        kind = "a folder" if stat.S_ISDIR(mode) else ("a FIFO" if stat.S_ISFIFO(mode) else
+                                                      "not a regular file")
+        raise UserError(f"{path}: not a store (it is {kind}); a store is a DuckDB file")
 
 
 _LOCK_HOLDER = re.compile(r"Conflicting lock is held in (?P<program>.+?) \(PID (?P<pid>\d+)\)")

@@ -22,10 +22,12 @@ from typing import TYPE_CHECKING, Any
 
 import duckdb
 
+from harness.errors import UserError
+
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["Result", "encode_result", "decode_result", "result_frame", "encode_json", "decode_json"]
+__all__ = ["Result", "ResultTooLarge", "encode_result", "decode_result", "result_frame", "encode_json", "decode_json"]
 
 _thread = threading.local()
 # Types whose Python values JSON carries exactly: no cast back needed for rows.
@@ -46,12 +48,33 @@ class Result:
         return [dict(zip(self.columns, row)) for row in self.rows]
 
 
-def encode_result(cursor: duckdb.DuckDBPyConnection) -> bytes:
-    """The result of the statement just executed on ``cursor``, fetched, as JSON bytes."""
+class ResultTooLarge(UserError):
+    """A result past the rows or bytes a store host sends (:func:`encode_result`)."""
+
+
+def encode_result(cursor: duckdb.DuckDBPyConnection, *, max_rows: int | None = None,
+                  max_bytes: int | None = None) -> bytes:
+    """The result of the statement just executed on ``cursor``, fetched, as JSON bytes. Fetched
+    and encoded a chunk at a time, so that a result past ``max_rows`` rows or ``max_bytes``
+    bytes is refused (:class:`ResultTooLarge`) before it is held whole."""
     description = cursor.description or []
-    body = {"columns": [d[0] for d in description], "types": [str(d[1]) for d in description],
-            "rows": cursor.fetchall()}
-    return encode_json(body)
+    head = encode_json({"columns": [d[0] for d in description],
+                        "types": [str(d[1]) for d in description]})[:-1]
+    parts, rows, size = [], 0, 0
+    while chunk := cursor.fetchmany(_CHUNK_ROWS):
+        encoded = encode_json(chunk)[1:-1]  # the rows without the list's brackets
+        rows, size = rows + len(chunk), size + len(encoded)
+        if (max_rows is not None and rows > max_rows) or (max_bytes is not None and size > max_bytes):
+            raise ResultTooLarge(f"refused: the result is larger than a running job serves "
+                                 f"(more than {max_rows:,} rows or {(max_bytes or 0) >> 20} MiB); "
+                                 "narrow the query (WHERE, LIMIT, an aggregate), or read it once "
+                                 "the job has finished, when `contam sql --format csv` (or DuckDB's "
+                                 "COPY) reads the store directly")
+        parts.append(encoded)
+    return head + b', "rows": [' + b", ".join(parts) + b"]}"
+
+
+_CHUNK_ROWS = 10_000
 
 
 def encode_json(value: Any) -> bytes:

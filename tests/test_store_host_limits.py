@@ -1,0 +1,87 @@
+"""What a read through a running job may take from it: a query whose client has gone is
+stopped, every read has a time limit, and a result past the row or byte cap is refused in one
+line pointing to a read after the run; `contam sql --help` states the limits."""
+
+from __future__ import annotations
+
+import time
+
+import httpx
+import pytest
+
+from harness.errors import UserError
+from harness.store import Store
+from harness.store import host as host_module
+from harness.store.client import HostReader
+from harness.store.host import StoreHost
+
+ENDLESS = "SELECT count(*) FROM range(1000000000000) a, range(1000) b"
+
+
+@pytest.fixture
+def hosted(tmp_path):
+    path = tmp_path / "store.duckdb"
+    with Store(path, create=True) as store, StoreHost(store, command="run") as host:
+        yield path, host
+
+
+def wait_until(condition, timeout: float = 30) -> bool:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def test_a_query_whose_client_is_gone_is_stopped(hosted):
+    path, host = hosted
+    transport = httpx.HTTPTransport(uds=host.holder.socket)
+    with httpx.Client(transport=transport, base_url="http://h", timeout=1.0,
+                      headers={"Authorization": f"Bearer {host.holder.token}"}) as http:
+        with pytest.raises(httpx.ReadTimeout):  # the client gives up and closes its connection
+            http.post("/query", json={"sql": ENDLESS})
+    assert wait_until(lambda: not host._active), "the abandoned query is still running"
+    with HostReader(path, host.holder) as reader:  # the slot is free again
+        assert reader.query("SELECT 42") == [(42,)]
+
+
+def test_a_read_past_its_time_limit_is_stopped_in_one_line(hosted, monkeypatch):
+    path, host = hosted
+    monkeypatch.setattr(host_module, "READ_LIMIT_S", 0.5)
+    with HostReader(path, host.holder) as reader:
+        with pytest.raises(UserError, match="ran past the .* s a running job gives a read"):
+            reader.query(ENDLESS)
+        assert reader.query("SELECT 1") == [(1,)]
+    assert not host._active
+
+
+@pytest.mark.parametrize("cap, value", [("MAX_ROWS", 1_000), ("MAX_BYTES", 64 << 10)])
+def test_a_result_past_the_cap_is_refused_pointing_to_after_the_run(hosted, monkeypatch, cap,
+                                                                    value):
+    path, host = hosted
+    monkeypatch.setattr(host_module, cap, value)
+    with HostReader(path, host.holder) as reader:
+        with pytest.raises(UserError) as refused:
+            reader.query("SELECT range AS n, repeat('x', 100) AS pad FROM range(100000)")
+        assert reader.query("SELECT count(*) FROM range(500)") == [(500,)]  # small ones pass
+    message = str(refused.value)
+    assert "larger than a running job serves" in message and "COPY" in message
+    assert "once the job has finished" in message and "\n" not in message
+
+
+def test_a_result_under_the_caps_comes_back_whole(hosted):
+    path, host = hosted
+    with HostReader(path, host.holder) as reader:
+        rows = reader.query("SELECT range AS n, 'v' || range AS s FROM range(25000)")
+    assert len(rows) == 25000 and rows[-1] == (24999, "v24999")
+
+
+def test_contam_sql_help_states_the_limits(capsys):
+    from harness.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["sql", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert f"after {host_module.READ_LIMIT_S:.0f} s" in text
+    assert f"over {host_module.MAX_ROWS:,} rows or {host_module.MAX_BYTES >> 20} MiB" in text
