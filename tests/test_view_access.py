@@ -59,7 +59,7 @@ def test_a_planted_link_is_replaced_never_followed(path, tmp_path):
     victim = tmp_path / "victim.txt"
     victim.write_text("mine\n")
     os.symlink(victim, path.with_name(path.name + ".view-token"))
-    with pytest.raises(UserError, match="not a private file of yours|cannot read"):
+    with pytest.raises(UserError, match="cannot read"):
         stored_token(path)  # a link is not read through either
     stored_token(path, rotate=True)
     assert victim.read_text() == "mine\n"  # the link itself was replaced
@@ -72,7 +72,7 @@ def test_a_token_file_others_can_read_is_refused_in_one_line(path):
     token_file.chmod(0o644)
     with pytest.raises(UserError) as refused:
         stored_token(path)
-    assert "mode -rw-r--r--" in str(refused.value) and "--new-token" in str(refused.value)
+    assert "mode 644, not 600" in str(refused.value) and "--new-token" in str(refused.value)
 
 
 def test_a_page_with_an_unknown_token_says_the_server_has_a_new_link(path):

@@ -17,7 +17,6 @@ import ipaddress
 import os
 import secrets
 import socket
-import stat
 from dataclasses import dataclass
 from http.cookies import SimpleCookie
 from pathlib import Path
@@ -28,6 +27,7 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from harness.errors import UserError
+from harness.store.files import stat_reason, write_private
 
 __all__ = ["TokenGuard", "new_token", "stored_token", "rater_token", "served_hosts", "HEADER"]
 
@@ -43,20 +43,12 @@ def new_token() -> str:
 
 
 def stored_token(store: Path, *, rotate: bool = False) -> str:
-    """The owner's token kept beside ``store``: made (or, with ``rotate``, replaced) as a new file
-    of mode 0600 that no planted link can redirect; refused in one line if others could read it."""
+    """The owner's token kept beside ``store``: made (or, with ``rotate``, replaced) as a new 0600
+    file that no planted link can redirect; refused in one line if it is not the user's own."""
     path = store.with_name(store.name + ".view-token")
     if rotate or not os.path.lexists(path):
-        _write_private(path, new_token())
+        write_private(path, (new_token() + "\n").encode("ascii"))
     return _read_private(path)
-
-
-def _write_private(path: Path, token: str) -> None:
-    partial = path.with_name(f"{path.name}.{os.getpid()}.partial")
-    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-    with os.fdopen(fd, "w", encoding="ascii") as handle:
-        handle.write(token + "\n")
-    os.replace(partial, path)  # replaces a link itself, never the file it points to
 
 
 def _read_private(path: Path) -> str:
@@ -66,10 +58,9 @@ def _read_private(path: Path) -> str:
         raise UserError(f"{path}: cannot read the view's token ({exc.strerror}); "
                         "--new-token makes a new one") from None
     with os.fdopen(fd, encoding="ascii", errors="replace") as handle:
-        info = os.fstat(handle.fileno())
-        if not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o077:
-            raise UserError(f"{path}: not a private file of yours (owner uid {info.st_uid}, mode "
-                            f"{stat.filemode(info.st_mode)}): remove it, or run with --new-token")
+        problem = stat_reason(os.fstat(handle.fileno()))
+        if problem:
+            raise UserError(f"{path}: {problem}: remove it, or run with --new-token")
         return handle.read().strip()
 
 
