@@ -64,7 +64,7 @@ from providers.registry import check_first_reply, create_provider
 __all__ = ["BatchOptions", "BatchLane", "BATCH_PROVIDERS", "uses_batch", "open_job_count",
            "job_tag", "OPEN_JOBS_SQL"]
 
-BATCH_PROVIDERS = frozenset(BATCH_PROTOCOLS)
+BATCH_PROVIDERS = frozenset(BATCH_PROTOCOLS)  # derived from harness.provider_names
 _CLOSED = ("imported", "abandoned")
 OPEN_JOBS_SQL = f"""
 SELECT batch_key, job_id, status, created_at FROM latest_batches

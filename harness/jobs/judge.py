@@ -49,6 +49,7 @@ from harness.jobs.lane_job import (
     run_row,
 )
 from harness.store import DEFAULT_STORE, Store, utc_now
+from harness.store import raters
 from harness.store.cells import unjudged
 from harness.text import is_blank
 from metrics.judge import (
@@ -65,7 +66,7 @@ _EXAMPLES = 5  # flagged cells named in the summary
 
 
 def judge_rater(spec: ModelSpec) -> str:
-    return f"judge:{spec.name}"
+    return raters.judge_rater(spec.name)
 
 
 def study_rubric(config: RunConfig) -> str:
