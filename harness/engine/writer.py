@@ -104,7 +104,7 @@ class BatchWriter:
     async def __aenter__(self) -> "BatchWriter":
         if self._use_journal:
             self.journal = Journal(journal_path(self.store.path))
-        self.store.con.execute("SET threads = 1")
+        self.store.single_threaded(True)
         self._task_group = anyio.create_task_group()
         await self._task_group.__aenter__()
         self._task_group.start_soon(self._drain)
@@ -118,7 +118,7 @@ class BatchWriter:
         try:
             return await self._task_group.__aexit__(*exc_info)
         finally:
-            self.store.con.execute("RESET threads")
+            self.store.single_threaded(False)
             if self.journal is not None:
                 self.journal.close(committed=not self._pending and not self._commit_failed)
 

@@ -175,7 +175,7 @@ def _check_metrics(metrics: Iterable[str]) -> list[str]:
 
 
 def _read_cells(store: Store) -> list[_Cell]:
-    return [_Cell(*row) for row in answered_cells(store.con)]
+    return [_Cell(*row) for row in answered_cells(store)]
 
 
 def _params_json(params: dict) -> str:
@@ -185,7 +185,7 @@ def _params_json(params: dict) -> str:
 def _pending(store: Store, metric: str, params: dict) -> list[_Cell]:
     """Cells without an up-to-date ``metric`` score under ``params`` (see
     :func:`harness.store.cells.unscored`)."""
-    return [_Cell(*row) for row in unscored(store.con, metric, _params_json(params))]
+    return [_Cell(*row) for row in unscored(store, metric, _params_json(params))]
 
 
 def _rows(metric: str, params: dict, cells: Sequence[_Cell],
