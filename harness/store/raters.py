@@ -8,10 +8,8 @@ The frozen migrations in store/schema.py spell ``judge:%`` out, as they must sta
 
 from __future__ import annotations
 
-__all__ = ["HUMAN", "ADJUDICATOR", "HUMAN_RATER_SQL", "JUDGE_RATER_SQL", "judge_rater",
-           "human_rater"]
+__all__ = ["ADJUDICATOR", "HUMAN_RATER_SQL", "JUDGE_RATER_SQL", "judge_rater", "human_rater"]
 
-HUMAN = "human"  # the rater of an unnamed person's labels
 ADJUDICATOR = "human:adjudicated"  # the rater an adjudicator's decisions are stored as
 HUMAN_RATER_SQL = "(rater = 'human' OR rater LIKE 'human:%')"  # a human rater's labels, in SQL
 JUDGE_RATER_SQL = "rater LIKE 'judge:%'"  # an LLM judge's labels, in SQL
