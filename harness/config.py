@@ -11,10 +11,11 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from harness.config_schema import (JUDGE_FIELDS, MODEL_FIELDS, PROBES_FIELDS, PROMPT_FIELDS,
-                                   PROVIDERS, SCORING_FIELDS, STUDY_FIELDS, TOP_FIELDS, check_table,
-                                   did_you_mean)
+from harness.config_schema import (PROBES_FIELDS, PROMPT_FIELDS, PROVIDERS, SCORING_FIELDS,
+                                   STUDY_FIELDS, TOP_FIELDS, Field, check_table, did_you_mean,
+                                   fields_of, key)
 from harness.errors import UserError
+from harness.provider_names import BATCH_PROVIDERS
 from harness.study import DEFAULT_METRICS, DEFAULT_NUMERIC_TOLERANCE, StudySettings
 from harness.text import visible
 
@@ -25,31 +26,35 @@ DEFAULT_SYSTEM_PROMPT = (
     "Answer from memory only. Do not look anything up. Reply with a bare 1-2 sentence answer."
 )
 
-# Providers with a batch API (providers.batch.BATCH_PROTOCOLS; a test keeps the two equal).
-BATCH_PROVIDERS = ("openai", "anthropic", "gemini")
-
 
 @dataclass(frozen=True, kw_only=True)
 class ModelSpec:
-    """One configured model: the ``[[models]]`` (or ``[judge]``) table of a run config."""
+    """One configured model: the ``[[models]]`` (or ``[judge]``) table of a run config.
 
-    name: str  # the user's label, stored in `model`
-    provider: str  # openai | gemini | anthropic | ollama | local
-    model: str  # the provider's model id
-    base_url: str | tuple[str, ...] | None = None  # a tuple: replicas of one served model
-    api_key_env: str | None = None
-    rpm: float | None = None
-    tpm: float | None = None
-    concurrency: int = 8
-    max_attempts: int = 5
-    timeout_s: float = 60.0
-    max_hint_s: float = 600.0  # the longest server-asked wait (Retry-After ...) a lane accepts
-    params: dict[str, Any] = field(default_factory=dict)
-    batch: bool = False  # ask through the provider's batch API (BATCH_PROVIDERS only)
+    Each field's ``key`` metadata is its TOML key's kind (config_schema.Field), so this class is
+    also the table's schema (MODEL_FIELDS below)."""
+
+    name: str = field(metadata=key("text"))  # the user's label (default: the model id), stored in `model`
+    provider: str = field(metadata=key("text", required=True, choices=PROVIDERS))
+    model: str = field(metadata=key("text", required=True))  # the provider's model id
+    # One server, or a list of replicas of one served model (a tuple here).
+    base_url: str | tuple[str, ...] | None = field(default=None, metadata=key("urls"))
+    api_key_env: str | None = field(default=None, metadata=key("text"))
+    rpm: float | None = field(default=None, metadata=key("number"))
+    tpm: float | None = field(default=None, metadata=key("number"))
+    concurrency: int = field(default=8, metadata=key("count"))
+    max_attempts: int = field(default=5, metadata=key("count"))
+    timeout_s: float = field(default=60.0, metadata=key("number"))
+    # The longest server-asked wait (Retry-After ...) a lane accepts; a longer one stops the lane.
+    max_hint_s: float = field(default=600.0, metadata=key("number"))
+    params: dict[str, Any] = field(default_factory=dict, metadata=key("table"))
+    # Ask through the provider's batch API (BATCH_PROVIDERS only).
+    batch: bool = field(default=False, metadata=key("flag"))
     # The most completions one probe request asks for (OpenAI n, Gemini candidateCount), below
     # the provider's own limit; None: that limit (1 for the APIs without a multi-sample field).
-    samples_per_request: int | None = None
-    cutoff: datetime.date | None = None  # the model's training cut-off ([study] released)
+    samples_per_request: int | None = field(default=None, metadata=key("count"))
+    # The model's training cut-off ([study] released): an ISO date in the file (_iso_date).
+    cutoff: datetime.date | None = field(default=None, metadata=key("text"))
 
     def public_dict(self) -> dict[str, Any]:
         """What may be stored in `runs.config`: everything but secrets (there are none here:
@@ -64,6 +69,10 @@ class ModelSpec:
     def for_replica(self, url: str | None) -> "ModelSpec":
         """This model as one replica's provider sees it: a single ``base_url``."""
         return replace(self, base_url=url)
+
+
+MODEL_FIELDS = fields_of(ModelSpec)  # a [[models]] table's keys
+JUDGE_FIELDS = {**MODEL_FIELDS, "rubric": Field("text")}  # [judge] adds its rubric file (StudySettings)
 
 
 @dataclass(frozen=True, kw_only=True)

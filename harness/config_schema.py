@@ -2,11 +2,13 @@
 
 Every problem becomes one :class:`UserError` line, ``FILE: WHERE: KEY: problem``, so a typo'd key
 or an impossible number never reaches the engine (nor a traceback). Misspelt keys get the nearest
-allowed one as a suggestion.
+allowed one as a suggestion. A model's table is read from ``ModelSpec``'s own fields (:func:`key`,
+:func:`fields_of`); see ARCHITECTURE.md, The study config.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import math
 from dataclasses import dataclass
@@ -14,12 +16,12 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import UserError
+from harness.provider_names import PROVIDERS
 
-__all__ = ["Field", "TOP_FIELDS", "PROMPT_FIELDS", "MODEL_FIELDS", "JUDGE_FIELDS", "STUDY_FIELDS",
+__all__ = ["Field", "key", "fields_of", "TOP_FIELDS", "PROMPT_FIELDS", "STUDY_FIELDS",
            "PROBES_FIELDS", "SCORING_FIELDS", "METRIC_NAMES", "PROVIDERS", "check_table",
            "did_you_mean"]
 
-PROVIDERS = ("openai", "gemini", "anthropic", "ollama", "local")
 # Every metric `contam score` can compute ([scoring] metrics names some of them).
 METRIC_NAMES = ("bleu2", "bertscore_f1", "exact", "contains", "numeric", "regex")
 
@@ -52,24 +54,18 @@ SCORING_FIELDS = {
     "numeric_tolerance": Field("number"),  # relative
     "regex": Field("text"),
 }
-MODEL_FIELDS = {
-    "name": Field("text"),
-    "provider": Field("text", required=True, choices=PROVIDERS),
-    "model": Field("text", required=True),
-    "base_url": Field("urls"),  # one server, or a list of replicas
-    "api_key_env": Field("text"),
-    "rpm": Field("number"),
-    "tpm": Field("number"),
-    "concurrency": Field("count"),
-    "max_attempts": Field("count"),
-    "timeout_s": Field("number"),
-    "max_hint_s": Field("number"),  # a server asking a longer wait than this stops the lane
-    "params": Field("table"),
-    "batch": Field("flag"),  # ask through the provider's batch API
-    "samples_per_request": Field("count"),  # a probe's completions per request (n, candidateCount)
-    "cutoff": Field("text"),  # the model's training cut-off, an ISO date
-}
-JUDGE_FIELDS = {**MODEL_FIELDS, "rubric": Field("text")}  # a rubric file, beside the config
+
+
+def key(kind: str, *, required: bool = False, choices: tuple[str, ...] = ()) -> dict[str, Field]:
+    """A dataclass field's metadata that makes it a config key of ``kind``:
+    ``rpm: float | None = field(default=None, metadata=key("number"))``."""
+    return {"key": Field(kind, required, choices)}
+
+
+def fields_of(record: type) -> dict[str, Field]:
+    """The config keys of a dataclass whose fields carry :func:`key` metadata, in field order
+    (the order problems are reported in); ModelSpec's table is defined this way, once."""
+    return {f.name: f.metadata["key"] for f in dataclasses.fields(record) if "key" in f.metadata}
 
 
 def check_table(path: Path, where: str, table: Any, fields: dict[str, Field]) -> None:

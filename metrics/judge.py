@@ -18,16 +18,15 @@ from __future__ import annotations
 import re
 from importlib import resources
 
+from harness.labels import JUDGE_REPLIES
 from harness.text import sha256_text
 from providers.base import Request, Transient
 
-__all__ = ["JUDGE_RUBRIC", "JUDGE_LABELS", "MalformedLabel", "judge_request", "parse_label",
+__all__ = ["JUDGE_RUBRIC", "MalformedLabel", "judge_request", "parse_label",
            "rubric_sha256", "missing_labels"]
 
 JUDGE_RUBRIC = resources.files("metrics").joinpath("judge_rubric.txt").read_text(encoding="utf-8")
 
-# The judge's replies map onto the labels table's values.
-JUDGE_LABELS = {"right": "right", "partially right": "partial", "wrong": "wrong"}
 # Only these may trail a bare label. Not "?": "right?" is a doubt, not a label.
 _TRAILING_PUNCTUATION = ".!,;:"
 _SHOWN_CHARS = 200  # of a malformed reply, kept in attempts.error
@@ -66,7 +65,7 @@ def parse_label(text: str | None) -> str:
     """The label (``right`` / ``partial`` / ``wrong``) of a bare reply, else MalformedLabel."""
     bare = " ".join((text or "").split()).lower().rstrip(_TRAILING_PUNCTUATION).rstrip()
     try:
-        return JUDGE_LABELS[bare]
+        return JUDGE_REPLIES[bare]
     except KeyError:
         shown = (text or "")[:_SHOWN_CHARS] + ("..." if len(text or "") > _SHOWN_CHARS else "")
         raise MalformedLabel("malformed judge reply (not exactly one of right, partially right, "

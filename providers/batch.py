@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 import httpx
 import orjson
 
+from harness.provider_names import BATCH_PROVIDERS, class_prefix
 from providers.base import ProviderError, Reply, Request, Transient
 from providers.transport import HTTPProvider, decode_json, http_failures, reply_shape, send
 
@@ -188,12 +189,9 @@ def jsonl(content: bytes) -> Iterator[Any]:
             yield orjson.loads(raw)
 
 
-# provider -> (module, class)
+# provider -> (module, class), from the one list: providers/<name>_batch.py holds <Name>Batch.
 BATCH_PROTOCOLS: dict[str, tuple[str, str]] = {
-    "openai": ("providers.openai_batch", "OpenAIBatch"),
-    "anthropic": ("providers.anthropic_batch", "AnthropicBatch"),
-    "gemini": ("providers.gemini_batch", "GeminiBatch"),
-}
+    name: (f"providers.{name}_batch", f"{class_prefix(name)}Batch") for name in BATCH_PROVIDERS}
 
 
 def create_batch_protocol(provider: HTTPProvider, client: httpx.AsyncClient) -> BatchProtocol:

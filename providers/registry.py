@@ -10,6 +10,7 @@ import importlib
 
 import httpx
 
+from harness.provider_names import PROVIDERS, class_prefix
 from providers.base import (
     BadKey, Fatal, MissingKey, ModelSettings, Provider, Reply, ServedModelMismatch,
     served_model_matches,
@@ -17,16 +18,10 @@ from providers.base import (
 
 __all__ = ["create_provider", "provider_class", "missing_key", "served_model_id", "check_first_reply", "PROVIDER_CLASSES"]
 
-# provider name -> (module, class); each module holds exactly that one provider class. The one
-# list of provider names (harness.config.PROVIDERS repeats it below the providers' layer, and a
-# test holds the two equal).
+# provider name -> (module, class), from the one list of names: providers/<name>.py holds exactly
+# one provider class, <Name>Provider (tests/test_providers_ollama.py imports each).
 PROVIDER_CLASSES: dict[str, tuple[str, str]] = {
-    "openai": ("providers.openai", "OpenAIProvider"),
-    "gemini": ("providers.gemini", "GeminiProvider"),
-    "anthropic": ("providers.anthropic", "AnthropicProvider"),
-    "ollama": ("providers.ollama", "OllamaProvider"),
-    "local": ("providers.local", "LocalProvider"),
-}
+    name: (f"providers.{name}", f"{class_prefix(name)}Provider") for name in PROVIDERS}
 
 
 def create_provider(spec: ModelSettings, client: httpx.AsyncClient | None) -> Provider:

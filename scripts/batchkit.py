@@ -7,9 +7,10 @@ import csv
 from pathlib import Path
 
 from harness.prompts import DEFAULT_SYSTEM_PROMPT, question_request
+from harness.provider_names import BATCH_PROVIDERS
 from harness.store import Store
 
-PROVIDERS = ("openai", "anthropic", "gemini")
+PROVIDERS = BATCH_PROVIDERS  # every provider with a batch API
 KEYS = {"OPENAI_API_KEY": "sk-batch-bench", "GEMINI_API_KEY": "gm-batch-bench",
         "ANTHROPIC_API_KEY": "an-batch-bench"}
 TITLE = "Pokémon Red"

@@ -32,11 +32,14 @@ LAYERS = {
     "harness.config": 1,
     "harness.text": 1,
     "harness.errors": 1,
+    "harness.labels": 1,  # the label vocabulary: metrics/judge.py maps the judge's replies with it
+    "harness.provider_names": 1,  # the provider names: the config checks them, providers/ builds on them
     "harness": 1,  # the package itself: its version helper
 }
 # providers/ and metrics/ stay usable without the orchestration: from harness only these.
 LEAF_PACKAGES = ("providers", "metrics")
-LEAF_MAY_IMPORT = ("harness", "harness.errors", "harness.text")
+# The two vocabularies are plain constants with no imports, so a leaf package stays standalone.
+LEAF_MAY_IMPORT = ("harness", "harness.errors", "harness.text", "harness.labels", "harness.provider_names")
 
 
 def module_name(root: Path, path: Path) -> str:

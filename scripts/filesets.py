@@ -6,11 +6,13 @@ import csv
 import random
 from pathlib import Path
 
+from harness.labels import LABEL_NAMES
+
 __all__ = ["write_fileset"]
 
 TITLES = (("Pokémon Red", "official"), ("Pokémon Crystal", "official"),
           ("Pokémon Brown", "fan"), ("Pokémon Prism", "fan"))
-LABELS = ("Right", "Partially right", "Wrong")
+LABELS = tuple(LABEL_NAMES.values())  # as a person would write them
 
 
 def write_fileset(folder: Path, n_items: int, models: list[str], seed: int = 0) -> dict[str, Path]:

@@ -96,9 +96,9 @@ def test_a_retracted_judge_label_makes_its_cell_pending_for_the_judge(store_path
         _fill(store)
         store.append("labels", [{"item_id": i, "model": "m", "rater": "judge:j", "label": "wrong",
                                  "rubric_sha256": "r1"} for i, _, _ in ITEMS])
-        assert unjudged(store.con, "judge:j", "r1") == []
+        assert unjudged(store, "judge:j", "r1") == []
         _retract(store, "i3", rater="judge:j", label="wrong")
-        assert [row[0] for row in unjudged(store.con, "judge:j", "r1")] == ["i3"]
+        assert [row[0] for row in unjudged(store, "judge:j", "r1")] == ["i3"]
 
 
 def test_a_store_from_before_migration_5_gets_it_and_keeps_its_labels(store_path):

@@ -94,7 +94,7 @@ def test_run_records_the_settings_and_they_are_read_back(tmp_path, emulator, key
     config_path.write_text(config_path.read_text() + '[study]\nname = "Recorded"\n')
     assert run_inprocess(config_path, tmp_path / "s.duckdb").status == 0
     with Store(tmp_path / "s.duckdb") as store:
-        assert recorded_study(store.con).name == "Recorded"
+        assert recorded_study(store).name == "Recorded"
 
 
 def test_the_newest_run_wins_and_config_overrides(tmp_path, store):
@@ -105,9 +105,9 @@ def test_the_newest_run_wins_and_config_overrides(tmp_path, store):
         store.con.execute("INSERT INTO runs (run_id, kind, started_at, config) VALUES (?, 'run', ?, ?)",
                           [f"r{seq}", datetime.datetime(2026, 1, 1 + seq),
                            orjson.dumps({"study": record}).decode()])
-    assert recorded_study(store.con).name == "second"
-    assert study_settings(store.con, write(tmp_path, STUDY)).name == "NovelQA"
+    assert recorded_study(store).name == "second"
+    assert study_settings(store, write(tmp_path, STUDY)).name == "NovelQA"
 
 
 def test_a_store_without_runs_has_the_defaults(store):
-    assert recorded_study(store.con) == StudySettings()
+    assert recorded_study(store) == StudySettings()

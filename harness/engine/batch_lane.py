@@ -47,6 +47,7 @@ from harness.engine.tasks import Accept, Task
 from harness.engine.writer import BatchWriter, Rows
 from harness.errors import cause_line
 from harness.store import Store, utc_now
+from harness.store.batches import CLOSED_STATUSES, job_cells, known_job_ids, open_jobs
 from providers.base import ProviderError, Transient, redact
 from providers.batch import (
     BATCH_PROTOCOLS,
@@ -62,14 +63,9 @@ from harness.engine.batch_keys import created_near, custom_id, job_tag, task_key
 from providers.registry import check_first_reply, create_provider
 
 __all__ = ["BatchOptions", "BatchLane", "BATCH_PROVIDERS", "uses_batch", "open_job_count",
-           "job_tag", "OPEN_JOBS_SQL"]
+           "job_tag"]
 
-BATCH_PROVIDERS = frozenset(BATCH_PROTOCOLS)
-_CLOSED = ("imported", "abandoned")
-OPEN_JOBS_SQL = f"""
-SELECT batch_key, job_id, status, created_at FROM latest_batches
-WHERE model = $model AND coalesce(purpose, '') = $purpose AND status NOT IN {_CLOSED} ORDER BY seq
-"""
+BATCH_PROVIDERS = frozenset(BATCH_PROTOCOLS)  # derived from harness.provider_names
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -94,8 +90,7 @@ def open_job_count(store: Store, spec: ModelSpec, purpose: str | None = None) ->
 
 
 def _open_jobs(store: Store, spec: ModelSpec, purpose: str | None) -> list[tuple]:
-    return store.con.cursor().execute(
-        OPEN_JOBS_SQL, {"model": spec.name, "purpose": purpose or ""}).fetchall()
+    return open_jobs(store, spec.name, purpose)
 
 
 @dataclass(eq=False)
@@ -184,9 +179,7 @@ class BatchLane:
         return jobs
 
     def _cells(self, key: str) -> dict[str, Task]:
-        rows = self.store.con.cursor().execute(
-            "SELECT line, item_id, variant, samples FROM batch_cells WHERE batch_key = ? ORDER BY line",
-            [key]).fetchall()
+        rows = job_cells(self.store, key)
         return {custom_id(key, line): self._cell(item_id, None if variant is None else
                                                  {"variant": variant, "samples": samples})
                 for line, item_id, variant, samples in rows}
@@ -226,8 +219,7 @@ class BatchLane:
         within minutes of this one, the ended one whose results carry its key; and whether one
         of them has yet to end."""
         assert self.protocol is not None
-        known = {row[0] for row in self.store.con.cursor().execute(
-            "SELECT DISTINCT job_id FROM batches WHERE job_id IS NOT NULL").fetchall()}
+        known = known_job_ids(self.store)
         near = [j for j in jobs if j.job_id not in known and created_near(j, job.created_at)]
         for candidate in (j for j in near if j.ended):
             results = await self.protocol.results(candidate)
@@ -401,7 +393,7 @@ class BatchLane:
                "succeeded": state.succeeded if state else None,
                "failed": state.failed if state else None, "created_at": job.created_at,
                "updated_at": utc_now(), "purpose": self.purpose}
-        if fields.get("status") in _CLOSED:
+        if fields.get("status") in CLOSED_STATUSES:
             row["finished_at"] = utc_now()
         return {**row, **fields}
 

@@ -139,7 +139,7 @@ class BatchWriter:
         self._identity = (info.st_dev, info.st_ino)
         if self._use_journal:
             self.journal = Journal(journal_path(self.store.path))
-        self.store.con.execute("SET threads = 1")
+        self.store.single_threaded(True)
         self._task_group = anyio.create_task_group()
         await self._task_group.__aenter__()
         self._task_group.start_soon(self._drain)
@@ -154,7 +154,7 @@ class BatchWriter:
             return await self._task_group.__aexit__(*exc_info)
         finally:
             with contextlib.suppress(duckdb.Error):  # a store that failed may refuse even this
-                self.store.con.execute("RESET threads")
+                self.store.single_threaded(False)
             if self.journal is not None:
                 self.journal.close(committed=not self._pending and not self._commit_failed
                                    and self.failure is None)

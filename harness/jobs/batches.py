@@ -22,6 +22,7 @@ import orjson
 from harness.config import ModelSpec
 from harness.errors import UserError
 from harness.store import DEFAULT_STORE, Store, utc_now
+from harness.store.batches import known_job_ids
 from providers.base import ProviderError
 from providers.batch import BatchProtocol, JobState, create_batch_protocol
 from providers.registry import create_provider
@@ -122,7 +123,7 @@ async def _with_protocol(spec: ModelSpec, action: Any) -> Any:
 
 async def _untracked(store: Store) -> list[str]:
     """Provider jobs tagged ``contam:`` that the store has no id for."""
-    known = {row[0] for row in store.query("SELECT DISTINCT job_id FROM batches WHERE job_id IS NOT NULL")}
+    known = known_job_ids(store)
     pairs = store.query("SELECT DISTINCT run_id, model FROM batches")
     specs = {(s.provider, s.base_url, s.api_key_env): s for s in (_spec(store, r, m) for r, m in pairs)}
     lines = []

@@ -138,7 +138,7 @@ def _answer(store: Store, config: RunConfig, *, no_progress: bool) -> int:
     from harness.store.cells import count_unanswered
 
     spec = config.models[0]
-    pending = count_unanswered(store.con.cursor(), spec.name, None)
+    pending = count_unanswered(store, spec.name, None)
     if pending == 0:
         print(f"answers: every item already has an answer from {spec.name}; nothing to ask")
         return 0

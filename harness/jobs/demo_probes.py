@@ -25,6 +25,7 @@ from harness.emulator.server import EmulatorSettings, run_emulator
 from harness.jobs.lane_job import JobResult
 from harness.jobs.probe import ProbeOptions, execute_probe, make_probe
 from harness.store import Store
+from harness.store.probe_scores import probe_score_means
 from metrics.probe_registry import PROBES
 
 __all__ = ["demo_probes", "EMULATED_MODELS", "MIN_K_CLEAN", "KEY_ENV"]
@@ -92,17 +93,9 @@ def _printed(result: JobResult) -> int:
     return result.exit_status
 
 
-_MEANS_SQL = """
-SELECT s.probe, s.metric, s.model, i.subset, avg(s.value) AS mean, count(s.value) AS n
-FROM latest_probe_scores s JOIN latest_items i USING (item_id)
-WHERE list_contains($models, s.model) AND s.value IS NOT NULL
-GROUP BY ALL ORDER BY s.probe, s.metric, s.model, i.subset DESC
-"""
-
-
 def _print_means(store: Store) -> None:
     """Each probe's scores, averaged per model and subset: where the two profiles part ways."""
-    rows = store.con.execute(_MEANS_SQL, {"models": [*EMULATED_MODELS, MIN_K_CLEAN]}).fetchall()
+    rows = probe_score_means(store, [*EMULATED_MODELS, MIN_K_CLEAN])
     print("\nprobe scores per model and subset (mean over items; flagged / exact_match: a share):")
     for probe, metric, model, subset, mean, n in rows:
         print(f"  {probe:<9} {metric:<16} {model:<22} {subset:<9} {mean:7.3f}  (n={n})")

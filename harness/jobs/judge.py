@@ -37,7 +37,6 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import duckdb
 
 from harness.config import ModelSpec, RunConfig, load_config
 from harness.engine.lanes import Lane, Task
@@ -49,6 +48,7 @@ from harness.jobs.lane_job import (
     run_row,
 )
 from harness.store import DEFAULT_STORE, Store, utc_now
+from harness.store import raters
 from harness.store.cells import unjudged
 from harness.text import is_blank
 from metrics.judge import (
@@ -65,7 +65,7 @@ _EXAMPLES = 5  # flagged cells named in the summary
 
 
 def judge_rater(spec: ModelSpec) -> str:
-    return f"judge:{spec.name}"
+    return raters.judge_rater(spec.name)
 
 
 def study_rubric(config: RunConfig) -> str:
@@ -107,11 +107,11 @@ class JudgeCell:
         return not self.flagged and is_blank(self.answer)
 
 
-def pending_cells(con: duckdb.DuckDBPyConnection, rater: str, rubric: str,
+def pending_cells(store: Store, rater: str, rubric: str,
                   models: Sequence[str] | None = None) -> list[JudgeCell]:
     """Cells without an up-to-date label from ``rater`` under ``rubric``, in item order (see
     :func:`harness.store.cells.unjudged`)."""
-    return [JudgeCell(*row) for row in unjudged(con, rater, rubric, models)]
+    return [JudgeCell(*row) for row in unjudged(store, rater, rubric, models)]
 
 
 @dataclass
@@ -170,7 +170,7 @@ async def execute_judge(store: Store, config: RunConfig, options: JobOptions,
     text = study_rubric(config)
     rater, rubric = judge_rater(spec), rubric_sha256(text)
     _check_models(store, models)
-    plan = _plan(pending_cells(store.con, rater, rubric, models), options.limit)
+    plan = _plan(pending_cells(store, rater, rubric, models), options.limit)
     result = JudgeResult(command="judge", run_id=new_run_id(), rater=rater,
                          bypassed=len(plan.bypass),
                          flagged=[(c.item_id, c.model) for c in plan.flagged])

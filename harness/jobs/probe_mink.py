@@ -25,7 +25,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import httpx
 import orjson
 
@@ -132,13 +131,13 @@ def _scoring_options(options: MinKOptions) -> MinKOptions:
 def _text_rule(store: Store, config: RunConfig) -> str | None:
     """The study's ``[probes] text``, its fields checked against the items' columns."""
     rule = config.study.probe_text
-    columns = item_columns(store.con) if rule is not None else []
+    columns = item_columns(store) if rule is not None else []
     return text_rule(rule, columns, f"{config.path}: [probes] text")
 
 
 def _lane(store: Store, spec: ModelSpec, params_hash: str, limit: int | None,
           rule: str | None) -> Lane:
-    items = pending_items(store.con, spec.name, params_hash, limit)
+    items = pending_items(store, spec.name, params_hash, limit)
     tasks = (Task(item_id=item.item_id, model=spec.name, context=params_hash, tags=_TAGS,
                   request=_scoring_request(item, rule)) for item in items)
     return Lane(spec=spec, total=len(items), tasks=tasks)
@@ -150,11 +149,11 @@ def _scoring_request(item: ProbeItem, rule: str | None = None) -> Request:
     return Request(system="", user=scored_text(item, rule), max_output_tokens=1)
 
 
-def pending_items(con: duckdb.DuckDBPyConnection, model: str, params_hash: str,
+def pending_items(store: Store, model: str, params_hash: str,
                   limit: int | None) -> list[ProbeItem]:
     """The items among the first ``limit`` (file order) without a ``min_k`` row of ``model``
     under ``params_hash``. A list: a probe's items are few enough to hold (texts, not answers)."""
-    rows = unscored_items(con, probe=KIND, metric="min_k", model=model, params_sha256=params_hash,
+    rows = unscored_items(store, probe=KIND, metric="min_k", model=model, params_sha256=params_hash,
                           limit=limit)
     return [probe_item(row) for row in rows]
 

@@ -49,7 +49,7 @@ class ProbePlan:
 
     @classmethod
     def build(cls, store: Store, probe: GenerationProbe, limit: int | None) -> "ProbePlan":
-        items = {row[0]: probe_item(row) for row in first_items(store.con.cursor(), limit)}
+        items = {row[0]: probe_item(row) for row in first_items(store, limit)}
         prompts = {item_id: {p.variant: p for p in probe.prompts(item)}
                    for item_id, item in items.items()}
         expected = [row for item_id, by_variant in prompts.items()
@@ -98,7 +98,7 @@ def pending_count(store: Store, plan: ProbePlan, spec: ModelSpec) -> int:
 
 
 def _missing(store: Store, plan: ProbePlan, spec: ModelSpec) -> list[tuple[str, str, list[int]]]:
-    return missing_samples(store.con.cursor(), probe=plan.probe.kind,
+    return missing_samples(store, probe=plan.probe.kind,
                            params_sha256=plan.params_sha256, model=spec.name,
                            expected=plan.expected)
 
@@ -243,7 +243,7 @@ def record_params(store: Store, probe: str, params: dict[str, dict[str, Any]]) -
 def score_complete(store: Store, plan: ProbePlan, run_id: str, models: Sequence[str]) -> int:
     """Score every cell of ``models`` whose samples are all in and that has no score newer than
     them, in one transaction; returns how many cells were scored."""
-    cells = complete_unscored(store.con, probe=plan.probe.kind, params_sha256=plan.params_sha256,
+    cells = complete_unscored(store, probe=plan.probe.kind, params_sha256=plan.params_sha256,
                               models=models, expected=plan.expected)
     if not cells:
         return 0
@@ -262,7 +262,7 @@ def _texts(store: Store, plan: ProbePlan, cells: Sequence[tuple[str, str]]
     """Each cell's texts by variant, in sample order, within what the plan expects."""
     wanted = {(item, variant): samples for item, variant, samples in plan.expected}
     texts: dict[tuple[str, str], dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
-    rows = probe_texts(store.con, probe=plan.probe.kind, params_sha256=plan.params_sha256,
+    rows = probe_texts(store, probe=plan.probe.kind, params_sha256=plan.params_sha256,
                        models=sorted({model for _, model in cells}),
                        items=sorted({item for item, _ in cells}))
     for item_id, model, variant, sample, text in rows:

@@ -13,7 +13,6 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, TypeVar
 
-import duckdb
 import orjson
 
 from harness.config import ModelSpec, RunConfig
@@ -98,7 +97,7 @@ async def execute_run(store: Store, config: RunConfig, specs: Sequence[ModelSpec
 def run_prompt(store: Store, config: RunConfig) -> QuestionPrompt:
     """The study's question prompt, its template checked against the stored items' columns."""
     template = config.study.user_template
-    columns = item_columns(store.con) if template is not None else []
+    columns = item_columns(store) if template is not None else []
     return study_prompt(config.system_prompt, template, columns, f"{config.path}: [prompt] user")
 
 
@@ -120,9 +119,9 @@ def batch_mode(store: Store, spec: ModelSpec, options: RunOptions,
 
 def _batch_lane(store: Store, spec: ModelSpec, prompt: QuestionPrompt, run_id: str,
                 accept: Accept, options: RunOptions, opening: str) -> BatchLane:
-    pending = count_unanswered(store.con, spec.name, options.limit)
+    pending = count_unanswered(store, spec.name, options.limit)
     stats = LaneStats(label=f"{spec.name} (batch)", total=pending, cap=max(1, pending))
-    return BatchLane(store, spec, lambda: pending_tasks(store.con.cursor(), spec, prompt, options.limit),
+    return BatchLane(store, spec, lambda: pending_tasks(store, spec, prompt, options.limit),
                      run_id=run_id, accept=accept, options=options.batch_options, stats=stats,
                      opening=opening or None)
 
@@ -148,20 +147,20 @@ def _sync_fallback(store: Store, config: RunConfig, batch_lanes: Sequence[BatchL
 
 # -- the work: cells without an answer, in item order ------------------------------------------
 
-def pending_tasks(con: duckdb.DuckDBPyConnection, spec: ModelSpec, prompt: QuestionPrompt,
+def pending_tasks(store: Store, spec: ModelSpec, prompt: QuestionPrompt,
                   limit: int | None) -> Iterator[Task]:
     """The unanswered cells of ``spec`` as tasks, lazily, in item order (see
     :func:`harness.store.cells.unanswered`)."""
-    for item_id, title, subset, question, extra in unanswered(con, spec.name, limit):
+    for item_id, title, subset, question, extra in unanswered(store, spec.name, limit):
         values = {**orjson.loads(extra or "{}"), "title": title, "subset": subset,
                   "question": question}  # the item's own columns and nothing else (R1)
         yield Task(item_id=item_id, model=spec.name, request=prompt.request(values))
 
 
 def _lane(store: Store, spec: ModelSpec, prompt: QuestionPrompt, limit: int | None) -> Lane:
-    total = count_unanswered(store.con, spec.name, limit)
+    total = count_unanswered(store, spec.name, limit)
     return Lane(spec=spec, total=total,
-                tasks=pending_tasks(store.con.cursor(), spec, prompt, limit))
+                tasks=pending_tasks(store, spec, prompt, limit))
 
 
 # -- what is kept ------------------------------------------------------------------------------

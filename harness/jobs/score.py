@@ -109,7 +109,7 @@ def score(*, store: str | Path = DEFAULT_STORE,
     """``contam score``: every metric over every cell not scored with the same params yet."""
     o = options or ScoreOptions()
     with Store(store) as opened, serving_reads(opened, "score"):
-        study = study_settings(opened.con, o.config)
+        study = study_settings(opened, o.config)
         return score_store(opened, o.metrics or study.metrics, study=study,
                            bertscore_model=o.bertscore_model, layer=o.layer,
                            rescale=o.rescale, baseline=o.baseline, device=o.device,
@@ -190,7 +190,7 @@ def _check_metrics(metrics: Iterable[str]) -> list[str]:
 
 
 def _read_cells(store: Store) -> list[_Cell]:
-    return [_Cell(*row) for row in answered_cells(store.con)]
+    return [_Cell(*row) for row in answered_cells(store)]
 
 
 def _params_json(params: dict) -> str:
@@ -200,7 +200,7 @@ def _params_json(params: dict) -> str:
 def _pending(store: Store, metric: str, params: dict) -> list[_Cell]:
     """Cells without an up-to-date ``metric`` score under ``params`` (see
     :func:`harness.store.cells.unscored`)."""
-    return [_Cell(*row) for row in unscored(store.con, metric, _params_json(params))]
+    return [_Cell(*row) for row in unscored(store, metric, _params_json(params))]
 
 
 def _rows(metric: str, params: dict, cells: Sequence[_Cell],

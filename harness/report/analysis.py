@@ -23,6 +23,7 @@ from harness.report import contamination, labels, probes, provenance, study_part
 from harness.report.cells import LABELS, METRICS, Cells
 from harness.report.study_inputs import StudyInputs
 from harness.store import Store, utc_now
+from harness.store.raters import HUMAN_RATER_SQL, JUDGE_RATER_SQL
 
 __all__ = ["build_report", "parse_contrast", "figure_regime", "LABELS", "METRICS"]
 
@@ -139,7 +140,7 @@ def _raters(store: Store, where: str) -> list[tuple[str, int]]:
 
 
 def _human_rater(store: Store, wanted: str | None, notes: list) -> str | None:
-    raters = [r for r, _ in _raters(store, "rater = 'human' OR rater LIKE 'human:%'")]
+    raters = [r for r, _ in _raters(store, HUMAN_RATER_SQL)]
     if wanted:
         if wanted not in raters:
             raise UserError(f"--human {wanted!r}: no such rater (human raters: {', '.join(raters) or 'none'})")
@@ -154,7 +155,7 @@ def _human_rater(store: Store, wanted: str | None, notes: list) -> str | None:
 
 
 def _judge_rater(store: Store, wanted: str | None, notes: list) -> str | None:
-    raters = _raters(store, "rater LIKE 'judge:%'")
+    raters = _raters(store, JUDGE_RATER_SQL)
     names = [r for r, _ in raters]
     if wanted:
         if wanted not in names:

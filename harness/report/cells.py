@@ -18,13 +18,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from harness.labels import LABELS
 from harness.report import stats
 from harness.store import Store
 
 __all__ = ["LABELS", "METRICS", "Cells", "sort_value", "nan_if_none", "nan_if_infinite", "mean",
            "share", "ratio", "json_ratio", "plain", "subset_rank", "contrast_2x2"]
 
-LABELS = ("right", "partial", "wrong")
 METRICS = {"bleu2": "BLEU-2", "bertscore_f1": "BERTScore-F1"}
 
 # One row per (item, model) with the effective human and judge labels ($1 human rater, $2 judge

@@ -10,19 +10,22 @@ from __future__ import annotations
 import datetime
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 import pandas as pd
 
 from harness.errors import UserError
 
+if TYPE_CHECKING:
+    from harness.store.access import Reader
+
 __all__ = ["item_fields", "numeric_column", "date_column"]
 
 _ITEM_FIELDS_SQL = "SELECT item_id, extra, source_file FROM latest_items ORDER BY seq"
 
 
-def item_fields(store: Any) -> pd.DataFrame:
+def item_fields(store: Reader) -> pd.DataFrame:
     """One row per item: ``item_id``, ``fields`` (a dict, empty without extra columns) and
     ``source_file``."""
     frame = store.query_df(_ITEM_FIELDS_SQL)

@@ -11,10 +11,11 @@ from typing import Any
 
 import pandas as pd
 
-from harness.report import ADJUDICATOR, HUMAN_RATER_SQL, stats
+from harness.report import stats
 from harness.report.cells import LABELS, Cells, contrast_2x2, nan_if_none, sort_value, subset_rank
 from harness.report.format import plural
 from harness.store import Store
+from harness.store.raters import ADJUDICATOR, HUMAN_RATER_SQL
 
 __all__ = ["model_order", "overall", "per_title", "gap", "judge", "agreement", "mcnemar",
            "inter_annotator", "abstention", "missing", "answer_length"]

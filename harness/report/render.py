@@ -15,6 +15,7 @@ import re
 from importlib import resources
 from string import Template
 
+from harness.labels import LABEL_NAMES, LABELS
 from harness.report.analysis import METRICS, figure_regime
 from harness.report.format import (DASH, PNG_DPI, Section, Table, fmt_ci, fmt_num, fmt_or, fmt_p, fmt_pct,
                                    fmt_pp, fmt_sides, md_cell, plural, user)
@@ -231,7 +232,7 @@ def _agreement(report: dict) -> Section | None:
     if not agreement:
         return None
     pooled = agreement["pooled"]
-    names = ["Right", "Partially right", "Wrong"]
+    names = [LABEL_NAMES[label] for label in LABELS]
     confusion = Table(["Human ↓ / Judge →", *names],
                       [[name, *map(str, row)] for name, row in zip(names, pooled["confusion"])],
                       f"Pooled human × judge confusion (n = {pooled['n']}).", "agreement_confusion")

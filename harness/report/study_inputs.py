@@ -10,12 +10,15 @@ from __future__ import annotations
 import datetime
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from harness.config import load_config
 from harness.study import StudySettings, settings_from_record
+
+if TYPE_CHECKING:
+    from harness.store.access import Reader
 
 __all__ = ["StudyInputs", "study_inputs"]
 
@@ -32,7 +35,7 @@ class StudyInputs:
     source: str = "defaults"  # the config's path, "the newest run's record", or "defaults"
 
 
-def study_inputs(reader: Any, config_path: str | Path | None) -> StudyInputs:
+def study_inputs(reader: Reader, config_path: str | Path | None) -> StudyInputs:
     """``--config`` wins; otherwise the newest run's record; otherwise the defaults."""
     if config_path:
         config = load_config(config_path)

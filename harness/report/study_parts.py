@@ -10,17 +10,20 @@ Everything is parsed before anything is written: a bad value raises UserError he
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.report import cutoff, exposure, tiers
 from harness.report.cells import Cells
 from harness.report.item_fields import item_fields
 from harness.report.study_inputs import StudyInputs
 
+if TYPE_CHECKING:
+    from harness.store.access import Reader
+
 __all__ = ["build"]
 
 
-def build(store: Any, cells: Cells, report: dict[str, Any], inputs: StudyInputs, notes: list) -> dict[str, Any]:
+def build(store: Reader, cells: Cells, report: dict[str, Any], inputs: StudyInputs, notes: list) -> dict[str, Any]:
     """The study parts the settings ask for (none: an empty dict)."""
     settings = inputs.settings
     if not (settings.exposure or settings.released or settings.subsets):

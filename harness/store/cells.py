@@ -4,14 +4,16 @@ has to do: unanswered (``contam run``), unjudged (``contam judge``), unscored (`
 and for ``contam probe`` the samples a cell still lacks, the complete cells not scored yet and
 the items min-k has not scored.
 The ``cells`` view (migration 2 of :mod:`harness.store.store`) is the read side of the same pairs.
+Each function takes the job's :class:`Store`, so that jobs ask by name (ARCHITECTURE.md, The store).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import duckdb
+if TYPE_CHECKING:
+    from harness.store.store import Store
 
 __all__ = ["count_unanswered", "unanswered", "item_columns", "unjudged", "answered_cells", "unscored",
            "first_items", "unscored_items", "Expected", "missing_samples", "complete_unscored",
@@ -51,18 +53,18 @@ _UNANSWERED = """WHERE NOT EXISTS (SELECT 1 FROM answers a
                   WHERE a.model = $model AND a.item_id = s.item_id)"""
 
 
-def count_unanswered(con: duckdb.DuckDBPyConnection, model: str, limit: int | None) -> int:
+def count_unanswered(store: Store, model: str, limit: int | None) -> int:
     """Items among the first ``limit`` (all when None) that ``model`` has no answer to."""
     sql = _scoped_sql("count(*)", _UNANSWERED, limit, order=False)
-    return con.execute(sql, _scoped_params(limit, model=model)).fetchall()[0][0]  # leaves no open result
+    return store.query(sql, _scoped_params(limit, model=model))[0][0]  # leaves no open result
 
 
-def unanswered(con: duckdb.DuckDBPyConnection, model: str,
+def unanswered(store: Store, model: str,
                limit: int | None) -> Iterator[tuple[str, str | None, str | None, str | None, Any]]:
     """(item_id, title, subset, question, extra JSON text) of those items, lazily, in item order.
-    ``con`` must be a cursor of its own (``store.con.cursor()``): the batch writer commits
-    through ``store.con`` between two pages, and an execute there discards any result still open
-    on it."""
+    Read on a cursor of its own: the batch writer commits through ``store.con`` between two
+    pages, and an execute there discards any result still open on it."""
+    con = store.con.cursor()
     con.execute(_scoped_sql("i.item_id, i.title, i.subset, i.question, i.extra::VARCHAR",
                             _UNANSWERED, limit),
                 _scoped_params(limit, model=model))
@@ -77,10 +79,10 @@ SELECT count(nullif(trim(title), '')) > 0, count(nullif(trim(subset), '')) > 0,
 FROM latest_items"""
 
 
-def item_columns(con: duckdb.DuckDBPyConnection) -> list[str]:
+def item_columns(store: Store) -> list[str]:
     """The columns a study's template may name: title and subset where any item has one, the
     question, and every extra column any item holds."""
-    titles, subsets, extras = con.execute(_ITEM_COLUMNS_SQL).fetchone()
+    titles, subsets, extras = store.query(_ITEM_COLUMNS_SQL)[0]
     return [*(["title"] if titles else []), *(["subset"] if subsets else []), "question", *extras]
 
 
@@ -99,7 +101,7 @@ ORDER BY f.first_seq NULLS LAST, a.item_id, a.model
 """
 
 
-def unjudged(con: duckdb.DuckDBPyConnection, rater: str, rubric: str,
+def unjudged(store: Store, rater: str, rubric: str,
              models: Sequence[str] | None = None) -> list[tuple]:
     """(item_id, model, reference, answer) of each cell whose latest label from ``rater`` is
     missing, under another rubric, or older than the cell's answer or reference; item order."""
@@ -107,7 +109,7 @@ def unjudged(con: duckdb.DuckDBPyConnection, rater: str, rubric: str,
     where = ""
     if models:
         params["models"], where = list(models), "AND list_contains($models, a.model)"
-    return con.execute(_UNJUDGED_SQL.format(models=where), params).fetchall()
+    return store.query(_UNJUDGED_SQL.format(models=where), params)
 
 
 # -- score: cells without an up-to-date score of this metric under these params -----------------
@@ -124,24 +126,24 @@ WHERE NOT coalesce(s.seq > greatest(a.seq, coalesce(i.seq, 0))
 """
 
 
-def answered_cells(con: duckdb.DuckDBPyConnection) -> list[tuple]:
+def answered_cells(store: Store) -> list[tuple]:
     """(item_id, model, answer, reference, source_seq) of every answered cell."""
-    return con.execute(_ANSWERED_CELLS_SQL + "ORDER BY a.item_id, a.model").fetchall()
+    return store.query(_ANSWERED_CELLS_SQL + "ORDER BY a.item_id, a.model")
 
 
-def unscored(con: duckdb.DuckDBPyConnection, metric: str, params_json: str) -> list[tuple]:
+def unscored(store: Store, metric: str, params_json: str) -> list[tuple]:
     """The answered cells whose latest ``metric`` score is missing, has other params, or is older
     than the cell's answer or reference."""
     params = {"metric": metric, "params": params_json}
-    return con.execute(_UNSCORED_SQL + "ORDER BY a.item_id, a.model", params).fetchall()
+    return store.query(_UNSCORED_SQL + "ORDER BY a.item_id, a.model", params)
 
 
 # -- probe: the samples each (item, model, prompt) still lacks; complete cells not yet scored ---
 
-def first_items(con: duckdb.DuckDBPyConnection, limit: int | None) -> list[tuple]:
+def first_items(store: Store, limit: int | None) -> list[tuple]:
     """(item_id, title, subset, question, reference, extra JSON) of the first ``limit`` items
     (all when None) in file order: a probe's scope."""
-    return con.execute(_scoped_sql(_ITEM_COLUMNS, "", limit), _scoped_params(limit)).fetchall()
+    return _on_own_cursor(store, _scoped_sql(_ITEM_COLUMNS, "", limit), _scoped_params(limit))
 
 
 _UNSCORED_ITEM = """WHERE NOT EXISTS (SELECT 1 FROM probe_scores p
@@ -149,13 +151,13 @@ _UNSCORED_ITEM = """WHERE NOT EXISTS (SELECT 1 FROM probe_scores p
                     AND p.metric = $metric AND p.item_id = s.item_id)"""
 
 
-def unscored_items(con: duckdb.DuckDBPyConnection, *, probe: str, metric: str, model: str,
+def unscored_items(store: Store, *, probe: str, metric: str, model: str,
                    params_sha256: str, limit: int | None) -> list[tuple]:
     """(item_id, title, subset, question, reference) of the items in scope without a ``metric``
     score of ``model`` under these params, in item order: what min-k still scores (one score
     row per item, so no samples to count)."""
     params = _scoped_params(limit, probe=probe, metric=metric, model=model, params=params_sha256)
-    return con.execute(_scoped_sql(_ITEM_COLUMNS, _UNSCORED_ITEM, limit), params).fetchall()
+    return store.query(_scoped_sql(_ITEM_COLUMNS, _UNSCORED_ITEM, limit), params)
 
 
 # What a probe asks of each item: (item_id, variant, samples) rows, in item order. A probe
@@ -185,14 +187,14 @@ def _expected_params(expected: Expected) -> dict[str, list]:
             "counts": [e[2] for e in expected]}
 
 
-def missing_samples(con: duckdb.DuckDBPyConnection, *, probe: str, params_sha256: str,
+def missing_samples(store: Store, *, probe: str, params_sha256: str,
                     model: str, expected: Expected) -> list[tuple[str, str, list[int]]]:
     """(item_id, variant, the sample numbers it lacks) of each prompt of ``expected`` that
     ``model`` has not answered ``samples`` times under these params, in item order: a resumed
     probe asks exactly these."""
     params = {**_expected_params(expected), "probe": probe, "sha": params_sha256, "model": model}
     return [(item, variant, list(missing))
-            for item, variant, missing in con.execute(_MISSING_SQL, params).fetchall()]
+            for item, variant, missing in _on_own_cursor(store, _MISSING_SQL, params)]
 
 
 _COMPLETE_UNSCORED_SQL = f"""
@@ -214,13 +216,13 @@ ORDER BY g.ord, g.model
 """
 
 
-def complete_unscored(con: duckdb.DuckDBPyConnection, *, probe: str, params_sha256: str,
+def complete_unscored(store: Store, *, probe: str, params_sha256: str,
                       models: Sequence[str], expected: Expected) -> list[tuple[str, str]]:
     """(item_id, model) of each cell that has every sample ``expected`` asks for (an item asked
     nothing has them all) and no score newer than its newest sample, in item order."""
     params = {**_expected_params(expected), "probe": probe, "sha": params_sha256,
               "models": list(models)}
-    return con.execute(_COMPLETE_UNSCORED_SQL, params).fetchall()
+    return store.query(_COMPLETE_UNSCORED_SQL, params)
 
 
 _PROBE_TEXTS_SQL = """
@@ -231,8 +233,14 @@ ORDER BY item_id, model, variant, sample
 """
 
 
-def probe_texts(con: duckdb.DuckDBPyConnection, *, probe: str, params_sha256: str,
+def probe_texts(store: Store, *, probe: str, params_sha256: str,
                 models: Sequence[str], items: Sequence[str]) -> list[tuple]:
     """(item_id, model, variant, sample, text) of those items' and models' samples, ordered."""
     params = {"probe": probe, "sha": params_sha256, "models": list(models), "items": list(items)}
-    return con.execute(_PROBE_TEXTS_SQL, params).fetchall()
+    return store.query(_PROBE_TEXTS_SQL, params)
+
+
+def _on_own_cursor(store: Store, sql: str, params: dict[str, Any]) -> list[tuple]:
+    """All rows of ``sql``, read on a cursor of its own so that nothing open on ``store.con``
+    is disturbed."""
+    return store.con.cursor().execute(sql, params).fetchall()

@@ -45,9 +45,9 @@ from harness.store.readonly import (READ_ONLY_BEGIN, check_query, close_external
 from harness.store.store import Store
 from harness.store.wire import encode_json, encode_result, decode_json
 
-__all__ = ["StoreHost", "Progress", "socket_beside"]
+__all__ = ["StoreHost", "ProgressRows", "socket_beside"]
 
-Progress = Callable[[], list[dict[str, Any]]]  # the job's per-model counters, as live_progress
+ProgressRows = Callable[[], list[dict[str, Any]]]  # reads the job's per-model counters, as live_progress
 _READERS = 2  # requests worked on at once (a core each, niced); more wait: bench_reads.py part 3
 _MAX_SOCKET_PATH = 100  # bytes; AF_UNIX allows 104-108 depending on the system
 _START_TIMEOUT_S = 10.0
@@ -61,7 +61,7 @@ _CLIENT_POLL_S = 0.25  # how often a read's handler looks whether its client is 
 class StoreHost:
     """``with StoreHost(store, command="run", progress=board.rows): ...`` serves ``store``."""
 
-    def __init__(self, store: Store, *, command: str, progress: Progress | None = None) -> None:
+    def __init__(self, store: Store, *, command: str, progress: ProgressRows | None = None) -> None:
         self.store = store
         self.command = command
         self.progress = progress or (lambda: [])

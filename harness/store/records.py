@@ -28,6 +28,7 @@ from typing import Any, BinaryIO
 import orjson
 
 from harness.errors import InputError
+from harness.labels import LABEL_SPELLINGS
 from harness.store.column_map import ColumnMap
 
 __all__ = ["FileKind", "KINDS", "Record", "read_records", "normalise_label", "file_sha256",
@@ -56,11 +57,6 @@ KINDS = {
                        ("item_id", "model", "rater"), ("item_id", "model", "rater", "label")),
 }
 
-_LABELS = {"right": "right", "correct": "right", "partially right": "partial",
-           "partial": "partial", "partially correct": "partial", "wrong": "wrong",
-           "incorrect": "wrong"}
-
-
 @dataclass(frozen=True)
 class Record:
     line: int  # 1-based line (a Parquet file's row) where the record starts
@@ -75,7 +71,7 @@ class Record:
 def normalise_label(raw: str) -> str | None:
     """`Right`, `Partially Right`, `partially_right`, ` WRONG ` -> right / partial / wrong."""
     words = raw.replace("_", " ").replace("-", " ").lower().split()
-    return _LABELS.get(" ".join(words))
+    return LABEL_SPELLINGS.get(" ".join(words))
 
 
 Parse = Callable[[Path, Iterable[str], FileKind, ColumnMap], Iterator[Record]]

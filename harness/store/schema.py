@@ -39,6 +39,7 @@ CREATE TABLE scores (
 # `judge_label` takes the first `judge:<model>` rater (the report's --judge picks another).
 # Frozen as literal SQL: `abstained` holds harness.text.ABSTENTION_PATTERN as it was when this
 # migration shipped; a changed pattern is a new migration, so old and new stores cannot differ.
+# Likewise the raters (`'judge:%'`, `human:`) are spelt out rather than read from store/raters.py.
 _VIEWS = r"""
 CREATE OR REPLACE VIEW latest_items AS
     SELECT * EXCLUDE (rn) FROM (SELECT *, row_number() OVER (PARTITION BY item_id ORDER BY seq DESC) AS rn

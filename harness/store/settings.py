@@ -4,12 +4,15 @@ given, else what the newest ``contam run`` recorded in ``runs.config``, else the
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import orjson
 
 from harness.config import load_config
 from harness.study import StudySettings, settings_from_record
+
+if TYPE_CHECKING:
+    from harness.store.store import Store
 
 __all__ = ["recorded_study", "study_settings"]
 
@@ -18,12 +21,12 @@ SELECT config FROM runs WHERE kind = 'run' AND config IS NOT NULL
 ORDER BY started_at DESC NULLS LAST, seq DESC LIMIT 1"""
 
 
-def recorded_study(con: Any) -> StudySettings:
+def recorded_study(store: Store) -> StudySettings:
     """The settings the newest run recorded (the defaults for a store with none)."""
-    row = con.execute(_NEWEST_RUN_CONFIG).fetchone()
+    row = store.con.execute(_NEWEST_RUN_CONFIG).fetchone()
     return settings_from_record(orjson.loads(row[0]).get("study") if row else None)
 
 
-def study_settings(con: Any, config_path: str | Path | None) -> StudySettings:
+def study_settings(store: Store, config_path: str | Path | None) -> StudySettings:
     """``--config`` wins; otherwise the store's own record."""
-    return load_config(config_path).study if config_path else recorded_study(con)
+    return load_config(config_path).study if config_path else recorded_study(store)

@@ -207,6 +207,11 @@ class Store:
             self.con.execute(*insert_statement(table, rows))
         return len(rows)
 
+    def single_threaded(self, on: bool) -> None:
+        """DuckDB on one thread (``on``) or back to its default: a job's writer commits small
+        batches, where more threads only add overhead (see harness/engine/writer.py)."""
+        self.con.execute("SET threads = 1" if on else "RESET threads")
+
     def append_query(self, table: str, select_sql: str, **frames: pd.DataFrame) -> int:
         """``INSERT INTO table BY NAME <select_sql>`` with the given DataFrames registered by name."""
         for name, frame in frames.items():

@@ -18,15 +18,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from harness.report import ADJUDICATOR, HUMAN_RATER_SQL
+from harness.labels import LABELS
+from harness.store.raters import ADJUDICATOR, HUMAN_RATER_SQL, JUDGE_RATER_SQL
 
 __all__ = ["Agreement", "agreement", "disagreements", "agreed_rows", "rater_labels", "LABELS"]
 
-LABELS = ("right", "partial", "wrong")
 
 _HUMANS = f"""SELECT item_id, model, rater, label, note, seq FROM latest_labels
 WHERE {HUMAN_RATER_SQL} AND rater <> '{ADJUDICATOR}'"""
-_JUDGES = "SELECT item_id, model, rater, label FROM latest_labels WHERE rater LIKE 'judge:%'"
+_JUDGES = f"SELECT item_id, model, rater, label FROM latest_labels WHERE {JUDGE_RATER_SQL}"
 _SETTLED = f"SELECT item_id, model, label, seq FROM latest_labels WHERE rater = '{ADJUDICATOR}'"
 
 _PAIRS_SQL = f"""

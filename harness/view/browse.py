@@ -14,7 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from harness.report import HUMAN_RATER_SQL
+from harness.labels import LABELS
+from harness.store.raters import HUMAN_RATER_SQL, JUDGE_RATER_SQL
 
 __all__ = ["BrowseQuery", "BrowsePage", "browse", "filter_choices", "COLUMNS", "PAGE_SIZE",
            "LABEL_FILTERS"]
@@ -28,7 +29,7 @@ COLUMNS: dict[str, tuple[str, str]] = {
     "judge": ("Judge", "judge_label"), "bleu2": ("BLEU-2", "bleu2"),
     "bertscore_f1": ("BERTScore-F1", "bertscore_f1"),
 }
-LABEL_FILTERS = ("right", "partial", "wrong", "none")
+LABEL_FILTERS = (*LABELS, "none")
 MAX_PAGE = 10**9  # a deeper link is the last page; any number beyond would overflow the offset
 
 
@@ -107,7 +108,7 @@ _RATED = f"""SELECT item_id, model, bool_or(label = $label) AS label_match,
        count(*) AS rater_labels, list(label) AS rater_label_list
 FROM {_standing("{rater_match}")} GROUP BY ALL"""
 _JUDGE = f"""SELECT item_id, model, arg_min(label, rater) AS judge_label
-FROM {_standing("rater LIKE 'judge:%'")} GROUP BY ALL"""
+FROM {_standing(JUDGE_RATER_SQL)} GROUP BY ALL"""
 _SCORES = """SELECT item_id, model,
        arg_max_null(value, seq) FILTER (WHERE metric = 'bleu2') AS bleu2,
        arg_max_null(value, seq) FILTER (WHERE metric = 'bertscore_f1') AS bertscore_f1

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from harness.store.raters import JUDGE_RATER_SQL
 from harness.text import visible
 
 __all__ = ["cell_content", "cell_extras", "cell_record"]
@@ -70,7 +71,7 @@ def cell_extras(store: Any, item_id: str, model: str) -> dict[str, Any]:
     scores = dict(store.query("SELECT metric, arg_max_null(value, seq) FROM scores WHERE item_id = $item "
                               "AND model = $model GROUP BY metric ORDER BY metric", key))
     judges = store.query("SELECT rater, label FROM latest_labels WHERE item_id = $item AND "
-                         "model = $model AND rater LIKE 'judge:%' ORDER BY rater", key)
+                         f"model = $model AND {JUDGE_RATER_SQL} ORDER BY rater", key)
     return {"bleu2": scores.get("bleu2"), "bertscore_f1": scores.get("bertscore_f1"),
             "scores": scores, "judges": judges, "judge": judges[0][1] if judges else None}
 

@@ -17,18 +17,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.errors import UserError
-from harness.report import ADJUDICATOR
+from harness.labels import LABEL_NAMES
+from harness.store.raters import ADJUDICATOR
 from harness.view.agreement import agreed_rows, disagreements, rater_labels
 from harness.view.cells import cell_content, cell_extras
 from harness.view.gate import StoreGate
 from harness.view.options import ViewOptions
-from harness.view.queue import EligibleCells, Progress, RaterQueue, Share
+from harness.view.queue import EligibleCells, Key, Progress, RaterQueue, Share
 
 __all__ = ["LabelDesk", "AdjudicationDesk", "Screen", "CellIds", "LABEL_NAMES", "StaleCell", "NotYours",
            "label_row"]
 
-Key = tuple[str, str]
-LABEL_NAMES = {"right": "Right", "partial": "Partially right", "wrong": "Wrong"}
 MAX_NOTE = 2000
 
 

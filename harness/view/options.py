@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.errors import UserError
-from harness.report import ADJUDICATOR
+from harness.store.raters import ADJUDICATOR, human_rater
 
 __all__ = ["ViewOptions", "view_options", "rater_name", "DEFAULT_PORT"]
 
@@ -54,7 +54,7 @@ def rater_name(text: str) -> str:
     if not _NAME.fullmatch(name):
         raise UserError(f"rater {text.strip()!r}: a name of letters, digits, '.', '_' or '-' "
                         "(stored as human:NAME)")
-    if f"human:{name}" == ADJUDICATOR:
+    if human_rater(name) == ADJUDICATOR:
         raise UserError(f"rater {text.strip()!r}: {ADJUDICATOR} is the adjudicator's, "
                         "written from the agreement page")
-    return f"human:{name}"
+    return human_rater(name)
