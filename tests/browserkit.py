@@ -9,12 +9,37 @@ Debian packages with apt-get).
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
 from scripts.viewserver import CHROMEDRIVER, CHROMIUM, ViewServer, chromium
 
-__all__ = ["require_browser", "chromium", "ViewServer"]
+__all__ = ["require_browser", "chromium", "ViewServer", "axe_violations"]
+
+AXE = Path(__file__).resolve().parent.parent / "build/axe/node_modules/axe-core/axe.min.js"
+
+
+def _skip_or_fail(reason: str) -> None:
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(f"browser tests cannot run: {reason}", pytrace=False)
+    pytest.skip(reason)
+
+
+def axe_violations(driver) -> dict[str, int]:
+    """Run axe-core 4.x on the page the driver shows: {rule id: number of nodes violating it}.
+
+    axe comes from npm (scripts/test installs it under build/axe); missing, the test skips, or
+    fails under CI, with a one-line reason.
+    """
+    if not AXE.exists():
+        _skip_or_fail(f"{AXE} missing (npm install --prefix build/axe axe-core@4.14.1)")
+    driver.execute_script(AXE.read_text(encoding="utf-8"))
+    result = driver.execute_async_script(
+        "const done = arguments[arguments.length - 1];"
+        "axe.run(document).then(r => done(r.violations.map(v => [v.id, v.nodes.length])));"
+    )
+    return {rule: count for rule, count in result}
 
 
 def require_browser() -> None:
@@ -28,8 +53,5 @@ def require_browser() -> None:
             import selenium  # noqa: F401
         except ImportError:
             reason = "selenium is not installed (pip install 'contam[test]')"
-    if reason is None:
-        return
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(f"browser tests cannot run: {reason}", pytrace=False)
-    pytest.skip(reason)
+    if reason is not None:
+        _skip_or_fail(reason)
