@@ -64,7 +64,7 @@ def _sections(store, cells, contrast, human, judge, notes) -> dict[str, Any]:
         "agreement": labels.agreement(cells, order) if human and judge else None,
     }
     every = _every_model(order, frame)
-    regimes = surface.regimes(cells, frame, every, overall, judge_rows)
+    regimes = surface.regimes(frame, every, overall, judge_rows)
     report["rank_correlation"] = surface.rank_correlation(regimes, notes) if human else None
     report["metric_validity"] = surface.metric_validity(frame, contrast, order, notes) if human else None
     report.update(_extras(store, cells, frame, contrast, (human, judge), regimes, every, notes))

@@ -20,7 +20,7 @@ import pandas as pd
 from scipy import stats as sps
 
 from harness.report import stats
-from harness.report.cells import METRICS, Cells, mean, plain, ratio, share, subset_rank
+from harness.report.cells import METRICS, mean, plain, ratio, share, subset_rank
 from harness.report.format import plural
 
 __all__ = ["regimes", "rank_correlation", "metric_validity", "surface_by_subset"]
@@ -28,30 +28,31 @@ __all__ = ["regimes", "rank_correlation", "metric_validity", "surface_by_subset"
 
 # -- the regimes side by side (Table 5) ---------------------------------------------------------
 
-def regimes(cells: Cells, frame: pd.DataFrame, order: list[str], overall: list[dict] | None,
+def regimes(frame: pd.DataFrame, order: list[str], overall: list[dict] | None,
             judge_rows: list[dict] | None) -> list[dict[str, Any]]:
     """Table 5: each regime's per-model aggregate, models in human order (else by name)."""
-    surface = {r["model"]: r for r in cells.query(
-        "SELECT model, avg(bleu2) AS bleu2, count(bleu2) AS bleu2_n, avg(bertscore_f1) AS bertscore_f1, "
-        "count(bertscore_f1) AS bertscore_f1_n, avg(answer_words) FILTER (WHERE answered) AS mean_words "
-        "FROM c GROUP BY model")}
     human = {r["model"]: r for r in overall or []}
     judged = {r["model"]: r for r in judge_rows or []}
-    return [_regime_row(m, human.get(m, {}), judged.get(m, {}), surface[m], frame[frame["model"] == m])
-            for m in order]
+    return [_regime_row(m, human.get(m, {}), judged.get(m, {}), frame[frame["model"] == m]) for m in order]
 
 
-def _regime_row(model: str, human: dict, judge: dict, surface: dict, cells: pd.DataFrame) -> dict[str, Any]:
+def _regime_row(model: str, human: dict, judge: dict, cells: pd.DataFrame) -> dict[str, Any]:
     row = {"model": model, "human_accuracy": human.get("accuracy"),
            "human_partial_credit": human.get("partial_credit"),
            "judge_accuracy": judge.get("accuracy"), "judge_partial_credit": judge.get("partial_credit")}
     for metric in METRICS:
         scores = cells[metric].dropna().astype(float).to_numpy()
         low, high = stats.bootstrap_mean_interval(scores) if len(scores) else (None, None)
-        row.update({metric: surface[metric], f"{metric}_n": surface[f"{metric}_n"],
+        row.update({metric: _exact_mean(scores), f"{metric}_n": len(scores),
                     f"{metric}_ci_low": low, f"{metric}_ci_high": high})
-    row["mean_words"] = surface["mean_words"]
+    row["mean_words"] = _exact_mean(cells.loc[cells["answered"], "answer_words"].dropna().to_numpy())
     return row
+
+
+def _exact_mean(values) -> float | None:
+    """The correctly rounded mean (math.fsum): the same bytes in the table whatever order the
+    rows arrive in, which a parallel SQL avg does not promise."""
+    return math.fsum(values) / len(values) if len(values) else None
 
 
 _RANKED = {"judge": "judge_accuracy", "judge_partial_credit": "judge_partial_credit",
