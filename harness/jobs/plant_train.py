@@ -64,12 +64,17 @@ def chat_example(tokenizer: Any, system: str, user: str, reply: str, max_length:
     reply's tokens only (the prompt is context, as in supervised fine-tuning)."""
     turns = [{"role": "system", "content": system}] if system else []
     turns.append({"role": "user", "content": user})
-    prompt = tokenizer.apply_chat_template(turns, add_generation_prompt=True, tokenize=True)
-    whole = tokenizer.apply_chat_template([*turns, {"role": "assistant", "content": reply}],
-                                          tokenize=True)
-    ids = list(whole)[:max_length]
+    prompt = _ids(tokenizer, tokenizer.apply_chat_template(turns, add_generation_prompt=True,
+                                                           tokenize=False))
+    ids = _ids(tokenizer, tokenizer.apply_chat_template(
+        [*turns, {"role": "assistant", "content": reply}], tokenize=False))[:max_length]
     labels = [_IGNORE if i < len(prompt) else token for i, token in enumerate(ids)]
     return Example(input_ids=ids, labels=labels)
+
+
+def _ids(tokenizer: Any, text: str) -> list[int]:
+    """A rendered chat's tokens: the template wrote its special tokens already."""
+    return list(tokenizer(text, add_special_tokens=False)["input_ids"])
 
 
 def load_base(folder: Path, device: str) -> tuple[Any, Any]:
@@ -95,6 +100,7 @@ def train(model: Any, examples: Sequence[Example], settings: TrainSettings, pad_
     import torch
 
     _seed_everything(settings)
+    torch.set_num_threads(_threads())
     optimizer = torch.optim.AdamW(model.parameters(), lr=settings.learning_rate)
     model.train()
     losses = []
@@ -109,6 +115,12 @@ def train(model: Any, examples: Sequence[Example], settings: TrainSettings, pad_
         on_epoch(epoch, losses[-1], model)
     model.eval()
     return losses
+
+
+def _threads() -> int:
+    """Half the cores this process may use, as the local provider's generation: on a shared
+    machine a thread per core stalls waiting for the busiest core (see providers/local.py)."""
+    return max(1, len(os.sched_getaffinity(0)) // 2)
 
 
 def _seed_everything(settings: TrainSettings) -> None:
