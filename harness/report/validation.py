@@ -62,7 +62,7 @@ FROM cells WHERE list_contains($models, model) AND answer IS NOT NULL
 
 def build(store: Store, notes: list[dict[str, str]]) -> dict[str, Any] | None:
     """The section's data, or None (with a note) when the store records no planting."""
-    planted = plantings(store)
+    planted = sorted(plantings(store), key=lambda p: (p["base_name"], p["format"], p["epochs"]))
     if not planted:
         notes.append({"section": "validation", "reason": "no plantings in the store "
                       "(`contam plant` makes them)"})
