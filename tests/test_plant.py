@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -188,3 +189,11 @@ def test_bad_arguments_are_one_line_each(study, flag, value, problem):
     with pytest.raises(UserError, match=problem):
         plant(study, options=options(**{flag: value}))
     assert not json_store(study).exists()
+
+
+def test_the_display_shows_the_epoch_the_loss_and_the_time_left(study, monkeypatch, capsys):
+    monkeypatch.setattr("harness.display.batch._PLAIN_EVERY_S", 0.0)  # a line at every step
+    plant(study, options=options())
+    lines = capsys.readouterr().err.splitlines()
+    assert any(re.fullmatch(r"plant p: epoch 2/2, loss \d+\.\d{3}: 3/4 \(\S+ steps/s, [\d,]+ s "
+                            r"left\)", line) for line in lines), lines
