@@ -96,7 +96,7 @@ def _extras(store, cells, frame, contrast, raters, regimes, order, notes) -> dic
         "meta": {**_meta(store, frame), "unlabelled": _unlabelled(frame, raters, notes)},
         "provenance": provenance.provenance(store),
         "probes": probes.build(store, contrast, notes),
-        "validation": validation.build(store, notes),
+        "validation": validation.build(store),
     }
 
 

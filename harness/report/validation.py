@@ -60,12 +60,11 @@ FROM cells WHERE list_contains($models, model) AND answer IS NOT NULL
 """
 
 
-def build(store: Store, notes: list[dict[str, str]]) -> dict[str, Any] | None:
-    """The section's data, or None (with a note) when the store records no planting."""
+def build(store: Store) -> dict[str, Any] | None:
+    """The section's data, or None when the store records no planting (no note: a study without
+    plantings is the usual case, and its report stays as it was)."""
     planted = sorted(plantings(store), key=lambda p: (p["base_name"], p["format"], p["epochs"]))
     if not planted:
-        notes.append({"section": "validation", "reason": "no plantings in the store "
-                      "(`contam plant` makes them)"})
         return None
     roles = _roles(planted, configured_models(store))
     models = sorted({model for _, model, _ in roles})

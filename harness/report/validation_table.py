@@ -20,7 +20,7 @@ _SHARES = {("cdd", "flagged"), ("ts-guess", "exact_match"), ("density", "right")
 def markdown_table(store_path: str | Path) -> str:
     """The table as Markdown, or a line saying the store has no plantings."""
     with Store(store_path, read_only=True) as store:
-        part = build(store, [])
+        part = build(store)
     if not part:
         return f"{store_path}: no plantings"
     heads = columns(part["rows"])
