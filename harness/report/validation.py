@@ -107,8 +107,9 @@ def _rows(planting: dict, model: str, role: str,
         values = scores.get(measure)
         if not values:
             continue
-        positive = [v for item, v in values.items() if item in chosen]
-        negative = [v for item, v in values.items() if item not in chosen]
+        ordered = sorted(values.items())  # item order, not the query's: the bootstrap repeats
+        positive = [v for item, v in ordered if item in chosen]
+        negative = [v for item, v in ordered if item not in chosen]
         rows.append({"planting": planting["name"], "format": planting["format"],
                      "epochs": planting["epochs"], "model": model, "role": role,
                      "source": measure[0], "metric": measure[1], "measure": label,
