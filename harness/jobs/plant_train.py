@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from providers.local_cache import PLANTED_MARKER, planted_dir, planted_root
+from providers.local_generate import torch_threads
 
 __all__ = ["TrainSettings", "Example", "text_example", "chat_example", "train", "save_planted",
            "load_base", "weights_sha256", "library_versions", "sweep_abandoned"]
@@ -100,10 +101,17 @@ def train(model: Any, examples: Sequence[Example], settings: TrainSettings, pad_
     import torch
 
     _seed_everything(settings)
-    torch.set_num_threads(_threads())
     optimizer = torch.optim.AdamW(model.parameters(), lr=settings.learning_rate)
     model.train()
-    losses = []
+    losses: list[float] = []
+    with torch_threads(_threads()):  # restored afterwards: the count is process-wide
+        _epochs(model, optimizer, examples, settings, pad_id, losses, on_step, on_epoch)
+    model.eval()
+    return losses
+
+
+def _epochs(model: Any, optimizer: Any, examples: Sequence[Example], settings: TrainSettings,
+            pad_id: int, losses: list[float], on_step: Step, on_epoch: EpochEnd) -> None:
     for epoch in range(1, settings.epochs + 1):
         batches = _batches(examples, settings, epoch, pad_id)
         total = 0.0
@@ -113,8 +121,6 @@ def train(model: Any, examples: Sequence[Example], settings: TrainSettings, pad_
             on_step(epoch, number, loss)
         losses.append(total / len(batches))
         on_epoch(epoch, losses[-1], model)
-    model.eval()
-    return losses
 
 
 def _threads() -> int:
