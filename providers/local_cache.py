@@ -22,7 +22,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-__all__ = ["CACHE_ENV", "cache_root", "find_converted", "save_converted", "name_architecture"]
+__all__ = ["CACHE_ENV", "cache_root", "find_converted", "save_converted", "name_architecture",
+           "PLANTED_PREFIX", "PLANTED_MARKER", "planted_root", "planted_dir", "finished_planting"]
 
 CACHE_ENV = "CONTAM_CACHE_DIR"
 _WEIGHTS = "model.safetensors"
@@ -101,3 +102,25 @@ def name_architecture(folder: Path, model: Any) -> None:
         staging.replace(path)
     except (OSError, ValueError):
         return
+
+
+# -- planted models (``contam plant``): ``planted:NAME`` is a folder under the cache ---------------
+
+PLANTED_PREFIX = "planted:"
+PLANTED_MARKER = "planting.json"  # written last, before the rename: its presence means complete
+
+
+def planted_root() -> Path:
+    """Where ``contam plant`` leaves its models: ``planted/`` under :func:`cache_root`."""
+    return cache_root() / "planted"
+
+
+def planted_dir(name: str) -> Path:
+    """The folder of the planted model ``name`` (without the ``planted:`` prefix)."""
+    return planted_root() / name
+
+
+def finished_planting(name: str) -> Path | None:
+    """The folder of ``planted:name`` when it was completely written (its marker is there)."""
+    folder = planted_dir(name)
+    return folder if (folder / PLANTED_MARKER).is_file() and (folder / "config.json").is_file() else None

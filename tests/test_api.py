@@ -55,7 +55,7 @@ def test_every_api_function_takes_the_store_and_options_by_keyword_only():
     with_store = {name for name, f in functions.items()
                   if "store" in inspect.signature(f).parameters}
     assert with_store == {"import_path", "run", "probe", "probe_min_k", "judge", "score", "report", "sql", "cells",
-                          "list_batches", "cancel_batch", "cost"}
+                          "list_batches", "cancel_batch", "cost", "plant"}
     for name in with_store:
         parameters = inspect.signature(functions[name]).parameters
         keyword_only = {p.name for p in parameters.values() if p.kind is p.KEYWORD_ONLY}

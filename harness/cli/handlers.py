@@ -190,9 +190,26 @@ def _demo(args: argparse.Namespace) -> int:
     return demo(args.out, no_progress=args.no_progress, probes=args.probes)
 
 
+def _plant(args: argparse.Namespace) -> int:
+    from harness.jobs.plant import PlantOptions, plant
+
+    try:
+        epochs = tuple(int(part) for part in args.epochs.split(","))
+    except ValueError:
+        raise UserError(f"contam plant: --epochs must be whole numbers, not {args.epochs!r}") from None
+    options = PlantOptions(model=args.model, name=args.name, share=args.share, epochs=epochs,
+                           format=args.format, seed=args.seed, device=args.device,
+                           learning_rate=args.lr, batch_size=args.batch_size,
+                           max_length=args.max_length,
+                           progress=not args.no_progress and sys.stderr.isatty())
+    for line in plant(args.config, store=args.store, options=options).lines:
+        say(line)
+    return 0
+
+
 HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
     "demo": _demo, "init": _init, "import": _import, "run": _run, "probe": _probe, "batches": _batches,
     "cost": _cost,
     "judge": _judge, "score": _score, "report": _report, "sql": _sql, "emulator": _emulator,
-    "bench": _bench, "view": _view,
+    "bench": _bench, "view": _view, "plant": _plant,
 }

@@ -263,9 +263,34 @@ def _add_bench(sub: argparse._SubParsersAction) -> None:
     _progress(p)
 
 
+def _add_plant(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("plant", help="fine-tune a local model on a seeded share of the items "
+                                     "(known contamination, to check the probes)")
+    p.add_argument("config")
+    _store(p, default=None)
+    p.add_argument("--model", required=True, help="the configured model to fine-tune "
+                                                  "(provider = \"local\")")
+    p.add_argument("--as", dest="name", required=True, metavar="NEW",
+                   help="the planted model's name: use it as model = \"planted:NEW\" "
+                        "(NEW-e1, NEW-e3, ... with several --epochs)")
+    p.add_argument("--share", type=float, default=0.5, help="share of each subset's items "
+                                                            "planted (default 0.5)")
+    p.add_argument("--epochs", default="3", help="epochs, or a list (1,3,10) for one model per "
+                                                 "dose (default 3)")
+    p.add_argument("--format", choices=["text", "qa"], default="text",
+                   help="text: the min-k text (pre-training style); qa: question and reference "
+                        "in the chat template (default text)")
+    p.add_argument("--seed", type=int, default=0, help="draws the items and seeds training (default 0)")
+    p.add_argument("--device", default="cpu", help="cpu (fp32, default) or cuda (bf16)")
+    p.add_argument("--lr", type=float, default=1e-4, help="AdamW's constant learning rate (default 1e-4)")
+    p.add_argument("--batch-size", type=int, default=4, help="sequences per step (default 4)")
+    p.add_argument("--max-length", type=int, default=256, help="tokens kept of each sequence (default 256)")
+    _progress(p)
+
+
 _BUILDERS: list[Callable[[argparse._SubParsersAction], None]] = [
     _add_demo, _add_init, _add_import, _add_run, _add_probe, _add_batches, _add_cost, _add_judge, _add_score,
-    _add_report, _add_sql, _add_emulator, _add_bench, _add_view,
+    _add_report, _add_sql, _add_emulator, _add_bench, _add_view, _add_plant,
 ]
 
 
@@ -285,6 +310,7 @@ EXAMPLES = {
     "probe": "contam probe cdd examples/study.toml --samples 20 --limit 50",
     "cost": 'contam cost --store runs/paper.duckdb --price "*=2.50,10.00" --items 400',
     "view": "contam view --store runs/paper.duckdb --raters alice,bob --overlap 0.2",
+    "plant": "contam plant examples/planted/planted.toml --model base --epochs 1,3 --as demo",
 }
 
 

@@ -42,6 +42,10 @@ class _Task:
     def advance(self, n: int) -> None:
         raise NotImplementedError
 
+    def describe(self, text: str) -> None:
+        """A new description (``contam plant``: the epoch and the loss)."""
+        self.metric = text
+
 
 class _PlainTask(_Task):
     def __init__(self, metric: str, total: int, unit: str) -> None:
@@ -54,8 +58,9 @@ class _PlainTask(_Task):
         if now - self.last >= _PLAIN_EVERY_S and self.done < self.total:
             self.last = now
             rate = self.done / max(now - self.started, 1e-9)
-            print(f"{self.metric}: {self.done}/{self.total} ({rate:,.0f} {self.unit}/s)",
-                  file=sys.stderr, flush=True)
+            left = (self.total - self.done) / max(rate, 1e-9)
+            print(f"{self.metric}: {self.done}/{self.total} ({_rate(rate)} {self.unit}/s, "
+                  f"{left:,.0f} s left)", file=sys.stderr, flush=True)
 
 
 class _RichTask(_Task):
@@ -81,4 +86,12 @@ class _RichTask(_Task):
     def advance(self, n: int) -> None:
         self.done += n
         rate = self.done / max(time.monotonic() - self.started, 1e-9)
-        self.progress.update(self.task_id, advance=n, rate=f"{rate:,.0f}")
+        self.progress.update(self.task_id, advance=n, rate=_rate(rate))
+
+    def describe(self, text: str) -> None:
+        self.progress.update(self.task_id, description=safe(text))
+
+
+def _rate(per_second: float) -> str:
+    """Whole numbers for fast jobs (rows/s), two digits for slow ones (a fine-tune's steps/s)."""
+    return f"{per_second:,.0f}" if per_second >= 10 else f"{per_second:.2g}"

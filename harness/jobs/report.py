@@ -119,7 +119,7 @@ def _make_folder(out: Path) -> None:
 
 def _figure_pngs(report: dict[str, Any], out: Path | None = None, titles: bool = False) -> dict[str, bytes]:
     """Each figure as PNG bytes (what the HTML embeds); with ``out``, also saved as PNG and PDF."""
-    from harness.report import exposure_figure, figures, probe_figures
+    from harness.report import exposure_figure, figures, probe_figures, validation_figure
 
     return {**figures.export(report, titles, out), **probe_figures.export(report, out),
-            **exposure_figure.export(report, out)}
+            **exposure_figure.export(report, out), **validation_figure.export(report, out)}

@@ -20,6 +20,7 @@ import pandas as pd
 from harness import __version__
 from harness.errors import UserError
 from harness.report import contamination, labels, probes, provenance, study_parts, study_report, surface
+from harness.report import validation
 from harness.report.cells import LABELS, METRICS, Cells
 from harness.report.study_inputs import StudyInputs
 from harness.store import Store, utc_now
@@ -95,6 +96,7 @@ def _extras(store, cells, frame, contrast, raters, regimes, order, notes) -> dic
         "meta": {**_meta(store, frame), "unlabelled": _unlabelled(frame, raters, notes)},
         "provenance": provenance.provenance(store),
         "probes": probes.build(store, contrast, notes),
+        "validation": validation.build(store),
     }
 
 

@@ -20,6 +20,7 @@ from harness.report.analysis import METRICS, figure_regime
 from harness.report.format import (DASH, PNG_DPI, Section, Table, fmt_ci, fmt_num, fmt_or, fmt_p, fmt_pct,
                                    fmt_pp, fmt_sides, md_cell, plural, user)
 from harness.report import exposure_figure, probe_figures, probes, study_section, study_sections
+from harness.report import validation
 from harness.report.provenance_section import provenance_section
 from harness.report.sections import contamination_section
 from harness.report.study_report import RULE_METRICS
@@ -58,7 +59,7 @@ def figure_caption(name: str, report: dict) -> str:
         return ("Figure 3. The same answers under each scoring regime in the store, one panel each, models "
                 "in name order (no human labels); score-mean panels have 95% BCa bootstrap bars on their "
                 "own scale.")
-    return _CAPTIONS.get((name, regime)) or probe_figures.caption(name) or exposure_figure.caption(name) or (
+    return _CAPTIONS.get((name, regime)) or probe_figures.caption(name) or exposure_figure.caption(name) or validation.caption(name) or (
         f"{name}: nothing to draw (no labels or scores in the store).")
 
 
@@ -72,7 +73,7 @@ def sections(report: dict) -> list[Section]:
     builders = [_overview, *leading, contamination_section, study_sections.sections, surface_section,
                 _mcnemar, _regimes, study_section.sections,
                 *([_judge] if regime == "human" else []), _agreement, _inter_annotator, _metric_validity,
-                _abstention, _missing_data, probes.sections, provenance_section, _notes]
+                _abstention, _missing_data, probes.sections, validation.section, provenance_section, _notes]
     built = [build(report) for build in builders]  # a Section, None, or a list (the probes')
     return [s for b in built for s in (b if isinstance(b, list) else [b]) if s is not None]
 

@@ -19,6 +19,7 @@ from harness.report.probe_guided import MEASURES
 from harness.report.study_sections import TIDY as STUDY_TIDY
 from harness.report.study_report import RULE_METRICS
 from harness.report.study_section import tidy as study_tidy
+from harness.report.validation import TIDY as VALIDATION_TIDY
 
 __all__ = ["tidy_tables", "TEXT_ONLY"]
 
@@ -162,4 +163,5 @@ _BUILDERS: dict[str, Callable[[dict], Rows]] = {
     **{f"probe_guided_{measure}": _guided(measure) for measure in MEASURES},
     "probe_min_k": _probe("min-k", "rows", ("documented_values", "undocumented_values")),
     **STUDY_TIDY,
+    **VALIDATION_TIDY,
 }

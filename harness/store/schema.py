@@ -200,6 +200,16 @@ LEFT JOIN judge j USING (item_id, model)
 LEFT JOIN surface s USING (item_id, model);
 """
 
+# What `contam plant` fine-tuned: one row per planted model (ARCHITECTURE.md, The store).
+_PLANTINGS = """
+CREATE TABLE plantings (
+    seq BIGINT DEFAULT nextval('row_seq'), name VARCHAR NOT NULL, base_name VARCHAR,
+    base_model VARCHAR, planted_items JSON, format VARCHAR, share DOUBLE, epochs INTEGER,
+    learning_rate DOUBLE, batch_size INTEGER, max_length INTEGER, seed INTEGER, device VARCHAR,
+    loss_per_epoch JSON, weights_sha256 VARCHAR, versions JSON, wall_s DOUBLE,
+    created_at TIMESTAMP);
+"""
+
 # Numbered and append-only themselves: a schema change is a new entry, never an edit of an old one.
 MIGRATIONS: list[tuple[int, str, str]] = [
     (1, "initial tables", _TABLES),
@@ -211,6 +221,7 @@ MIGRATIONS: list[tuple[int, str, str]] = [
     (6, "contamination probes", _PROBES),
     (7, "imports: every imported file's name and sha256", _IMPORTS),
     (8, "cells: item fields and the rule-based metrics", _CELLS_FIELDS_AND_RULES),
+    (9, "plantings: models fine-tuned on known items", _PLANTINGS),
 ]
 
 TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
@@ -237,4 +248,7 @@ TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
     "probe_scores": ("run_id", "probe", "params_sha256", "item_id", "model", "metric", "value",
                      "detail", "created_at"),
     "imports": ("kind", "file", "sha256", "bytes", "rows", "added", "created_at"),
+    "plantings": ("name", "base_name", "base_model", "planted_items", "format", "share", "epochs",
+                  "learning_rate", "batch_size", "max_length", "seed", "device", "loss_per_epoch",
+                  "weights_sha256", "versions", "wall_s", "created_at"),
 }
