@@ -46,7 +46,7 @@ const started = performance.now();
 new MutationObserver((changes, observer) => {
   if (desk.dataset.cell !== before) { observer.disconnect(); done(performance.now() - started); }
 }).observe(desk, {attributes: true, attributeFilter: ["data-cell"]});
-document.dispatchEvent(new KeyboardEvent("keydown", {key: arguments[0], bubbles: true}));
+document.body.dispatchEvent(new KeyboardEvent("keydown", {key: arguments[0], bubbles: true}));
 """
 
 
@@ -174,16 +174,24 @@ def bench_label(table: Table, view: ViewServer, cells: int, requests: int) -> No
     table.add(f"label {cells:,} cells: POST to next cell (HTTP)", wall, server, TARGETS["label"])
 
 
+BENCHES = {"browse": bench_browse, "label": bench_label, "agree": bench_agreement}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--requests", type=int, default=40)
     parser.add_argument("--agree", type=int, default=25_000, help="items of the 100,000-cell store")
     parser.add_argument("--big", type=int, default=50_000, help="items of the 200,000-cell store")
+    parser.add_argument("--parts", default="browse,label,agree", help="which rows to measure")
     args = parser.parse_args()
+    parts = set(args.parts.split(","))
     table = Table()
+    plan = [(25, ["browse"]), (args.big, ["browse"]), (args.agree, ["label", "agree"])]
     with tempfile.TemporaryDirectory() as folder:
-        for items, benches in ((25, (bench_browse,)), (args.big, (bench_browse,)),
-                               (args.agree, (bench_label, bench_agreement))):
+        for items, names in plan:
+            benches = [BENCHES[name] for name in names if name in parts]
+            if not benches:
+                continue
             path = Path(folder) / f"view{items}.duckdb"
             started = time.perf_counter()
             cells = build_store(path, items)

@@ -26,6 +26,7 @@ from harness.errors import UserError, first_line
 from harness.store import DEFAULT_STORE
 from harness.store.journal import journal_path, replay
 from harness.store.schema import MIGRATIONS, TABLE_COLUMNS
+from harness.store.wanted import ask_for, withdraw_ask
 from harness.text import visible
 
 if TYPE_CHECKING:  # the importers hand over DataFrames; opening a store needs no pandas
@@ -124,16 +125,24 @@ class Store:
         if not self.read_only:
             self._check_writable()
         deadline = time.monotonic() + wait_s
+        asked = False
         while True:
             try:
-                return duckdb.connect(str(self.path), read_only=self.read_only)
+                con = duckdb.connect(str(self.path), read_only=self.read_only)
             except duckdb.Error as exc:  # not a DuckDB file, locked by another process, ...
                 lock = _lock(exc)
                 if lock is None:
                     raise UserError(f"{self.path}: cannot open store ({first_line(exc)})") from None
                 if time.monotonic() >= deadline:
                     raise _in_use(self.path, *lock) from None
+                if not asked and not self.read_only and wait_s > 0:  # a view keeping it lets go
+                    ask_for(self.path)
+                    asked = True
                 time.sleep(0.1)
+                continue
+            if asked:
+                withdraw_ask(self.path)
+            return con
 
     def _check_writable(self) -> None:
         """A writer needs its folder (for the store, its WAL and the reply journal) and the file
