@@ -157,7 +157,7 @@ def _reach(path: str | Path, *, read_only: bool) -> "Store | HostReader":
             if time.monotonic() >= deadline:
                 raise StoreInUse(in_use.path, in_use.pid, f"{in_use.holder}, which serves no "
                                  "reads") from None
-            if not read_only and not asked:  # a view keeping the store open lets go
+            if not asked:  # a `contam view` keeping the store open lets go (store/wanted.py)
                 asked = True
                 ask_for(path)
             time.sleep(_RETRY_S)

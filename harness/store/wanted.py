@@ -1,5 +1,5 @@
 """The file beside a store (``<store>.wanted``) by which a process that needs to write the store
-asks whoever keeps it open only to read (`contam view`, :mod:`harness.view.gate`) to let go.
+asks whoever keeps it open between requests (`contam view`, :mod:`harness.view.gate`) to let go.
 
 A reader that keeps the store open makes every writer wait: DuckDB gives a writer the file only
 when nobody has it open. So a writer that finds the store open drops this file
