@@ -1,12 +1,13 @@
-"""The file beside a store (``<store>.wanted``) by which a process that needs to write the store
-asks whoever keeps it open between requests (`contam view`, :mod:`harness.view.gate`) to let go.
+"""The file beside a store (``<store>.wanted``) by which a process that needs the store asks
+whoever keeps it open between requests (`contam view`, :mod:`harness.view.gate`) to let go.
 
-A reader that keeps the store open makes every writer wait: DuckDB gives a writer the file only
-when nobody has it open. So a writer that finds the store open drops this file
-(:func:`ask_for`, written as :mod:`harness.store.files` writes every file beside a store) and
-tries again for a few seconds; a kept reader watches its modification time (:func:`last_asked`,
-one ``lstat``), closes, and keeps off the store for :data:`HOLD_OFF_S` after an ask. The writer
-removes the file once it has the store (:func:`withdraw_ask`). See ARCHITECTURE.md, "The store".
+A view that keeps the store open keeps every other process out: DuckDB lets one process write a
+file, and none read it while one writes. So a process that finds the store open and served by no
+job drops this file (:func:`ask_for`, written as :mod:`harness.store.files` writes every file
+beside a store) and tries again for a few seconds; the view watches its modification time
+(:func:`last_asked`, one ``lstat``), closes, and keeps off the store for :data:`HOLD_OFF_S` while
+the ask stands. The asker removes the file once it has the store (:func:`withdraw_ask`). See
+ARCHITECTURE.md, "A view that keeps the store open".
 """
 
 from __future__ import annotations

@@ -25,7 +25,8 @@ PAGE_SIZE = 50
 COLUMNS: dict[str, tuple[str, str]] = {
     "item_id": ("Item", "item_id"), "title": ("Title", "title"),
     "subset": ("Subset", "subset"), "model": ("Model", "model"),
-    "answer": ("Answer", "answer"), "human": ("Human labels", "human_labels"),
+    "reference": ("Reference", "reference"),
+    "answer": ("Answer", "answer"), "human": ("Human labels", "human_score"),
     "judge": ("Judge", "judge_label"), "bleu2": ("BLEU-2", "bleu2"),
     "bertscore_f1": ("BERTScore-F1", "bertscore_f1"),
 }
@@ -100,8 +101,11 @@ def _standing(raters: str) -> str:
             f"      WHERE {raters} GROUP BY ALL HAVING NOT arg_max(coalesce(retracted, false), seq))")
 
 
+# Sorted by human_score: the labels' mean on wrong 0, partial 0.5, right 1 (the joined text
+# would sort by the raters' names).
 _HUMAN = f"""SELECT item_id, model,
-       string_agg(replace(rater, 'human:', '') || ': ' || label, ', ' ORDER BY rater) AS human_labels
+       string_agg(replace(rater, 'human:', '') || ': ' || label, ', ' ORDER BY rater) AS human_labels,
+       avg(CASE label WHEN 'right' THEN 1.0 WHEN 'partial' THEN 0.5 ELSE 0.0 END) AS human_score
 FROM {_standing(HUMAN_RATER_SQL)} GROUP BY ALL"""
 # What the label and disagreement filters test: the labels of the chosen rater (or of any human).
 _RATED = f"""SELECT item_id, model, bool_or(label = $label) AS label_match,
@@ -118,7 +122,8 @@ _CELL_ROWS = "(SELECT * FROM {table} SEMI JOIN page USING (item_id, model))"
 # name -> (subquery, its rows when only the page's are needed, join key, columns)
 _PARTS = {
     "rated": (_RATED, "", "item_id, model", ("label_match", "rater_labels", "rater_label_list")),
-    "human": (_HUMAN, _CELL_ROWS.format(table="labels"), "item_id, model", ("human_labels",)),
+    "human": (_HUMAN, _CELL_ROWS.format(table="labels"), "item_id, model",
+              ("human_labels", "human_score")),
     "judge": (_JUDGE, _CELL_ROWS.format(table="labels"), "item_id, model", ("judge_label",)),
     "scores": (_SCORES, _CELL_ROWS.format(table="scores"), "item_id, model", ("bleu2", "bertscore_f1")),
     "answer": (_ANSWER, "(SELECT * FROM answers WHERE seq IN (SELECT answer_seq FROM page))",
@@ -132,12 +137,12 @@ _NEEDED_BY_SORT = {"human": "human", "judge": "judge", "bleu2": "scores", "berts
 
 _SQL = """
 WITH a AS (SELECT item_id, model, max(seq) AS answer_seq FROM answers {answer_filter} GROUP BY ALL),
-i AS (SELECT item_id, title, subset FROM latest_items {item_filter}),
-k AS (SELECT a.*, i.title, i.subset{early_columns} FROM a JOIN i USING (item_id){early_joins}
+i AS (SELECT item_id, title, subset, reference FROM latest_items {item_filter}),
+k AS (SELECT a.*, i.title, i.subset, i.reference{early_columns} FROM a JOIN i USING (item_id){early_joins}
       WHERE {cell_filter}),
 page AS (SELECT *, count(*) OVER () AS total FROM k ORDER BY {order} LIMIT {limit} OFFSET $offset)
-SELECT page.item_id, page.model, page.title, page.subset, page.total, answer, human_labels,
-       judge_label, bleu2, bertscore_f1
+SELECT page.item_id, page.model, page.title, page.subset, page.reference, page.total, answer,
+       human_labels, judge_label, bleu2, bertscore_f1
 FROM page{late_joins}
 ORDER BY {order}
 """
