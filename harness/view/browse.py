@@ -10,14 +10,17 @@ its metric, as ``latest_scores`` has it, taken by ``arg_max_null`` (three times 
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
 from harness.labels import LABELS
 from harness.store.raters import HUMAN_RATER_SQL, JUDGE_RATER_SQL
+from harness.view.follow import store_version
 
-__all__ = ["BrowseQuery", "BrowsePage", "browse", "filter_choices", "COLUMNS", "PAGE_SIZE",
+__all__ = ["BrowseQuery", "BrowsePage", "CountCache", "browse", "filter_choices", "COLUMNS", "PAGE_SIZE",
            "LABEL_FILTERS"]
 
 PAGE_SIZE = 50
@@ -27,8 +30,8 @@ COLUMNS: dict[str, tuple[str, str]] = {
     "subset": ("Subset", "subset"), "model": ("Model", "model"),
     "reference": ("Reference", "reference"),
     "answer": ("Answer", "answer"), "human": ("Human labels", "human_score"),
-    "judge": ("Judge", "judge_label"), "bleu2": ("BLEU-2", "bleu2"),
-    "bertscore_f1": ("BERTScore-F1", "bertscore_f1"),
+    "judge": ("Judge", "judge_label"), "bleu2": ("BLEU-2", "sort_score"),
+    "bertscore_f1": ("BERTScore-F1", "sort_score"),
 }
 LABEL_FILTERS = (*LABELS, "none")
 MAX_PAGE = 10**9  # a deeper link is the last page; any number beyond would overflow the offset
@@ -117,6 +120,9 @@ _SCORES = """SELECT item_id, model,
        arg_max_null(value, seq) FILTER (WHERE metric = 'bleu2') AS bleu2,
        arg_max_null(value, seq) FILTER (WHERE metric = 'bertscore_f1') AS bertscore_f1
 FROM {source} WHERE metric IN ('bleu2', 'bertscore_f1') GROUP BY ALL"""
+# Sorting by a score needs that one metric of every cell, not both (half the rows to group).
+_SORTED_SCORE = """SELECT item_id, model, arg_max_null(value, seq) AS sort_score
+FROM {source} WHERE metric = $sort_metric GROUP BY ALL"""
 _ANSWER = "SELECT seq AS answer_seq, answer FROM {source}"
 _CELL_ROWS = "(SELECT * FROM {table} SEMI JOIN page USING (item_id, model))"
 # name -> (subquery, its rows when only the page's are needed, join key, columns)
@@ -126,54 +132,83 @@ _PARTS = {
               ("human_labels", "human_score")),
     "judge": (_JUDGE, _CELL_ROWS.format(table="labels"), "item_id, model", ("judge_label",)),
     "scores": (_SCORES, _CELL_ROWS.format(table="scores"), "item_id, model", ("bleu2", "bertscore_f1")),
+    "sorted_score": (_SORTED_SCORE, "", "item_id, model", ("sort_score",)),
     "answer": (_ANSWER, "(SELECT * FROM answers WHERE seq IN (SELECT answer_seq FROM page))",
                "answer_seq", ("answer",)),
 }
 _TABLES = {"rated": "labels", "human": "labels", "judge": "labels", "scores": "scores",
-           "answer": "answers"}
+           "sorted_score": "scores", "answer": "answers"}
 _SHOWN = ("human", "judge", "scores", "answer")  # the parts every page row shows
-_NEEDED_BY_SORT = {"human": "human", "judge": "judge", "bleu2": "scores", "bertscore_f1": "scores",
+_NEEDED_BY_SORT = {"human": "human", "judge": "judge", "bleu2": "sorted_score",
+                   "bertscore_f1": "sorted_score",
                    "answer": "answer"}
 
-_SQL = """
+_CTES = """
 WITH a AS (SELECT item_id, model, max(seq) AS answer_seq FROM answers {answer_filter} GROUP BY ALL),
 i AS (SELECT item_id, title, subset, reference FROM latest_items {item_filter}),
 k AS (SELECT a.*, i.title, i.subset, i.reference{early_columns} FROM a JOIN i USING (item_id){early_joins}
-      WHERE {cell_filter}),
-page AS (SELECT *, count(*) OVER () AS total FROM k ORDER BY {order} LIMIT {limit} OFFSET $offset)
-SELECT page.item_id, page.model, page.title, page.subset, page.reference, page.total, answer,
+      WHERE {cell_filter})"""
+# No count on the page's query, so DuckDB keeps the page's rows alone while it sorts (a top-N);
+# the count is a query of its own, kept while the tables stay as they are (CountCache).
+_SQL = _CTES + """,
+page AS (SELECT * FROM k ORDER BY {order} LIMIT {limit} OFFSET $offset)
+SELECT page.item_id, page.model, page.title, page.subset, page.reference, answer,
        human_labels, judge_label, bleu2, bertscore_f1
 FROM page{late_joins}
 ORDER BY {order}
 """
+_COUNT_SQL = _CTES + "\nSELECT count(*) FROM k"
+_COUNTED = ("items", "answers", "labels")  # the tables a filter reads
 
 
-def browse(store: Any, query: BrowseQuery) -> BrowsePage:
+class CountCache:
+    """How many cells each filter selects, counted again only once the tables have grown
+    (they are append-only: the same row counts, the same rows)."""
+
+    def __init__(self, size: int = 64) -> None:
+        self._totals: OrderedDict[tuple, int] = OrderedDict()
+        self._size = size
+        self._lock = threading.Lock()
+
+    def total(self, store: Any, query: BrowseQuery) -> int:
+        filters = replace(query, sort="item_id", desc=False, page=1)
+        key = (store_version(store, _COUNTED), filters)
+        with self._lock:
+            if key in self._totals:
+                self._totals.move_to_end(key)
+                return self._totals[key]
+        total = _count(store, filters)
+        with self._lock:
+            self._totals[key] = total
+            while len(self._totals) > self._size:
+                self._totals.popitem(last=False)
+        return total
+
+
+def browse(store: Any, query: BrowseQuery, counts: CountCache | None = None) -> BrowsePage:
     """One page of cells; a page past the end is the last page."""
+    total = (counts or CountCache()).total(store, query)
+    query = replace(query, page=min(query.page, _page_count(total)))
+    if not total:
+        return BrowsePage([], 0, query)
     sql, params = _statement(query)
-    rows = store.query_dicts(sql, params)
-    if not rows and query.page > 1:  # a filter shrank the list under a deep link
-        total = _count(store, query)
-        return browse(store, replace(query, page=_page_count(total))) if total else BrowsePage([], 0, query)
-    total = rows[0].pop("total") if rows else 0
-    for row in rows[1:]:
-        row.pop("total")
-    return BrowsePage(rows, total, query)
+    return BrowsePage(store.query_dicts(sql, params), total, query)
 
 
 def _count(store: Any, query: BrowseQuery) -> int:
-    sql, params = _statement(replace(query, page=1))
-    return store.query(f"SELECT coalesce(max(total), 0) FROM ({sql})", params)[0][0]
+    sql, params = _statement(query, _COUNT_SQL)
+    del params["offset"]  # DuckDB refuses a parameter the statement does not use
+    return store.query(sql, params)[0][0]
 
 
-def _statement(query: BrowseQuery) -> tuple[str, dict[str, Any]]:
+def _statement(query: BrowseQuery, template: str = _SQL) -> tuple[str, dict[str, Any]]:
     early = _early_parts(query)
     column, direction = COLUMNS[query.sort][1], "DESC" if query.desc else "ASC"
     items = [f"{name} = ${name}" for name in ("subset", "title") if getattr(query, name)]
     if query.field:  # a JSON pointer into items.extra: any key, no SQL built from it
         items.append("json_extract_string(extra, $field_pointer) "
                      + ("= $field_value" if query.value else "IS NOT NULL"))
-    sql = _SQL.format(
+    sql = template.format(
         answer_filter="WHERE model = $model" if query.model else "",
         item_filter="WHERE " + " AND ".join(items) if items else "",
         early_columns="".join(f", {name}.{c}" for name in early for c in _PARTS[name][3]),
@@ -193,6 +228,8 @@ def _params(query: BrowseQuery, early: list[str]) -> dict[str, Any]:
         params["field_pointer"] = "/" + query.field.replace("~", "~0").replace("/", "~1")
         if query.value:
             params["field_value"] = query.value
+    if "sorted_score" in early:
+        params["sort_metric"] = query.sort
     if "rated" in early:
         params["label"] = query.label
         if query.rater:
