@@ -1,9 +1,10 @@
-"""The browse page's query: every answered cell with its labels, scores and judge, filtered,
-sorted and paged in the database, and only the page's rows fetched.
+"""The browse page's query: every answered cell with its labels, scores and judge, filtered and
+sorted in the database, and only the page's rows fetched.
 
 It reads the tables, not the ``cells`` view (which builds every column of every cell before a
-page can be cut from it): each filter goes into the narrow subquery it concerns, the sort and the
-count run over keys and the sorted column, and the texts are joined to the page's rows alone.
+page can be cut from it): each filter goes into the narrow subquery it concerns, the sort runs
+over keys and the sorted column, and its order (one number a cell) is kept until the tables grow,
+so that the next page, or the same page again, only joins the texts to its own 50 rows.
 Labels come from ``latest_labels`` (so a retracted label is none); a score is the latest row of
 its metric, as ``latest_scores`` has it, taken by ``arg_max_null`` (three times cheaper here).
 """
@@ -11,6 +12,7 @@ its metric, as ``latest_scores`` has it, taken by ``arg_max_null`` (three times 
 from __future__ import annotations
 
 import threading
+from array import array
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -20,7 +22,7 @@ from harness.labels import LABELS
 from harness.store.raters import HUMAN_RATER_SQL, JUDGE_RATER_SQL
 from harness.view.follow import store_version
 
-__all__ = ["BrowseQuery", "BrowsePage", "CountCache", "browse", "filter_choices", "COLUMNS", "PAGE_SIZE",
+__all__ = ["BrowseQuery", "BrowsePage", "OrderCache", "browse", "filter_choices", "COLUMNS", "PAGE_SIZE",
            "LABEL_FILTERS"]
 
 PAGE_SIZE = 50
@@ -148,60 +150,67 @@ WITH a AS (SELECT item_id, model, max(seq) AS answer_seq FROM answers {answer_fi
 i AS (SELECT item_id, title, subset, reference FROM latest_items {item_filter}),
 k AS (SELECT a.*, i.title, i.subset, i.reference{early_columns} FROM a JOIN i USING (item_id){early_joins}
       WHERE {cell_filter})"""
-# No count on the page's query, so DuckDB keeps the page's rows alone while it sorts (a top-N);
-# the count is a query of its own, kept while the tables stay as they are (CountCache).
-_SQL = _CTES + """,
-page AS (SELECT * FROM k ORDER BY {order} LIMIT {limit} OFFSET $offset)
+# The order of the cells a filter and sort select, as their latest answers' seq (one number a
+# cell): computed once, and kept until the tables grow (OrderCache); a page is then its 50
+# numbers' rows alone, and the count is the list's length.
+_ORDER_SQL = _CTES + "\nSELECT answer_seq FROM k ORDER BY {order}"
+_PAGE_SQL = """
+WITH keyed AS (SELECT item_id, model, seq AS answer_seq FROM answers
+               WHERE seq IN (SELECT unnest($seqs))),
+i AS (SELECT item_id, title, subset, reference FROM latest_items
+      WHERE item_id IN (SELECT item_id FROM keyed)),
+page AS (SELECT keyed.*, i.title, i.subset, i.reference FROM keyed JOIN i USING (item_id))
 SELECT page.item_id, page.model, page.title, page.subset, page.reference, answer,
        human_labels, judge_label, bleu2, bertscore_f1
 FROM page{late_joins}
-ORDER BY {order}
+ORDER BY list_position($seqs, page.answer_seq)
 """
-_COUNT_SQL = _CTES + "\nSELECT count(*) FROM k"
-_COUNTED = ("items", "answers", "labels")  # the tables a filter reads
+_READ = ("items", "answers", "labels", "scores")  # the tables a filter or a sort reads
 
 
-class CountCache:
-    """How many cells each filter selects, counted again only once the tables have grown
-    (they are append-only: the same row counts, the same rows)."""
+class OrderCache:
+    """Each filter and sort's order of cells, computed again only once the tables have grown
+    (they are append-only: the same row counts, the same rows). A few are kept, each an array
+    of 8 bytes a cell."""
 
-    def __init__(self, size: int = 64) -> None:
-        self._totals: OrderedDict[tuple, int] = OrderedDict()
+    def __init__(self, size: int = 8) -> None:
+        self._orders: OrderedDict[tuple, array] = OrderedDict()
         self._size = size
         self._lock = threading.Lock()
 
-    def total(self, store: Any, query: BrowseQuery) -> int:
-        filters = replace(query, sort="item_id", desc=False, page=1)
-        key = (store_version(store, _COUNTED), filters)
+    def order(self, store: Any, query: BrowseQuery) -> array:
+        key = (store_version(store, _READ), replace(query, page=1))
         with self._lock:
-            if key in self._totals:
-                self._totals.move_to_end(key)
-                return self._totals[key]
-        total = _count(store, filters)
+            if key in self._orders:
+                self._orders.move_to_end(key)
+                return self._orders[key]
+        order = _order(store, query)
         with self._lock:
-            self._totals[key] = total
-            while len(self._totals) > self._size:
-                self._totals.popitem(last=False)
-        return total
+            self._orders[key] = order
+            while len(self._orders) > self._size:
+                self._orders.popitem(last=False)
+        return order
 
 
-def browse(store: Any, query: BrowseQuery, counts: CountCache | None = None) -> BrowsePage:
+def browse(store: Any, query: BrowseQuery, orders: OrderCache | None = None) -> BrowsePage:
     """One page of cells; a page past the end is the last page."""
-    total = (counts or CountCache()).total(store, query)
-    query = replace(query, page=min(query.page, _page_count(total)))
-    if not total:
+    order = (orders or OrderCache()).order(store, query)
+    query = replace(query, page=min(query.page, _page_count(len(order))))
+    start = (query.page - 1) * PAGE_SIZE
+    seqs = order[start:start + PAGE_SIZE].tolist()
+    if not seqs:
         return BrowsePage([], 0, query)
-    sql, params = _statement(query)
-    return BrowsePage(store.query_dicts(sql, params), total, query)
+    late_joins = "".join(_join(name, query, whole=False) for name in _SHOWN)
+    rows = store.query_dicts(_PAGE_SQL.format(late_joins=late_joins), {"seqs": seqs})
+    return BrowsePage(rows, len(order), query)
 
 
-def _count(store: Any, query: BrowseQuery) -> int:
-    sql, params = _statement(query, _COUNT_SQL)
-    del params["offset"]  # DuckDB refuses a parameter the statement does not use
-    return store.query(sql, params)[0][0]
+def _order(store: Any, query: BrowseQuery) -> array:
+    sql, params = _statement(query, _ORDER_SQL)
+    return array("q", (row[0] for row in store.query(sql, params)))
 
 
-def _statement(query: BrowseQuery, template: str = _SQL) -> tuple[str, dict[str, Any]]:
+def _statement(query: BrowseQuery, template: str) -> tuple[str, dict[str, Any]]:
     early = _early_parts(query)
     column, direction = COLUMNS[query.sort][1], "DESC" if query.desc else "ASC"
     items = [f"{name} = ${name}" for name in ("subset", "title") if getattr(query, name)]
@@ -214,14 +223,13 @@ def _statement(query: BrowseQuery, template: str = _SQL) -> tuple[str, dict[str,
         early_columns="".join(f", {name}.{c}" for name in early for c in _PARTS[name][3]),
         early_joins="".join(_join(name, query, whole=True) for name in early),
         cell_filter=_cell_filter(query),
-        order=f"{column} {direction} NULLS LAST, item_id, model", limit=PAGE_SIZE,
-        late_joins="".join(_join(name, query, whole=False) for name in _SHOWN if name not in early))
+        order=f"{column} {direction} NULLS LAST, item_id, model")
     return sql, _params(query, early)
 
 
 def _params(query: BrowseQuery, early: list[str]) -> dict[str, Any]:
     """The statement's named parameters: only those it uses (DuckDB refuses the others)."""
-    params: dict[str, Any] = {"offset": (query.page - 1) * PAGE_SIZE}
+    params: dict[str, Any] = {}
     params.update({name: getattr(query, name) for name in ("model", "subset", "title")
                    if getattr(query, name)})
     if query.field:

@@ -55,7 +55,7 @@ class View:
                            label_filters=browsing.LABEL_FILTERS, raters=options.raters)
         self.templates = Jinja2Templates(env=env)
         self.choices = Rebuilt(browsing.filter_choices, ("items", "answers", "labels"))
-        self.counts = browsing.CountCache()  # each filter's count, until the tables grow
+        self.orders = browsing.OrderCache()  # each filter and sort's cells, until the tables grow
         self.agreement = Rebuilt(agreement, ("labels",))  # the page asks again every 5 s
 
     def refused(self, request: Request, exc: Exception) -> Response:
@@ -90,7 +90,7 @@ class View:
     def browse(self, request: Request) -> Response:
         query = browsing.BrowseQuery.from_params(request.query_params)
         with self.gate.reading() as store:
-            result = browsing.browse(store, query, self.counts)
+            result = browsing.browse(store, query, self.orders)
             choices = self.choices.get(store)
         # result.query: a page past the end was answered with the last page, and says so
         return self.page(request, "browse.html", page=result, query=result.query, choices=choices)
