@@ -95,3 +95,22 @@ def test_the_ask_is_a_private_file_and_a_planted_one_is_ignored(path, tmp_path):
     wanted_path(path).unlink()
     os.symlink(tmp_path / "elsewhere", wanted_path(path))
     assert last_asked(path) == 0.0
+
+
+def test_browse_sorts_once_per_filter_until_a_table_grows(path, monkeypatch):
+    from harness.view import browse as browsing
+
+    sorted_ = []
+    real = browsing._order
+    monkeypatch.setattr(browsing, "_order", lambda store, query: sorted_.append(query) or
+                        real(store, query))
+    client = view_client(path)
+    sorted_.clear()
+    pages = [client.get(f"/?sort=bleu2&desc=1&page={n}").text for n in (1, 1, 1)]
+    assert len(sorted_) == 1 and pages[0] == pages[2]
+    client.get("/?sort=bleu2")  # another order: sorted once more
+    assert len(sorted_) == 2
+    client.post("/api/cell-label", json={"rater": "ann", "item": "it001", "model": MODELS[0],
+                                         "label": "wrong"})
+    labelled = client.get("/?sort=bleu2&desc=1").text  # the labels grew: sorted again
+    assert len(sorted_) == 3 and "ann: wrong" in labelled
