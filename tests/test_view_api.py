@@ -420,14 +420,13 @@ def test_everything_works_through_the_host_of_a_job_holding_the_store(path):
 def test_a_store_locked_by_a_process_that_serves_no_reads_is_a_one_line_503(path, monkeypatch):
     from harness.store import store as store_module
 
-    client = view_client(path)
+    from tests.holderkit import held_elsewhere
+
+    client = view_client(path)  # keeps the store open: the holder asks for it and gets it
     monkeypatch.setattr(store_module, "LOCK_WAIT_S", 0.2)
-    held = Store(path)  # a writer of this process that serves no reads: DuckDB refuses a reader
-    try:
+    with held_elsewhere(path):  # a writer of another process that serves no reads
         page = client.get("/")
         assert page.status_code == 503 and "locked by" in page.text
         api = client.post("/api/label/undo", json={"rater": "alice"})
         assert api.status_code == 503 and "locked by" in api.json()["error"]
-    finally:
-        held.close()
     assert client.get("/").status_code == 200

@@ -235,7 +235,7 @@ def test_the_browse_filters_by_keyboard_and_sorts(tmp_path, browser, servers):
     browser.find_element(_by("PARTIAL_LINK_TEXT"), "BLEU-2").click()  # again: descending
     header = browser.find_element(_by("CSS_SELECTOR"), "th[aria-sort]")
     assert header.get_attribute("aria-sort") == "descending" and "BLEU-2" in header.text
-    values = [float(r.find_elements(_by("TAG_NAME"), "td")[7].text)
+    values = [float(r.find_elements(_by("TAG_NAME"), "td")[8].text)
               for r in browser.find_elements(_by("CSS_SELECTOR"), "#cells tbody tr")]
     assert values == sorted(values, reverse=True) and len(values) == 30
 

@@ -90,8 +90,30 @@ def test_sorting_by_any_column_orders_every_page(path, sort):
     with reading(path) as store:
         _, rows = _all_pages(store, BrowseQuery(sort=sort, desc=True))
     values = [r[key] for r in rows if r[key] is not None]
+    if sort == "human":  # by what the labels say (wrong 0, partial 0.5, right 1), not by the text
+        values = [_human_score(text) for text in values]
     assert values == sorted(values, reverse=True) and len(values) > 1
     assert all(r[key] is None for r in rows[len(values):])  # unknowns last
+
+
+def _human_score(text: str) -> float:
+    """The mean label of ``ann: partial, benedict: right`` on wrong 0, partial 0.5, right 1."""
+    labels = [part.split(": ")[1] for part in text.split(", ")]
+    return sum({"right": 1.0, "partial": 0.5, "wrong": 0.0}[label] for label in labels) / len(labels)
+
+
+def test_the_page_count_of_a_page_past_the_end_names_the_last_page(path):
+    client = view_client(path)
+    page = client.get("/?page=99").text
+    assert "page 3 of 3" in page and "page 99" not in page
+
+
+def test_browse_shows_each_cells_reference_and_sorts_by_it(path):
+    client = view_client(path)
+    page = client.get("/?sort=reference&desc=1").text
+    assert ">Reference" in page
+    shown = re.findall(r"<td class=\"answer\">(Reference \d+\.)</td>", page)
+    assert shown and shown == sorted(shown, reverse=True)
 
 
 def test_pages_are_cut_on_the_server_and_a_page_past_the_end_is_the_last(path):

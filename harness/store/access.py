@@ -23,6 +23,7 @@ from harness.store import store as store_module
 from harness.store.discovery import Holder, HostGone, find_holder
 from harness.store.labels import append_label_rows
 from harness.store.store import Store, StoreInUse
+from harness.store.wanted import ask_for, withdraw_ask
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -145,9 +146,10 @@ class _Following:
 def _reach(path: str | Path, *, read_only: bool) -> "Store | HostReader":
     """The store opened here, or its holder's host; waits up to LOCK_WAIT_S for either."""
     deadline = time.monotonic() + store_module.LOCK_WAIT_S
+    asked = False
     while True:
         try:
-            return Store(path, read_only=read_only, lock_wait_s=0)
+            opened = Store(path, read_only=read_only, lock_wait_s=0)
         except StoreInUse as in_use:
             reader = _host(path, in_use.found)
             if reader is not None:
@@ -155,7 +157,14 @@ def _reach(path: str | Path, *, read_only: bool) -> "Store | HostReader":
             if time.monotonic() >= deadline:
                 raise StoreInUse(in_use.path, in_use.pid, f"{in_use.holder}, which serves no "
                                  "reads") from None
+            if not asked:  # a `contam view` keeping the store open lets go (store/wanted.py)
+                asked = True
+                ask_for(path)
             time.sleep(_RETRY_S)
+            continue
+        if asked:
+            withdraw_ask(path)
+        return opened
 
 
 def _host(path: str | Path, holder: Holder | None) -> "HostReader | None":

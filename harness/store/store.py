@@ -26,6 +26,7 @@ from harness.errors import UserError, first_line
 from harness.store import DEFAULT_STORE
 from harness.store.journal import journal_path, replay
 from harness.store.schema import MIGRATIONS, TABLE_COLUMNS
+from harness.store.wanted import ask_for, withdraw_ask
 from harness.text import visible
 
 if TYPE_CHECKING:  # the importers hand over DataFrames; opening a store needs no pandas
@@ -88,7 +89,9 @@ class Store:
     study pass (``import items``, ``run``, ``demo``, ``probe``, ``bench``): anywhere else a
     mistyped ``--store`` is ``PATH: no such store``, and leaves no file behind. A writer's open
     waits up to ``lock_wait_s`` (default :data:`LOCK_WAIT_S`) for a store that another process
-    has open; a reader's does not wait (:mod:`harness.store.access` does)."""
+    has open, having asked a `contam view` that keeps it open to let go
+    (:mod:`harness.store.wanted`); a reader's open does not wait for a job that serves reads
+    (:mod:`harness.store.access` reads through it)."""
 
     def __init__(self, path: str | Path = DEFAULT_STORE, *, read_only: bool = False,
                  create: bool = False, lock_wait_s: float | None = None) -> None:
@@ -99,7 +102,7 @@ class Store:
         if not self.path.exists() and (read_only or not create):
             raise UserError(f"{self.path}: no such store")
         _refuse_odd_file(self.path)
-        wait = (0.0 if read_only else LOCK_WAIT_S) if lock_wait_s is None else lock_wait_s
+        wait = LOCK_WAIT_S if lock_wait_s is None else lock_wait_s
         self.con = self._connect(wait)
         try:
             if read_only:
@@ -124,16 +127,25 @@ class Store:
         if not self.read_only:
             self._check_writable()
         deadline = time.monotonic() + wait_s
+        asked = False
         while True:
             try:
-                return duckdb.connect(str(self.path), read_only=self.read_only)
+                con = duckdb.connect(str(self.path), read_only=self.read_only)
             except duckdb.Error as exc:  # not a DuckDB file, locked by another process, ...
                 lock = _lock(exc)
                 if lock is None:
                     raise UserError(f"{self.path}: cannot open store ({first_line(exc)})") from None
-                if time.monotonic() >= deadline:
-                    raise _in_use(self.path, *lock) from None
+                in_use = _in_use(self.path, *lock)
+                if time.monotonic() >= deadline or (self.read_only and in_use.found):
+                    raise in_use from None  # a job's host serves the reads (store/access.py)
+                if not asked:  # a `contam view` keeping the store open lets go (store/wanted.py)
+                    ask_for(self.path)
+                    asked = True
                 time.sleep(0.1)
+                continue
+            if asked:
+                withdraw_ask(self.path)
+            return con
 
     def _check_writable(self) -> None:
         """A writer needs its folder (for the store, its WAL and the reply journal) and the file

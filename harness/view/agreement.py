@@ -24,10 +24,18 @@ from harness.store.raters import ADJUDICATOR, HUMAN_RATER_SQL, JUDGE_RATER_SQL
 __all__ = ["Agreement", "agreement", "disagreements", "agreed_rows", "rater_labels", "LABELS"]
 
 
-_HUMANS = f"""SELECT item_id, model, rater, label, note, seq FROM latest_labels
-WHERE {HUMAN_RATER_SQL} AND rater <> '{ADJUDICATOR}'"""
-_JUDGES = f"SELECT item_id, model, rater, label FROM latest_labels WHERE {JUDGE_RATER_SQL}"
-_SETTLED = f"SELECT item_id, model, label, seq FROM latest_labels WHERE rater = '{ADJUDICATOR}'"
+def _standing(raters: str) -> str:
+    """``latest_labels`` of the ``raters`` (an SQL condition): the latest row per cell and rater,
+    none where it is a retraction. Grouped rather than windowed, and filtered first: each of the
+    page's five queries reads only its raters' rows (a fifth of the time at 100,000 cells)."""
+    return f"""SELECT item_id, model, rater, arg_max(label, seq) AS label,
+       arg_max_null(note, seq) AS note, max(seq) AS seq
+FROM labels WHERE {raters} GROUP BY ALL HAVING NOT arg_max(coalesce(retracted, false), seq)"""
+
+
+_HUMANS = _standing(f"{HUMAN_RATER_SQL} AND rater <> '{ADJUDICATOR}'")
+_JUDGES = _standing(JUDGE_RATER_SQL)
+_SETTLED = _standing(f"rater = '{ADJUDICATOR}'")
 
 _PAIRS_SQL = f"""
 WITH h AS ({_HUMANS}), j AS ({_JUDGES})

@@ -1,23 +1,28 @@
-"""The browse page's query: every answered cell with its labels, scores and judge, filtered,
-sorted and paged in the database, and only the page's rows fetched.
+"""The browse page's query: every answered cell with its labels, scores and judge, filtered and
+sorted in the database, and only the page's rows fetched.
 
 It reads the tables, not the ``cells`` view (which builds every column of every cell before a
-page can be cut from it): each filter goes into the narrow subquery it concerns, the sort and the
-count run over keys and the sorted column, and the texts are joined to the page's rows alone.
+page can be cut from it): each filter goes into the narrow subquery it concerns, the sort runs
+over keys and the sorted column, and its order (one number a cell) is kept until the tables grow,
+so that the next page, or the same page again, only joins the texts to its own 50 rows.
 Labels come from ``latest_labels`` (so a retracted label is none); a score is the latest row of
 its metric, as ``latest_scores`` has it, taken by ``arg_max_null`` (three times cheaper here).
 """
 
 from __future__ import annotations
 
+import threading
+from array import array
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
 from harness.labels import LABELS
 from harness.store.raters import HUMAN_RATER_SQL, JUDGE_RATER_SQL
+from harness.view.follow import store_version
 
-__all__ = ["BrowseQuery", "BrowsePage", "browse", "filter_choices", "COLUMNS", "PAGE_SIZE",
+__all__ = ["BrowseQuery", "BrowsePage", "OrderCache", "browse", "filter_choices", "COLUMNS", "PAGE_SIZE",
            "LABEL_FILTERS"]
 
 PAGE_SIZE = 50
@@ -25,9 +30,10 @@ PAGE_SIZE = 50
 COLUMNS: dict[str, tuple[str, str]] = {
     "item_id": ("Item", "item_id"), "title": ("Title", "title"),
     "subset": ("Subset", "subset"), "model": ("Model", "model"),
-    "answer": ("Answer", "answer"), "human": ("Human labels", "human_labels"),
-    "judge": ("Judge", "judge_label"), "bleu2": ("BLEU-2", "bleu2"),
-    "bertscore_f1": ("BERTScore-F1", "bertscore_f1"),
+    "reference": ("Reference", "reference"),
+    "answer": ("Answer", "answer"), "human": ("Human labels", "human_score"),
+    "judge": ("Judge", "judge_label"), "bleu2": ("BLEU-2", "sort_score"),
+    "bertscore_f1": ("BERTScore-F1", "sort_score"),
 }
 LABEL_FILTERS = (*LABELS, "none")
 MAX_PAGE = 10**9  # a deeper link is the last page; any number beyond would overflow the offset
@@ -100,8 +106,11 @@ def _standing(raters: str) -> str:
             f"      WHERE {raters} GROUP BY ALL HAVING NOT arg_max(coalesce(retracted, false), seq))")
 
 
+# Sorted by human_score: the labels' mean on wrong 0, partial 0.5, right 1 (the joined text
+# would sort by the raters' names).
 _HUMAN = f"""SELECT item_id, model,
-       string_agg(replace(rater, 'human:', '') || ': ' || label, ', ' ORDER BY rater) AS human_labels
+       string_agg(replace(rater, 'human:', '') || ': ' || label, ', ' ORDER BY rater) AS human_labels,
+       avg(CASE label WHEN 'right' THEN 1.0 WHEN 'partial' THEN 0.5 ELSE 0.0 END) AS human_score
 FROM {_standing(HUMAN_RATER_SQL)} GROUP BY ALL"""
 # What the label and disagreement filters test: the labels of the chosen rater (or of any human).
 _RATED = f"""SELECT item_id, model, bool_or(label = $label) AS label_match,
@@ -113,81 +122,122 @@ _SCORES = """SELECT item_id, model,
        arg_max_null(value, seq) FILTER (WHERE metric = 'bleu2') AS bleu2,
        arg_max_null(value, seq) FILTER (WHERE metric = 'bertscore_f1') AS bertscore_f1
 FROM {source} WHERE metric IN ('bleu2', 'bertscore_f1') GROUP BY ALL"""
+# Sorting by a score needs that one metric of every cell, not both (half the rows to group).
+_SORTED_SCORE = """SELECT item_id, model, arg_max_null(value, seq) AS sort_score
+FROM {source} WHERE metric = $sort_metric GROUP BY ALL"""
 _ANSWER = "SELECT seq AS answer_seq, answer FROM {source}"
 _CELL_ROWS = "(SELECT * FROM {table} SEMI JOIN page USING (item_id, model))"
 # name -> (subquery, its rows when only the page's are needed, join key, columns)
 _PARTS = {
     "rated": (_RATED, "", "item_id, model", ("label_match", "rater_labels", "rater_label_list")),
-    "human": (_HUMAN, _CELL_ROWS.format(table="labels"), "item_id, model", ("human_labels",)),
+    "human": (_HUMAN, _CELL_ROWS.format(table="labels"), "item_id, model",
+              ("human_labels", "human_score")),
     "judge": (_JUDGE, _CELL_ROWS.format(table="labels"), "item_id, model", ("judge_label",)),
     "scores": (_SCORES, _CELL_ROWS.format(table="scores"), "item_id, model", ("bleu2", "bertscore_f1")),
+    "sorted_score": (_SORTED_SCORE, "", "item_id, model", ("sort_score",)),
     "answer": (_ANSWER, "(SELECT * FROM answers WHERE seq IN (SELECT answer_seq FROM page))",
                "answer_seq", ("answer",)),
 }
 _TABLES = {"rated": "labels", "human": "labels", "judge": "labels", "scores": "scores",
-           "answer": "answers"}
+           "sorted_score": "scores", "answer": "answers"}
 _SHOWN = ("human", "judge", "scores", "answer")  # the parts every page row shows
-_NEEDED_BY_SORT = {"human": "human", "judge": "judge", "bleu2": "scores", "bertscore_f1": "scores",
+_NEEDED_BY_SORT = {"human": "human", "judge": "judge", "bleu2": "sorted_score",
+                   "bertscore_f1": "sorted_score",
                    "answer": "answer"}
 
-_SQL = """
+_CTES = """
 WITH a AS (SELECT item_id, model, max(seq) AS answer_seq FROM answers {answer_filter} GROUP BY ALL),
-i AS (SELECT item_id, title, subset FROM latest_items {item_filter}),
-k AS (SELECT a.*, i.title, i.subset{early_columns} FROM a JOIN i USING (item_id){early_joins}
-      WHERE {cell_filter}),
-page AS (SELECT *, count(*) OVER () AS total FROM k ORDER BY {order} LIMIT {limit} OFFSET $offset)
-SELECT page.item_id, page.model, page.title, page.subset, page.total, answer, human_labels,
-       judge_label, bleu2, bertscore_f1
+i AS (SELECT item_id, title, subset, reference FROM latest_items {item_filter}),
+k AS (SELECT a.*, i.title, i.subset, i.reference{early_columns} FROM a JOIN i USING (item_id){early_joins}
+      WHERE {cell_filter})"""
+# The order of the cells a filter and sort select, as their latest answers' seq (one number a
+# cell): computed once, and kept until the tables grow (OrderCache); a page is then its 50
+# numbers' rows alone, and the count is the list's length.
+_ORDER_SQL = _CTES + "\nSELECT answer_seq FROM k ORDER BY {order}"
+_PAGE_SQL = """
+WITH keyed AS (SELECT item_id, model, seq AS answer_seq FROM answers
+               WHERE seq IN (SELECT unnest($seqs))),
+i AS (SELECT item_id, title, subset, reference FROM latest_items
+      WHERE item_id IN (SELECT item_id FROM keyed)),
+page AS (SELECT keyed.*, i.title, i.subset, i.reference FROM keyed JOIN i USING (item_id))
+SELECT page.item_id, page.model, page.title, page.subset, page.reference, answer,
+       human_labels, judge_label, bleu2, bertscore_f1
 FROM page{late_joins}
-ORDER BY {order}
+ORDER BY list_position($seqs, page.answer_seq)
 """
+_READ = ("items", "answers", "labels", "scores")  # the tables a filter or a sort reads
 
 
-def browse(store: Any, query: BrowseQuery) -> BrowsePage:
+class OrderCache:
+    """Each filter and sort's order of cells, computed again only once the tables have grown
+    (they are append-only: the same row counts, the same rows). A few are kept, each an array
+    of 8 bytes a cell."""
+
+    def __init__(self, size: int = 8) -> None:
+        self._orders: OrderedDict[tuple, array] = OrderedDict()
+        self._size = size
+        self._lock = threading.Lock()
+
+    def order(self, store: Any, query: BrowseQuery) -> array:
+        key = (store_version(store, _READ), replace(query, page=1))
+        with self._lock:
+            if key in self._orders:
+                self._orders.move_to_end(key)
+                return self._orders[key]
+        order = _order(store, query)
+        with self._lock:
+            self._orders[key] = order
+            while len(self._orders) > self._size:
+                self._orders.popitem(last=False)
+        return order
+
+
+def browse(store: Any, query: BrowseQuery, orders: OrderCache | None = None) -> BrowsePage:
     """One page of cells; a page past the end is the last page."""
-    sql, params = _statement(query)
-    rows = store.query_dicts(sql, params)
-    if not rows and query.page > 1:  # a filter shrank the list under a deep link
-        total = _count(store, query)
-        return browse(store, replace(query, page=_page_count(total))) if total else BrowsePage([], 0, query)
-    total = rows[0].pop("total") if rows else 0
-    for row in rows[1:]:
-        row.pop("total")
-    return BrowsePage(rows, total, query)
+    order = (orders or OrderCache()).order(store, query)
+    query = replace(query, page=min(query.page, _page_count(len(order))))
+    start = (query.page - 1) * PAGE_SIZE
+    seqs = order[start:start + PAGE_SIZE].tolist()
+    if not seqs:
+        return BrowsePage([], 0, query)
+    late_joins = "".join(_join(name, query, whole=False) for name in _SHOWN)
+    rows = store.query_dicts(_PAGE_SQL.format(late_joins=late_joins), {"seqs": seqs})
+    return BrowsePage(rows, len(order), query)
 
 
-def _count(store: Any, query: BrowseQuery) -> int:
-    sql, params = _statement(replace(query, page=1))
-    return store.query(f"SELECT coalesce(max(total), 0) FROM ({sql})", params)[0][0]
+def _order(store: Any, query: BrowseQuery) -> array:
+    sql, params = _statement(query, _ORDER_SQL)
+    return array("q", (row[0] for row in store.query(sql, params)))
 
 
-def _statement(query: BrowseQuery) -> tuple[str, dict[str, Any]]:
+def _statement(query: BrowseQuery, template: str) -> tuple[str, dict[str, Any]]:
     early = _early_parts(query)
     column, direction = COLUMNS[query.sort][1], "DESC" if query.desc else "ASC"
     items = [f"{name} = ${name}" for name in ("subset", "title") if getattr(query, name)]
     if query.field:  # a JSON pointer into items.extra: any key, no SQL built from it
         items.append("json_extract_string(extra, $field_pointer) "
                      + ("= $field_value" if query.value else "IS NOT NULL"))
-    sql = _SQL.format(
+    sql = template.format(
         answer_filter="WHERE model = $model" if query.model else "",
         item_filter="WHERE " + " AND ".join(items) if items else "",
         early_columns="".join(f", {name}.{c}" for name in early for c in _PARTS[name][3]),
         early_joins="".join(_join(name, query, whole=True) for name in early),
         cell_filter=_cell_filter(query),
-        order=f"{column} {direction} NULLS LAST, item_id, model", limit=PAGE_SIZE,
-        late_joins="".join(_join(name, query, whole=False) for name in _SHOWN if name not in early))
+        order=f"{column} {direction} NULLS LAST, item_id, model")
     return sql, _params(query, early)
 
 
 def _params(query: BrowseQuery, early: list[str]) -> dict[str, Any]:
     """The statement's named parameters: only those it uses (DuckDB refuses the others)."""
-    params: dict[str, Any] = {"offset": (query.page - 1) * PAGE_SIZE}
+    params: dict[str, Any] = {}
     params.update({name: getattr(query, name) for name in ("model", "subset", "title")
                    if getattr(query, name)})
     if query.field:
         params["field_pointer"] = "/" + query.field.replace("~", "~0").replace("/", "~1")
         if query.value:
             params["field_value"] = query.value
+    if "sorted_score" in early:
+        params["sort_metric"] = query.sort
     if "rated" in early:
         params["label"] = query.label
         if query.rater:

@@ -13,17 +13,19 @@ import hashlib
 import hmac
 import json
 import secrets
+from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
 from harness.errors import UserError
 from harness.labels import LABEL_NAMES
 from harness.store.raters import ADJUDICATOR
+from harness.store.store import utc_now
 from harness.view.agreement import agreed_rows, disagreements, rater_labels
 from harness.view.cells import cell_content, cell_extras
 from harness.view.gate import StoreGate
 from harness.view.options import ViewOptions
-from harness.view.queue import EligibleCells, Key, Progress, RaterQueue, Share
+from harness.view.queue import EligibleCells, Key, Progress, RaterQueue, Share, pace
 
 __all__ = ["LabelDesk", "AdjudicationDesk", "Screen", "CellIds", "LABEL_NAMES", "StaleCell", "NotYours",
            "label_row"]
@@ -197,6 +199,7 @@ class AdjudicationDesk(_Desk):
         self._session = f"view:{secrets.token_hex(4)}"
         self._skipped: set[Key] = set()
         self._settled: list[tuple[Key, str]] = []  # this server's decisions, for undo
+        self._times: deque = deque(maxlen=21)  # when the latest of them were made, for the pace
 
     def screen(self, show: Key | None = None, said: str = "") -> Screen:
         with self.gate.lock, self.gate.reading() as store:
@@ -207,13 +210,15 @@ class AdjudicationDesk(_Desk):
             if card is not None:
                 card["raters"] = rater_labels(store, *key)
             done = len(self._settled)
-            return Screen(ADJUDICATOR, card, Progress(done, done + len(queue)), said)
+            return Screen(ADJUDICATOR, card, Progress(done, done + len(queue), pace(self._times)),
+                          said)
 
     def label(self, cell_id: str, label: str, note: str | None = None) -> Screen:
         with self.gate.lock:
             key = self.ids.key(cell_id)
             self.gate.append_labels([label_row(key, ADJUDICATOR, label, self._session, note=note)])
             self._settled.append((key, label))
+            self._times.append(utc_now())
             self._skipped.discard(key)
             return self.screen(said=f"Settled: {LABEL_NAMES[label]}")
 

@@ -9,7 +9,7 @@ from harness.report.format import is_missing
 from harness.view.labelling import Screen
 from harness.view.queue import Progress
 
-__all__ = ["progress_text", "number", "screen_json", "duration", "short"]
+__all__ = ["progress_text", "onward_links", "number", "screen_json", "duration", "short"]
 
 
 def duration(seconds: float) -> str:
@@ -23,14 +23,30 @@ def duration(seconds: float) -> str:
 
 
 def progress_text(progress: Progress) -> str:
-    """``132 / 1,600 · 4.2 a minute · about 5 h 48 min left``."""
+    """``132 / 1,600 · 4.2 a minute · about 5 h 48 min left``; ``52 / 52 · all done``."""
     parts = [f"{progress.done:,} / {progress.total:,}"]
-    if progress.seconds_per_label:
+    if progress.total and progress.done >= progress.total:
+        parts.append("all done")
+    elif progress.seconds_per_label:
         parts.append(f"{60 / progress.seconds_per_label:,.1f} a minute")
         parts.append(f"about {duration(progress.seconds_left or 0)} left")
     elif progress.done < progress.total:
         parts.append("pace after two labels")
     return " · ".join(parts)
+
+
+def onward_links(mode: str, *, own_link: bool, blind: bool) -> list[tuple[str, str]]:
+    """Where a finished desk leads: a rater's own link only back to its desk (new answers may
+    come); a blind desk to nothing that names a model; otherwise to what comes next."""
+    if mode == "adjudicate":
+        return [("/report?human=human:adjudicated", "Read the report on the settled labels"),
+                ("/agree", "See how the raters agree")]
+    if own_link:
+        return [("/label", "Look for new cells")]
+    if blind:
+        return [("/label", "Label as another rater")]
+    return [("/agree", "See how the raters agree"), ("/adjudicate", "Settle their disagreements"),
+            ("/", "Browse every cell")]
 
 
 def number(value: Any, digits: int = 3) -> str:

@@ -20,17 +20,21 @@ The rules, each mirrored by a small function here that a test checks:
 from __future__ import annotations
 
 import bisect
+import datetime as dt
 import hashlib
 import statistics
 from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from harness.view.follow import Follower
 
-__all__ = ["Share", "Progress", "EligibleCells", "RaterQueue", "share_hashes", "order_key"]
+__all__ = ["Share", "Progress", "EligibleCells", "RaterQueue", "share_hashes", "order_key", "pace",
+           "BREAK_S"]
 
 Key = tuple[str, str]  # (item_id, model)
+BREAK_S = 300.0  # a gap between two labels longer than this is a break, not labelling time
 _BULK = 2048  # more additions than this at once: append and sort instead of inserting one by one
 
 
@@ -62,13 +66,23 @@ class Share:
 class Progress:
     done: int
     total: int
-    seconds_per_label: float | None = None  # median of the rater's recent gaps; None before two
+    seconds_per_label: float | None = None  # pace(): None before two labels in a row
 
     @property
     def seconds_left(self) -> float | None:
         if self.seconds_per_label is None:
             return None
         return (self.total - self.done) * self.seconds_per_label
+
+
+def pace(times: Iterable[dt.datetime]) -> float | None:
+    """Seconds a label, the median of the gaps between consecutive ones, leaving out the gaps
+    longer than BREAK_S (a break, a night: the time left counts working time); None before two
+    labels in a row."""
+    times = list(times)
+    gaps = [(b - a).total_seconds() for a, b in zip(times, times[1:])]
+    working = [gap for gap in gaps if 0 < gap <= BREAK_S]
+    return statistics.median(working) if working else None
 
 
 class EligibleCells:
@@ -132,9 +146,7 @@ class RaterQueue:
         return first_skipped
 
     def progress(self) -> Progress:
-        times = list(self._times)
-        gaps = [(b - a).total_seconds() for a, b in zip(times, times[1:])]
-        return Progress(self._done, len(self._order), statistics.median(gaps) if gaps else None)
+        return Progress(self._done, len(self._order), pace(self._times))
 
     def last_label(self) -> tuple[Key, str] | None:
         """The rater's most recent label still standing (what an undo takes back)."""

@@ -30,7 +30,7 @@ from harness.view.gate import StoreGate
 from harness.view.labelling import (AdjudicationDesk, CellIds, LabelDesk, NotYours, StaleCell,
                                     label_row)
 from harness.view.options import ViewOptions, rater_name
-from harness.view.present import number, progress_text, screen_json, short
+from harness.view.present import number, onward_links, progress_text, screen_json, short
 from harness.view.reporting import ReportPages
 
 __all__ = ["View"]
@@ -55,6 +55,7 @@ class View:
                            label_filters=browsing.LABEL_FILTERS, raters=options.raters)
         self.templates = Jinja2Templates(env=env)
         self.choices = Rebuilt(browsing.filter_choices, ("items", "answers", "labels"))
+        self.orders = browsing.OrderCache()  # each filter and sort's cells, until the tables grow
         self.agreement = Rebuilt(agreement, ("labels",))  # the page asks again every 5 s
 
     def refused(self, request: Request, exc: Exception) -> Response:
@@ -89,19 +90,23 @@ class View:
     def browse(self, request: Request) -> Response:
         query = browsing.BrowseQuery.from_params(request.query_params)
         with self.gate.reading() as store:
-            result = browsing.browse(store, query)
+            result = browsing.browse(store, query, self.orders)
             choices = self.choices.get(store)
-        return self.page(request, "browse.html", page=result, query=query, choices=choices)
+        # result.query: a page past the end was answered with the last page, and says so
+        return self.page(request, "browse.html", page=result, query=result.query, choices=choices)
 
     def label(self, request: Request) -> Response:
         given = request.state.rater or request.query_params.get("rater", "").strip()
         if not given:
             return self.page(request, "label_start.html")
         screen = self.desk.screen(rater_name(given))  # a refused name: View.refused
-        return self.page(request, "label.html", screen=screen, mode="label")
+        onward = onward_links("label", own_link=request.state.rater is not None,
+                              blind=self.options.blind)
+        return self.page(request, "label.html", screen=screen, mode="label", onward=onward)
 
     def adjudicate(self, request: Request) -> Response:
-        return self.page(request, "label.html", screen=self.adjudication.screen(), mode="adjudicate")
+        return self.page(request, "label.html", screen=self.adjudication.screen(), mode="adjudicate",
+                         onward=onward_links("adjudicate", own_link=False, blind=self.options.blind))
 
     def cell(self, request: Request) -> Response:
         item, model = request.query_params.get("item", ""), request.query_params.get("model", "")

@@ -36,18 +36,26 @@ function setUpDesk(desk) {
   const noteBox = document.getElementById("note-box");
   const note = document.getElementById("note");
   const help = document.getElementById("help");
-  let busy = false;
+  // Keys pressed while a label is being saved wait here, in order, and each applies to the
+  // cell shown once the one before it is done: none is dropped.
+  const pending = [];
+  let working = false;
 
   function say(text, bad) {
     status.textContent = text;
     status.classList.toggle("bad", Boolean(bad));
   }
 
+  function showDone(done) {
+    document.getElementById("card").hidden = done;
+    document.getElementById("done-msg").hidden = !done;
+    desk.querySelectorAll("[data-while-cell]").forEach((node) => { node.hidden = done; });
+  }
+
   function show(screen) {
     const cell = screen.cell;
     desk.dataset.cell = cell ? cell.id : "";
-    document.getElementById("card").hidden = !cell;
-    document.getElementById("done-msg").hidden = Boolean(cell);
+    showDone(!cell);
     if (cell) {
       for (const name of ["title", "question", "reference", "answer", "model", "subset", "item_id",
                           "bleu2", "bertscore_f1"]) {
@@ -71,12 +79,9 @@ function setUpDesk(desk) {
   }
 
   async function act(action, label) {
-    if (busy) return;
     const cell = desk.dataset.cell;
     if (action !== "undo" && !cell) return;
-    busy = true;
-    desk.querySelectorAll("button").forEach((b) => { b.disabled = true; });
-    if (action === "label") say("Saving…");
+    if (action === "label") say(pending.length ? "Saving… (" + pending.length + " more keys waiting)" : "Saving…");
     try {
       const body = { rater: rater, cell: cell, label: label };
       if (action === "label" && note.value.trim()) body.note = note.value;
@@ -84,32 +89,42 @@ function setUpDesk(desk) {
       if (action === "label") { note.value = ""; noteBox.hidden = true; }
       show(screen);
     } catch (error) {
-      say("Not saved: " + error.message, true);
+      const waiting = pending.splice(0).length;  // they were meant for cells after this one
+      say("Not saved: " + error.message + (waiting ? " (" + waiting + " keys after it not applied)" : ""), true);
       if (error.stale) setTimeout(() => location.reload(), 1500);
-    } finally {
-      busy = false;
-      desk.querySelectorAll("button").forEach((b) => { b.disabled = false; });
     }
+  }
+
+  async function queue(action, label) {
+    pending.push([action, label]);
+    if (working) return;
+    working = true;
+    while (pending.length) {
+      const [nextAction, nextLabel] = pending.shift();
+      await act(nextAction, nextLabel);
+    }
+    working = false;
   }
 
   function command(name) {
     if (name === "help") { help.showModal(); return; }
+    if (!desk.dataset.cell && !working) return;  // done: nothing to undo, skip or note here
     if (name === "note") { noteBox.hidden = false; note.focus(); return; }
-    act(name);
+    queue(name);
   }
 
   desk.querySelectorAll("[data-label]").forEach((button) => {
-    button.addEventListener("click", () => act("label", button.dataset.label));
+    button.addEventListener("click", () => queue("label", button.dataset.label));
   });
   desk.querySelectorAll("[data-action]").forEach((button) => {
     button.addEventListener("click", () => command(button.dataset.action));
   });
   document.addEventListener("keydown", (event) => {
     if (event.ctrlKey || event.metaKey || event.altKey || help.open) return;
-    const typing = event.target.matches("textarea, input, select");
+    const typing = event.target instanceof Element && event.target.matches("textarea, input, select");
     if (event.key === "Escape") { if (typing) event.target.blur(); return; }
     if (typing) return;
-    if (LABEL_KEYS[event.key]) { event.preventDefault(); act("label", LABEL_KEYS[event.key]); }
+    if (LABEL_KEYS[event.key]) { event.preventDefault(); queue("label", LABEL_KEYS[event.key]); }
     else if (ACTION_KEYS[event.key]) { event.preventDefault(); command(ACTION_KEYS[event.key]); }
   });
 }
@@ -164,6 +179,17 @@ async function pollProgress(section) {
   setTimeout(() => pollProgress(section), 2000);
 }
 
+// -- the browse page's filters: an empty field is left out of the URL --------------------------
+
+function setUpFilters(form) {
+  const fields = () => form.querySelectorAll("input, select");
+  form.addEventListener("submit", () => {
+    fields().forEach((field) => { if (!field.value) field.disabled = true; });
+  });
+  // Back to this page from the results: every field usable again.
+  window.addEventListener("pageshow", () => fields().forEach((field) => { field.disabled = false; }));
+}
+
 // -- the agreement page ------------------------------------------------------------------------
 
 function setUpAgreement(live) {
@@ -187,6 +213,8 @@ document.addEventListener("DOMContentLoaded", () => {
   if (cellLabel) setUpCellLabel(cellLabel);
   const live = document.getElementById("live");
   if (live) pollProgress(live);
+  const filters = document.querySelector("form.filters");
+  if (filters) setUpFilters(filters);
   const agree = document.getElementById("agree-live");
   if (agree) setUpAgreement(agree);
 });
