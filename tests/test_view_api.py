@@ -227,8 +227,10 @@ def test_two_raters_split_the_cells_with_overlap_and_get_cohens_kappa(small):
                             "AND b.rater = 'human:bob'")
     expected = stats.cohen_kappa(stats.confusion_matrix(pairs, labels))
     page = client.get("/agree").text
-    assert f'<td class="num kappa">{expected:.3f}</td>' in page
-    assert f"<td>human:alice</td><td>human:bob</td><td class=\"num\">{len(pairs)}</td>" in page
+    assert f'<td data-label="Cohen\'s κ" class="num kappa">{expected:.3f}</td>' in page
+    assert ('<td data-label="Rater">human:alice</td><td data-label="Rater">human:bob</td>'
+            in page)
+    assert f'<td data-label="Cells" class="num">{len(pairs)}</td>' in page
     assert "judge:grader-x" in page and "id=\"fleiss\"" not in page
 
 
@@ -260,7 +262,10 @@ def test_the_agreement_page_and_the_report_agree_on_raters_pairs_and_fleiss(smal
         view = agreement(store)
         report = build_report(store, contrast=SUBSETS)["inter_annotator"]
     assert view.raters == report["raters"] == ["human:a", "human:b", "human:c", "human:d"]
-    assert view.pairs == [p for p in report["pairwise"] if p["n"]]
+    # the view adds κ's interval to the report's rows
+    assert [{k: v for k, v in p.items() if k != "kappa_ci"} for p in view.pairs] == \
+        [p for p in report["pairwise"] if p["n"]]
+    assert all(p["kappa_ci"] == stats.cohen_kappa_interval(p["confusion"]) for p in view.pairs)
     assert view.fleiss is None and report["fleiss_kappa"] is None and report["n_all_raters"] == 0
 
 

@@ -26,6 +26,7 @@ from harness.view import browse as browsing
 from harness.view.agreement import agreement
 from harness.view.cells import cell_content, cell_record
 from harness.view.follow import Rebuilt
+from harness.view.formats import interval, metric_display, when
 from harness.view.gate import StoreGate
 from harness.view.labelling import (AdjudicationDesk, CellIds, LabelDesk, NotYours, StaleCell,
                                     label_row)
@@ -51,6 +52,7 @@ class View:
         env = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"), autoescape=True,
                                  undefined=jinja2.StrictUndefined)
         env.filters.update(number=number, short=short, progress=progress_text)
+        env.filters.update(when=when, metric=metric_display, interval=interval)
         env.globals.update(token=token, blind=options.blind, columns=browsing.COLUMNS,
                            label_filters=browsing.LABEL_FILTERS, raters=options.raters)
         self.templates = Jinja2Templates(env=env)
