@@ -135,3 +135,13 @@ def test_the_settling_sentence_reads_plainly(agree_page):
                                                      re.S).group(1)).split())
     assert text.startswith(f"{agreed} cells got the same label from every rater who labelled them "
                            "(two raters or more), but have no final label saying so yet.")
+
+
+def test_times_and_intervals_read_the_same_through_a_job_s_host():
+    """Through a running job's host a time arrives as ISO text, from the file as a datetime."""
+    from harness.view.formats import interval, when
+
+    assert when(STARTED) == when(STARTED.isoformat()) == "2026-12-03 22:41:07"
+    assert when(None) == when("") == ""
+    assert interval((0.2134, 0.6789)) == "[0.21, 0.68]"
+    assert interval((float("nan"), float("nan"))) == interval(None) == "–"
