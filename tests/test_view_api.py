@@ -227,8 +227,10 @@ def test_two_raters_split_the_cells_with_overlap_and_get_cohens_kappa(small):
                             "AND b.rater = 'human:bob'")
     expected = stats.cohen_kappa(stats.confusion_matrix(pairs, labels))
     page = client.get("/agree").text
-    assert f'<td class="num kappa">{expected:.3f}</td>' in page
-    assert f"<td>human:alice</td><td>human:bob</td><td class=\"num\">{len(pairs)}</td>" in page
+    assert f'<td data-label="Cohen\'s κ" class="num kappa">{expected:.3f}</td>' in page
+    assert ('<td data-label="Rater">human:alice</td><td data-label="Rater">human:bob</td>'
+            in page)
+    assert f'<td data-label="Cells" class="num">{len(pairs)}</td>' in page
     assert "judge:grader-x" in page and "id=\"fleiss\"" not in page
 
 
@@ -260,7 +262,10 @@ def test_the_agreement_page_and_the_report_agree_on_raters_pairs_and_fleiss(smal
         view = agreement(store)
         report = build_report(store, contrast=SUBSETS)["inter_annotator"]
     assert view.raters == report["raters"] == ["human:a", "human:b", "human:c", "human:d"]
-    assert view.pairs == [p for p in report["pairwise"] if p["n"]]
+    # the view adds κ's interval to the report's rows
+    assert [{k: v for k, v in p.items() if k != "kappa_ci"} for p in view.pairs] == \
+        [p for p in report["pairwise"] if p["n"]]
+    assert all(p["kappa_ci"] == stats.cohen_kappa_interval(p["confusion"]) for p in view.pairs)
     assert view.fleiss is None and report["fleiss_kappa"] is None and report["n_all_raters"] == 0
 
 
@@ -332,13 +337,18 @@ def test_a_settled_cell_whose_raters_come_to_agree_later_is_settled_again(small)
 
 def test_live_progress_is_served_when_a_run_holds_the_store(path, monkeypatch):
     client = view_client(path)
+    with Store(path, read_only=True) as store:
+        answers = store.count("answers")
     assert client.get("/api/progress").json() == {"models": None}
+    # the count of answers, for the browse page's "N new answers", once asked after a run
+    assert client.get("/api/progress?answers=1").json() == {"models": None, "answers": answers}
     lanes = [{"model": "m", "done": 3, "total": 9, "failed": 0, "retries": 1, "rate_limited": 0,
               "in_flight": 2, "concurrency": 4, "rate_per_s": 1.5, "cooling_down_s": 0,
               "stopped": None}]
     monkeypatch.setattr("harness.store.access.live_progress", lambda store: lanes)
-    assert client.get("/api/progress").json() == {"models": lanes}
-    assert 'id="live"' in client.get("/").text
+    assert client.get("/api/progress").json() == {"models": lanes, "answers": answers}
+    page = client.get("/").text
+    assert 'id="live"' in page and f'data-answers="{answers}"' in page
 
 
 def test_the_cell_page_shows_every_attempt_and_label(path):
@@ -401,7 +411,8 @@ def test_everything_works_through_the_host_of_a_job_holding_the_store(path):
         with reading(path) as reader:
             assert reader.through_host
         client = view_client(path, seed=5)
-        assert client.get("/api/progress").json() == {"models": lanes}
+        answers = held.count("answers")
+        assert client.get("/api/progress").json() == {"models": lanes, "answers": answers}
         page = client.get("/label?rater=alice").text
         reply = _label(client, "alice", _cell_of(page), "wrong", note="through the host")
         assert reply["progress"]["done"] == 1

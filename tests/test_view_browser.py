@@ -206,7 +206,8 @@ def test_two_raters_label_their_shares_and_the_agreement_page_has_their_kappa(tm
     assert len(pairs) == 8
     kappa = stats.cohen_kappa(stats.confusion_matrix(pairs, ("right", "partial", "wrong")))
     row = browser.find_element(_by("CSS_SELECTOR"), "#pairs tbody tr").text
-    assert row.startswith("human:alice human:bob 8") and f"{kappa:.3f}" in row
+    # κ first (the key number stays on a phone's screen), then its interval, then the cell count
+    assert row.startswith(f"human:alice human:bob {kappa:.3f} [") and "] 8 " in row
 
 
 def test_the_browse_filters_by_keyboard_and_sorts(tmp_path, browser, servers):

@@ -146,6 +146,10 @@ def score_store(store: Store, metrics: Iterable[str] = DEFAULT_METRICS, *,
         raise UserError("--device and --ray contradict each other: each Ray actor scores on a "
                         "GPU of its own, or on its CPU where the cluster has none")
     cells = _read_cells(store)
+    if not cells:  # nothing to score: say so before any metric's packages or model are loaded
+        if "bertscore" in chosen:
+            _check_bertscore_options(options)
+        return [MetricSummary(METRICS[name]) for name in chosen]
     passes: list = []
     try:
         for name in chosen:  # every check happens here, before anything is written
@@ -171,6 +175,16 @@ class _BertScoreOptions:
     idf: bool
     ray: RayOptions | None
     shard_pairs: int
+
+
+def _check_bertscore_options(options: _BertScoreOptions) -> None:
+    """What the BERTScore pass would refuse (a layer; a device, precision or token budget, which
+    need torch to check), refused even where there is nothing to score."""
+    from metrics.bertscore import resolve_encoder
+
+    encoder = resolve_encoder(options.model, options.layer)
+    if options.ray is None and (options.device or options.precision or options.token_budget is not None):
+        make_scorer(encoder, options.device, options.precision, options.token_budget)
 
 
 def _check_metrics(metrics: Iterable[str]) -> list[str]:
@@ -267,7 +281,15 @@ class _BertScorePass:
         from metrics.bertscore import EncoderUnavailable, resolve_encoder
 
         self.total, self.shard_pairs, self.unavailable = len(cells), options.shard_pairs, None
+        self.shards = None
+        _check_bertscore_options(options)  # a refused option is said before a missing model
         encoder = resolve_encoder(options.model, options.layer)
+        try:
+            if options.ray is None and _surely_due(store, cells, encoder):
+                _locate(encoder)  # a model that cannot be had: one line now, before torch loads
+        except EncoderUnavailable as exc:
+            self.unavailable = str(exc)  # the other metrics still run
+            return
         documents = _idf_documents(cells) if options.idf else None
         self.shards, self.scorer = _shards_and_scorer(encoder, documents, options)
         try:
@@ -283,7 +305,8 @@ class _BertScorePass:
             raise
 
     def close(self) -> None:
-        self.shards.close()
+        if self.shards is not None:
+            self.shards.close()
 
     def _todo(self, store: Store) -> list[_Cell] | None:
         """None while the params are unknown (a baseline still to compute): then all is due."""
@@ -321,6 +344,33 @@ class _BertScorePass:
         for indices, values in self.shards.scored(pairs, shards, self.baseline):
             _append(store, _rows(self.metric, params, [cells[i] for i in indices], values))
             advance(len(indices))
+
+
+# Cells whose latest BERTScore row is missing, older than the answer or the reference, or made
+# by another model: these need this model whatever the rest of the params turn out to be.
+_STALE_SQL = """
+SELECT a.item_id, a.model FROM latest_answers a LEFT JOIN latest_items i USING (item_id)
+LEFT JOIN (SELECT item_id, model, max(seq) AS seq, arg_max(params->>'model', seq) AS encoder
+           FROM scores WHERE metric = $metric GROUP BY ALL) s USING (item_id, model)
+WHERE coalesce(s.seq <= greatest(a.seq, coalesce(i.seq, 0)) OR s.encoder IS DISTINCT FROM $encoder,
+               true)
+"""
+
+
+def _surely_due(store: Store, cells: Sequence[_Cell], encoder) -> bool:
+    """Whether some scorable cell needs the model whatever the params (so the model's absence
+    can be said before the seconds spent importing torch and reading the baseline)."""
+    stale = set(store.query(_STALE_SQL, {"metric": METRICS["bertscore"], "encoder": encoder.name}))
+    return any((c.item_id, c.model) in stale for c in cells if not (c.blank or c.flagged))
+
+
+def _locate(encoder) -> None:
+    """Raise EncoderUnavailable where the model is neither a directory, nor cached, nor on a hub
+    that answers (metrics.bertscore_hub); nothing is imported or loaded for it."""
+    from metrics.bertscore import offline_hint
+    from metrics.bertscore_hub import locate_model
+
+    locate_model(encoder.model_type, offline_hint())
 
 
 _TO_COMPUTE = object()  # marker: the baseline comes from shuffled pairs once the model is loaded

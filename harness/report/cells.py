@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from harness.config_schema import METRIC_DISPLAY
 from harness.labels import LABELS
 from harness.report import stats
 from harness.store import Store
@@ -25,7 +26,7 @@ from harness.store import Store
 __all__ = ["LABELS", "METRICS", "Cells", "sort_value", "nan_if_none", "nan_if_infinite", "mean",
            "share", "ratio", "json_ratio", "plain", "subset_rank", "contrast_2x2"]
 
-METRICS = {"bleu2": "BLEU-2", "bertscore_f1": "BERTScore-F1"}
+METRICS = {metric: METRIC_DISPLAY[metric] for metric in ("bleu2", "bertscore_f1")}
 
 # One row per (item, model) with the effective human and judge labels ($1 human rater, $2 judge
 # rater). An empty answer is wrong whatever its label says; an item with neither an answer nor a

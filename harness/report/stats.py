@@ -21,7 +21,7 @@ from statsmodels.stats.multitest import multipletests
 
 __all__ = [
     "Fisher", "wilson_interval", "proportion", "partial_credit", "fisher_exact_2x2",
-    "newcombe_interval", "cohen_kappa", "collapse_to_binary", "exact_agreement", "agreement_row",
+    "newcombe_interval", "cohen_kappa", "cohen_kappa_interval", "collapse_to_binary", "exact_agreement", "agreement_row",
     "mcnemar_exact", "spearman", "pearson", "point_biserial", "roc_auc", "roc_auc_test",
     "fleiss_kappa", "pairwise_kappas", "confusion_matrix", "Bootstrap", "bootstrap",
     "bootstrap_mean", "bootstrap_mean_interval", "holm", "chi2_sf", "chi2_log10_sf",
@@ -196,6 +196,26 @@ def cohen_kappa(confusion: Sequence[Sequence[int]], weights: str | None = None) 
     if chance_disagreement == 0:
         return NAN  # both raters used a single category: κ is undefined
     return float(1.0 - (w * observed).sum() / chance_disagreement)
+
+
+def cohen_kappa_interval(confusion: Sequence[Sequence[int]],
+                         confidence: float = 0.95) -> tuple[float, float]:
+    """The asymptotic (Wald) interval of unweighted Cohen's κ: κ ± z·SE, SE from the large-sample
+    variance of Fleiss, Cohen & Everitt (1969, Psychol Bull 72:323), as statsmodels'
+    ``cohens_kappa`` has it; clipped to [-1, 1]. NaN where κ is undefined."""
+    p = np.asarray(confusion, dtype=float)
+    n, kappa = p.sum(), cohen_kappa(confusion)
+    if n == 0 or math.isnan(kappa):
+        return (NAN, NAN)
+    p = p / n
+    rows, cols = p.sum(axis=1), p.sum(axis=0)
+    chance = float(rows @ cols)
+    a = float(np.sum(np.diag(p) * (1 - (rows + cols) * (1 - kappa)) ** 2))
+    off = p * (cols[:, None] + rows[None, :]) ** 2  # p_ij (p_.i + p_j.)^2
+    b = (1 - kappa) ** 2 * float(off.sum() - np.trace(off))
+    c = (kappa - chance * (1 - kappa)) ** 2
+    half = float(sps.norm.ppf(0.5 + confidence / 2)) * math.sqrt(max(a + b - c, 0.0) / n) / (1 - chance)
+    return (max(-1.0, kappa - half), min(1.0, kappa + half))
 
 
 def collapse_to_binary(confusion: Sequence[Sequence[int]]) -> list[list[int]]:

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from harness.config_schema import METRIC_DISPLAY
 from harness.errors import UserError
 from harness.report import labels, stats
 from harness.report.cells import Cells
@@ -24,8 +25,7 @@ from harness.store import Store
 
 __all__ = ["RULE_METRICS", "CORE_COLUMNS", "NO_SUBSETS", "build", "drop_contrast", "item_columns"]
 
-RULE_METRICS = {"exact": "Exact match", "contains": "Contains", "numeric": "Numeric",
-                "regex": "Regex + exact"}
+RULE_METRICS = {metric: METRIC_DISPLAY[metric] for metric in ("exact", "contains", "numeric", "regex")}
 CORE_COLUMNS = ("item_id", "title", "subset", "question", "reference")
 NO_SUBSETS = ("No item has a subset: the documented-vs-undocumented contrast (gap, its tests and "
               "figure) needs subsets; this report gives accuracy and agreement only.")

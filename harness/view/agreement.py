@@ -78,6 +78,7 @@ class Agreement:
     fleiss: dict[str, Any] | None  # over the cells every one of the (3+) raters rated, as the report
     disagreements: int
     agreed: int
+    labels: tuple[str, ...] = LABELS  # the confusion tables' rows and columns, in this order
 
 
 def agreement(store: Any) -> Agreement:
@@ -95,14 +96,17 @@ def _count(store: Any, sql: str) -> int:
 
 
 def _kappas(counts: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One row per (rater_a, rater_b) from their label counts: the report's agreement_row."""
+    """One row per (rater_a, rater_b) from their label counts: the report's agreement_row (its
+    ``confusion``: rows rater_a's labels, columns rater_b's, in LABELS order) and κ's asymptotic
+    95% interval."""
     from harness.report import stats  # scipy and statsmodels: loaded by the first agreement page
 
     tables: dict[tuple[str, str], list[list[int]]] = {}
     for row in counts:
         table = tables.setdefault((row["rater_a"], row["rater_b"]), [[0] * 3 for _ in LABELS])
         table[LABELS.index(row["label_a"])][LABELS.index(row["label_b"])] += row["n"]
-    return [{"rater_a": a, "rater_b": b, **stats.agreement_row(t)} for (a, b), t in sorted(tables.items())]
+    return [{"rater_a": a, "rater_b": b, **stats.agreement_row(t),
+             "kappa_ci": stats.cohen_kappa_interval(t)} for (a, b), t in sorted(tables.items())]
 
 
 def _fleiss(store: Any) -> dict[str, Any] | None:

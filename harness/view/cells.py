@@ -17,12 +17,21 @@ FROM (SELECT * FROM answers WHERE {answer} ORDER BY seq DESC LIMIT 1) a
 LEFT JOIN (SELECT * FROM items WHERE item_id = $item ORDER BY seq DESC LIMIT 1) i USING (item_id)
 """
 
+# ``asked_for``: what the attempt asked, by name: ``answer`` (the model answering the question),
+# ``judge:NAME`` (a judge run's call about this answer, ``runs.kind = 'judge'``) or ``probe
+# VARIANT``. Every attempt of the cell is asked of the answering model's row, so only the run
+# tells a judge's call apart.
 _ATTEMPTS_SQL = """
-SELECT t.run_id, t.attempt, t.started_at, t.latency_s, t.outcome, t.http_status, t.retry_after_s,
+SELECT CASE r.kind WHEN 'judge' THEN 'judge:' || coalesce(r.judge, '?')
+                   WHEN 'probe' THEN trim('probe ' || coalesce(t.variant, ''))
+                   ELSE 'answer' END AS asked_for,
+       t.run_id, t.attempt, t.started_at, t.latency_s, t.outcome, t.http_status, t.retry_after_s,
        t.error, t.replica, a.served_model
 FROM attempts t
 LEFT JOIN (SELECT run_id, served_model FROM answers WHERE item_id = $item AND model = $model) a
        ON a.run_id = t.run_id AND t.outcome = 'ok'
+LEFT JOIN (SELECT run_id, any_value(kind) AS kind, any_value(config->>'$.judge.name') AS judge
+           FROM runs GROUP BY run_id) r ON r.run_id = t.run_id
 WHERE t.item_id = $item AND t.model = $model
 ORDER BY t.started_at, t.attempt
 """

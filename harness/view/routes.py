@@ -25,7 +25,8 @@ from harness.store.store import StoreInUse
 from harness.view import browse as browsing
 from harness.view.agreement import agreement
 from harness.view.cells import cell_content, cell_record
-from harness.view.follow import Rebuilt
+from harness.view.follow import Rebuilt, store_version
+from harness.view.formats import interval, metric_display, when
 from harness.view.gate import StoreGate
 from harness.view.labelling import (AdjudicationDesk, CellIds, LabelDesk, NotYours, StaleCell,
                                     label_row)
@@ -51,6 +52,7 @@ class View:
         env = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"), autoescape=True,
                                  undefined=jinja2.StrictUndefined)
         env.filters.update(number=number, short=short, progress=progress_text)
+        env.filters.update(when=when, metric=metric_display, interval=interval)
         env.globals.update(token=token, blind=options.blind, columns=browsing.COLUMNS,
                            label_filters=browsing.LABEL_FILTERS, raters=options.raters)
         self.templates = Jinja2Templates(env=env)
@@ -92,8 +94,10 @@ class View:
         with self.gate.reading() as store:
             result = browsing.browse(store, query, self.orders)
             choices = self.choices.get(store)
+            answers = _answer_rows(store)  # the page's script says how many arrive after it
         # result.query: a page past the end was answered with the last page, and says so
-        return self.page(request, "browse.html", page=result, query=result.query, choices=choices)
+        return self.page(request, "browse.html", page=result, query=result.query, choices=choices,
+                         answers=answers)
 
     def label(self, request: Request) -> Response:
         given = request.state.rater or request.query_params.get("rater", "").strip()
@@ -132,7 +136,14 @@ class View:
         return HTMLResponse(html, headers={"content-security-policy": REPORT_POLICY})
 
     def live_progress(self, request: Request) -> Response:
-        return JSONResponse({"models": self.gate.live_progress()})
+        """The running job's counters and, while one runs (or when ``?answers=1`` asks, as the
+        browse page does once after a run), the answers table's row count."""
+        models = self.gate.live_progress()
+        body: dict[str, Any] = {"models": models}
+        if models is not None or request.query_params.get("answers") == "1":
+            with self.gate.reading() as store:
+                body["answers"] = _answer_rows(store)
+        return JSONResponse(body)
 
     # -- actions (JSON in, JSON out) --------------------------------------------------------------
 
@@ -189,6 +200,10 @@ class View:
             answered = cell_content(store, *key) is not None
         if not answered:
             raise UserError("no such cell: the store has no answer for that item and model")
+
+
+def _answer_rows(store: Any) -> int:
+    return store_version(store, ("answers",))[0]  # append-only: more rows, new answers
 
 
 REPORT_POLICY = ("default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; "

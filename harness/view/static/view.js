@@ -158,10 +158,28 @@ function cellOf(text, numeric) {
   return td;
 }
 
+// The browse table is what the store held when the page was built; while a run writes (and
+// once after it ends) the poll also counts the answers, and the page says how many are new.
+function showNewAnswers(count) {
+  const table = document.getElementById("cells");
+  const notice = document.getElementById("new-answers");
+  if (!table || !notice || count == null) return;
+  const added = count - Number(table.dataset.answers);
+  notice.hidden = added <= 0;
+  setText("new-answers-text", added.toLocaleString("en") + " new answer" + (added === 1 ? "" : "s")
+          + " since this page was built:");
+  document.getElementById("new-answers-reload").href = location.href;
+}
+
+let runWasLive = false;
+
 async function pollProgress(section) {
   try {
-    const response = await fetch("/api/progress", { credentials: "same-origin" });
+    const url = "/api/progress" + (runWasLive ? "?answers=1" : "");
+    const response = await fetch(url, { credentials: "same-origin" });
     const data = await response.json();
+    runWasLive = Boolean(data.models);
+    showNewAnswers(data.answers);
     section.hidden = !data.models;
     if (data.models) {
       document.getElementById("live-rows").replaceChildren(...data.models.map((m) => {
