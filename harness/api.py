@@ -5,7 +5,7 @@
     api.run("study.toml", store="runs/study.duckdb", options=api.JobOptions(limit=10))
     api.run("study.toml", store="runs/study.duckdb", options=api.RunOptions(batch=True))
     api.probe("cdd", "study.toml", options=api.ProbeOptions(parameters={"samples": 20}))
-    api.probe_min_k("local.toml", options=api.MinKOptions(k=0.2))  # token log-probabilities
+    api.probe("min-k", "local.toml", options=api.ProbeOptions(parameters={"k": 0.2}))
     api.score(store="runs/study.duckdb", options=api.ScoreOptions(metrics=["bleu2"]))
     api.score(store="runs/study.duckdb",
               options=api.ScoreOptions(ray=api.RayOptions("auto")))  # on a Ray cluster
@@ -31,8 +31,7 @@ from harness.jobs.cost import CostOptions, CostResult, cost
 from harness.jobs.importing import ImportResult, import_path
 from harness.jobs.judge import JudgeResult, judge
 from harness.jobs.lane_job import JobOptions, JobResult
-from harness.jobs.probe import ProbeOptions, ProbeResult, probe
-from harness.jobs.probe_mink import MinKOptions, probe_min_k
+from harness.jobs.probe import MinKOptions, ProbeOptions, ProbeResult, probe, probe_min_k
 from harness.jobs.report import ReportResult, report
 from harness.jobs.run import RunOptions, run
 from harness.jobs.score import MetricSummary, ScoreOptions, score

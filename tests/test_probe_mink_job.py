@@ -139,7 +139,7 @@ def test_the_api_probes_min_k_and_returns_the_summary(tmp_path, tiny_folder, cap
 
 def test_the_scorer_face_keeps_the_providers_served_model_check(tiny_folder):
     """TextScorer answers the engine's generate with the wrapped provider's scores."""
-    from harness.jobs.probe_mink import ScoredReply, TextScorer
+    from harness.jobs.probe_text import ScoredReply, TextScorer
     from providers.base import Request
     from providers.local import LocalProvider
     from providers.registry import check_first_reply
