@@ -22,6 +22,7 @@ job's progress, and stamina's retry warnings are off while one runs (the store r
 
 from __future__ import annotations
 
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 import pandas as pd
@@ -31,7 +32,7 @@ from harness.jobs.cost import CostOptions, CostResult, cost
 from harness.jobs.importing import ImportResult, import_path
 from harness.jobs.judge import JudgeResult, judge
 from harness.jobs.lane_job import JobOptions, JobResult
-from harness.jobs.probe import MinKOptions, ProbeOptions, ProbeResult, probe, probe_min_k
+from harness.jobs.probe import ProbeOptions, ProbeResult, probe
 from harness.jobs.report import ReportResult, report
 from harness.jobs.run import RunOptions, run
 from harness.jobs.score import MetricSummary, ScoreOptions, score
@@ -52,3 +53,19 @@ def cells(*, store: str | Path = DEFAULT_STORE) -> pd.DataFrame:
     job holding the store, if one does)."""
     with reading(store) as opened:
         return opened.query_df("SELECT * FROM cells ORDER BY item_id, model")
+
+
+@dataclass(kw_only=True)
+class MinKOptions(JobOptions):
+    """The options of :func:`probe_min_k`: a lane job's, and k (``--k``)."""
+
+    k: float = 0.2
+
+
+def probe_min_k(config_path: str | Path, *, store: str | Path | None = None,
+                options: MinKOptions | None = None) -> JobResult:
+    """A shorthand kept for scripts that call it: ``probe("min-k", ...)`` with ``options.k``."""
+    options = options or MinKOptions()
+    shared = {f.name: getattr(options, f.name) for f in fields(JobOptions)}
+    return probe("min-k", config_path, store=store,
+                 options=ProbeOptions(**shared, parameters={"k": options.k}))

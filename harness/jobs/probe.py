@@ -18,7 +18,7 @@ asks exactly the missing samples when run again, and scores what it could not sc
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -41,8 +41,7 @@ from harness.store import Store
 from metrics.probe_registry import TEXT_LOGPROBS, ProbeContext, build_probe, probe_spec
 from metrics.probes import GenerationProbe, TextProbe
 
-__all__ = ["probe", "execute_probe", "ProbeOptions", "ProbeResult", "make_probe", "MinKOptions",
-           "probe_min_k"]
+__all__ = ["probe", "execute_probe", "ProbeOptions", "ProbeResult", "make_probe"]
 
 
 @dataclass(kw_only=True)
@@ -184,20 +183,3 @@ def _summarise(config: RunConfig, plan: ProbePlan, result: ProbeResult) -> None:
         result.problems.append(f"contam probe: {sum(result.missing.values())} samples still "
                                f"missing; run `{again}` again to ask them")
 
-
-# -- the API's shorthand for min-k (``api.probe_min_k``), kept for scripts that call it ----------
-
-@dataclass(kw_only=True)
-class MinKOptions(JobOptions):
-    """The lane jobs' options and k (``--k``)."""
-
-    k: float = 0.2
-
-
-def probe_min_k(config_path: str | Path, *, store: str | Path | None = None,
-                options: MinKOptions | None = None) -> JobResult:
-    """``probe("min-k", ...)`` with ``options.k`` as its parameter."""
-    options = options or MinKOptions()
-    shared = {f.name: getattr(options, f.name) for f in fields(JobOptions)}
-    return probe("min-k", config_path, store=store,
-                 options=ProbeOptions(**shared, parameters={"k": options.k}))
