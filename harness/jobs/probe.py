@@ -92,6 +92,9 @@ def probe(kind: str, config_path: str | Path, *, store: str | Path | None = None
 
     def prepare(config: RunConfig, specs: Sequence[ModelSpec]) -> tuple:
         built = make_probe(kind, config, options.parameters)
+        if options.batch and not probe_spec(kind).batchable:
+            raise UserError(f"contam probe {kind}: --batch sends requests as batch jobs, and "
+                            f"{kind} sends none (it scores each item's text)")
         refused = refusals(specs) if probe_spec(kind).runs == TEXT_LOGPROBS else []
         if refused:  # the whole probe, before anything is sent
             raise UserError(f"{kind} needs token log-probabilities: {'; '.join(refused)}")
