@@ -153,8 +153,8 @@ class MinKProbe:
 
 
 def build(context: ProbeContext, *, k: float = DEFAULT_K) -> MinKProbe:
-    """The registry's builder: k checked (ValueError naming ``--k``). The study's text rule is
-    checked against the items' columns by the job, which has the store."""
+    """The registry's builder: k checked (ValueError naming ``--k``). The study's text rule comes
+    from the job, which checks it against the items' columns."""
     try:
         return MinKProbe(check_k(k))
     except ValueError as exc:

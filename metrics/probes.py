@@ -6,7 +6,8 @@
 * :class:`TextProbe` (min-k) scores each item's text by the model's token log-probabilities.
 
 Both key their rows by :func:`params_sha256` of the probe's parameters. What the study lends a
-probe (its prompt, its text rule) is a :class:`ProbeContext`."""
+probe (its prompt, its name) is a :class:`ProbeContext`; a TextProbe is given the study's text rule
+(``[probes] text``) by the job, once checked against the items' columns."""
 
 from __future__ import annotations
 
@@ -65,14 +66,12 @@ class ProbeScore:
 
 @dataclass(frozen=True)
 class ProbeContext:
-    """What a probe may take from the study: the prompt ``contam run`` asks with, its name and its
-    ``[probes] text`` rule."""
+    """What a probe may take from the study: the prompt ``contam run`` asks with, and its name."""
 
     system_prompt: str
     question_template: str  # "Game: {title}\nQuestion: {question}", or the study's [prompt] user
     own_template: bool = False  # the study's own template, not the paper's
     study_name: str | None = None  # [study] name: what guided's instruction names by default
-    text_rule: str | None = None  # [probes] text: the text min-k scores, a template over columns
 
 
 class GenerationProbe(Protocol):

@@ -71,13 +71,13 @@ class ProbeResult(JobResult):
 
 def make_probe(kind: str, config: RunConfig,
                parameters: dict[str, Any]) -> GenerationProbe | TextProbe:
-    """The probe ``kind`` on what the study lends it (its prompt, name and text rule), its
-    parameters checked (one-line UserError)."""
+    """The probe ``kind`` on what the study lends it (its prompt and name), its parameters
+    checked (one-line UserError)."""
     study = config.study
     context = ProbeContext(system_prompt=config.system_prompt,
                            question_template=study.user_template or USER_TEMPLATE,
                            own_template=study.user_template is not None,
-                           study_name=study.name, text_rule=study.probe_text)
+                           study_name=study.name)
     try:
         return build_probe(kind, context, parameters)
     except ValueError as exc:
