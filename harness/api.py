@@ -5,7 +5,7 @@
     api.run("study.toml", store="runs/study.duckdb", options=api.JobOptions(limit=10))
     api.run("study.toml", store="runs/study.duckdb", options=api.RunOptions(batch=True))
     api.probe("cdd", "study.toml", options=api.ProbeOptions(parameters={"samples": 20}))
-    api.probe_min_k("local.toml", options=api.MinKOptions(k=0.2))  # token log-probabilities
+    api.probe("min-k", "local.toml", options=api.ProbeOptions(parameters={"k": 0.2}))
     api.plant("local.toml", options=api.PlantOptions(model="base", name="p", epochs=(1, 3)))
     api.score(store="runs/study.duckdb", options=api.ScoreOptions(metrics=["bleu2"]))
     api.score(store="runs/study.duckdb",
@@ -23,6 +23,7 @@ job's progress, and stamina's retry warnings are off while one runs (the store r
 
 from __future__ import annotations
 
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 import pandas as pd
@@ -34,7 +35,6 @@ from harness.jobs.judge import JudgeResult, judge
 from harness.jobs.lane_job import JobOptions, JobResult
 from harness.jobs.plant import PlantOptions, PlantResult, plant
 from harness.jobs.probe import ProbeOptions, ProbeResult, probe
-from harness.jobs.probe_mink import MinKOptions, probe_min_k
 from harness.jobs.report import ReportResult, report
 from harness.jobs.run import RunOptions, run
 from harness.jobs.score import MetricSummary, ScoreOptions, score
@@ -56,3 +56,19 @@ def cells(*, store: str | Path = DEFAULT_STORE) -> pd.DataFrame:
     job holding the store, if one does)."""
     with reading(store) as opened:
         return opened.query_df("SELECT * FROM cells ORDER BY item_id, model")
+
+
+@dataclass(kw_only=True)
+class MinKOptions(JobOptions):
+    """The options of :func:`probe_min_k`: a lane job's, and k (``--k``)."""
+
+    k: float = 0.2
+
+
+def probe_min_k(config_path: str | Path, *, store: str | Path | None = None,
+                options: MinKOptions | None = None) -> JobResult:
+    """A shorthand kept for scripts that call it: ``probe("min-k", ...)`` with ``options.k``."""
+    options = options or MinKOptions()
+    shared = {f.name: getattr(options, f.name) for f in fields(JobOptions)}
+    return probe("min-k", config_path, store=store,
+                 options=ProbeOptions(**shared, parameters={"k": options.k}))

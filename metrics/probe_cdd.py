@@ -33,10 +33,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from metrics.probes import ProbeItem, ProbePrompt, ProbeScore
+from metrics.probes import ProbeContext, ProbeItem, ProbePrompt, ProbeScore
 from metrics.template import fill_template
 
-__all__ = ["CDDProbe", "Peak", "peakedness", "tokens", "COMPARED_TOKENS", "TOKEN_PATTERN",
+__all__ = ["build", "CDDProbe", "Peak", "peakedness", "tokens", "COMPARED_TOKENS", "TOKEN_PATTERN",
            "BLANK_GREEDY"]
 
 MAX_SAMPLES = 1000  # per item: above it, one mistyped zero would queue a fortune
@@ -130,3 +130,9 @@ class CDDProbe:
         flagged = None if peak.peakedness is None else float(peak.peakedness > self.xi)
         return [ProbeScore(metric="peakedness", value=peak.peakedness, detail={**detail, **reason}),
                 ProbeScore(metric="flagged", value=flagged, detail={"xi": self.xi, **reason})]
+
+
+def build(context: ProbeContext, **options: Any) -> CDDProbe:
+    """The registry's builder: cdd samples answers to the study's own prompt."""
+    return CDDProbe(system=context.system_prompt, question_template=context.question_template,
+                    **options)

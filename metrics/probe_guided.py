@@ -37,9 +37,11 @@ from typing import Any, ClassVar
 from rapidfuzz.distance import LCSseq
 
 from metrics.bleu import bleu2_many, tokenize
-from metrics.probes import DEFAULT_DATASET, DEFAULT_SPLIT, ProbeItem, ProbePrompt, ProbeScore
+from metrics.probes import (
+    DEFAULT_DATASET, DEFAULT_SPLIT, ProbeContext, ProbeItem, ProbePrompt, ProbeScore,
+)
 
-__all__ = ["GuidedProbe", "split_question", "rouge_l", "guided_prompt", "general_prompt",
+__all__ = ["build", "GuidedProbe", "split_question", "rouge_l", "guided_prompt", "general_prompt",
            "GUIDED_TEMPLATE", "GENERAL_TEMPLATE", "DEFAULT_DATASET", "DEFAULT_SPLIT", "METRICS",
            "NOT_SPLITTABLE"]
 
@@ -153,3 +155,9 @@ class GuidedProbe:
                            f"{name}_diff": with_name - without})
         detail = {"rest": rest, "first_piece_words": len(pieces[0].split())}
         return tuple(ProbeScore(metric=m, value=values[m], detail=detail) for m in METRICS)
+
+
+def build(context: ProbeContext, *, dataset: str | None = None, **options: Any) -> GuidedProbe:
+    """The registry's builder: guided asks its own instructions (the paper's), which name the
+    study's ``[study] name`` unless ``--dataset`` says otherwise."""
+    return GuidedProbe(dataset=dataset or context.study_name or DEFAULT_DATASET, **options)

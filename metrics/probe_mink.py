@@ -27,13 +27,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
-from metrics.probes import ProbeItem, ProbeScore
+from metrics.probes import ProbeContext, ProbeItem, ProbeScore
 from metrics.template import fill_template
 from providers.base import TextLogprobs
 
-__all__ = ["KIND", "DEFAULT_K", "TEXT_RULE", "METRICS", "scored_text", "min_k", "min_k_pp",
+__all__ = ["build", "MinKProbe", "KIND", "DEFAULT_K", "TEXT_RULE", "METRICS", "scored_text", "min_k", "min_k_pp",
            "standardised", "lowest_count", "probe_params", "probe_scores", "check_k"]
 
 KIND = "min-k"
@@ -130,3 +131,31 @@ def _score(metric: str, value: float | None, detail: dict[str, Any]) -> ProbeSco
     if value is None:
         detail = {**detail, "why_null": "fewer scored tokens than 1/k: no token is in the lowest k%"}
     return ProbeScore(metric=metric, value=value, detail=detail)
+
+
+@dataclass(frozen=True)
+class MinKProbe:
+    """min-k as the job runs it (a ``metrics.probes.TextProbe``): each item's text, its Min-K%
+    and Min-K%++ at ``k``."""
+
+    kind: ClassVar[str] = KIND
+    metric: ClassVar[str] = "min_k"  # every scored text has one (Min-K%++ only where known)
+    k: float = DEFAULT_K
+
+    def params(self, source: str, rule: str | None) -> dict[str, Any]:
+        return probe_params(self.k, source, rule)
+
+    def text(self, item: ProbeItem, rule: str | None) -> str:
+        return scored_text(item, rule)
+
+    def scores(self, scored: TextLogprobs) -> list[ProbeScore]:
+        return probe_scores(scored, self.k)
+
+
+def build(context: ProbeContext, *, k: float = DEFAULT_K) -> MinKProbe:
+    """The registry's builder: k checked (ValueError naming ``--k``). The study's text rule comes
+    from the job, which checks it against the items' columns."""
+    try:
+        return MinKProbe(check_k(k))
+    except ValueError as exc:
+        raise ValueError(f"--k: {exc}") from None

@@ -1,22 +1,30 @@
-"""The generation probes ``contam probe KIND`` knows, in one place: how each is built and which of
-its parameters the command line sets (``contam probe cdd CONFIG --samples 20``).
+"""Every contamination probe, in one place: :data:`PROBES`, a :class:`ProbeSpec` per probe.
 
-A probe is built from the study's own prompt (:class:`ProbeContext`: the run config's system
-prompt and the question template of ``contam run``) and its options, each a flag of its own. Adding
-a probe is one entry in :data:`PROBES`; the job, the command line and ``contam demo --probes``
-find it there. Light to import: the command line reads it to build its parser, so each probe's
-module (rapidfuzz, wordfreq, BLEU's numpy) is imported only when that probe is built.
+A spec is the whole slice of its probe: its options (each a flag of ``contam probe KIND``), how it
+runs (:data:`REQUESTS` through the lanes of ``contam run``, or :data:`TEXT_LOGPROBS`, each item's
+text scored by token log-probabilities), the builder of its scorer, and its report part, figures
+and tidy tables. Those are named by dotted path (``"harness.report.probe_cdd:section"``) and
+imported only when used (:func:`resolve`): the command line reads this module to build its parser,
+and ``metrics/`` imports nothing above it. The command line, the jobs, ``contam demo --probes`` and
+the report all walk :data:`PROBES`; adding a probe is one entry here and its module(s). See
+ARCHITECTURE.md, Where an addition goes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import importlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from metrics.probes import DEFAULT_DATASET, DEFAULT_SPLIT, GenerationProbe
+from metrics.probes import DEFAULT_DATASET, DEFAULT_SPLIT, ProbeContext
 
-__all__ = ["ProbeOption", "ProbeContext", "ProbeKind", "PROBES", "build_probe"]
+__all__ = ["ProbeOption", "ProbeContext", "ProbeFigure", "ProbeSpec", "PROBES", "REQUESTS",
+           "TEXT_LOGPROBS", "build_probe", "probe_spec", "resolve"]
+
+# How a probe runs: what its job sends each model.
+REQUESTS = "requests"  # prompts, whose completions it scores (metrics.probes.GenerationProbe)
+TEXT_LOGPROBS = "text_logprobs"  # each item's text, scored by log-probabilities (TextProbe)
 
 
 @dataclass(frozen=True)
@@ -34,90 +42,141 @@ class ProbeOption:
 
 
 @dataclass(frozen=True)
-class ProbeContext:
-    """What a probe may take from the study: the prompt ``contam run`` asks with."""
+class ProbeFigure:
+    """One figure of a probe's report part: its file name, and the dotted paths of its drawing
+    function (``report -> matplotlib Figure``) and its caption (a string)."""
 
-    system_prompt: str
-    question_template: str  # "Game: {title}\nQuestion: {question}", or the study's [prompt] user
-    own_template: bool = False  # the study's own template, not the paper's
+    name: str
+    draw: str
+    caption: str
 
 
 @dataclass(frozen=True)
-class ProbeKind:
-    """A registered probe: one line for ``--help``, its options, and ``build(context, **options)``."""
+class ProbeSpec:
+    """A registered probe. ``build``: ``(ProbeContext, **options) -> probe`` (a
+    GenerationProbe or a TextProbe, as ``runs`` says). ``part``: ``(store, contrast) -> dict |
+    None``, ``report["probes"][name]``; ``section``: ``(part, report) -> Section``; ``tidy``:
+    ``part -> {table name: rows}``; ``p_values``: (the part's list of rows, its p column) for
+    Holm's correction within each model's probe family, or None."""
 
-    summary: str
+    name: str
+    summary: str  # one line for ``contam probe --help``
     options: tuple[ProbeOption, ...]
-    build: Callable[..., GenerationProbe]
+    build: str
+    part: str
+    section: str
+    tidy: str
+    figures: tuple[ProbeFigure, ...] = ()
+    p_values: tuple[str, str] | None = None
+    runs: str = REQUESTS
+
+    @property
+    def batchable(self) -> bool:
+        """Whether ``--batch`` applies: a probe of requests can go as provider batch jobs."""
+        return self.runs == REQUESTS
 
 
-def _cdd(context: ProbeContext, **options: Any) -> GenerationProbe:
-    from metrics.probe_cdd import CDDProbe
-
-    return CDDProbe(system=context.system_prompt, question_template=context.question_template,
-                    **options)
+def _max_tokens(default: int, what: str) -> ProbeOption:
+    return ProbeOption("max_output_tokens", int, default, f"output limit of each {what} "
+                       f"(default {default})")
 
 
-def _ts_guess(context: ProbeContext, **options: Any) -> GenerationProbe:
-    from metrics.probe_tsguess import TsGuessProbe
+_CDD = ProbeSpec(
+    name="cdd",
+    summary="output peakedness: one greedy answer and N samples per item (Dong et al. 2024)",
+    options=(
+        ProbeOption("samples", int, 20, "samples per item at --temperature (default 20, "
+                    "at most 1,000)"),
+        ProbeOption("temperature", float, 0.8, "sampling temperature (default 0.8)"),
+        ProbeOption("alpha", float, 0.05,
+                    "a sample is close when its token edit distance to the greedy answer is "
+                    "at most alpha x the longest length (default 0.05)"),
+        ProbeOption("xi", float, 0.01,
+                    "an item is flagged when more than this fraction of its samples is close "
+                    "(default 0.01)"),
+        _max_tokens(128, "answer"),
+    ),
+    build="metrics.probe_cdd:build",
+    part="harness.report.probe_cdd:build",
+    section="harness.report.probe_cdd:section",
+    tidy="harness.report.probe_cdd:tidy",
+    figures=(ProbeFigure("fig_probe_cdd", "harness.report.probe_cdd_figure:flagged_shares",
+                         "harness.report.probe_cdd_figure:CAPTION"),),
+    p_values=("contrast", "fisher_p"))
 
-    # its own prompt (the paper's); a word of the study's {question} field is masked
-    return TsGuessProbe(**options, masked_field="question" if context.own_template else None)
+_TS_GUESS = ProbeSpec(
+    name="ts-guess",
+    summary="testset slot guessing: mask the question's rarest content word, ask for it "
+            "(Deng et al. 2023)",
+    options=(_max_tokens(16, "reply"),),
+    build="metrics.probe_tsguess:build",
+    part="harness.report.probe_tsguess:build",
+    section="harness.report.probe_tsguess:section",
+    tidy="harness.report.probe_tsguess:tidy",
+    figures=(ProbeFigure("fig_probe_tsguess", "harness.report.probe_bars:exact_match_rates",
+                         "harness.report.probe_bars:TSGUESS_CAPTION"),),
+    p_values=("tests", "fisher_p"))
+
+_GUIDED = ProbeSpec(
+    name="guided",
+    summary="guided vs general instruction: complete the question's first half with and "
+            "without naming the benchmark (Golchin & Surdeanu 2023)",
+    options=(
+        # None: the study's [study] name, else DEFAULT_DATASET (metrics.probe_guided.build)
+        ProbeOption("dataset", str, None,
+                    "the benchmark's name in the guided instruction, as it is publicly known "
+                    f"(default: the study's [study] name, else {DEFAULT_DATASET!r})"),
+        ProbeOption("split", str, DEFAULT_SPLIT,
+                    f"the split the guided instruction names (default {DEFAULT_SPLIT!r})"),
+        _max_tokens(64, "completion"),
+    ),
+    build="metrics.probe_guided:build",
+    part="harness.report.probe_guided:build",
+    section="harness.report.probe_guided:section",
+    tidy="harness.report.probe_guided:tidy",
+    figures=(ProbeFigure("fig_probe_guided", "harness.report.probe_bars:guided_differences",
+                         "harness.report.probe_bars:GUIDED_CAPTION"),),
+    p_values=("differences", "p"))
+
+_MIN_K = ProbeSpec(
+    name="min-k",
+    summary="Min-K% and Min-K%++ of each item's text (models with token log-probabilities: "
+            "local, vLLM)",
+    options=(ProbeOption("k", float, 0.2, "the fraction of least likely tokens averaged "
+                         "(default 0.2)"),),
+    build="metrics.probe_mink:build",
+    part="harness.report.probe_mink:build",
+    section="harness.report.probe_mink:section",
+    tidy="harness.report.probe_mink:tidy",
+    figures=(ProbeFigure("fig_probe_min_k", "harness.report.probe_mink_figure:distributions",
+                         "harness.report.probe_mink_figure:CAPTION"),),
+    p_values=("rows", "mannwhitney_p"),
+    runs=TEXT_LOGPROBS)
+
+PROBES: dict[str, ProbeSpec] = {spec.name: spec for spec in (_CDD, _TS_GUESS, _GUIDED, _MIN_K)}
 
 
-def _guided(context: ProbeContext, **options: Any) -> GenerationProbe:
-    from metrics.probe_guided import GuidedProbe
-
-    return GuidedProbe(**options)  # its own instructions (the paper's), not the study's
-
-
-PROBES: dict[str, ProbeKind] = {
-    "cdd": ProbeKind(
-        summary="output peakedness: one greedy answer and N samples per item (Dong et al. 2024)",
-        options=(
-            ProbeOption("samples", int, 20, "samples per item at --temperature (default 20, "
-                        "at most 1,000)"),
-            ProbeOption("temperature", float, 0.8, "sampling temperature (default 0.8)"),
-            ProbeOption("alpha", float, 0.05,
-                        "a sample is close when its token edit distance to the greedy answer is "
-                        "at most alpha x the longest length (default 0.05)"),
-            ProbeOption("xi", float, 0.01,
-                        "an item is flagged when more than this fraction of its samples is close "
-                        "(default 0.01)"),
-            ProbeOption("max_output_tokens", int, 128, "output limit of each answer (default 128)"),
-        ),
-        build=_cdd),
-    "ts-guess": ProbeKind(
-        summary="testset slot guessing: mask the question's rarest content word, ask for it "
-                "(Deng et al. 2023)",
-        options=(
-            ProbeOption("max_output_tokens", int, 16, "output limit of each reply (default 16)"),
-        ),
-        build=_ts_guess),
-    "guided": ProbeKind(
-        summary="guided vs general instruction: complete the question's first half with and "
-                "without naming the benchmark (Golchin & Surdeanu 2023)",
-        options=(
-            ProbeOption("dataset", str, DEFAULT_DATASET,
-                        "the benchmark's name in the guided instruction, as it is publicly known "
-                        f"(default {DEFAULT_DATASET!r})"),
-            ProbeOption("split", str, DEFAULT_SPLIT,
-                        f"the split the guided instruction names (default {DEFAULT_SPLIT!r})"),
-            ProbeOption("max_output_tokens", int, 64, "output limit of each completion (default 64)"),
-        ),
-        build=_guided),
-}
+def resolve(path: str) -> Any:
+    """The object a dotted path names: ``"package.module:attribute"``, imported now."""
+    module, _, attribute = path.partition(":")
+    return getattr(importlib.import_module(module), attribute)
 
 
-def build_probe(kind: str, context: ProbeContext, options: Mapping[str, Any]) -> GenerationProbe:
+def probe_spec(kind: str) -> ProbeSpec:
+    """The spec of ``kind``; ValueError naming the known ones for an unknown kind."""
+    spec = PROBES.get(kind)
+    if spec is None:
+        raise ValueError(f"unknown probe {kind!r} (one of {', '.join(PROBES)})")
+    return spec
+
+
+def build_probe(kind: str, context: ProbeContext, options: Mapping[str, Any]) -> Any:
     """The probe ``kind`` with the given options (the others at their defaults); ValueError
     for an unknown kind or option, or an option out of range."""
-    entry = PROBES.get(kind)
-    if entry is None:
-        raise ValueError(f"unknown probe {kind!r} (one of {', '.join(PROBES)})")
-    known = {option.name for option in entry.options}
+    spec = probe_spec(kind)
+    known = {option.name for option in spec.options}
     unknown = sorted(set(options) - known)
     if unknown:
         raise ValueError(f"{kind} has no parameter {unknown[0]!r}")
-    chosen = {option.name: options.get(option.name, option.default) for option in entry.options}
-    return entry.build(context, **chosen)
+    chosen = {option.name: options.get(option.name, option.default) for option in spec.options}
+    return resolve(spec.build)(context, **chosen)

@@ -40,9 +40,9 @@ from dataclasses import dataclass
 from importlib.metadata import version
 from typing import Any, ClassVar
 
-from metrics.probes import ProbeItem, ProbePrompt, ProbeScore
+from metrics.probes import ProbeContext, ProbeItem, ProbePrompt, ProbeScore
 
-__all__ = ["TsGuessProbe", "Slot", "choose_slot", "mask_question", "normalise", "exact_match",
+__all__ = ["build", "TsGuessProbe", "Slot", "choose_slot", "mask_question", "normalise", "exact_match",
            "masked_prompt", "RULE", "TEMPLATE", "MASK", "STOP_WORDS", "NO_ELIGIBLE_WORD"]
 
 RULE = "rarest-content-word:wordfreq-zipf-en:no-stopword-number-or-title-word:first-on-tie"
@@ -164,3 +164,9 @@ class TsGuessProbe:
                   "reply": normalise(reply)}
         return (ProbeScore(metric=self.metric, value=float(exact_match(reply, slot.word)),
                            detail=detail),)
+
+
+def build(context: ProbeContext, **options: Any) -> TsGuessProbe:
+    """The registry's builder: ts-guess asks its own prompt (the paper's); under a study's own
+    template it masks a word of the study's ``{question}`` field, and says so in its params."""
+    return TsGuessProbe(**options, masked_field="question" if context.own_template else None)

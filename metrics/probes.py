@@ -1,9 +1,13 @@
-"""The common shape of a contamination probe that asks a model for completions (cdd, ts-guess,
-guided): what it asks about one item, and what it makes of the replies. Pure: no store, no engine.
-The job that runs a probe (``harness.jobs``) sends each :class:`ProbePrompt` through the same lanes
-as ``contam run`` and stores every completion as a ``probe_samples`` row, then each
-:class:`ProbeScore` as a ``probe_scores`` row, both under :func:`params_sha256` of the probe's
-parameters."""
+"""The common shapes of a contamination probe, pure (no store, no engine). Two ways to run:
+
+* :class:`GenerationProbe` (cdd, ts-guess, guided) asks for completions: the job sends each
+  :class:`ProbePrompt` through the lanes of ``contam run``, stores every completion as a
+  ``probe_samples`` row, then each :class:`ProbeScore` as a ``probe_scores`` row;
+* :class:`TextProbe` (min-k) scores each item's text by the model's token log-probabilities.
+
+Both key their rows by :func:`params_sha256` of the probe's parameters. What the study lends a
+probe (its prompt, its name) is a :class:`ProbeContext`; a TextProbe is given the study's text rule
+(``[probes] text``) by the job, once checked against the items' columns."""
 
 from __future__ import annotations
 
@@ -12,8 +16,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-__all__ = ["ProbeItem", "ProbePrompt", "ProbeScore", "GenerationProbe", "params_sha256",
-           "DEFAULT_DATASET", "DEFAULT_SPLIT"]
+__all__ = ["ProbeItem", "ProbePrompt", "ProbeScore", "ProbeContext", "GenerationProbe",
+           "TextProbe", "params_sha256", "DEFAULT_DATASET", "DEFAULT_SPLIT"]
 
 # What the guided probe's instruction names by default (a fixed label: renaming a file must not
 # change a probe's parameters); here so that the command line reads it without the probe.
@@ -60,6 +64,16 @@ class ProbeScore:
     detail: Mapping[str, Any] | None = None
 
 
+@dataclass(frozen=True)
+class ProbeContext:
+    """What a probe may take from the study: the prompt ``contam run`` asks with, and its name."""
+
+    system_prompt: str
+    question_template: str  # "Game: {title}\nQuestion: {question}", or the study's [prompt] user
+    own_template: bool = False  # the study's own template, not the paper's
+    study_name: str | None = None  # [study] name: what guided's instruction names by default
+
+
 class GenerationProbe(Protocol):
     """A probe that asks for completions and scores them."""
 
@@ -73,6 +87,25 @@ class GenerationProbe(Protocol):
 
     def score(self, item: ProbeItem, texts: Mapping[str, Sequence[str]]) -> Sequence[ProbeScore]:
         """``texts``: each variant's completions in sample order (normalised answer text)."""
+        ...
+
+
+class TextProbe(Protocol):
+    """A probe that scores each item's own text by a model's token log-probabilities (min-k):
+    one text per (item, model), scored in one step, no completion asked."""
+
+    kind: str
+    metric: str  # the score whose row marks an (item, model) as done (resume)
+
+    def params(self, source: str, rule: str | None) -> dict[str, Any]:
+        """The parameters of one model's rows: ``source`` says where its log-probabilities come
+        from (``Provider.text_logprobs_source``), ``rule`` the study's checked text rule."""
+        ...
+
+    def text(self, item: ProbeItem, rule: str | None) -> str: ...
+
+    def scores(self, scored: Any) -> Sequence[ProbeScore]:
+        """``scored``: the provider's ``TextLogprobs`` of :meth:`text`."""
         ...
 
 

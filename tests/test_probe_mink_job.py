@@ -137,9 +137,26 @@ def test_the_api_probes_min_k_and_returns_the_summary(tmp_path, tiny_folder, cap
     assert [json.loads(r["params"])["k"] for r in params] == [0.5]
 
 
+def test_the_api_runs_min_k_as_any_probe_and_refuses_batch_mode(tmp_path, tiny_folder):
+    """probe("min-k") takes k as a parameter like any probe's; --batch (requests as batch jobs)
+    is refused in one line, since min-k sends none, and nothing is written."""
+    from harness import api
+    from harness.errors import UserError
+
+    config = _config(tmp_path, tiny_folder)
+    with pytest.raises(UserError, match="min-k sends none"):
+        api.probe("min-k", config, options=api.ProbeOptions(batch=True, parameters={"k": 0.5}))
+    assert not (tmp_path / "store.duckdb").exists()
+    options = api.ProbeOptions(parameters={"k": 0.5}, limit=1, no_progress=True,
+                               handle_signals=False)
+    assert api.probe("min-k", config, options=options).exit_status == 0
+    params = _rows(tmp_path / "store.duckdb", "SELECT params FROM probe_params")
+    assert [json.loads(r["params"])["k"] for r in params] == [0.5]
+
+
 def test_the_scorer_face_keeps_the_providers_served_model_check(tiny_folder):
     """TextScorer answers the engine's generate with the wrapped provider's scores."""
-    from harness.jobs.probe_mink import ScoredReply, TextScorer
+    from harness.jobs.probe_text import ScoredReply, TextScorer
     from providers.base import Request
     from providers.local import LocalProvider
     from providers.registry import check_first_reply

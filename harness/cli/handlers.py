@@ -38,21 +38,13 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _probe(args: argparse.Namespace) -> int:
-    if args.kind == "min-k":
-        return _probe_min_k(args)
     from harness.jobs.probe import ProbeOptions, probe
 
     parameters = {name.removeprefix("param_"): value for name, value in vars(args).items()
                   if name.startswith("param_") and value is not None}
-    options = ProbeOptions(**vars(_job_options(args)), batch=args.batch, parameters=parameters)
+    options = ProbeOptions(**vars(_job_options(args)), batch=getattr(args, "batch", False),
+                           parameters=parameters)
     return print_result(probe(args.kind, args.config, store=args.store, options=options))
-
-
-def _probe_min_k(args: argparse.Namespace) -> int:
-    from harness.jobs.probe_mink import MinKOptions, probe_min_k
-
-    options = MinKOptions(**vars(_job_options(args)), k=args.k)
-    return print_result(probe_min_k(args.config, store=args.store, options=options))
 
 
 def _batches(args: argparse.Namespace) -> int:

@@ -74,21 +74,16 @@ def _add_probe(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser("probe", help="a contamination probe (cdd ...) on every configured model")
     kinds = p.add_subparsers(dest="kind", required=True, metavar="KIND")
-    for kind, entry in PROBES.items():
-        k = _add_lane_job(kinds, kind, entry.summary, "comma-separated model names from the config",
-                          "the first N items")
-        k.add_argument("--batch", action="store_true",
-                       help="openai, anthropic and gemini models go as batch jobs (about half price)")
+    for kind, spec in PROBES.items():  # one subcommand per registered probe, its options as flags
+        k = _add_lane_job(kinds, kind, spec.summary.replace("%", "%%"),
+                          "comma-separated model names from the config", "the first N items")
+        if spec.batchable:
+            k.add_argument("--batch", action="store_true", help="openai, anthropic and gemini "
+                           "models go as batch jobs (about half price)")
         _verbose(k, dest="verbose_kind")  # `contam probe cdd ... -v`
-        for option in entry.options:
+        for option in spec.options:  # unset: None, so the job takes the spec's default
             k.add_argument(option.flag, dest=f"param_{option.name}", type=option.type,
-                           metavar=option.name.upper(), help=option.help)
-    k = _add_lane_job(kinds, "min-k", "Min-K%% and Min-K%%++ of each item's text (models with "
-                      "token log-probabilities: local, vLLM)",
-                      "comma-separated model names from the config", "the first N items")
-    _verbose(k, dest="verbose_kind")
-    k.add_argument("--k", type=float, default=0.2,
-                   help="the fraction of least likely tokens averaged (default 0.2)")
+                           metavar=option.name.upper(), help=option.help.replace("%", "%%"))
 
 
 def _add_batches(sub: argparse._SubParsersAction) -> None:

@@ -5,9 +5,10 @@ emulated models that know the demo items, one ``contaminated`` and one ``clean``
 Each model is served by an in-process loopback emulator of its own (the contaminated one speaks
 OpenAI's protocol, so cdd's samples go as ``n``; the clean one Gemini's, ``candidateCount``), so
 the report's probes section shows what each probe sees on a model that memorised the documented
-items and on one that memorised nothing. min-k, which needs prompt log-probabilities, scores the
-OpenAI-protocol model (served as vLLM serves them) and a third, clean one of that protocol. The emulators accept any key: the models name a
-variable of the demo's own, set to a placeholder, and nothing leaves the machine.
+items and on one that memorised nothing. A probe on token log-probabilities (min-k) scores the
+OpenAI-protocol model (served as vLLM serves them) and a third, clean one of that protocol, since
+the Gemini protocol gives none. The emulators accept any key: the models name a variable of the
+demo's own, set to a placeholder, and nothing leaves the machine.
 """
 
 from __future__ import annotations
@@ -24,9 +25,10 @@ from harness.emulator.knowledge import Knowledge
 from harness.emulator.server import EmulatorSettings, run_emulator
 from harness.jobs.lane_job import JobResult
 from harness.jobs.probe import ProbeOptions, execute_probe, make_probe
+from harness.jobs.probe_text import refusals
 from harness.store import Store
 from harness.store.probe_scores import probe_score_means
-from metrics.probe_registry import PROBES
+from metrics.probe_registry import PROBES, TEXT_LOGPROBS
 
 __all__ = ["demo_probes", "EMULATED_MODELS", "MIN_K_CLEAN", "KEY_ENV"]
 
@@ -35,7 +37,7 @@ _PLACEHOLDER_KEY = "demo-emulator-accepts-any-key"
 # label -> (knowledge profile, protocol)
 EMULATED_MODELS = {"emulated-contaminated": ("contaminated", "openai"),
                    "emulated-clean": ("clean", "gemini")}
-# min-k needs prompt log-probabilities, which the Gemini protocol has not: its clean model is this.
+# A probe on log-probabilities needs them, which the Gemini protocol has not: its clean model.
 MIN_K_CLEAN = "emulated-clean-vllm"
 
 
@@ -47,8 +49,9 @@ def demo_probes(store: Store, items: Path, system_prompt: str, *, no_progress: b
                       for label, (profile, protocol) in EMULATED_MODELS.items())
         config = RunConfig(path=store.path.parent / "probes (in-process emulators)", store=store.path,
                            items=None, system_prompt=system_prompt, models=specs, judge=None)
-        status = max(_probe(store, config, kind, no_progress) for kind in PROBES)
-        status = max(status, _min_k(store, config, items, stack, no_progress))
+        logprob_clean = _spec(MIN_K_CLEAN, "clean", "openai", stack, items)
+        status = max(_probe(store, config, kind, _models(config, kind, logprob_clean), no_progress)
+                     for kind in PROBES)
     _print_means(store)
     return status
 
@@ -62,26 +65,21 @@ def _spec(label: str, profile: str, protocol: str, stack: contextlib.ExitStack,
                      timeout_s=30)
 
 
-def _probe(store: Store, config: RunConfig, kind: str, no_progress: bool) -> int:
-    print(f"\nprobe {kind}: {PROBES[kind].summary}", flush=True)
-    options = ProbeOptions(no_progress=no_progress)
-    result = anyio.run(execute_probe, store, config, config.models, make_probe(kind, config, {}),
-                       options)
-    return _printed(result)
+def _models(config: RunConfig, kind: str, logprob_clean: ModelSpec) -> tuple[ModelSpec, ...]:
+    """The emulated models ``kind`` runs on: all of them, or for a probe on log-probabilities
+    those that give them and the clean model of the OpenAI protocol."""
+    if PROBES[kind].runs != TEXT_LOGPROBS:
+        return config.models
+    return (*(spec for spec in config.models if not refusals([spec])), logprob_clean)
 
 
-def _min_k(store: Store, config: RunConfig, items: Path, stack: contextlib.ExitStack,
+def _probe(store: Store, config: RunConfig, kind: str, models: tuple[ModelSpec, ...],
            no_progress: bool) -> int:
-    """min-k on the emulated models whose protocol gives prompt log-probabilities (OpenAI's, as
-    vLLM serves it), and on a clean one of the same protocol: the Gemini model has none."""
-    from harness.jobs.probe_mink import MinKOptions, execute_min_k, refusals
-
-    able = [spec for spec in config.models if not refusals([spec])]
-    able.append(_spec(MIN_K_CLEAN, "clean", "openai", stack, items))
-    print(f"\nprobe min-k: Min-K% of each item's text on {', '.join(s.name for s in able)} "
-          "(the Gemini model gives no log-probabilities)", flush=True)
-    return _printed(anyio.run(execute_min_k, store, config, able,
-                              MinKOptions(no_progress=no_progress)))
+    print(f"\nprobe {kind}: {PROBES[kind].summary} (on {', '.join(s.name for s in models)})",
+          flush=True)
+    options = ProbeOptions(no_progress=no_progress)
+    result = anyio.run(execute_probe, store, config, models, make_probe(kind, config, {}), options)
+    return _printed(result)
 
 
 def _printed(result: JobResult) -> int:

@@ -1,5 +1,6 @@
 """``contam probe KIND CONFIG``: a contamination probe (``metrics.probe_registry.PROBES``) on every
-selected model, through the same engine as ``contam run``.
+selected model, through the same engine as ``contam run``. A probe that runs on token
+log-probabilities (min-k) goes to :mod:`harness.jobs.probe_text`; the rest ask for completions:
 
 Each (item, model) cell asks the probe's prompts (cdd: one greedy answer and N samples); every
 completion is a ``probe_samples`` row of its own, keyed by (probe, params_sha256, item, model,
@@ -16,7 +17,6 @@ asks exactly the missing samples when run again, and scores what it could not sc
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,15 +30,16 @@ from harness.errors import UserError
 from harness.jobs.lane_job import (
     JobOptions, JobResult, failure_lines, interrupted_line, new_run_id, run_job, run_lanes, run_row,
 )
+from harness.jobs.probe_text import execute_text_probe, refusals
 from harness.jobs.probe_work import (
-    ProbePlan, ShortReplies, missing_count, pending_count, pending_tasks, record_params, refusal,
-    sample_rows, score_complete,
+    ProbePlan, ShortReplies, missing_count, parameter_flags, pending_count, pending_tasks,
+    record_params, refusal, sample_rows, score_complete,
 )
 from harness.jobs.run import RunOptions, batch_mode, options_as, run_prompt, summary_lines
 from harness.prompts import USER_TEMPLATE
 from harness.store import Store
-from metrics.probe_registry import ProbeContext, build_probe
-from metrics.probes import GenerationProbe
+from metrics.probe_registry import TEXT_LOGPROBS, ProbeContext, build_probe, probe_spec
+from metrics.probes import GenerationProbe, TextProbe
 
 __all__ = ["probe", "execute_probe", "ProbeOptions", "ProbeResult", "make_probe"]
 
@@ -68,15 +69,15 @@ class ProbeResult(JobResult):
         return status or (1 if any(self.missing.values()) else 0)
 
 
-def make_probe(kind: str, config: RunConfig, parameters: dict[str, Any]) -> GenerationProbe:
-    """The probe ``kind`` on the study's prompt, its parameters checked (one-line UserError).
-    guided names the study's ``[study] name`` unless ``--dataset`` says otherwise."""
+def make_probe(kind: str, config: RunConfig,
+               parameters: dict[str, Any]) -> GenerationProbe | TextProbe:
+    """The probe ``kind`` on what the study lends it (its prompt and name), its parameters
+    checked (one-line UserError)."""
     study = config.study
     context = ProbeContext(system_prompt=config.system_prompt,
                            question_template=study.user_template or USER_TEMPLATE,
-                           own_template=study.user_template is not None)
-    if kind == "guided" and study.name and "dataset" not in parameters:
-        parameters = {**parameters, "dataset": study.name}
+                           own_template=study.user_template is not None,
+                           study_name=study.name)
     try:
         return build_probe(kind, context, parameters)
     except ValueError as exc:
@@ -84,26 +85,47 @@ def make_probe(kind: str, config: RunConfig, parameters: dict[str, Any]) -> Gene
 
 
 def probe(kind: str, config_path: str | Path, *, store: str | Path | None = None,
-          options: ProbeOptions | None = None) -> ProbeResult:
-    """``contam probe``: every selected model asks the probe's prompts until every sample of
-    every item in scope is in, and each complete cell is scored."""
+          options: ProbeOptions | None = None) -> JobResult:
+    """``contam probe KIND``: every selected model answers what the probe asks until every item
+    in scope is scored (:func:`execute_probe`)."""
     options = options or ProbeOptions()
+
+    def prepare(config: RunConfig, specs: Sequence[ModelSpec]) -> tuple:
+        built = make_probe(kind, config, options.parameters)
+        if options.batch and not probe_spec(kind).batchable:
+            raise UserError(f"contam probe {kind}: --batch sends requests as batch jobs, and "
+                            f"{kind} sends none (it scores each item's text)")
+        refused = refusals(specs) if probe_spec(kind).runs == TEXT_LOGPROBS else []
+        if refused:  # the whole probe, before anything is sent
+            raise UserError(f"{kind} needs token log-probabilities: {'; '.join(refused)}")
+        return (built,)
+
     return run_job(config_path, store=store, options=options, command="probe",
-                   execute=execute_probe,
-                   prepare=lambda config, _: (make_probe(kind, config, options.parameters),))
+                   execute=execute_probe, prepare=prepare)
 
 
 async def execute_probe(store: Store, config: RunConfig, specs: Sequence[ModelSpec],
-                        built: GenerationProbe, options: JobOptions) -> ProbeResult:
-    """The probe on an open store: synchronous lanes, batch lanes for the models in batch mode,
-    then the scoring of every complete cell."""
+                        built: GenerationProbe | TextProbe, options: JobOptions) -> JobResult:
+    """The probe on an open store, as its spec says it runs: a text probe by
+    :func:`harness.jobs.probe_text.execute_text_probe`, the others by :func:`_execute_requests`."""
     options = options_as(ProbeOptions, options)
+    if probe_spec(built.kind).runs == TEXT_LOGPROBS:
+        return await execute_text_probe(store, config, specs, built, options,
+                                        parameter_flags(options.parameters))
+    return await _execute_requests(store, config, specs, built, options)
+
+
+async def _execute_requests(store: Store, config: RunConfig, specs: Sequence[ModelSpec],
+                            built: GenerationProbe, options: ProbeOptions) -> ProbeResult:
+    """Synchronous lanes, batch lanes for the models in batch mode, then the scoring of every
+    complete cell."""
     run_prompt(store, config)  # the study's template, checked against the items' columns
     plan = ProbePlan.build(store, built, options.limit)
     purpose = f"probe:{built.kind}:{plan.params_sha256[:16]}"
     openings = {spec.name: batch_mode(store, spec, options, purpose) for spec in specs}
     result = ProbeResult(command="probe", run_id=new_run_id(), probe=built.kind,
-                         params_sha256=plan.params_sha256, flags=_flags(options.parameters))
+                         params_sha256=plan.params_sha256,
+                         flags=parameter_flags(options.parameters))
     sync_specs = [spec for spec in specs if openings[spec.name] is None]
     short = ShortReplies(plan, sync_specs)  # batch jobs leave theirs to the next run
     accept = sample_rows(result.run_id, plan, specs, short)
@@ -121,12 +143,6 @@ async def execute_probe(store: Store, config: RunConfig, specs: Sequence[ModelSp
     result.missing = {spec.name: missing_count(store, plan, spec) for spec in specs}
     _summarise(config, plan, result)
     return result
-
-
-def _flags(parameters: dict[str, Any]) -> str:
-    """The parameter flags as a shell reads them back (``--dataset 'My Bench'``)."""
-    return "".join(f" --{name.replace('_', '-')} {shlex.quote(str(value))}"
-                   for name, value in parameters.items())
 
 
 def _lane(store: Store, plan: ProbePlan, spec: ModelSpec) -> Lane:
@@ -169,3 +185,4 @@ def _summarise(config: RunConfig, plan: ProbePlan, result: ProbeResult) -> None:
     elif result.exit_status:
         result.problems.append(f"contam probe: {sum(result.missing.values())} samples still "
                                f"missing; run `{again}` again to ask them")
+

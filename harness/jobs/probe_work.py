@@ -14,6 +14,7 @@ which asks them one per request in a second pass of the same run and says so onc
 
 from __future__ import annotations
 
+import shlex
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -33,7 +34,7 @@ from providers.registry import provider_class
 
 __all__ = ["ProbePlan", "probe_item", "samples_per_request", "pending_tasks", "pending_count",
            "sample_rows", "sample_key", "sample_row", "score_complete", "record_params",
-           "missing_count", "refusal", "ShortReplies"]
+           "missing_count", "refusal", "ShortReplies", "parameter_flags"]
 
 
 @dataclass(frozen=True)
@@ -220,6 +221,13 @@ def sample_row(key: dict[str, Any], spec: ModelSpec, reply: Reply, *, variant: s
     return {**key, "variant": variant, "provider": spec.provider, "provider_model": spec.model,
             "served_model": reply.served_model, "prompt_sha256": prompt_sha256,
             "latency_s": latency_s}
+
+
+def parameter_flags(parameters: dict[str, Any]) -> str:
+    """A probe's parameter flags as a shell reads them back (``--dataset 'My Bench'``), for the
+    command line that resumes it."""
+    return "".join(f" --{name.replace('_', '-')} {shlex.quote(str(value))}"
+                   for name, value in parameters.items())
 
 
 def _tokens(reply: Reply, *, first: bool) -> dict[str, int | None]:

@@ -16,6 +16,7 @@ from matplotlib.figure import Figure
 from harness.report.figure_style import (BAR, COLUMN, FULL, SUBSET_COLOURS, errors, grid, row_value,
                                          zero_marks)
 from harness.report.format import fmt_p, p_clause
+from harness.report import probe_guided, probe_tsguess
 from harness.report.probe_guided import MEASURE_NAMES, MEASURES
 
 __all__ = ["exact_match_rates", "guided_differences", "share_bars", "TSGUESS_CAPTION",
@@ -55,7 +56,7 @@ def _bars(ax, x: list[int], rows: list[dict | None], offset: float, color: str, 
 
 
 def exact_match_rates(report: dict) -> Figure:
-    part = report["probes"]["ts-guess"]
+    part = report["probes"][probe_tsguess.KIND]
     return share_bars(sorted({r["model"] for r in part["rates"]}),
                       {(r["model"], r["subset"]): r for r in part["rates"]},
                       {r["model"]: r["fisher_p"] for r in part["tests"]}, report["contrast"],
@@ -82,7 +83,7 @@ def share_bars(models: list[str], rows: dict[tuple[str, str], dict], fisher: dic
 
 
 def guided_differences(report: dict) -> Figure:
-    part, contrast = report["probes"]["guided"], report["contrast"]
+    part, contrast = report["probes"][probe_guided.KIND], report["contrast"]
     models = sorted({r["model"] for r in part["differences"]})
     by_key = {(r["model"], r["subset"], r["measure"]): r for r in part["differences"]}
     fig = Figure(figsize=(FULL, 2.8), layout="constrained")

@@ -27,7 +27,7 @@ from harness.report.probe_rows import chosen_params, other_params_note
 from harness.report.stats import proportion, wilson_interval
 from harness.store import Store
 
-__all__ = ["KIND", "FIGURE", "build", "section"]
+__all__ = ["KIND", "FIGURE", "build", "section", "tidy"]
 
 KIND = "cdd"
 FIGURE = "fig_probe_cdd"
@@ -88,6 +88,12 @@ def _contrast_row(model: str, per_subset: list[dict], contrast: tuple[str, str])
         return None
     return {"model": model, **contrast_2x2(doc["flagged"], doc["n"], undoc["flagged"], undoc["n"],
                                            count="flagged", share="share")}
+
+
+def tidy(part: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """The part's tidy tables (``harness.report.tidy``), named as its display tables."""
+    return {"probe_cdd_by_model": part["per_model"], "probe_cdd_by_model_subset": part["per_subset"],
+            "probe_cdd_contrast": part["contrast"]}
 
 
 # -- rendering ---------------------------------------------------------------------------------

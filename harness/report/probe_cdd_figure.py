@@ -7,6 +7,7 @@ from __future__ import annotations
 from matplotlib.figure import Figure
 
 from harness.report.probe_bars import share_bars
+from harness.report.probe_cdd import KIND
 
 __all__ = ["flagged_shares", "CAPTION"]
 
@@ -15,7 +16,7 @@ CAPTION = ("Probe cdd: share of items flagged as peaked (Dong et al. 2024) on th
 
 
 def flagged_shares(report: dict) -> Figure:
-    part = report["probes"]["cdd"]
+    part = report["probes"][KIND]
     return share_bars([r["model"] for r in part["per_model"]],
                       {(r["model"], r["subset"]): r for r in part["per_subset"]},
                       {r["model"]: r["fisher_p"] for r in part["contrast"]}, report["contrast"],

@@ -37,7 +37,7 @@ from harness.report.signflip import RESAMPLES as SIGN_FLIPS
 from harness.report.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, bootstrap_mean
 from harness.store import Store
 
-__all__ = ["KIND", "FIGURE", "build", "section", "guided_part", "paired_difference", "MEASURES",
+__all__ = ["KIND", "FIGURE", "build", "section", "tidy", "guided_part", "paired_difference", "MEASURES",
            "MEASURE_NAMES", "BOOTSTRAP", "SMALL_N"]
 
 KIND = "guided"
@@ -97,6 +97,13 @@ def _measure(items: pd.DataFrame, measure: str) -> dict[str, Any]:
         return paired_difference(np.array([]), np.array([]))
     pairs = items[[guided, general]].dropna()
     return paired_difference(pairs[guided].to_numpy(), pairs[general].to_numpy())
+
+
+def tidy(part: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """The part's tidy tables (``harness.report.tidy``): one per measure, as its display tables."""
+    return {f"probe_guided_{measure}": [{k: v for k, v in row.items() if k != "measure"}
+                                        for row in part["differences"] if row["measure"] == measure]
+            for measure in MEASURES}
 
 
 # -- rendering ---------------------------------------------------------------------------------

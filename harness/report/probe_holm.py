@@ -2,8 +2,9 @@
 model (cdd's and ts-guess's Fisher p, guided's six bootstrap p, min-k's Mann–Whitney p per score
 and k) is one family, adjusted together, as the gap table adjusts its Fisher p over the models.
 
-Each row with a p-value gains ``p_holm`` and ``holm_family_size`` (the defined p-values in its
-model's family); an undefined p stays undefined and does not count. See ARCHITECTURE.md, The report.
+Which rows and column hold a probe's p-values is its spec's ``p_values``
+(``metrics.probe_registry``). Each such row gains ``p_holm`` and ``holm_family_size`` (the defined
+p-values in its model's family); an undefined p stays undefined and does not count. See ARCHITECTURE.md, The report.
 """
 
 from __future__ import annotations
@@ -14,12 +15,9 @@ from typing import Any
 
 from harness.report.cells import nan_if_none
 from harness.report.stats import holm
+from metrics.probe_registry import PROBES
 
-__all__ = ["P_VALUES", "adjust", "SENTENCE", "HOLM_CAPTION"]
-
-# probe kind -> (the part's list of rows, the column holding each row's p)
-P_VALUES = {"cdd": ("contrast", "fisher_p"), "ts-guess": ("tests", "fisher_p"),
-            "guided": ("differences", "p"), "min-k": ("rows", "mannwhitney_p")}
+__all__ = ["adjust", "SENTENCE", "HOLM_CAPTION"]
 
 SENTENCE = ("Holm p is adjusted within each model's probe family: every p-value the probes section "
             "gives that model (cdd's and ts-guess's Fisher p, guided's six one-sided p, min-k's "
@@ -33,7 +31,10 @@ def adjust(probes: dict[str, Any]) -> None:
     """Add ``p_holm`` and ``holm_family_size`` to every p-value row of ``probes`` (the section's
     parts by kind), in place."""
     families: defaultdict[str, list[tuple[dict, str]]] = defaultdict(list)
-    for kind, (key, column) in P_VALUES.items():
+    for kind, spec in PROBES.items():
+        if spec.p_values is None:
+            continue
+        key, column = spec.p_values
         for row in (probes.get(kind) or {}).get(key) or []:
             families[row["model"]].append((row, column))
     for members in families.values():

@@ -14,8 +14,9 @@ score (fewer tokens than 1/k, stored NULL) is left out and counted. Each (model,
 read from one parameter set, the one with the most scored items (the latest on a tie); the part
 names the sets it leaves out (``other_params``).
 
-:func:`build` reads the store, :func:`section` renders the part (both listed in
-:mod:`harness.report.probes`); the figure is :mod:`harness.report.probe_mink_figure`'s.
+:func:`build` reads the store, :func:`section` renders the part, :func:`tidy` gives its CSV rows
+(all named by min-k's spec in ``metrics.probe_registry``); the figure is
+:mod:`harness.report.probe_mink_figure`'s.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from harness.report.probe_rows import other_params_note
 from harness.report.stats import bootstrap, roc_auc_test
 from harness.store import Store
 
-__all__ = ["KIND", "FIGURE", "build", "section", "auc_interval", "RESAMPLES", "SEED"]
+__all__ = ["KIND", "FIGURE", "build", "section", "tidy", "auc_interval", "RESAMPLES", "SEED"]
 
 RESAMPLES = 2000
 SEED = 0
@@ -126,6 +127,12 @@ def auc_interval(doc: list[float], undoc: list[float]) -> tuple[float, float]:
     result = bootstrap((doc, undoc), _auc_statistic, method="percentile", resamples=RESAMPLES,
                        seed=SEED, confidence=CONFIDENCE)
     return result.low, result.high
+
+
+def tidy(part: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """The part's tidy table (``harness.report.tidy``), without each row's scores themselves."""
+    raw = ("documented_values", "undocumented_values")
+    return {"probe_min_k": [{k: v for k, v in row.items() if k not in raw} for row in part["rows"]]}
 
 
 # -- rendering ------------------------------------------------------------------------------------

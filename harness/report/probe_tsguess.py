@@ -22,7 +22,7 @@ from harness.report.probe_rows import chosen_params, other_params_note, score_fr
 from harness.report.stats import proportion, wilson_interval
 from harness.store import Store
 
-__all__ = ["KIND", "FIGURE", "METRIC", "build", "section", "tsguess_part"]
+__all__ = ["KIND", "FIGURE", "METRIC", "build", "section", "tidy", "tsguess_part"]
 
 KIND = "ts-guess"
 FIGURE = "fig_probe_tsguess"
@@ -66,6 +66,11 @@ def _test(model: str, rates: list[dict[str, Any]], contrast: tuple[str, str]) ->
         return None
     return {"model": model, **contrast_2x2(doc["matches"], doc["n"], undoc["matches"], undoc["n"],
                                            count="matches", share="rate")}
+
+
+def tidy(part: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """The part's tidy tables (``harness.report.tidy``), named as its display tables."""
+    return {"probe_tsguess_by_model_subset": part["rates"], "probe_tsguess_contrast": part["tests"]}
 
 
 # -- rendering ---------------------------------------------------------------------------------

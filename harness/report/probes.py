@@ -1,45 +1,26 @@
-"""The report's probes section: one part per contamination probe, each in a module of its own
-(``probe_cdd.py`` ...), listed once in :data:`PARTS`.
+"""The report's probes section: one part per registered probe (``metrics.probe_registry.PROBES``),
+each built and rendered by the functions its spec names (``part``, ``section``).
 
-A part reads the store into ``report["probes"][KIND]`` (``build``) and renders that as one
-:class:`Section` (``section``); its figures are listed in :mod:`harness.report.probe_figures`
-(which imports matplotlib and ``harness.report.figures``, so this module stays free of both). A
-part without data is left out, and ``notes`` says so; a store without any probe score has
-``report["probes"] = None`` and one note. ``harness.report.analysis`` calls :func:`build` and
-``harness.report.render`` :func:`sections`.
+A part reads the store into ``report["probes"][KIND]`` and renders that as one :class:`Section`;
+its figures are drawn by :mod:`harness.report.probe_figures` (which imports matplotlib, so this
+module stays free of it). A part without data is left out, and ``notes`` says so; a store without
+any probe score has ``report["probes"] = None`` and one note. ``harness.report.analysis`` calls
+:func:`build` and ``harness.report.render`` :func:`sections`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
-
-from harness.report import probe_cdd, probe_guided, probe_holm, probe_mink, probe_tsguess
+from harness.report import probe_holm
 from harness.report.format import Section
 from harness.store import Store
+from metrics.probe_registry import PROBES, resolve
 
-__all__ = ["ProbePart", "PARTS", "build", "sections"]
-
-
-@dataclass(frozen=True)
-class ProbePart:
-    kind: str
-    build: Callable[[Store, tuple[str, str]], dict[str, Any] | None]
-    section: Callable[[dict[str, Any], dict[str, Any]], Section]
-
-
-PARTS: list[ProbePart] = [
-    ProbePart(probe_cdd.KIND, probe_cdd.build, probe_cdd.section),
-    ProbePart(probe_tsguess.KIND, probe_tsguess.build, probe_tsguess.section),
-    ProbePart(probe_guided.KIND, probe_guided.build, probe_guided.section),
-    ProbePart(probe_mink.KIND, probe_mink.build, probe_mink.section),
-]
+__all__ = ["build", "sections"]
 
 
 def build(store: Store, contrast: tuple[str, str], notes: list[dict[str, str]]) -> dict | None:
     """``report["probes"]``: each part that has data, by probe kind; None when none has."""
-    built = {part.kind: part.build(store, contrast) for part in PARTS}
+    built = {kind: resolve(spec.part)(store, contrast) for kind, spec in PROBES.items()}
     present = {kind: part for kind, part in built.items() if part is not None}
     if not present:
         notes.append({"section": "probes", "reason": "no probe scores in the store "
@@ -53,7 +34,8 @@ def build(store: Store, contrast: tuple[str, str], notes: list[dict[str, str]]) 
 
 def sections(report: dict) -> list[Section]:
     probes = report.get("probes") or {}
-    built = [part.section(probes[part.kind], report) for part in PARTS if part.kind in probes]
+    built = [resolve(spec.section)(probes[kind], report)
+             for kind, spec in PROBES.items() if kind in probes]
     if built:
         built[0].paragraphs.append(probe_holm.SENTENCE)
     return built

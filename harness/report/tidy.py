@@ -15,11 +15,11 @@ from collections.abc import Callable
 from typing import Any
 
 from harness.report.analysis import LABELS, METRICS
-from harness.report.probe_guided import MEASURES
 from harness.report.study_sections import TIDY as STUDY_TIDY
 from harness.report.study_report import RULE_METRICS
 from harness.report.study_section import tidy as study_tidy
 from harness.report.validation import TIDY as VALIDATION_TIDY
+from metrics.probe_registry import PROBES, resolve
 
 __all__ = ["tidy_tables", "TEXT_ONLY"]
 
@@ -36,9 +36,10 @@ Rows = list[dict[str, Any]]
 
 def tidy_tables(report: dict) -> dict[str, Rows]:
     """Every table the report has data for, by name; each row a dict of plain values."""
-    tables = {}
-    for name, build in _BUILDERS.items():
-        rows = build(report)
+    tables: dict[str, Rows] = {}
+    built = [(name, build(report)) for name, build in _BUILDERS.items()]
+    built += _probe_tables(report) + [(name, build(report)) for name, build in STUDY_TIDY.items()]
+    for name, rows in built:
         if rows:
             tables[name] = [{key: _number(value) for key, value in row.items()} for row in rows]
     for metric in (*METRICS, *RULE_METRICS):
@@ -122,15 +123,11 @@ def _provenance_models(report: dict) -> Rows:
             for m in (report.get("provenance") or {}).get("models") or []]
 
 
-def _probe(kind: str, key: str, drop: tuple[str, ...] = ()) -> Callable[[dict], Rows]:
-    """A probe part's rows (``report["probes"][kind][key]``)."""
-    return lambda report: _pick(((report.get("probes") or {}).get(kind) or {}).get(key), drop)
-
-
-def _guided(measure: str) -> Callable[[dict], Rows]:
-    """The guided part's rows of one measure, as its display table has them."""
-    rows = _probe("guided", "differences")
-    return lambda report: _pick([r for r in rows(report) if r["measure"] == measure], ("measure",))
+def _probe_tables(report: dict) -> list[tuple[str, Rows]]:
+    """Each registered probe's tables (its spec's ``tidy``), where its part has data."""
+    probes = report.get("probes") or {}
+    return [(name, _pick(rows)) for kind, spec in PROBES.items() if probes.get(kind)
+            for name, rows in resolve(spec.tidy)(probes[kind]).items()]
 
 
 _BUILDERS: dict[str, Callable[[dict], Rows]] = {
@@ -155,13 +152,5 @@ _BUILDERS: dict[str, Callable[[dict], Rows]] = {
     "provenance_models": _provenance_models,
     "provenance_raters": _provenance("raters"),
     "provenance_scoring": _provenance("scoring"),
-    "probe_cdd_by_model": _probe("cdd", "per_model"),
-    "probe_cdd_by_model_subset": _probe("cdd", "per_subset"),
-    "probe_cdd_contrast": _probe("cdd", "contrast"),
-    "probe_tsguess_by_model_subset": _probe("ts-guess", "rates"),
-    "probe_tsguess_contrast": _probe("ts-guess", "tests"),
-    **{f"probe_guided_{measure}": _guided(measure) for measure in MEASURES},
-    "probe_min_k": _probe("min-k", "rows", ("documented_values", "undocumented_values")),
-    **STUDY_TIDY,
     **VALIDATION_TIDY,
 }

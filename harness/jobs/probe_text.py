@@ -1,20 +1,21 @@
-"""``contam probe min-k CONFIG``: Min-K% and Min-K%++ of every item's text under every selected
-model that gives token log-probabilities (:mod:`metrics.probe_mink`).
+"""``contam probe KIND CONFIG`` for a probe that runs on token log-probabilities (``runs =
+TEXT_LOGPROBS`` in ``metrics.probe_registry``; min-k): each item's text scored under every selected
+model that gives them (:class:`metrics.probes.TextProbe`).
 
-Which models can: ``provider = "local"`` (one forward pass, both scores exactly) and OpenAI-
-compatible servers that return prompt log-probabilities (vLLM; Min-K% only, see
+Which models can: ``provider = "local"`` (one forward pass, the whole distribution) and OpenAI-
+compatible servers that return prompt log-probabilities (vLLM; each token's own only, see
 :mod:`providers.openai_logprobs`). Every other model is refused in one line before anything is
 sent (``Provider.text_logprobs_refusal``).
 
 It runs on the engine of ``contam run`` (lanes, limits, retries, the live display, the single
 writer, SIGINT draining, exit codes): each item is one task whose "request" carries the text to
 score, and :class:`TextScorer` turns the engine's ``generate`` into the provider's
-``text_logprobs``. Per (item, model) it stores, in one transaction, ``probe_scores`` rows
-(``min_k``, and ``min_k_pp`` where the distribution is known; the token count in ``detail``) and one
-``probe_samples`` row (variant ``tokens``) whose ``detail`` holds the per-token values for audit.
-Both carry the ``params_sha256`` of the model's :func:`metrics.probe_mink.probe_params` (k, text
-rule, source), recorded once in ``probe_params``. Resumable: an (item, model) whose ``min_k`` row
-exists under those parameters is not asked again.
+``text_logprobs``. Per (item, model) it stores, in one transaction, the probe's ``probe_scores``
+rows and one ``probe_samples`` row (variant ``tokens``) whose ``detail`` holds the per-token values
+for audit. Both carry the ``params_sha256`` of the model's parameters (``TextProbe.params``: the
+probe's own, the log-probability source, the text rule), recorded once in ``probe_params``.
+Resumable: an (item, model) whose ``TextProbe.metric`` row exists under those parameters is not
+asked again.
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -31,24 +31,21 @@ import orjson
 from harness.config import ModelSpec, RunConfig
 from harness.engine.lanes import Accept, Lane, Task
 from harness.engine.writer import Rows
-from harness.errors import UserError
 from harness.jobs.lane_job import (
-    JobOptions, JobResult, failure_lines, interrupted_line, new_run_id, run_job, run_lanes,
-    run_row,
+    JobOptions, JobResult, failure_lines, interrupted_line, new_run_id, run_lanes, run_row,
 )
 from harness.jobs.probe_work import probe_item, record_params, sample_key, sample_row
 from harness.jobs.run import summary_lines
-from harness.store import Store
 from harness.prompts import text_rule
+from harness.store import Store
 from harness.store.cells import item_columns, unscored_items
 from harness.text import sha256_text
-from metrics.probe_mink import DEFAULT_K, KIND, check_k, probe_params, probe_scores, scored_text
-from metrics.probes import ProbeItem, params_sha256
+from metrics.probes import ProbeItem, TextProbe, params_sha256
 from providers.base import Provider, Reply, Request, TextLogprobs
 from providers.registry import create_provider, provider_class
 
-__all__ = ["MinKOptions", "probe_min_k", "execute_min_k", "TextScorer", "refusals",
-           "model_params", "pending_items"]
+__all__ = ["execute_text_probe", "TextScorer", "ScoredReply", "refusals", "model_params",
+           "pending_items"]
 
 # Significant digits kept of each per-token value in the audit row: a local model's values are
 # float32 (about 7 digits), and the row stays a fraction of what full reprs would take.
@@ -57,68 +54,41 @@ _DIGITS = 7
 _TAGS = {"variant": "tokens", "samples": [0]}
 
 
-@dataclass(kw_only=True)
-class MinKOptions(JobOptions):
-    """The lane jobs' options and k (``--k``)."""
-
-    k: float = DEFAULT_K
-
-
-def probe_min_k(config_path: str | Path, *, store: str | None = None,
-                options: MinKOptions | None = None) -> JobResult:
-    """``contam probe min-k``: score every selected model's pending items."""
-    options = options or MinKOptions()
-
-    def check(config: RunConfig, specs: Sequence[ModelSpec]) -> tuple:
-        """--k, then the models: the whole probe is refused when one cannot give
-        log-probabilities."""
-        try:
-            check_k(options.k)
-        except ValueError as exc:
-            raise UserError(f"--k: {exc}") from None
-        refused = refusals(specs)
-        if refused:
-            raise UserError(f"min-k needs token log-probabilities: {'; '.join(refused)}")
-        return ()
-
-    return run_job(config_path, store=store, options=options, command="probe",
-                   execute=execute_min_k, prepare=check)
-
-
 def refusals(specs: Sequence[ModelSpec]) -> list[str]:
     """One line for each model that cannot give a text's token log-probabilities."""
     return [reason for spec in specs
             if (reason := provider_class(spec).text_logprobs_refusal(spec)) is not None]
 
 
-def model_params(spec: ModelSpec, k: float, rule: str | None = None) -> dict[str, Any]:
+def model_params(spec: ModelSpec, probe: TextProbe, rule: str | None = None) -> dict[str, Any]:
     """The probe's parameters for one model, which name where its log-probabilities come from
     (``Provider.text_logprobs_source``: a forward pass, or a server's prompt_logprobs) and the
     study's text rule where it has one."""
-    return probe_params(k, provider_class(spec).text_logprobs_source or "", rule)
+    return probe.params(provider_class(spec).text_logprobs_source or "", rule)
 
 
 # -- the run ------------------------------------------------------------------------------------
 
-async def execute_min_k(store: Store, config: RunConfig, specs: Sequence[ModelSpec],
-                        options: MinKOptions) -> JobResult:
-    """The probe on an open store: one lane per model, its pending items as tasks."""
+async def execute_text_probe(store: Store, config: RunConfig, specs: Sequence[ModelSpec],
+                             probe: TextProbe, options: JobOptions, flags: str = "") -> JobResult:
+    """The probe on an open store: one lane per model, its pending items as tasks. ``flags``:
+    the parameter flags given, for the command line that resumes."""
     rule = _text_rule(store, config)
     result = JobResult(command="probe", run_id=new_run_id())
-    params = {spec.name: model_params(spec, options.k, rule) for spec in specs}
-    hashes = {name: params_sha256(KIND, p) for name, p in params.items()}
+    params = {spec.name: model_params(spec, probe, rule) for spec in specs}
+    hashes = {name: params_sha256(probe.kind, p) for name, p in params.items()}
     by_hash = {hashes[name]: p for name, p in params.items()}
-    lanes = [_lane(store, spec, hashes[spec.name], options.limit, rule) for spec in specs]
-    started = run_row(result.run_id, "probe", _run_config(config, specs, options, params),
-                      sha256_text(KIND))
-    await run_lanes(store, lanes, result=result, accept=_accept(result.run_id, specs, options.k),
+    lanes = [_lane(store, probe, spec, hashes[spec.name], options.limit, rule) for spec in specs]
+    started = run_row(result.run_id, "probe", _run_config(config, specs, probe, options, params),
+                      sha256_text(probe.kind))
+    await run_lanes(store, lanes, result=result, accept=_accept(result.run_id, specs, probe),
                     started=started, options=_scoring_options(options),
-                    first=lambda: record_params(store, KIND, by_hash))
-    _summarise(config, result, options)
+                    first=lambda: record_params(store, probe.kind, by_hash))
+    _summarise(config, result, probe.kind, flags)
     return result
 
 
-def _scoring_options(options: MinKOptions) -> MinKOptions:
+def _scoring_options(options: JobOptions) -> JobOptions:
     """The options with a provider factory that scores instead of generating."""
     make = options.provider_factory or create_provider
 
@@ -135,26 +105,26 @@ def _text_rule(store: Store, config: RunConfig) -> str | None:
     return text_rule(rule, columns, f"{config.path}: [probes] text")
 
 
-def _lane(store: Store, spec: ModelSpec, params_hash: str, limit: int | None,
+def _lane(store: Store, probe: TextProbe, spec: ModelSpec, params_hash: str, limit: int | None,
           rule: str | None) -> Lane:
-    items = pending_items(store, spec.name, params_hash, limit)
+    items = pending_items(store, probe, spec.name, params_hash, limit)
     tasks = (Task(item_id=item.item_id, model=spec.name, context=params_hash, tags=_TAGS,
-                  request=_scoring_request(item, rule)) for item in items)
+                  request=_scoring_request(probe.text(item, rule))) for item in items)
     return Lane(spec=spec, total=len(items), tasks=tasks)
 
 
-def _scoring_request(item: ProbeItem, rule: str | None = None) -> Request:
+def _scoring_request(text: str) -> Request:
     """The text to score, as the engine carries it. Nothing is generated (a vLLM server makes one
     token): the output limit of 1 keeps the lane's token bucket from counting an answer's worth."""
-    return Request(system="", user=scored_text(item, rule), max_output_tokens=1)
+    return Request(system="", user=text, max_output_tokens=1)
 
 
-def pending_items(store: Store, model: str, params_hash: str,
+def pending_items(store: Store, probe: TextProbe, model: str, params_hash: str,
                   limit: int | None) -> list[ProbeItem]:
-    """The items among the first ``limit`` (file order) without a ``min_k`` row of ``model``
-    under ``params_hash``. A list: a probe's items are few enough to hold (texts, not answers)."""
-    rows = unscored_items(store, probe=KIND, metric="min_k", model=model, params_sha256=params_hash,
-                          limit=limit)
+    """The items among the first ``limit`` (file order) without a ``probe.metric`` row of
+    ``model`` under ``params_hash``. A list: a probe's items are few enough to hold (texts)."""
+    rows = unscored_items(store, probe=probe.kind, metric=probe.metric, model=model,
+                          params_sha256=params_hash, limit=limit)
     return [probe_item(row) for row in rows]
 
 
@@ -188,15 +158,15 @@ class TextScorer(Provider):
                            http_status=scored.http_status, scored=scored)
 
 
-def _accept(run_id: str, specs: Sequence[ModelSpec], k: float) -> Accept:
+def _accept(run_id: str, specs: Sequence[ModelSpec], probe: TextProbe) -> Accept:
     """What is kept of a scored text: the scores and the audit row, in one transaction."""
     by_label = {spec.name: spec for spec in specs}
 
     def accept(task: Task, reply: Reply, latency_s: float) -> Rows:
         assert isinstance(reply, ScoredReply)  # TextScorer's, by construction
-        key = sample_key(run_id, KIND, task.context, task)
+        key = sample_key(run_id, probe.kind, task.context, task)
         scores = [{**key, "metric": s.metric, "value": s.value,
-                   "detail": orjson.dumps(s.detail).decode()} for s in probe_scores(reply.scored, k)]
+                   "detail": orjson.dumps(s.detail).decode()} for s in probe.scores(reply.scored)]
         sample = _sample_row(key, by_label[task.model], task, reply, latency_s)
         return {"probe_scores": scores, "probe_samples": [sample]}
 
@@ -226,18 +196,18 @@ def _audit(scored: TextLogprobs) -> dict[str, Any]:
 
 # -- the end --------------------------------------------------------------------------------------
 
-def _run_config(config: RunConfig, specs: Sequence[ModelSpec], options: MinKOptions,
-                params: dict[str, dict]) -> dict[str, Any]:
-    return {"config_file": str(config.path), "probe": KIND, "limit": options.limit,
+def _run_config(config: RunConfig, specs: Sequence[ModelSpec], probe: TextProbe,
+                options: JobOptions, params: dict[str, dict]) -> dict[str, Any]:
+    return {"config_file": str(config.path), "probe": probe.kind, "limit": options.limit,
             "params": params, "models": [spec.public_dict() for spec in specs]}
 
 
-def _summarise(config: RunConfig, result: JobResult, options: MinKOptions) -> None:
-    again = config.command("probe min-k") + (f" --k {options.k:g}" if options.k != DEFAULT_K else "")
+def _summarise(config: RunConfig, result: JobResult, kind: str, flags: str) -> None:
+    again = config.command(f"probe {kind}") + flags
     result.summary += summary_lines(result.stats, "texts scored") + failure_lines(result.stats)
     if result.interrupted is not None:
-        result.problems.append(interrupted_line("probe min-k", result.interrupted, again, "score"))
+        result.problems.append(interrupted_line(f"probe {kind}", result.interrupted, again, "score"))
         return
     if any(s.stopped or s.failed for s in result.stats):
-        result.problems.append(f"contam probe min-k: some texts were not scored; run `{again}` "
+        result.problems.append(f"contam probe {kind}: some texts were not scored; run `{again}` "
                                "again to score the rest")
