@@ -5,14 +5,18 @@ around it. Its width and axe's verdict need a browser: tests/test_view_report_br
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from harness.report.analysis import build_report
 from harness.store import Store
-from harness.view.reporting import rater_line
+from harness.view.reporting import rater_sides
 from tests.viewkit import JUDGE, MODELS, SUBSETS, build_view_store, report_page, view_client
 
 CONTRAST = f"contrast={','.join(SUBSETS)}"
+LINE = ("Human rater: human:bob, 20 of 24 cells; others: human:adjudicated (3), human:alice (10). "
+        f"Judge: {JUDGE}, 24 of 24 cells.")
 COVERAGE = {"human:bob": 20, "human:alice": 10, "human:adjudicated": 3}  # of 12 items x 2 models
 
 
@@ -57,20 +61,23 @@ def test_the_report_page_names_the_rater_and_its_coverage_first(served):
     main = served[2].text.split('<main id="main">', 1)[1]
     assert main.lstrip().startswith('<link rel="stylesheet" href="/report.css">')
     first = main.split('id="report-raters">', 1)[1].split("</p>", 1)[0]
-    assert first == ("Human rater: human:bob, 20 of 24 cells; others: human:adjudicated (3), "
-                     f"human:alice (10). Judge: {JUDGE}, 24 of 24 cells.")
+    assert re.sub(r"<[^>]+>", "", first) == LINE
+    assert (f'<a href="/report?human=human%3Aalice&amp;contrast={SUBSETS[0]}%2C{SUBSETS[1]}">human:alice</a>'
+            in first)  # each other rater's report, one click away
 
 
 def test_a_rater_asked_for_is_the_one_named(raters_store):
     page = report_page(view_client(raters_store), f"/report?{CONTRAST}&human=human:alice").text
-    assert "Human rater: human:alice, 10 of 24 cells; others: human:adjudicated (3), human:bob (20)." in page
+    assert ("Human rater: human:alice, 10 of 24 cells; others: human:adjudicated (3), human:bob (20)."
+            in re.sub(r"<[^>]+>", "", page))
 
 
 def test_without_a_judge_or_human_labels_the_line_says_none_not_None():
     report = {"human_rater": None, "judge_rater": None,
               "meta": {"cells": 8, "raters": {"human": {}, "judge": {}}}}
-    assert rater_line(report) == ("Human rater: none (no human labels in this store). "
-                                  "Judge: none (no judge labels in this store).")
+    assert [(side.head, side.others) for side in rater_sides(report, {})] == [
+        ("Human rater: none (no human labels in this store)", ()),
+        ("Judge: none (no judge labels in this store)", ())]
 
 
 def test_the_page_says_it_is_building_then_shows_the_report_in_the_views_layout(served):

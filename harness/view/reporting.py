@@ -7,12 +7,13 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlencode
 
 from harness.errors import UserError
 from harness.view.follow import store_version
 from harness.view.gate import StoreGate
 
-__all__ = ["ReportPages", "Built", "rater_line"]
+__all__ = ["ReportPages", "Built", "RaterSide", "rater_sides"]
 
 Key = tuple[Any, ...]  # the store's version and the raters and contrast asked for
 
@@ -22,7 +23,7 @@ class Built:
     """A finished build: the page's data, or the one line saying why there is no report."""
 
     page: Any = None  # harness.report.html.ReportPage
-    raters: str = ""  # rater_line(report)
+    raters: tuple["RaterSide", ...] = ()  # human, judge
     generated: str = ""
     error: str | None = None
     status: int = 200  # 400: the store cannot give this report; 500: building it failed
@@ -70,21 +71,41 @@ def _build(gate: StoreGate, human: str | None, judge: str | None, contrast: str 
     with gate.reading() as store:
         report = build_report(store, human=human, judge=judge, **given)
     when = str(report["meta"].get("generated_at", "")).replace("T", " ").rstrip("Z")
-    return Built(report_page(report, figure_pngs(report)), rater_line(report), when)
+    asked = {"human": human, "judge": judge, "contrast": contrast}
+    return Built(report_page(report, figure_pngs(report)), rater_sides(report, asked), when)
 
 
-def rater_line(report: dict[str, Any]) -> str:
-    """``human:bob, 52 of 72 cells; others: human:alice (40), human:adjudicated (7). Judge:
-    judge:m, 72 of 72 cells.`` -- which raters the numbers below come from, and how far they go."""
+@dataclass(frozen=True)
+class RaterSide:
+    """One side's rater (human or judge): who, how many of the report's cells it labelled, and
+    the other raters of that side with their counts and the page's link to each."""
+
+    title: str  # "Human rater", "Judge"
+    kind: str  # "human", "judge"
+    chosen: str | None
+    cells: int = 0
+    total: int = 0
+    others: tuple[tuple[str, int, str], ...] = ()  # (rater, cells, link)
+
+    @property
+    def head(self) -> str:
+        """``Human rater: human:bob, 52 of 72 cells``; the page adds the others, as links."""
+        if self.chosen is None:
+            return f"{self.title}: none (no {self.kind} labels in this store)"
+        return f"{self.title}: {self.chosen}, {self.cells} of {self.total} cells"
+
+
+def rater_sides(report: dict[str, Any], asked: dict[str, str | None]) -> tuple[RaterSide, ...]:
+    """Which raters the numbers below come from, and how far each goes."""
     meta = report["meta"]
-    human = _side(report["human_rater"], meta["raters"]["human"], meta["cells"])
-    judge = _side(report["judge_rater"], meta["raters"]["judge"], meta["cells"])
-    return (f"Human rater: {human or 'none (no human labels in this store)'}. "
-            f"Judge: {judge or 'none (no judge labels in this store)'}.")
+    return tuple(_side(title, kind, report[f"{kind}_rater"], meta["raters"][kind], meta["cells"], asked)
+                 for title, kind in (("Human rater", "human"), ("Judge", "judge")))
 
 
-def _side(chosen: str | None, coverage: dict[str, int], cells: int) -> str:
-    if chosen is None:
-        return ""
-    others = ", ".join(f"{rater} ({n})" for rater, n in coverage.items() if rater != chosen)
-    return f"{chosen}, {coverage.get(chosen, 0)} of {cells} cells" + (f"; others: {others}" if others else "")
+def _side(title: str, kind: str, chosen: str | None, coverage: dict[str, int], total: int,
+          asked: dict[str, str | None]) -> RaterSide:
+    def link(rater: str) -> str:
+        return "/report?" + urlencode({k: v for k, v in {**asked, kind: rater}.items() if v})
+
+    others = tuple((rater, n, link(rater)) for rater, n in coverage.items() if rater != chosen)
+    return RaterSide(title, kind, chosen, coverage.get(chosen, 0) if chosen else 0, total, others)
