@@ -1,8 +1,8 @@
 """The view's report page in a real browser (issue 29 item 4): it says it is building, then shows
 the report inside the view's layout; nothing overflows the page at 390 and 1280 px (tables scroll
-in keyboard-focusable boxes); axe-core finds no landmark, region or scroll-box violation; and
-its first line names the human rater and its coverage. Seconds each: a `contam view` child
-process and a report with its figures (matplotlib)."""
+in keyboard-focusable boxes); axe-core finds no landmark, region or scroll-box violation; and its
+first line names the human rater and its coverage. report.html opened from disk, too. Seconds
+each: a `contam view` child process and a report with its figures (matplotlib)."""
 
 from __future__ import annotations
 
@@ -65,3 +65,17 @@ def test_the_report_page_builds_visibly_fits_390_and_1280_px_and_is_axe_clean(tm
             assert boxes > 0  # some tables are wider than the window: they scroll inside their box
             violations = axe_violations(driver)
             assert not set(violations) & set(LANDMARK_RULES), (width, violations)
+
+
+def test_report_html_on_its_own_fits_390_and_1280_px_and_is_axe_clean(paper_out):
+    """The file `contam report` writes (the paper's report: every table, four figures), opened
+    from disk: the same layout, scroll boxes and landmarks as inside the view."""
+    require_browser()
+    with chromium(1280, 800) as driver:
+        driver.get((paper_out / "report.html").as_uri())
+        for width, height in ((390, 844), (1280, 800)):
+            driver.set_window_size(width, height)
+            inner = driver.execute_script("return window.innerWidth")
+            scroll = driver.execute_script("return document.documentElement.scrollWidth")
+            assert scroll <= inner, (width, scroll, inner)
+            assert axe_violations(driver) == {}, width
