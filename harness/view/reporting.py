@@ -10,6 +10,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from harness.errors import UserError
+from harness.report.html import ReportPage, report_page
 from harness.view.follow import store_version
 from harness.view.gate import StoreGate
 
@@ -22,7 +23,7 @@ Key = tuple[Any, ...]  # the store's version and the raters and contrast asked f
 class Built:
     """A finished build: the page's data, or the one line saying why there is no report."""
 
-    page: Any = None  # harness.report.html.ReportPage
+    page: ReportPage | None = None
     raters: tuple["RaterSide", ...] = ()  # human, judge
     generated: str = ""
     error: str | None = None
@@ -64,7 +65,6 @@ class ReportPages:
 
 def _build(gate: StoreGate, human: str | None, judge: str | None, contrast: str | None) -> Built:
     from harness.report.analysis import build_report, parse_contrast  # pandas, scipy, matplotlib
-    from harness.report.html import report_page
     from harness.report.output import figure_pngs
 
     given = {"contrast": parse_contrast(contrast)} if contrast else {}  # else its default
