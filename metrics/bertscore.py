@@ -1,41 +1,6 @@
 """BERTScore-F1 computed by contam's own batched pass, with bert-score's definitions.
 
-The values are bert-score's (``BERTScorer.score`` to 1e-6 in fp32): its tokenisation, its model cut
-at the chosen layer, its greedy cosine matching with zero weight on the special tokens, idf off or
-(``idf_documents``) its idf weights (``metrics.bertscore_idf``), its rescaling
-``(x - b) / (1 - b)``. What contam adds is speed and the bookkeeping a careful run needs:
-
-* the pass (``metrics.bertscore_pass``): every distinct text tokenised once (one batched tokenizer
-  call, checked against bert-score's ``sent_encode``), encoded once in length-sorted batches under a
-  token budget on every chosen device (``metrics.bertscore_encoder``), greedy matching batched on
-  the device (``metrics.bertscore_match``), results yielded chunk by chunk in bounded memory;
-* blank answers (and blank references) are ``None`` and never reach the model;
-* the baseline is chosen explicitly and recorded: the file bert-score ships for that model and
-  layer, a file the user gives, or one computed from shuffled (answer, reference) pairs of the
-  store. Where rescaling is asked for and no baseline can be had, :class:`UserError` is raised;
-  bert-score's ``score()`` would silently return raw values instead;
-* a model that cannot be had fails in seconds (``metrics.bertscore_hub``), naming the offline
-  encoder.
-
-The API a worker (say a Ray actor holding one encoder and scoring shards of pairs) needs::
-
-    encoder = load_encoder(model_type, layer, device="cuda:0", precision="tf32")
-    raw = score_pairs(encoder, candidates, references)   # numpy (N, 3): P, R, F
-    f1 = rescale(raw, baseline)[:, 2]                    # pure; baseline None = raw
-
-``load_encoder(model_type, layer, device, precision, token_budget)``: ``device`` ``cuda`` is every
-visible GPU (text batches spread over them), ``cuda:1`` one GPU, ``cpu`` the CPU; ``precision`` is
-``fp32`` (the CPU default), ``tf32`` (the CUDA default; within 1e-4 of fp32) or ``bf16`` (model in
-bfloat16, matching in fp32; about 1e-2 from fp32, see README). ``score_chunks`` is the streaming
-form of ``score_pairs``: (pair indices, raw values) chunk by chunk. :class:`BertScore` is what the
-score job uses: the encoder choice, the baseline, params and blank handling around those calls.
-
-Computed baseline (for models bert-score ships no baseline for, like the offline MiniLM): bert-score
-builds its own files as the mean P, R and F of random sentence pairs from Common Crawl. Here the
-random pairs are mismatched cells of the store: an answer scored against the reference of a
-*different* item (never its own reference text), ``BASELINE_PAIRS`` of them drawn without
-replacement with a fixed seed from all such combinations; the baseline is the mean raw P, R and F
-of those pairs. Params then say ``computed:shuffled-pairs:n=...:seed=...`` and carry the values.
+Design notes: ARCHITECTURE.md, BERTScore.
 """
 
 from __future__ import annotations

@@ -1,26 +1,6 @@
 """BLEU-2 as the seed paper defines it: equal to NLTK on every answer of two or more tokens, batched.
 
-Definition (the seed paper's): NFC-normalise, lower-case, tokens are ``\\w+`` runs; clipped 1- and
-2-gram precision against the one reference, weights (0.5, 0.5), geometric mean, the standard
-brevity penalty, and Chen & Cherry method-4 smoothing (k = 5) as NLTK 3.10 implements it. The
-paper's rules where NLTK differs or has nothing to say:
-
-* a blank (whitespace-only) answer is ``None`` (missing data, not a genuine zero); so is a blank
-  reference (such a cell is flagged, never guessed);
-* zero clipped unigram matches, including an answer with no word characters at all, is 0.0;
-* a one-token answer is 0.0: its bigram precision is 0 and method 4 cannot smooth it
-  (ln 1 = 0). NLTK instead drops that precision and returns the brevity penalty; ``bleu2_nltk``
-  keeps NLTK's behaviour for comparison.
-
-Speed (``scripts/bench_bleu.py`` measures it against NLTK called per pair): making a Python string
-per token cost more than all the counting, so no token becomes a string. A batch's texts (each
-pair's answer, each distinct reference once) are joined and NFC-normalised in one call, then
-lower-cased and classified by table lookup on the code points; each character becomes a small
-nonzero "digit", and a token's digits, read as 64-bit words, are its exact integer code. Clipped
-n-gram matches of all pairs are counted with one sort per n-gram order. The final formula, which
-depends only on four small integers per pair, is evaluated once per distinct quadruple with the
-very ``math`` calls NLTK makes, in NLTK's order, so the floats are identical bit for bit (numpy's
-own log/exp may differ from libm by an ulp and are never used here).
+Design notes: ARCHITECTURE.md, BLEU-2.
 """
 
 from __future__ import annotations

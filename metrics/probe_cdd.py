@@ -1,28 +1,6 @@
 """CDD: Contamination Detection via output Distribution (Dong et al., 2024, arXiv 2402.15938).
 
-A model that has memorised an item answers it the same way however it samples: its output
-distribution is *peaked*. Per item and model CDD asks one greedy answer (temperature 0) and N
-samples at temperature T, and measures how far each sample is from the greedy answer:
-
-* tokens: the first :data:`COMPARED_TOKENS` tokens of a text, a token being a run of word
-  characters or one other non-space character (``\\w+|[^\\w\\s]`` after NFC). The paper counts the
-  model's own tokens, which a black-box API does not expose; words and punctuation are the
-  nearest model-independent unit. The authors' code, too, compares only the first 100 tokens.
-* distance: the token-level edit distance (Levenshtein, rapidfuzz) of each sample to the greedy
-  answer;
-* peakedness: the *fraction* of samples whose distance is at most ``alpha * l``, ``l`` being the
-  longest of the compared token lists, greedy answer included (the paper's
-  ``Peak(M; x) = F(d <= alpha * l)``, as the authors' ``calculate_ratio`` computes it);
-* flagged: peakedness > ``xi``.
-
-LLMSanitize's ``get_peak`` instead sums the *count* of close samples and compares that count with
-``xi``: with the default ``xi = 0.01`` a single close sample out of twenty flags the item. Here
-one close sample of twenty is a peakedness of 0.05, which exceeds 0.01 as well: ``xi`` is the
-paper's threshold on the fraction, and its meaning is "more than ``xi`` of the samples".
-
-A cell whose greedy answer is blank (no token) has nothing to measure the samples against: its
-peakedness and flag are None (not scored), with the reason in ``detail``, never 1 and never a
-flag, though blank samples would be "close" to it.
+Design notes: ARCHITECTURE.md, Probe: CDD.
 """
 
 from __future__ import annotations

@@ -1,30 +1,6 @@
 """``guided``: guided vs general instruction (Golchin & Surdeanu 2023, arXiv 2308.08493).
 
-The model sees the first part of an item twice: once with the *guided* instruction, which names
-the benchmark and asks for the rest exactly as it appears there, once with the *general*
-instruction, which asks for a fitting rest without naming anything. A completion closer to the
-true rest under the guided instruction than under the general one says the benchmark file itself
-has leaked into training. Pure: prompts and scores; ``contam probe guided`` runs it.
-
-**The split**: the question's whitespace-separated words; the first piece is the first
-``floor(n / 2)`` of them, the true rest the others (verbatim). An item whose first piece or rest
-holds no word character (a one-word question) is not probed: no request, NULL scores with the
-reason.
-
-**The instructions** are LLMSanitize's open-QA templates (``GUI_QA``/``GI_QA``, written after the
-classification template of the authors' repository ``time-travel-in-llms``, which has no QA
-template), user turn only, greedy, with the
-item's title as a ``GAME:`` line beside its answer (the templates' label slot: the same
-information in both, so only the naming differs). The guided one names the split (default
-``test``) and the dataset (default ``contam``, a fixed label: a default that followed a file name
-would change the probe's parameters, and so its rows, when a file is renamed; name the benchmark
-as it is publicly known with ``--dataset``).
-
-**Scores** per item (``probe_scores`` rows): ROUGE-L F-measure (beta = 1: LCS over tokens,
-``2PR / (P + R)``, no stemming) and BLEU-2 (:mod:`metrics.bleu`), each of the guided and the
-general completion against the true rest, and their difference guided - general. Tokens are
-BLEU-2's (NFC, lower case, ``\\w+``). A leading ``SECOND PIECE:`` label in a completion is
-dropped; a blank completion reproduced nothing and scores 0.
+Design notes: ARCHITECTURE.md, Probe: guided.
 """
 
 from __future__ import annotations

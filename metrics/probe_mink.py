@@ -1,26 +1,7 @@
 """Min-K% and Min-K%++: how likely a model finds the least likely tokens of a text. Pure: the
 log-probabilities come from a provider (``providers.base.TextLogprobs``), the rows are the job's.
 
-**Min-K% Prob** (Shi et al. 2023, arXiv 2310.16789, "Detecting Pretraining Data from Large
-Language Models"): of the scored tokens x_2..x_n of a text (the first has nothing before it), take
-the k% with the lowest log p(x_i | x_<i) and average their log-probabilities.
-
-**Min-K%++** (Zhang et al. 2024, arXiv 2404.02936): each token's log-probability is first
-standardised against the model's whole next-token distribution at that position,
-``(log p(x_i | x_<i) - mu_i) / sigma_i`` with ``mu_i = E_{z ~ p(.|x_<i)} log p(z | x_<i)`` and
-``sigma_i`` the standard deviation of ``log p(z | x_<i)`` under the same distribution; then, as for
-Min-K%, the lowest k% are averaged.
-
-Both follow the authors' reference code (swj0419/detect-pretrain-code, zjysteven/mink-plus-plus):
-the k% are the ``floor(n * k)`` lowest values of the n scored tokens (``int(len * ratio)``), and a
-higher score means "more likely seen in training" (Min-K%++'s convention; Shi et al.'s script
-stores the negated Min-K%). A text with ``floor(n * k) == 0`` (fewer than 1/k scored tokens) has
-no score: the reference code's mean of nothing is NaN, stored here as NULL with the reason.
-Default k = 20% (:data:`DEFAULT_K`), a parameter.
-
-The text scored for an item is :func:`scored_text`: title, question and reference, each stripped,
-joined by one newline (:data:`TEXT_RULE`), or a study's ``[probes] text`` template over the item's
-own columns (:mod:`metrics.template`), which the parameters then name instead.
+Design notes: ARCHITECTURE.md, Probe: min-k.
 """
 
 from __future__ import annotations

@@ -1,34 +1,6 @@
 """``ts-guess``: Testset Slot Guessing, question-based (Deng et al. 2023, arXiv 2311.09783).
 
-One word of each question is hidden behind ``[MASK]`` and the model is asked to fill it in; a
-model that reproduces a word it could not infer from the rest has probably seen the item. Pure:
-the prompt, the masking rule and the exact-match scorer; ``contam probe ts-guess`` runs it.
-
-**The prompt** is the paper's question-based template, user turn only, no system prompt::
-
-    Complete the sentence in one word:
-
-    <the question with one word replaced by [MASK]>
-    Hint: <the item's title>
-    Reply the answer only.
-
-The "Hint:" line is the paper's hint slot (they tried type, category and URL hints on TruthfulQA);
-here it names the game, which the question alone may not (two games may ask the same question).
-
-**The masked word** (rule :data:`RULE`, deterministic and offline): the question's words are its
-runs of word characters, joined by inner apostrophes or hyphens (``Brock's``, ``Mt``, ``TM34``).
-Eligible are words that are not a stop word (:data:`STOP_WORDS`, English function words), have a
-letter (a bare number like ``1996`` says nothing about memorisation and wordfreq lumps digits
-together), are longer than one character, and are not a word of the title (case-insensitive:
-the hint gives those away). The chosen word is the eligible one with the lowest
-``wordfreq.zipf_frequency(word, "en")`` (0 for a word wordfreq does not know), the first in the
-question on a tie. Its first occurrence is masked. An item without an eligible word is not
-probed: no request, and a NULL score with the reason.
-
-**Exact match**: the reply and the word are compared after NFC, case folding, removing every
-punctuation character (Unicode category P*: ``"Badge."`` and ``Badge`` match, ``Brock's`` and
-``Brocks`` too) and collapsing whitespace. The reply must be the word alone: "The answer is
-Badge" does not match, as in the paper's exact match.
+Design notes: ARCHITECTURE.md, Probe: ts-guess.
 """
 
 from __future__ import annotations

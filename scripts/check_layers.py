@@ -17,7 +17,7 @@ PACKAGES = ("harness", "providers", "metrics")
 # or any lower one (circles are caught separately).
 LAYERS = {
     "harness.cli": 7,
-    "harness.view": 6,  # the web app: over jobs (the report) and store.access
+    "harness.view": 6,  # the web app: over report/ and store.access
     "harness.jobs": 5,
     "harness.api": 5,
     "harness.emulator": 5,

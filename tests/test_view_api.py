@@ -13,7 +13,7 @@ from harness.report import stats
 from harness.store import Store
 from harness.view import create_app, view_options
 from harness.view.queue import Share, order_key
-from tests.viewkit import JUDGE, MARKUP, MODELS, SUBSETS, TOKEN, build_view_store, view_client
+from tests.viewkit import JUDGE, MARKUP, MODELS, SUBSETS, TOKEN, build_view_store, report_page, view_client
 
 
 @pytest.fixture
@@ -371,11 +371,15 @@ def test_the_report_page_is_the_reports_html_with_its_figures(small):
     """Seconds, not milliseconds: the page draws the report's four figures (matplotlib)."""
     client = view_client(small)
     _store_labels(small, "alice", lambda n: ("right", "wrong")[n % 2])
-    response = client.get(f"/report?contrast={','.join(SUBSETS)}")
+    url = f"/report?contrast={','.join(SUBSETS)}"
+    building = client.get(url)
+    assert building.status_code == 202 and "Building the report" in building.text
+    response = report_page(client, url)
     assert response.status_code == 200
     assert "data:image/png;base64," in response.text and "human:alice" in response.text
-    assert "img-src data:" in response.headers["content-security-policy"]
-    missing = client.get("/report")
+    assert "img-src 'self' data:" in response.headers["content-security-policy"]
+    assert "'unsafe-inline'" not in response.headers["content-security-policy"]
+    missing = report_page(client, "/report")
     assert missing.status_code == 400 and "subset &#39;official&#39; has no items" in missing.text
 
 
@@ -383,7 +387,7 @@ def test_the_report_page_is_built_again_once_a_probe_has_scored(small):
     """The report reads more than items, answers, labels and scores: a probe's scores count."""
     client = view_client(small)
     url = f"/report?contrast={','.join(SUBSETS)}"
-    assert "Probe: cdd" not in client.get(url).text
+    assert "Probe: cdd" not in report_page(client, url).text
     params = {"samples": 4, "temperature": 0.8, "alpha": 0.05, "xi": 0.01}
     with Store(small) as store:
         store.append("probe_params", [{"params_sha256": "c" * 64, "probe": "cdd",
@@ -392,7 +396,7 @@ def test_the_report_page_is_built_again_once_a_probe_has_scored(small):
             {"run_id": "p1", "probe": "cdd", "params_sha256": "c" * 64, "item_id": f"it{n:03d}",
              "model": MODELS[0], "metric": metric, "value": value}
             for n in range(6) for metric, value in (("peakedness", n / 5), ("flagged", n % 2))])
-    assert "Probe: cdd" in client.get(url).text
+    assert "Probe: cdd" in report_page(client, url).text
 
 
 # -- while a job holds the store ----------------------------------------------------------------

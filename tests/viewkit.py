@@ -8,7 +8,7 @@ from pathlib import Path
 
 from harness.store import Store, utc_now
 
-__all__ = ["MODELS", "SUBSETS", "JUDGE", "MARKUP", "TOKEN", "build_view_store", "view_client"]
+__all__ = ["MODELS", "SUBSETS", "JUDGE", "MARKUP", "TOKEN", "build_view_store", "view_client", "report_page"]
 
 MODELS = ("zorblax-7b", "quuxmodel-2")
 SUBSETS = ("officialstratum", "fanstratum")
@@ -66,3 +66,15 @@ def view_client(path: Path, **options):
     assert client.get(f"/?token={TOKEN}").status_code == 200  # sets the cookie
     client.headers["X-Contam-Token"] = TOKEN
     return client
+
+
+def report_page(client, url: str = "/report", tries: int = 600):
+    """The report page once built: the view answers 202 ("building the report…") until then."""
+    import time
+
+    for _ in range(tries):
+        response = client.get(url)
+        if response.status_code != 202:
+            return response
+        time.sleep(0.1)
+    raise AssertionError(f"{url}: still building after {tries} tries")

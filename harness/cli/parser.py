@@ -155,7 +155,7 @@ def _add_report(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--contrast", default="official,fan",
                    help="documented,undocumented subsets (default official,fan)")
     p.add_argument("--judge", help="judge rater, e.g. judge:claude-sonnet-5")
-    p.add_argument("--human", help="human rater (default: human, else the first human:<name>)")
+    p.add_argument("--human", help="human rater (default: the one that labelled the most cells)")
     p.add_argument("--by", metavar="COLUMN",
                    help="break accuracy down by an item column: title, subset, ... or one of the "
                         "items' own extra columns")

@@ -1,36 +1,6 @@
 """The emulator's knowledge: answer like a model that knows a set of items.
 
-Without knowledge the emulator answers every question with a canned "Emulated answer <hash>", so a
-study run against it has every BLEU-2 at zero and every judge label wrong. With a
-:class:`Knowledge` (``contam emulator --items FILE [--profile contaminated|clean] [--seed S]``) it
-recognises which item a prompt is about (:meth:`Knowledge.item_for`: the question, its masked
-form, its first part, or title + question + reference, matched by IDF-weighted word coverage, not
-by exact wording) and what is asked:
-
-- **a question** (the question is in the prompt whole): both profiles know the documented world,
-  each model name as well as its own skill (:mod:`harness.emulator.skill`). A documented item
-  (subset ``official``, or those ``documented`` names) gets its reference with the model's
-  documented probability (0.75 without a model name), the first half of the reference's words
-  15 % of the time, else a plausible wrong answer (another item's reference); an undocumented
-  item gets the reference with the undocumented probability (0.05 without a name), half of it
-  10 %, else a plausible wrong answer. With an ``exposure`` column every item lies between the
-  two, by its documentation weight (a logistic in the column's z-score).
-- **a masked word** (the prompt holds ``[MASK]``, ``<mask>``, ``[]`` or ``___`` where a word of the
-  question was): the word itself when the item is memorised, else the word 10 % of the time (a
-  lucky guess from context) and another item's content word otherwise.
-- **the rest of a question** (the prompt holds a proper prefix of the question and no mask): the
-  true rest when the item is memorised *and* the instruction names a dataset or benchmark (the
-  guided instruction), else the second half of another item's question (a generic completion).
-
-An item is memorised only in the ``contaminated`` profile, with probability 0.9 times its
-documentation weight (90 % of the documented items, none of the others), drawn per item from the
-seed, whatever the model. ``clean`` memorises nothing. Every reply at temperature 0 or unset is
-the greedy one; at temperature > 0 a memorised item repeats its greedy reply 90 % of the time (the
-peaked distribution CDD looks for) and every other reply is a hedged alternative that differs
-from the greedy one ("Maybe <another answer>."). All draws are seeded by (seed, item, purpose,
-sample, temperature; a question's answer also by the model's name): the same request gets the
-same answer in every process. A judge request gets :func:`default_reply` (a label), a prompt about no known item
-:func:`sampled_reply` (the canned answer, varied per sample at temperature > 0).
+Design notes: ARCHITECTURE.md, The emulator's knowledge.
 """
 
 from __future__ import annotations

@@ -1,28 +1,6 @@
 """``contam run --batch``: one model's unanswered cells as provider batch jobs, never paid twice.
 
-A job's life in the store (``batches``, latest row per ``batch_key`` wins, and ``batch_cells``):
-
-1. ``submitting``: its cells, committed *before* the job is sent; each line's custom id is
-   ``{batch_key}-{line}``, and the job is tagged ``contam:{run_id}:{batch_key}`` (OpenAI
-   ``metadata``, Gemini ``displayName``).
-2. the provider's job id and status, committed the moment the provider returns them
-   (:meth:`BatchWriter.write_durably`), then a row per status change while it is polled.
-3. ``imported``: its results written as ``answers`` and ``attempts`` in the same transaction.
-
-A run first takes up the model's open jobs: it polls those with an id, and looks up a
-``submitting`` one by its tag among the provider's jobs (a kill between send and reply, or a
-timed-out submit); found, it is polled; not found, it is ``abandoned`` and its cells are free
-again. Anthropic jobs carry no tag: an unknown job of the account, created within minutes of this
-one, is taken as this one when its results carry the batch key. Only then are the cells without
-an answer and outside an open job submitted, in jobs within the provider's limits. Lines that
-failed or expired are submitted again in a follow-up job (at most ``max_attempts`` rounds), or
-handed to the synchronous path (``--batch-fallback sync``, done by ``harness.jobs.run``).
-Non-retryable errors stop the model as they do on the synchronous path, and every result passes
-the same served-model check.
-
-``contam probe --batch`` runs the same lane over a probe's requests: several per cell (a task's
-``tags``, its prompt and sample numbers, travel with each line in ``batch_cells``), and its jobs
-carry the probe's ``purpose`` so that a run and a probe never take up each other's jobs.
+Design notes: ARCHITECTURE.md, Batch jobs.
 """
 
 from __future__ import annotations

@@ -1,39 +1,6 @@
 """The async engine: one lane per configured model, generic over what is asked and what is kept.
 
-A caller (``contam run``, ``contam judge``, a benchmark) describes its work as lanes of
-:class:`Task` objects and says what to keep from a reply with an ``accept`` hook::
-
-    engine = Engine(lanes, run_id=run_id, accept=accept)
-    with open_progress(engine.stats) as progress:
-        async with BatchWriter(store) as writer:
-            await engine.run(writer, notify=progress.note)
-
-Per lane (see :mod:`harness.engine.limits`): an RPM bucket, an optional TPM bucket, exactly
-``spec.concurrency`` workers pulling from the lane's lazy task iterator, and a cool-down gate that
-a 429 with a hint closes for the whole lane. A model with several replicas (``base_url = [...]``)
-keeps that one lane; each request goes to the replica with the fewest in flight, and a failing
-replica cools down alone (:mod:`harness.engine.replicas`). Retries are stamina's, on retryable errors only
-(:class:`RateLimited`, :class:`Transient`, :class:`Timeout`), at most ``spec.max_attempts``
-attempts: the server's hint is the wait when there is one, exponential backoff with jitter
-otherwise. :class:`QuotaExhausted` and :class:`Fatal` stop their lane (in-flight requests finish,
-nothing new is sent); the other lanes go on.
-
-Every attempt becomes an ``attempts`` row; a successful one also brings whatever ``accept``
-returned, in the same transaction. Every reply's served model is checked before ``accept`` sees
-it, so a substituted model stops its lane before anything is written for it.
-
-``accept(task, reply, latency_s) -> {table: [row, ...]}`` may raise a :class:`ProviderError`; a
-retryable one (the judge's malformed label) is recorded like a failed attempt and asked again.
-
-On SIGINT/SIGTERM (``handle_signals=True``) no new request is sent, in-flight ones finish (bounded
-by their timeout) and are committed; a second signal abandons them. ``engine.interrupted`` then
-holds the signal number. The engine needs anyio's asyncio backend (aiolimiter is asyncio-only).
-
-Where the parts are: the caller's side (:class:`Task`, :class:`Lane`, ``Accept``) in
-:mod:`harness.engine.tasks`; stop reasons, failure causes and the retry hook in
-:mod:`harness.engine.failures`; the per-request path (attempts, retries, the ``attempts`` rows) in
-:mod:`harness.engine.attempts`; this module starts the lanes and their replicas, stops and drains
-them. Its ``__all__`` is the engine's public face: the jobs import from here.
+Design notes: ARCHITECTURE.md, The engine's lanes.
 """
 
 from __future__ import annotations

@@ -1,40 +1,6 @@
 """The single writer: every row of a run reaches the store through one task.
 
-Lanes call :meth:`BatchWriter.write` with the rows of one finished attempt (``{table: [row, ...]}``:
-its ``attempts`` row and the answer or label it produced, if any). Writes wait in a list for one
-task that commits them, one INSERT per table (:func:`insert_statements`) inside one transaction
-per batch. The rows of one ``write`` always land in the same transaction, so an answer is never
-committed without its attempt row (or the reverse).
-
-When a batch is committed: once ``max_writes`` (50) writes are waiting and the oldest of them has
-waited ``min_age_s`` (0.25 s); and in any case ``max_delay_s`` (1 s) after the first of them.
-A kill -9 loses no reply even so: each write that brings a reply is appended to the store's
-journal (:mod:`harness.store.journal`) before it joins the batch, and the next writer to open the
-store replays what the store lacks. Only failed attempts' rows can be lost (and the next run asks
-those items again).
-
-Why a quarter second: a commit costs 2-4 ms whatever its size and replies come in bursts, so a
-batch that gathers a little takes a burst in one commit (``contam bench --emulator`` measures it).
-
-The commit runs on the event loop's own thread (at most four times a second): a worker thread's
-GIL hand-overs cost every request more CPU than the commits themselves.
-DuckDB runs on one thread while the writer is open (``SET threads = 1``, reset on exit): these
-transactions are far too small to gain from parallel execution, and scheduling it cost a fifth
-of each INSERT.
-
-:meth:`write` does not yield to the event loop (no cancellation point): a worker appends its rows
-and goes on, and the drain task wakes about once per batch rather than once per reply. Only when
-``buffer`` writes are already waiting does ``write`` wait, shielded, for the next commit.
-
-A write that fails (a full disk) or a store that is no longer where it was opened (its folder
-removed: DuckDB would go on writing into an unlinked file) stops the writer: nothing more is
-committed, ``on_failure`` tells the job to send nothing more, later replies go to the journal
-while it has room, and :meth:`failure_line` says in one line how many received replies were
-kept nowhere.
-
-Leaving the ``async with`` block, normally, by an exception or by cancellation, commits everything
-written before: the drain task is shielded and ends only when the writer is closed and nothing is
-pending. While the writer is open, no other code may write through the store's connection.
+Design notes: ARCHITECTURE.md, The writer.
 """
 
 from __future__ import annotations

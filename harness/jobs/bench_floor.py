@@ -1,26 +1,6 @@
 """The two things `contam bench --emulator` measures the harness against.
 
-- :func:`emulator_process`: the emulator served by a ``contam emulator`` child process, so its CPU
-  (h11 parsing, JSON replies, sleeps) is not counted as the harness's and does not hold the
-  harness's GIL. On a machine with fewer cores than that needs, it still competes for them; the
-  bench reports the machine's load so a reader can tell.
-- :func:`bare_loop`: the floor. The same requests (byte for byte: each provider's own URL, headers
-  and payload) at the same concurrency against the same server, sent by the plainest client a
-  careful httpx user would write: for each protocol, ``concurrency`` asyncio tasks, each with an
-  ``httpx.AsyncClient`` of its own (one keep-alive connection, the arrangement the harness's
-  :mod:`harness.engine.pool` gives its workers) sharing one TLS context, ``orjson`` to encode each
-  payload and decode each reply. No limiter, no retries, no store, no display. It runs under the
-  garbage-collector settings the engine gives itself
-  (:func:`harness.engine.collector.collector_tuned`), so the CPU ratio counts the harness's own
-  work, not an interpreter setting either could use. The floor uses ``AsyncClient.post`` as a
-  careful user would; the harness sends below httpx's client layer (:mod:`providers.lean`), and
-  that saving is part of what the ratio shows: it pays for the limiter, the retries, the store and
-  the display.
-
-Why one client per worker rather than one client with a pool of ``concurrency`` connections: that
-is what the harness does (see :mod:`harness.engine.pool`), so the CPU ratio compares like with like;
-httpcore's shared pool costs O(connections x idle connections) per request, which would make the
-floor slower than the harness and the ratio flattering.
+Design notes: ARCHITECTURE.md, The bench's floor.
 """
 
 from __future__ import annotations

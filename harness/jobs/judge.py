@@ -1,32 +1,6 @@
 """``contam judge CONFIG.toml``: the stateless LLM judge (ARCHITECTURE.md), through the run engine.
 
-One call per (item, answering model) cell, built by :func:`metrics.judge.judge_request` from
-the fixed rubric, that item's reference and that one answer, nothing else (no item id, no
-question, no other answer, label or statistic). The judge is the config's ``[judge]`` model, on
-any provider; it runs as the single lane of :class:`harness.engine.Engine`, so limits, retries,
-cool-downs, quota and fatal stops, the progress display and SIGINT handling are those of
-``contam run``.
-
-- A reply must be exactly one of the rubric's labels once whitespace, case and trailing
-  punctuation are ignored. Anything else is :class:`MalformedLabel`: a retryable error, so the
-  engine records it in ``attempts`` (outcome ``malformed``, the reply shown in ``error``) and asks
-  again; a cell still malformed after ``max_attempts`` stays unlabelled and the next
-  ``contam judge`` asks again. Never guessed.
-- A blank answer is labelled ``wrong`` without a call (``labels.source_file`` says so; no
-  ``attempts`` row). An empty reference is flagged: no call, no label, counted on every run.
-- Labels land in ``labels`` with ``rater = judge:<judge name>``, the rubric's sha256 and the
-  run's id. ``attempts`` rows of a judge run (``runs.kind = 'judge'``) name the answering model
-  in ``model``, so they point at the cell being judged.
-- Resume: a cell is judged again unless its latest label from this rater carries the current
-  rubric's sha256 and is newer than the cell's latest answer and its item's latest reference
-  (every table draws ``seq`` from one sequence). A changed rubric or a corrected answer or
-  reference is therefore judged again; nothing else is.
-- ``--limit N`` bounds the cells that get a label (calls and blank-answer bypasses), in item
-  order; flagged cells cost nothing and are always counted.
-
-The reply is capped at ``judge_request``'s 16 output tokens, plenty for a bare label. A reasoning
-model spends its cap on thinking first: give it a larger one in ``[judge].params``
-(``max_completion_tokens`` for openai, ``max_tokens`` for anthropic, ...), which takes precedence.
+Design notes: ARCHITECTURE.md, The judge.
 """
 
 from __future__ import annotations

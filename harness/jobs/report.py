@@ -13,10 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from harness.errors import UserError
 from harness.report.analysis import build_report, parse_contrast
+from harness.report.output import render, report_json, write_files
 from harness.report.study_inputs import study_inputs
 from harness.store import DEFAULT_STORE
 from harness.store.access import reading
@@ -57,22 +56,6 @@ def default_out_dir(store_path: str | Path) -> Path:
     return path.with_name(f"{path.stem}_report")
 
 
-def report_json(report: dict[str, Any]) -> bytes:
-    """orjson writes NaN as null; the odds ratio's infinity is already the string "inf"."""
-    return orjson.dumps(report, option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY) + b"\n"
-
-
-def render(report: dict[str, Any], fmt: str, figure_titles: bool = False) -> str:
-    """One format as text, for stdout (Markdown without figure links; HTML with them embedded)."""
-    from harness.report import render as report_render
-
-    if fmt == "json":
-        return report_json(report).decode("utf-8")
-    if fmt == "md":
-        return report_render.render_markdown(report, figure_files=False)
-    return report_render.render_html(report, _figure_pngs(report, titles=figure_titles))
-
-
 def write_report(report: dict[str, Any], out: Path, figure_titles: bool = False) -> list[Path]:
     """All three formats, every figure as PNG and PDF, every table as CSV and LaTeX; returns the
     paths written. Everything is written into a scratch folder inside ``out`` first and then
@@ -80,21 +63,10 @@ def write_report(report: dict[str, Any], out: Path, figure_titles: bool = False)
     _make_folder(out)
     try:
         with tempfile.TemporaryDirectory(dir=out, prefix=".writing-") as scratch:
-            _write_files(report, Path(scratch), figure_titles)
+            write_files(report, Path(scratch), figure_titles)
             return _move_into(Path(scratch), out)
     except OSError as exc:
         raise UserError(f"{out}: cannot write the report there ({exc.strerror or exc})") from None
-
-
-def _write_files(report: dict[str, Any], out: Path, figure_titles: bool) -> None:
-    from harness.report import render as report_render
-    from harness.report import tables as report_tables
-
-    pngs = _figure_pngs(report, out, figure_titles)
-    (out / "report.json").write_bytes(report_json(report))
-    (out / "report.md").write_text(report_render.render_markdown(report), encoding="utf-8")
-    (out / "report.html").write_text(report_render.render_html(report, pngs), encoding="utf-8")
-    report_tables.write_tables(report, report_render.sections(report), out / "tables")
 
 
 def _move_into(scratch: Path, out: Path) -> list[Path]:
@@ -115,11 +87,3 @@ def _make_folder(out: Path) -> None:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise UserError(f"{out}: cannot create the report folder ({exc.strerror or exc})") from None
-
-
-def _figure_pngs(report: dict[str, Any], out: Path | None = None, titles: bool = False) -> dict[str, bytes]:
-    """Each figure as PNG bytes (what the HTML embeds); with ``out``, also saved as PNG and PDF."""
-    from harness.report import exposure_figure, figures, probe_figures, validation_figure
-
-    return {**figures.export(report, titles, out), **probe_figures.export(report, out),
-            **exposure_figure.export(report, out), **validation_figure.export(report, out)}

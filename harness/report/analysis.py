@@ -93,7 +93,8 @@ def _extras(store, cells, frame, contrast, raters, regimes, order, notes) -> dic
         "abstention": labels.abstention(cells, order, contrast) if human else None,
         "missing": missing,
         "answer_length": labels.answer_length(cells, order),
-        "meta": {**_meta(store, frame), "unlabelled": _unlabelled(frame, raters, notes)},
+        "meta": {**_meta(store, frame), "unlabelled": _unlabelled(frame, raters, notes),
+                 "raters": _coverage(store)},
         "provenance": provenance.provenance(store),
         "probes": probes.build(store, contrast, notes),
         "validation": validation.build(store),
@@ -142,17 +143,19 @@ def _raters(store: Store, where: str) -> list[tuple[str, int]]:
 
 
 def _human_rater(store: Store, wanted: str | None, notes: list) -> str | None:
-    raters = [r for r, _ in _raters(store, HUMAN_RATER_SQL)]
+    """``wanted``, else the human rater who labelled the most cells (ties: the first by name)."""
+    counted = _raters(store, HUMAN_RATER_SQL)
+    raters = [r for r, _ in counted]
     if wanted:
         if wanted not in raters:
             raise UserError(f"--human {wanted!r}: no such rater (human raters: {', '.join(raters) or 'none'})")
         return wanted
     if not raters:
         return None
-    chosen = "human" if "human" in raters else raters[0]
+    chosen = min(counted, key=lambda r: (-r[1], r[0]))[0]
     if len(raters) > 1:
         notes.append({"section": "human_rater", "reason": f"several human raters ({', '.join(raters)}); "
-                      f"accuracy uses {chosen!r} (choose with --human)"})
+                      f"accuracy uses {chosen!r}, the one with most labels (choose with --human)"})
     return chosen
 
 
@@ -187,7 +190,13 @@ def figure_regime(report: dict) -> str | None:
 def _meta(store: Store, frame: pd.DataFrame) -> dict[str, Any]:
     return {"store": str(store.path), "generated_at": utc_now().isoformat(timespec="seconds") + "Z",
             "harness_version": __version__, "items": int(frame["item_id"].nunique()),
-            "models": int(frame["model"].nunique())}
+            "models": int(frame["model"].nunique()), "cells": len(frame)}
+
+
+def _coverage(store: Store) -> dict[str, dict[str, int]]:
+    """How many cells each rater labelled, per side: ``{"human": {rater: cells}, "judge": {...}}``."""
+    return {side: dict(_raters(store, where))
+            for side, where in (("human", HUMAN_RATER_SQL), ("judge", JUDGE_RATER_SQL))}
 
 
 # -- notes --------------------------------------------------------------------------------------

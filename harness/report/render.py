@@ -1,23 +1,15 @@
-"""The report dict as Markdown and as self-contained HTML: the seed paper's Tables 2-6 and more.
+"""The report's sections, in order, and report.md: the seed paper's Tables 2-6 and more.
 
-Both formats are rendered from the same list of :class:`Section` objects, so they never disagree
-(and ``harness.report.tables`` writes the same tables as CSV and LaTeX). Everything a user or a
-model supplied (model names, titles, raters, paths) is escaped for the format it lands in: in a
-paragraph it goes through :func:`user`, and every table cell is escaped by the renderer. Number
-formats are ``harness.report.format``'s.
+report.md, report.html (:mod:`harness.report.html`) and the CSV and LaTeX tables all come from the
+one list :func:`sections` returns, so they never disagree. A user's or a model's text in a
+paragraph goes through :func:`user`; every table cell is escaped by each renderer.
 """
 
 from __future__ import annotations
 
-import base64
-import html
-import re
-from importlib import resources
-from string import Template
-
 from harness.labels import LABEL_NAMES, LABELS
 from harness.report.analysis import METRICS, figure_regime
-from harness.report.format import (DASH, PNG_DPI, Section, Table, fmt_ci, fmt_num, fmt_or, fmt_p, fmt_pct,
+from harness.report.format import (DASH, Section, Table, fmt_ci, fmt_num, fmt_or, fmt_p, fmt_pct,
                                    fmt_pp, fmt_sides, md_cell, plural, user)
 from harness.report import exposure_figure, probe_figures, probes, study_section, study_sections
 from harness.report import validation
@@ -26,7 +18,7 @@ from harness.report.sections import contamination_section
 from harness.report.study_report import RULE_METRICS
 from harness.report.surface_section import surface_section
 
-__all__ = ["sections", "render_markdown", "render_html", "figure_caption", "note_heading"]
+__all__ = ["sections", "render_markdown", "figure_caption", "note_heading"]
 
 # (figure, regime) -> caption; the regime is what figures 1 and 2 show (analysis.figure_regime).
 _CAPTIONS = {
@@ -365,59 +357,3 @@ def render_markdown(report: dict, figure_files: bool = True) -> str:
         if figure_files:
             parts += [f"![{md_cell(figure_caption(name, report))}]({name}.png)" for name in section.figures]
     return "\n\n".join(parts) + "\n"
-
-
-# -- HTML ---------------------------------------------------------------------------------------
-
-_INLINE = re.compile(r"\\([\\`*_|])|&(amp|lt|gt);|`([^`]*)`|\*\*(.+?)\*\*")
-_ENTITY_CHARS = {"amp": "&", "lt": "<", "gt": ">"}
-
-
-def _inline(text: str) -> str:
-    """The bits of Markdown the paragraphs use: `code`, **bold**, and :func:`user`'s escapes."""
-    out, at = [], 0
-    for match in _INLINE.finditer(text):
-        out.append(html.escape(text[at:match.start()]))
-        escaped, entity, code, bold = match.groups()
-        if escaped or entity:
-            out.append(html.escape(escaped or _ENTITY_CHARS[entity]))
-        elif code is not None:
-            out.append(f"<code>{html.escape(code)}</code>")
-        else:
-            out.append(f"<strong>{_inline(bold)}</strong>")
-        at = match.end()
-    return "".join(out) + html.escape(text[at:])
-
-
-def _html_table(table: Table) -> str:
-    """Numeric columns right-aligned (class ``num``), text left, as in the Markdown and LaTeX."""
-    align = [' class="num"' if numeric else "" for numeric in table.numeric_columns()]
-    head = "".join(f"<th{a}>{html.escape(h)}</th>" for a, h in zip(align, table.headers))
-    body = "".join("<tr>" + "".join(f"<td{a}>{html.escape(c)}</td>" for a, c in zip(align, row)) + "</tr>"
-                   for row in table.rows)
-    caption = f"<caption>{html.escape(table.caption)}</caption>" if table.caption else ""
-    return f"<table>{caption}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-
-
-_SCREEN_SCALE = 144  # CSS px per printed inch: 1.5 × 96, so 8-point text reads as 12 px
-
-
-def _html_figure(name: str, png: bytes, caption: str) -> str:
-    """Shown at its print size (scaled for the screen), so a column figure does not fill the page."""
-    data = base64.b64encode(png).decode("ascii")
-    width = round(int.from_bytes(png[16:20], "big") / PNG_DPI * _SCREEN_SCALE)  # the PNG's IHDR width
-    return (f'<figure><img alt="{html.escape(name)}" width="{width}" src="data:image/png;base64,{data}">'
-            f"<figcaption>{html.escape(caption)}</figcaption></figure>")
-
-
-def render_html(report: dict, figures_png: dict[str, bytes]) -> str:
-    """One self-contained page: the figures are embedded as base64 PNG."""
-    body = []
-    for i, section in enumerate(sections(report)):
-        body.append(f"<h{1 if i == 0 else 2}>{html.escape(section.heading)}</h{1 if i == 0 else 2}>")
-        body += [f"<p>{_inline(p)}</p>" for p in section.paragraphs]
-        body += [_html_table(t) for t in section.tables]
-        body += [_html_figure(name, figures_png[name], figure_caption(name, report))
-                 for name in section.figures if name in figures_png]
-    template = Template(resources.files("harness.report").joinpath("report_template.html").read_text("utf-8"))
-    return template.substitute(title="contam report", body="\n".join(body))

@@ -12,15 +12,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import jinja2
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
 from harness.errors import UserError
+from harness.report import html as report_html
 from harness.store.store import StoreInUse
 from harness.view import browse as browsing
 from harness.view.agreement import agreement
@@ -49,8 +49,7 @@ class View:
         self.desk = LabelDesk(self.gate, options, ids)
         self.adjudication = AdjudicationDesk(self.gate, options, ids)
         self.reports = ReportPages(self.gate)
-        env = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"), autoescape=True,
-                                 undefined=jinja2.StrictUndefined)
+        env = report_html.environment(HERE / "templates")  # the report's templates and layout too
         env.filters.update(number=number, short=short, progress=progress_text)
         env.filters.update(when=when, metric=metric_display, interval=interval)
         env.globals.update(token=token, blind=options.blind, columns=browsing.COLUMNS,
@@ -72,7 +71,7 @@ class View:
         return [
             Route("/", self.browse), Route("/label", self.label), Route("/cell", self.cell),
             Route("/adjudicate", self.adjudicate), Route("/agree", self.agree),
-            Route("/report", self.report),
+            Route("/report", self.report), Route("/report.css", self.report_css),
             Route("/api/progress", self.live_progress),
             Route("/api/label/{action}", self.label_action, methods=["POST"]),
             Route("/api/adjudicate/{action}", self.adjudicate_action, methods=["POST"]),
@@ -128,12 +127,17 @@ class View:
         return self.page(request, name, agreement=result)
 
     def report(self, request: Request) -> Response:
+        """The report, or (202) a page saying it is being built that asks again until it is."""
         params = {k: request.query_params.get(k) or None for k in ("human", "judge", "contrast")}
-        try:
-            html = self.reports.html(**params)
-        except UserError as exc:
-            return self.error(request, f"no report: {exc}")
-        return HTMLResponse(html, headers={"content-security-policy": REPORT_POLICY})
+        built = self.reports.get(**params)
+        if built is None:
+            return self.page(request, "report_building.html", 202)
+        if built.error:
+            return self.error(request, built.error, built.status)
+        return self.page(request, "report_page.html", built=built)
+
+    def report_css(self, request: Request) -> Response:
+        return Response(REPORT_CSS, media_type="text/css")
 
     def live_progress(self, request: Request) -> Response:
         """The running job's counters and, while one runs (or when ``?answers=1`` asks, as the
@@ -206,8 +210,7 @@ def _answer_rows(store: Any) -> int:
     return store_version(store, ("answers",))[0]  # append-only: more rows, new answers
 
 
-REPORT_POLICY = ("default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; "
-                 "form-action 'self'; frame-ancestors 'none'")
+REPORT_CSS = (report_html.TEMPLATES / "report.css").read_text(encoding="utf-8")
 
 
 async def _json(request: Request) -> dict[str, Any]:
