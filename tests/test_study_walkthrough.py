@@ -149,3 +149,21 @@ def test_the_exposure_walkthrough_as_written_gives_the_readmes_numbers(walk):
     trend = {row["model"]: f"{row['z']:.2f}".replace("-", "−") for row in report["tiers"]["trend"]}
     assert trend == {"emu-2024": "−4.11", "emu-2022": "−0.93"} and "Z = −4.11 and −0.93" in stated
     assert [round(row["fisher_p"], 2) for row in report["cutoff"]["per_model"]] == [1.0, 1.0]
+
+
+# -- min-k on the packaged SmolLM2 ---------------------------------------------------------------
+
+@pytest.mark.slow
+def test_the_min_k_example_as_written_gives_the_readmes_roc_auc(walk):
+    """`contam probe min-k examples/min-k.toml` (the README's runnable line; the other shows the
+    options), then the report, whose ROC-AUCs the README states."""
+    [line] = [line for line in bash_block("### `min-k`") if "examples/min-k.toml" in line]
+    walk.follow([line, "contam report --store runs/min-k.duckdb --format json"])
+    assert "smollm2-135m-instruct: 18/18 texts scored" in walk.step("probe").out
+    rows = {row["metric"]: row for row in json.loads(walk.step("report").out)["probes"]["min-k"]["rows"]}
+    stated = " ".join(section("### `min-k`").split())
+    for metric, name in (("min_k", "Min-K%"), ("min_k_pp", "Min-K%++")):
+        row = rows[metric]
+        auc = f"{row['auc']:.2f} [{row['auc_ci_low']:.2f}, {row['auc_ci_high']:.2f}]"
+        assert f"{name} ROC-AUC {auc}" in stated or f"{name} {auc}" in stated, (name, auc)
+    assert f"p {rows['min_k']['mannwhitney_p']:.2f} and {rows['min_k_pp']['mannwhitney_p']:.2f}" in stated
