@@ -148,7 +148,8 @@ KILLED_AFTER_TWO_SHARDS = textwrap.dedent("""
             os.kill(os.getpid(), signal.SIGKILL)
     score._append = append_then_die
     with Store(sys.argv[1]) as store:
-        score.score_store(store, ["bertscore"], bertscore_model=sys.argv[3], shard_pairs=int(sys.argv[4]),
+        score.score_store(store, ["bertscore"], bertscore_model=sys.argv[3],
+                          shard_pairs=int(sys.argv[4]),
                           ray=RayOptions(address=sys.argv[2], cpus_per_actor=1))
 """)
 

@@ -108,7 +108,8 @@ def test_the_python_apis_walkthrough_with_labels_for_two_models_and_a_judge_for_
                                             "judge": ["claude-emu", "gemini-emu", "gpt-emu"]}
     assert {row["model"] for row in report["gap"]} == {"claude-emu", "gpt-emu"}
     assert {row["model"] for row in report["judge"]} == {"gemma-emu"}
-    assert report["exposure"]["correct"] == {"human": 132, "judge": 66, "unanswered": 0, "unlabelled": 66}
+    assert report["exposure"]["correct"] == {"human": 132, "judge": 66, "unanswered": 0,
+                                             "unlabelled": 66}
     assert {row["model"] for row in report["exposure"]["per_model"]} >= {"claude-emu", "gpt-emu",
                                                                        "gemma-emu"}
 
@@ -138,16 +139,20 @@ def test_the_exposure_walkthrough_as_written_gives_the_readmes_numbers(walk):
     report = json.loads(Path("runs/exposure_report/report.json").read_bytes())
     per_model = {row["model"]: row for row in report["exposure"]["per_model"]}
     stated = " ".join(section("### Exposure, cut-offs and tiers").split())
-    for model, odds, low, high in (("emu-2024", "7.31", "1.83", "29.3"), ("emu-2022", "1.46", "0.71", "3.01")):
+    readme_numbers = {"emu-2024": ("7.31", "1.83", "29.3"), "emu-2022": ("1.46", "0.71", "3.01")}
+    for model, (odds, low, high) in readme_numbers.items():
         row = per_model[model]
-        assert (f"{row['odds_ratio']:.2f}", f"{row['ci_low']:.2f}", f"{row['ci_high']:.3g}") == (odds, low, high)
+        measured = (f"{row['odds_ratio']:.2f}", f"{row['ci_low']:.2f}", f"{row['ci_high']:.3g}")
+        assert measured == (odds, low, high), model
         assert odds in stated and low in stated and high in stated
     assert per_model["emu-2024"]["lr_p"] < 0.001 and round(per_model["emu-2022"]["lr_p"], 2) == 0.30
     tiers = {(r["model"], r["subset"]): round(100 * r["accuracy"]) for r in report["tiers"]["per_tier"]}
     assert [tiers["emu-2024", s] for s in ("official", "reference", "changelog")] == [100, 10, 10]
     assert [tiers["emu-2022", s] for s in ("official", "reference", "changelog")] == [50, 30, 30]
+    assert "100% → 10% → 10% and 50% → 30% → 30%" in stated
     trend = {row["model"]: f"{row['z']:.2f}".replace("-", "−") for row in report["tiers"]["trend"]}
-    assert trend == {"emu-2024": "−4.11", "emu-2022": "−0.93"} and "Z = −4.11 and −0.93" in stated
+    assert trend == {"emu-2024": "−4.11", "emu-2022": "−0.93"}
+    assert "Z = −4.11 and −0.93" in stated
     assert [round(row["fisher_p"], 2) for row in report["cutoff"]["per_model"]] == [1.0, 1.0]
 
 
@@ -166,4 +171,5 @@ def test_the_min_k_example_as_written_gives_the_readmes_roc_auc(walk):
         row = rows[metric]
         auc = f"{row['auc']:.2f} [{row['auc_ci_low']:.2f}, {row['auc_ci_high']:.2f}]"
         assert f"{name} ROC-AUC {auc}" in stated or f"{name} {auc}" in stated, (name, auc)
-    assert f"p {rows['min_k']['mannwhitney_p']:.2f} and {rows['min_k_pp']['mannwhitney_p']:.2f}" in stated
+    p_values = [f"{rows[metric]['mannwhitney_p']:.2f}" for metric in ("min_k", "min_k_pp")]
+    assert "p {} and {}".format(*p_values) in stated
