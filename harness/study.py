@@ -12,10 +12,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["DEFAULT_METRICS", "DEFAULT_NUMERIC_TOLERANCE", "StudySettings", "settings_from_record"]
+__all__ = ["DEFAULT_METRICS", "DEFAULT_NUMERIC_TOLERANCE", "PAPER_CONTRAST", "StudySettings",
+           "settings_from_record"]
 
 DEFAULT_METRICS = ("bleu2", "bertscore_f1")
 DEFAULT_NUMERIC_TOLERANCE = 1e-6
+PAPER_CONTRAST = ("official", "fan")  # documented, undocumented: the seed paper's subsets
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -33,6 +35,11 @@ class StudySettings:
     regex: str | None = None  # [scoring] regex: group 1 of its first match is the answer
     rubric: Path | None = None  # [judge] rubric file; None: the paper's rubric
     extra: dict[str, Any] = field(default_factory=dict)  # reserved: nothing reads it yet
+
+    def contrast(self) -> tuple[str, str]:
+        """The report's default documented,undocumented pair: the first and last of ``subsets``
+        (most and least exposed) where the study names two or more, else the paper's."""
+        return (self.subsets[0], self.subsets[-1]) if len(self.subsets) >= 2 else PAPER_CONTRAST
 
     def to_record(self) -> dict[str, Any]:
         """The JSON-able form stored in ``runs.config["study"]``."""

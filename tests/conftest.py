@@ -111,3 +111,30 @@ def paper_out(paper_path, tmp_path_factory):
     out = tmp_path_factory.mktemp("report")
     assert main(["report", "--store", str(paper_path), "--out", str(out)]) == 0
     return out
+
+
+@pytest.fixture(scope="session")
+def encoders():
+    """Real BERTScore encoders, each (model, layer, precision, token budget) loaded once for the
+    whole session on the CPU: loading one is seconds, and several test modules score with it."""
+    from metrics.bertscore_encoder import load_encoder  # the real loader, whatever tests patch later
+
+    loaded = {}
+
+    def get(model_type, layer, device=None, precision=None, token_budget=None, name=None):
+        key = (str(model_type), layer, precision, token_budget, name)
+        if key not in loaded:
+            loaded[key] = load_encoder(str(model_type), layer, "cpu", precision, token_budget, name)
+        return loaded[key]
+    return get
+
+
+@pytest.fixture(scope="session")
+def bert_scorer():
+    """bert-score's own BERTScorer on the offline encoder, layer 5, built once per session: the
+    reference the BERTScore tests compare contam's pass with."""
+    from bert_score import BERTScorer
+
+    from metrics.bertscore import offline_encoder_dir
+
+    return BERTScorer(model_type=str(offline_encoder_dir()), num_layers=5, device="cpu")

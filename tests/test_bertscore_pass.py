@@ -48,8 +48,8 @@ def model_dir() -> str:
 
 
 @pytest.fixture(scope="module")
-def encoder(model_dir):
-    return load_encoder(model_dir, 5, "cpu", "fp32")
+def encoder(model_dir, encoders):
+    return encoders(model_dir, 5, "cpu", "fp32")  # the session's (tests/conftest.py)
 
 
 @pytest.fixture(scope="module")
@@ -58,13 +58,11 @@ def pairs():
 
 
 @pytest.fixture(scope="module")
-def reference_values(model_dir, pairs):
-    """bert-score's (P, R, F) for the pairs, one BERTScorer.score call."""
+def reference_values(bert_scorer, pairs):
+    """bert-score's (P, R, F) for the pairs, one BERTScorer.score call (the session's scorer)."""
     import torch
-    from bert_score import BERTScorer
 
-    scorer = BERTScorer(model_type=model_dir, num_layers=5, device="cpu")
-    return torch.stack(scorer.score(*pairs), dim=-1).numpy()
+    return torch.stack(bert_scorer.score(*pairs), dim=-1).numpy()
 
 
 def test_fp32_equals_bert_score_on_hundreds_of_pairs(encoder, pairs, reference_values):

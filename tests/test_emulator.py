@@ -280,11 +280,21 @@ def test_default_responder_grades_judge_requests_on_every_api(emulator) -> None:
                 assert reply_text(api, response.json()) == label, api
 
 
-def test_default_responder_answers_ordinary_questions_as_before(emulator) -> None:
-    """Only the rubric makes a judge: the same user text under another system prompt is a question."""
+def test_default_responder_grades_a_judge_request_under_a_studys_own_rubric(emulator) -> None:
+    """A judge request is told by its user text: a study's own `[judge] rubric` replaces the
+    system prompt, and the emulated judge still grades it."""
     emu = emulator()
     user = judge_request("Pallet Town", "Pallet Town").user
-    path, body, _ = judge_bodies(user, system="Answer from memory only.")["openai"]
+    path, body, _ = judge_bodies(user, system="Grade it: right, partially right or wrong.")["openai"]
+    (response,) = calls(emu, path, body, 1)
+    assert reply_text("openai", response.json()) == "right"
+
+
+def test_default_responder_answers_ordinary_questions_as_before(emulator) -> None:
+    """A question (user text not shaped as a judge request) under the rubric is still a question."""
+    emu = emulator()
+    user = "Game: Pokemon Red\nQuestion: Where does the player start?"
+    path, body, _ = judge_bodies(user)["openai"]
     (response,) = calls(emu, path, body, 1)
     assert reply_text("openai", response.json()) == default_answer(user)
 

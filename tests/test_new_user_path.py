@@ -97,3 +97,11 @@ def test_try_next_says_plain_contam_in_an_activated_virtualenv(venv, tmp_path, c
     demo._print_where(tmp_path / "out", [], 1.0)
     out = capsys.readouterr().out
     assert out.count("\n  contam sql --store") == 3 and "activate" not in out
+
+
+def test_try_next_names_contam_init_for_a_study_of_ones_own(tmp_path, capsys):
+    """After the demo, the way to one's own study: `contam init`, a command the CLI takes."""
+    demo._print_where(tmp_path / "out", [], 1.0)
+    [line] = [line.strip() for line in capsys.readouterr().out.splitlines() if " init " in line]
+    words = shlex.split(line, comments=True)
+    assert words[0].endswith("contam") and build_parser().parse_args(words[1:]).command == "init"

@@ -28,7 +28,9 @@ from harness.store import Store, utc_now
 from metrics.bertscore import OFFLINE_ENCODER, resolve_encoder
 from metrics.bertscore_shards import make_scorer, reference_shards
 
-SHARD = 250  # pairs per shard: 2,000 pairs make 8 shards
+ITEMS, MODELS, BLANKS = 50, 10, 10  # 500 pairs to score and 10 blank answers
+SHARD = 100  # pairs per shard: 500 pairs make about 5 shards (a reference's pairs stay together)
+CELLS = ITEMS * MODELS + BLANKS
 TOLERANCE = 1e-6
 WORDS = ("pokemon red blue gym badge brock misty surf flash cut strength tm hm city route cave "
          "trainer rival oak lab potion ball master great ultra").split()
@@ -36,20 +38,21 @@ LOCAL_RAY = RayOptions(cpus_per_actor=1)  # two one-core actors on the two CPUs
 
 
 def fill(path) -> None:
-    """200 items x 10 models = 2,000 pairs to score (few distinct texts: the encoder's work is
-    small), and 10 blank answers that get NULL without reaching it."""
+    """ITEMS items x MODELS models to score (few distinct texts: the encoder's work is small), and
+    BLANKS blank answers that get NULL without reaching it. The size is not what is tested: a
+    few shards per pass are enough to kill a pass halfway."""
     rng = random.Random(7)
     text = lambda shortest, longest: " ".join(rng.choice(WORDS) for _ in range(rng.randint(shortest, longest)))  # noqa: E731
     references, answers = [text(2, 8) for _ in range(150)], [text(1, 8) for _ in range(80)]
     with Store(path, create=True) as store:
         store.append("items", [{"item_id": f"i{i:03d}", "title": "Red", "subset": "official",
                                 "question": "q?", "reference": references[i % 150],
-                                "added_at": utc_now()} for i in range(200)])
+                                "added_at": utc_now()} for i in range(ITEMS)])
         store.append("answers", [{"item_id": f"i{i:03d}", "model": f"m{m}",
                                   "answer": rng.choice(answers), "created_at": utc_now()}
-                                 for i in range(200) for m in range(10)])
+                                 for i in range(ITEMS) for m in range(MODELS)])
         store.append("answers", [{"item_id": f"i{i:03d}", "model": "blank", "answer": " ",
-                                  "created_at": utc_now()} for i in range(10)])
+                                  "created_at": utc_now()} for i in range(BLANKS)])
 
 
 def score(path, ray_options=None, idf=False):
@@ -72,7 +75,7 @@ def baseline_values(path) -> list[float]:
 
 
 def assert_same_numbers(got: dict, expected: dict) -> None:
-    assert got.keys() == expected.keys() and len(got) == 2010
+    assert got.keys() == expected.keys() and len(got) == CELLS
     for cell, value in expected.items():
         assert (got[cell] is None) == (value is None), cell
         assert value is None or abs(got[cell] - value) <= TOLERANCE, cell
@@ -91,7 +94,7 @@ def single_process(filled):
     path = filled.with_name("single.duckdb")
     shutil.copy(filled, path)
     summary = score(path)
-    assert (summary.scored, summary.null) == (2010, 10)
+    assert (summary.scored, summary.null) == (CELLS, BLANKS)
     return scores(path), baseline_values(path)
 
 
@@ -115,7 +118,7 @@ def test_the_ray_pass_gives_the_single_process_numbers(filled, single_process, r
     path = tmp_path / "ray.duckdb"
     shutil.copy(filled, path)
     summary = score(path, LOCAL_RAY)
-    assert (summary.scored, summary.null, summary.skipped) == (2010, 10, 0)
+    assert (summary.scored, summary.null, summary.skipped) == (CELLS, BLANKS, 0)
     expected, expected_baseline = single_process
     assert_same_numbers(scores(path), expected)
     assert baseline_values(path) == pytest.approx(expected_baseline, abs=TOLERANCE)
@@ -145,7 +148,8 @@ KILLED_AFTER_TWO_SHARDS = textwrap.dedent("""
             os.kill(os.getpid(), signal.SIGKILL)
     score._append = append_then_die
     with Store(sys.argv[1]) as store:
-        score.score_store(store, ["bertscore"], bertscore_model=sys.argv[3], shard_pairs=250,
+        score.score_store(store, ["bertscore"], bertscore_model=sys.argv[3],
+                          shard_pairs=int(sys.argv[4]),
                           ray=RayOptions(address=sys.argv[2], cpus_per_actor=1))
 """)
 
@@ -156,15 +160,15 @@ def test_a_ray_pass_killed_halfway_resumes_with_only_the_rest(filled, single_pro
     path = tmp_path / "killed.duckdb"
     shutil.copy(filled, path)
     killed = subprocess.run([sys.executable, "-c", KILLED_AFTER_TWO_SHARDS, str(path), ray_address,
-                             OFFLINE_ENCODER], capture_output=True, text=True, timeout=600,
+                             OFFLINE_ENCODER, str(SHARD)], capture_output=True, text=True, timeout=600,
                             env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
     assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
     written = len(scores(path))
-    assert 10 + 2 * SHARD <= written < 2010  # the NULLs and two shards survived the kill
+    assert BLANKS + 2 * SHARD <= written < CELLS  # the NULLs and two shards survived the kill
     summary = score(path, LOCAL_RAY)
-    assert (summary.skipped, summary.scored) == (written, 2010 - written)
+    assert (summary.skipped, summary.scored) == (written, CELLS - written)
     with Store(path, read_only=True) as store:
-        assert store.count("scores") == 2010  # nothing scored twice
+        assert store.count("scores") == CELLS  # nothing scored twice
     assert_same_numbers(scores(path), single_process[0])
 
 

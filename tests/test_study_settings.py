@@ -111,3 +111,11 @@ def test_the_newest_run_wins_and_config_overrides(tmp_path, store):
 
 def test_a_store_without_runs_has_the_defaults(store):
     assert recorded_study(store) == StudySettings()
+
+
+def test_the_reports_default_contrast_is_the_studys_first_and_last_subset():
+    from harness.study import PAPER_CONTRAST, StudySettings
+
+    assert StudySettings().contrast() == PAPER_CONTRAST == ("official", "fan")
+    assert StudySettings(subsets=("popular",)).contrast() == PAPER_CONTRAST  # one tier: no pair
+    assert StudySettings(subsets=("popular", "niche", "obscure")).contrast() == ("popular", "obscure")

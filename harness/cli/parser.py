@@ -152,8 +152,8 @@ def _add_report(sub: argparse._SubParsersAction) -> None:
                                  "beside the store; with --format alone nothing is written)")
     p.add_argument("--format", choices=["json", "md", "html"],
                    help="print this one format to stdout instead of writing a folder")
-    p.add_argument("--contrast", default="official,fan",
-                   help="documented,undocumented subsets (default official,fan)")
+    p.add_argument("--contrast", help="documented,undocumented subsets (default: the first and last "
+                                      "of the study's [study] subsets, else official,fan)")
     p.add_argument("--judge", help="judge rater, e.g. judge:claude-sonnet-5")
     p.add_argument("--human", help="human rater (default: the one that labelled the most cells)")
     p.add_argument("--by", metavar="COLUMN",

@@ -66,8 +66,8 @@ def banner(url: str, settings: EmulatorSettings) -> str:
                  f"slots {settings.slots or 'unlimited'}, "
                  f"faults {faults}, served model {settings.served_model or 'as asked'}, "
                  f"quota/day {settings.quota_per_day or 'unlimited'}; Ctrl-C stops it")
-    lines.append("judge requests (the judge rubric as system prompt) get a label: right when the "
-                 "answer holds every reference word, partially right when some, else wrong")
+    lines.append("judge requests (told by their user text, whatever the rubric) get a label: right "
+                 "when the answer holds every reference word, partially right when some, else wrong")
     if settings.knowledge is not None:
         lines.append(f"answers like a model that knows {settings.knowledge!r}; each model name "
                      "is its own model, its skill drawn from the name (contam emulator --help)")

@@ -16,9 +16,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from harness.emulator.items import KnownItem, read_known_items
-from harness.emulator.settings import default_reply, sampled_reply
+from harness.emulator.settings import default_reply, is_judge_request, sampled_reply
 from harness.emulator.skill import exposure_weights, skill_for
-from metrics.judge import JUDGE_RUBRIC
 from metrics.probe_tsguess import STOP_WORDS
 
 __all__ = ["KnownItem", "Knowledge", "PROFILES", "DOCUMENTED_SUBSETS"]
@@ -187,7 +186,7 @@ class Knowledge:
                 samples: Iterable[int] = (0,), model: str | None = None) -> list[str]:
         """A completion of (system, user) per sample number (as :meth:`answer` gives each); the
         prompt's item is recognised once for them all."""
-        if system.strip() == JUDGE_RUBRIC.strip():
+        if is_judge_request(user):
             return [default_reply(system, user) for _ in samples]  # a judge request: a label
         item = self.item_for(user)
         if item is None:

@@ -10,7 +10,7 @@ with prompt log-probabilities (:mod:`harness.emulator.logprobs`). :class:`Emulat
 what real servers do to clients: latency, an enforced requests-per-minute limit per (API, model)
 with each API's 429 hint, random faults, a per-day quota, a served-model substitution, key checks,
 and a ``script`` of exact outcomes for tests. Without a ``responder`` it answers questions
-with a reproducible stand-in and judge requests (the judge rubric as system prompt) with a bare
+with a reproducible stand-in and judge requests (told by their user text) with a bare
 label (:func:`default_reply`); with ``knowledge`` (``contam emulator --items``) it answers like a
 model that knows those items (:mod:`harness.emulator.knowledge`).
 

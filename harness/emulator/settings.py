@@ -10,14 +10,12 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from metrics.judge import JUDGE_RUBRIC
-
 if TYPE_CHECKING:
     from harness.emulator.apis import Canned
 
 __all__ = ["EmulatorSettings", "RecordedRequest", "Step", "parse_step", "parse_faults",
-           "default_answer", "default_reply", "sampled_reply", "judge_label", "ItemKnowledge",
-           "RESET", "HANG"]
+           "default_answer", "default_reply", "is_judge_request", "sampled_reply", "judge_label",
+           "ItemKnowledge", "RESET", "HANG"]
 
 RESET, HANG = "reset", "hang"  # outcomes that are not an HTTP answer
 _STEP_WORDS = {"ok", "quota", "reset", "malformed", "hang"}
@@ -108,11 +106,17 @@ def judge_label(reference: str, answer: str) -> str:
     return "wrong"
 
 
+def is_judge_request(user: str) -> bool:
+    """A judge request is told by its user text, not its system prompt: a study's own ``[judge]
+    rubric`` replaces the system prompt, never the user text."""
+    return _JUDGE_USER.match(user) is not None
+
+
 def default_reply(system: str, user: str) -> str:
-    """What the emulator answers without a ``responder``: a bare label to a judge request (its
-    system prompt is the judge rubric), so ``contam judge`` works against ``contam emulator``;
-    :func:`default_answer` to anything else, including a judge request it cannot parse."""
-    graded = _JUDGE_USER.match(user) if system.strip() == JUDGE_RUBRIC.strip() else None
+    """What the emulator answers without a ``responder``: a bare label to a judge request (see
+    :func:`is_judge_request`), so ``contam judge`` works against ``contam emulator`` whatever the
+    rubric; :func:`default_answer` to anything else."""
+    graded = _JUDGE_USER.match(user)
     if graded is None:
         return default_answer(user)
     return judge_label(graded["reference"], graded["answer"])

@@ -229,6 +229,7 @@ def _print_where(out: Path, report_files: list[Path], seconds: float) -> None:
         print(f"  {contam} sql --store {shlex.quote(str(store))} {_double_quoted(query)}")
     # The demo's store is not the default one: without --store, view would open runs/contam.duckdb.
     print(f"  {contam} view --store {shlex.quote(str(store))}   # browse and label the answers")
+    print(f"  {contam} init my-study   # your own study: a commented study.toml, items.csv, next steps")
     if contam != "contam":
         activate = _shell_path(Path(sys.executable).parent / "activate")
         print(f"  (or `. {activate}` once in this shell, and then plain `contam`)")

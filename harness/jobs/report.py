@@ -40,7 +40,8 @@ def report(*, store: str | Path = DEFAULT_STORE, out: str | Path | None = None,
     settings (else the newest run's record, :mod:`harness.report.study_inputs`); ``by``: an item
     column to break accuracy down by."""
     with reading(store) as opened:  # through the job holding the store, if one does
-        built = build_report(opened, contrast=parse_contrast(contrast), human=human, judge=judge,
+        built = build_report(opened, contrast=None if contrast is None else parse_contrast(contrast),
+                             human=human, judge=judge,
                              study=study_inputs(opened, config), by=by)
     result = ReportResult(report=built)
     if out or not format:

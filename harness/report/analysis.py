@@ -31,20 +31,23 @@ __all__ = ["build_report", "parse_contrast", "figure_regime", "LABELS", "METRICS
 
 # -- entry point --------------------------------------------------------------------------------
 
-def build_report(store: Store, *, contrast: tuple[str, str] = ("official", "fan"),
+def build_report(store: Store, *, contrast: tuple[str, str] | None = None,
                  human: str | None = None, judge: str | None = None,
                  study: StudyInputs | None = None, by: str | None = None) -> dict[str, Any]:
     """Everything `contam report` prints, as one JSON-ready dict (see ARCHITECTURE.md, The report);
     ``study``: the settings of the study sections (:mod:`harness.report.study_parts`); ``by``: an
-    item column to break accuracy down by (:mod:`harness.report.study_report`)."""
+    item column to break accuracy down by (:mod:`harness.report.study_report`); ``contrast``:
+    documented,undocumented subsets, by default the study's first and last (else official,fan)."""
     _require_data(store)
+    study = study or StudyInputs()
+    contrast = contrast or study.settings.contrast()
     subsets = _require_subsets(store, contrast)
     notes: list[dict[str, str]] = []
     human = _human_rater(store, human, notes)
     judge = _judge_rater(store, judge, notes)
     cells = Cells(store, human, judge)
     report = _sections(store, cells, contrast, human, judge, notes)
-    report.update(study_parts.build(store, cells, report, study or StudyInputs(), notes))
+    report.update(study_parts.build(store, cells, report, study, notes))
     report.update(study_report.build(store, cells, report, by, notes))
     if not subsets:
         study_report.drop_contrast(store, cells, report, notes)
