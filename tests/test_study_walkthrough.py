@@ -72,6 +72,20 @@ def test_the_python_apis_walkthrough_as_written_ends_in_its_report(walk):
         shares[model][subset] = exact
     table = readme_table("### A second worked study")
     assert {m: [shares[m][t] for t in ("popular", "niche", "obscure")] for m in shares} == table
+    _the_views_report_is_the_same_study(Path("runs/python-apis.duckdb"))
+
+
+def _the_views_report_is_the_same_study(store: Path) -> None:
+    """`contam view`'s /report reads the study from the newest run too: its tiers, not the paper's."""
+    from tests.viewkit import report_page, view_client
+
+    client = view_client(store)
+    try:
+        page = report_page(client, "/report").text
+    finally:
+        client.close()
+    assert "Contrast: popular (documented) vs obscure (undocumented)" in page
+    assert "official" not in page
 
 
 def test_the_python_apis_walkthrough_without_its_judge_step_still_reports(walk):

@@ -66,10 +66,12 @@ class ReportPages:
 def _build(gate: StoreGate, human: str | None, judge: str | None, contrast: str | None) -> Built:
     from harness.report.analysis import build_report, parse_contrast  # pandas, scipy, matplotlib
     from harness.report.output import figure_pngs
+    from harness.report.study_inputs import study_inputs
 
     given = {"contrast": parse_contrast(contrast)} if contrast else {}  # else its default
     with gate.reading() as store:
-        report = build_report(store, human=human, judge=judge, **given)
+        # the study's own settings (subsets, prompt, by) from the newest run, as `contam report` does
+        report = build_report(store, human=human, judge=judge, study=study_inputs(store, None), **given)
     when = str(report["meta"].get("generated_at", "")).replace("T", " ").rstrip("Z")
     asked = {"human": human, "judge": judge, "contrast": contrast}
     return Built(report_page(report, figure_pngs(report)), rater_sides(report, asked), when)
