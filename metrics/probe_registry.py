@@ -76,6 +76,11 @@ class ProbeSpec:
         return self.runs == REQUESTS
 
 
+def _report_part(module: str) -> dict[str, str]:
+    """A probe's report hooks when one module holds them all: its build, section and tidy."""
+    return {"part": f"{module}:build", "section": f"{module}:section", "tidy": f"{module}:tidy"}
+
+
 def _max_tokens(default: int, what: str) -> ProbeOption:
     return ProbeOption("max_output_tokens", int, default, f"output limit of each {what} "
                        f"(default {default})")
@@ -97,9 +102,7 @@ _CDD = ProbeSpec(
         _max_tokens(128, "answer"),
     ),
     build="metrics.probe_cdd:build",
-    part="harness.report.probe_cdd:build",
-    section="harness.report.probe_cdd:section",
-    tidy="harness.report.probe_cdd:tidy",
+    **_report_part("harness.report.probe_cdd"),
     figures=(ProbeFigure("fig_probe_cdd", "harness.report.probe_cdd_figure:flagged_shares",
                          "harness.report.probe_cdd_figure:CAPTION"),),
     p_values=("contrast", "fisher_p"))
@@ -110,9 +113,7 @@ _TS_GUESS = ProbeSpec(
             "(Deng et al. 2023)",
     options=(_max_tokens(16, "reply"),),
     build="metrics.probe_tsguess:build",
-    part="harness.report.probe_tsguess:build",
-    section="harness.report.probe_tsguess:section",
-    tidy="harness.report.probe_tsguess:tidy",
+    **_report_part("harness.report.probe_tsguess"),
     figures=(ProbeFigure("fig_probe_tsguess", "harness.report.probe_bars:exact_match_rates",
                          "harness.report.probe_bars:TSGUESS_CAPTION"),),
     p_values=("tests", "fisher_p"))
@@ -131,9 +132,7 @@ _GUIDED = ProbeSpec(
         _max_tokens(64, "completion"),
     ),
     build="metrics.probe_guided:build",
-    part="harness.report.probe_guided:build",
-    section="harness.report.probe_guided:section",
-    tidy="harness.report.probe_guided:tidy",
+    **_report_part("harness.report.probe_guided"),
     figures=(ProbeFigure("fig_probe_guided", "harness.report.probe_bars:guided_differences",
                          "harness.report.probe_bars:GUIDED_CAPTION"),),
     p_values=("differences", "p"))
@@ -145,9 +144,7 @@ _MIN_K = ProbeSpec(
     options=(ProbeOption("k", float, 0.2, "the fraction of least likely tokens averaged "
                          "(default 0.2)"),),
     build="metrics.probe_mink:build",
-    part="harness.report.probe_mink:build",
-    section="harness.report.probe_mink:section",
-    tidy="harness.report.probe_mink:tidy",
+    **_report_part("harness.report.probe_mink"),
     figures=(ProbeFigure("fig_probe_min_k", "harness.report.probe_mink_figure:distributions",
                          "harness.report.probe_mink_figure:CAPTION"),),
     p_values=("rows", "mannwhitney_p"),

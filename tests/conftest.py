@@ -138,3 +138,13 @@ def bert_scorer():
     from metrics.bertscore import offline_encoder_dir
 
     return BERTScorer(model_type=str(offline_encoder_dir()), num_layers=5, device="cpu")
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Debian's chromium at 1280 x 800, one per test module (a module may resize it)."""
+    from tests.browserkit import chromium, require_browser
+
+    require_browser()
+    with chromium(1280, 800) as driver:
+        yield driver

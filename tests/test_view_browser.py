@@ -17,17 +17,10 @@ import pytest
 from harness.report import stats
 from harness.store import Store
 from harness.view.queue import order_key
-from tests.browserkit import ViewServer, chromium, require_browser
+from tests.browserkit import ViewServer, chromium
 from tests.viewkit import MARKUP, MODELS, SUBSETS, build_view_store
 
 pytestmark = pytest.mark.timeout(300)
-
-
-@pytest.fixture(scope="module")
-def browser():
-    require_browser()
-    with chromium(1280, 800) as driver:
-        yield driver
 
 
 @pytest.fixture

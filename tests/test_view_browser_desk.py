@@ -8,17 +8,10 @@ import pytest
 
 from harness.store import Store
 from harness.view.queue import order_key
-from tests.browserkit import ViewServer, chromium, require_browser
+from tests.browserkit import ViewServer
 from tests.viewkit import MODELS, SUBSETS, build_view_store
 
 pytestmark = pytest.mark.timeout(300)
-
-
-@pytest.fixture(scope="module")
-def browser():
-    require_browser()
-    with chromium(1280, 800) as driver:
-        yield driver
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ import pytest
 from harness.engine.counters import LaneStats
 from harness.jobs.live import serving_reads
 from harness.store import Store, utc_now
-from tests.browserkit import ViewServer, axe_violations, chromium, require_browser
+from tests.browserkit import ViewServer, axe_violations, chromium
 from tests.viewkit import MODELS, build_view_store
 
 pytestmark = pytest.mark.timeout(300)
@@ -26,13 +26,6 @@ PAGES = {"browse": "/", "cell": f"/cell?item=it001&model={MODELS[0]}", "agreemen
 # What must be on screen at 390 px: the page's numbers
 NUMBERS = {"browse": "#cells td.score", "cell": "#attempts td.outcome, #attempts td.http, "
            "#attempts td.error-text", "agreement": "td.kappa, td.kappa-ci"}
-
-
-@pytest.fixture(scope="module")
-def browser():
-    require_browser()
-    with chromium(1280, 800) as driver:
-        yield driver
 
 
 @pytest.fixture(scope="module")

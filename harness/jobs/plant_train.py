@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.store.discovery import pid_alive
 from providers.local_cache import PLANTED_MARKER, planted_dir, planted_root
 from providers.local_generate import torch_threads
 
@@ -213,18 +214,8 @@ def sweep_abandoned() -> None:
     root = planted_root()
     for folder in root.glob(f"{_STAGING}*") if root.is_dir() else ():
         pid = folder.name.removeprefix(_STAGING).split("-", 1)[0]
-        if pid.isdigit() and not _alive(int(pid)):
+        if pid.isdigit() and not pid_alive(int(pid)):
             shutil.rmtree(folder, ignore_errors=True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def library_versions() -> dict[str, str]:

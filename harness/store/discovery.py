@@ -20,7 +20,7 @@ import orjson
 from harness.errors import UserError
 from harness.store.files import write_private
 
-__all__ = ["Holder", "HostGone", "discovery_path", "publish", "withdraw", "find_holder"]
+__all__ = ["Holder", "HostGone", "discovery_path", "publish", "withdraw", "find_holder", "pid_alive"]
 
 
 class HostGone(UserError):
@@ -62,7 +62,7 @@ def find_holder(store: str | Path) -> Holder | None:
     """The holder the discovery file names, if the file is this user's own 0600 file and its
     process is alive; None otherwise (whether its host answers is for the caller to find)."""
     holder = _read(discovery_path(store))
-    return holder if holder is not None and _alive(holder.pid) else None
+    return holder if holder is not None and pid_alive(holder.pid) else None
 
 
 def _read(path: Path) -> Holder | None:
@@ -80,7 +80,8 @@ def _read(path: Path) -> Holder | None:
             return None
 
 
-def _alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether a process with this id exists (one we may not signal still counts)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
