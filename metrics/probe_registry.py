@@ -19,7 +19,7 @@ from typing import Any
 
 from metrics.probes import DEFAULT_DATASET, DEFAULT_SPLIT, ProbeContext
 
-__all__ = ["ProbeOption", "ProbeContext", "ProbeFigure", "ProbeSpec", "PROBES", "REQUESTS",
+__all__ = ["ProbeOption", "ProbeContext", "ProbeFigure", "ProbeMeasure", "ProbeSpec", "PROBES", "REQUESTS",
            "TEXT_LOGPROBS", "build_probe", "probe_spec", "resolve"]
 
 # How a probe runs: what its job sends each model.
@@ -52,12 +52,24 @@ class ProbeFigure:
 
 
 @dataclass(frozen=True)
+class ProbeMeasure:
+    """One of a probe's stored metrics that the planted-contamination validation reads: its name
+    in the report, and how a planted vs not-planted comparison of it is read (``auc``: ROC-AUC;
+    ``share``: a rate each side; ``difference``: means each side and the AUC)."""
+
+    metric: str
+    label: str
+    reading: str = "auc"
+
+
+@dataclass(frozen=True)
 class ProbeSpec:
     """A registered probe. ``build``: ``(ProbeContext, **options) -> probe`` (a
     GenerationProbe or a TextProbe, as ``runs`` says). ``part``: ``(store, contrast) -> dict |
     None``, ``report["probes"][name]``; ``section``: ``(part, report) -> Section``; ``tidy``:
     ``part -> {table name: rows}``; ``p_values``: (the part's list of rows, its p column) for
-    Holm's correction within each model's probe family, or None."""
+    Holm's correction within each model's probe family, or None; ``measures``: what the probe
+    validation (harness.report.validation) compares on planted and not-planted items."""
 
     name: str
     summary: str  # one line for ``contam probe --help``
@@ -69,6 +81,7 @@ class ProbeSpec:
     figures: tuple[ProbeFigure, ...] = ()
     p_values: tuple[str, str] | None = None
     runs: str = REQUESTS
+    measures: tuple[ProbeMeasure, ...] = ()
 
     @property
     def batchable(self) -> bool:
@@ -105,7 +118,9 @@ _CDD = ProbeSpec(
     **_report_part("harness.report.probe_cdd"),
     figures=(ProbeFigure("fig_probe_cdd", "harness.report.probe_cdd_figure:flagged_shares",
                          "harness.report.probe_cdd_figure:CAPTION"),),
-    p_values=("contrast", "fisher_p"))
+    p_values=("contrast", "fisher_p"),
+    measures=(ProbeMeasure("peakedness", "cdd peakedness"),
+              ProbeMeasure("flagged", "cdd flagged", "share")))
 
 _TS_GUESS = ProbeSpec(
     name="ts-guess",
@@ -116,7 +131,8 @@ _TS_GUESS = ProbeSpec(
     **_report_part("harness.report.probe_tsguess"),
     figures=(ProbeFigure("fig_probe_tsguess", "harness.report.probe_bars:exact_match_rates",
                          "harness.report.probe_bars:TSGUESS_CAPTION"),),
-    p_values=("tests", "fisher_p"))
+    p_values=("tests", "fisher_p"),
+    measures=(ProbeMeasure("exact_match", "ts-guess exact match", "share"),))
 
 _GUIDED = ProbeSpec(
     name="guided",
@@ -135,7 +151,8 @@ _GUIDED = ProbeSpec(
     **_report_part("harness.report.probe_guided"),
     figures=(ProbeFigure("fig_probe_guided", "harness.report.probe_bars:guided_differences",
                          "harness.report.probe_bars:GUIDED_CAPTION"),),
-    p_values=("differences", "p"))
+    p_values=("differences", "p"),
+    measures=(ProbeMeasure("rouge_l_diff", "guided ROUGE-L difference", "difference"),))
 
 _MIN_K = ProbeSpec(
     name="min-k",
@@ -148,7 +165,8 @@ _MIN_K = ProbeSpec(
     figures=(ProbeFigure("fig_probe_min_k", "harness.report.probe_mink_figure:distributions",
                          "harness.report.probe_mink_figure:CAPTION"),),
     p_values=("rows", "mannwhitney_p"),
-    runs=TEXT_LOGPROBS)
+    runs=TEXT_LOGPROBS,
+    measures=(ProbeMeasure("min_k", "Min-K%"), ProbeMeasure("min_k_pp", "Min-K%++")))
 
 PROBES: dict[str, ProbeSpec] = {spec.name: spec for spec in (_CDD, _TS_GUESS, _GUIDED, _MIN_K)}
 

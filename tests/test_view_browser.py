@@ -44,9 +44,12 @@ def _by(kind: str):
 
 
 def _wait(driver, condition, timeout: float = 30):
+    from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
     from selenium.webdriver.support.ui import WebDriverWait
 
-    return WebDriverWait(driver, timeout).until(condition)
+    # A page that reloads itself drops its elements between finding one and reading it: look again.
+    ignored = (NoSuchElementException, StaleElementReferenceException)
+    return WebDriverWait(driver, timeout, ignored_exceptions=ignored).until(condition)
 
 
 def _press(driver, keys: str) -> None:

@@ -29,21 +29,23 @@ from harness.report.probe_mink import CONFIDENCE, RESAMPLES, SEED, auc_interval
 from harness.report.stats import roc_auc_test
 from harness.store import Store
 from harness.store.plantings import configured_models, plantings
+from metrics.probe_registry import PROBES, ProbeMeasure
 
-__all__ = ["build", "section", "caption", "roc_points", "tpr_at_fpr", "TIDY", "MEASURES",
+__all__ = ["build", "section", "caption", "roc_points", "tpr_at_fpr", "TIDY", "MEASURES", "READINGS",
            "ROC_FIGURE", "DOSE_FIGURE", "MAX_FPR"]
 
 MAX_FPR = 0.05
 ROC_FIGURE, DOSE_FIGURE = "fig_validation_roc", "fig_validation_dose"
+# The density study's own accuracy, read from the cells: not a probe, so not in the registry.
+_DENSITY = (ProbeMeasure("right", "density: judged right", "share"),
+            ProbeMeasure("contains", "density: contains", "share"),
+            ProbeMeasure("exact", "density: exact", "share"), ProbeMeasure("bleu2", "density: BLEU-2"))
+# (source, metric) -> how it is read: each probe's own measures (the registry), then the density's.
+READINGS: dict[tuple[str, str], ProbeMeasure] = {
+    **{(spec.name, m.metric): m for spec in PROBES.values() for m in spec.measures},
+    **{("density", m.metric): m for m in _DENSITY}}
 # (source, metric) -> its name in the report; in this order.
-MEASURES = {
-    ("min-k", "min_k"): "Min-K%", ("min-k", "min_k_pp"): "Min-K%++",
-    ("cdd", "peakedness"): "cdd peakedness", ("cdd", "flagged"): "cdd flagged",
-    ("ts-guess", "exact_match"): "ts-guess exact match",
-    ("guided", "rouge_l_diff"): "guided ROUGE-L difference",
-    ("density", "right"): "density: judged right", ("density", "contains"): "density: contains",
-    ("density", "exact"): "density: exact", ("density", "bleu2"): "density: BLEU-2",
-}
+MEASURES = {key: measure.label for key, measure in READINGS.items()}
 
 _PROBE_SQL = """
 SELECT model, item_id, probe AS source, metric, arg_max(value, seq) AS value

@@ -1,20 +1,17 @@
 """The README's table of planted contamination (scripts/plant_experiment.py prints it): per
 measure, what it shows on the base model and on each planted dose, from a store's probe
 validation part (:mod:`harness.report.validation`). A separating measure reads as its ROC-AUC
-with the interval; a share (cdd flagged, ts-guess exact match, density accuracy) as planted vs
-not-planted."""
+with the interval; a share (a probe's flagged or exact-match rate, the density study's accuracy)
+as planted vs not-planted; a difference as each side's mean and the AUC."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from harness.report.validation import MEASURES, build
+from harness.report.validation import MEASURES, READINGS, build
 from harness.store import Store
 
 __all__ = ["markdown_table", "columns"]
-
-_SHARES = {("cdd", "flagged"), ("ts-guess", "exact_match"), ("density", "right"),
-           ("density", "contains"), ("density", "exact")}
 
 
 def markdown_table(store_path: str | Path) -> str:
@@ -58,9 +55,10 @@ def _find(rows: list[dict], measure: tuple, key: tuple) -> dict | None:
 def _cell(measure: tuple, row: dict | None) -> str:
     if row is None:
         return "—"
-    if measure in _SHARES:
+    reading = READINGS[measure].reading
+    if reading == "share":
         return f"{row['planted_mean']:.0%} vs {row['unplanted_mean']:.0%}"
     auc = f"AUC {row['auc']:.2f} [{row['auc_ci_low']:.2f}, {row['auc_ci_high']:.2f}]"
-    if measure == ("guided", "rouge_l_diff"):
+    if reading == "difference":
         return f"{row['planted_mean']:+.3f} vs {row['unplanted_mean']:+.3f} ({auc})"
     return auc

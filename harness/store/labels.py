@@ -10,9 +10,14 @@ from typing import Any
 import duckdb
 
 from harness.errors import UserError, first_line
-from harness.store.store import insert_statement, transaction, utc_now
+from harness.store.store import Store, insert_statement, transaction, utc_now
 
-__all__ = ["append_label_rows"]
+__all__ = ["append_label_rows", "append_labels_to"]
+
+
+def append_labels_to(store: Store, rows: Sequence[Mapping[str, Any]], table: str = "labels") -> int:
+    """:func:`append_label_rows` on an open store's own connection (the view's kept writer)."""
+    return append_label_rows(store.con, rows, table)
 
 
 _TABLES = ("labels", "label_sessions")  # a rater's labels, and the seed that orders their cells

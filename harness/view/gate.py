@@ -26,7 +26,7 @@ from typing import Any
 from harness.errors import UserError
 from harness.store import access
 from harness.store.discovery import find_holder
-from harness.store.labels import append_label_rows
+from harness.store.labels import append_labels_to
 from harness.store.store import Store, StoreInUse
 from harness.store.wanted import HOLD_OFF_S, last_asked
 
@@ -83,7 +83,7 @@ class StoreGate:
         with self.lock:
             kept = self._keep()
             if kept is not None and not kept.read_only:
-                return append_label_rows(kept.con, rows, table)
+                return append_labels_to(kept, rows, table)
             self.let_go()  # DuckDB lets this process write only once its reader is closed
             return access.append_labels(self.path, rows, table)
 

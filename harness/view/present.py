@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness.report.format import is_missing
+from harness.store.raters import ADJUDICATOR
 from harness.view.labelling import Screen
 from harness.view.queue import Progress
 
@@ -39,7 +40,7 @@ def onward_links(mode: str, *, own_link: bool, blind: bool) -> list[tuple[str, s
     """Where a finished desk leads: a rater's own link only back to its desk (new answers may
     come); a blind desk to nothing that names a model; otherwise to what comes next."""
     if mode == "adjudicate":
-        return [("/report?human=human:adjudicated", "Read the report on the settled labels"),
+        return [(f"/report?human={ADJUDICATOR}", "Read the report on the settled labels"),
                 ("/agree", "See how the raters agree")]
     if own_link:
         return [("/label", "Look for new cells")]

@@ -16,7 +16,7 @@ from harness.view.gate import StoreGate
 
 __all__ = ["ReportPages", "Built", "RaterSide", "rater_sides"]
 
-Key = tuple[Any, ...]  # the store's version and the raters and contrast asked for
+BuildKey = tuple[Any, ...]  # the store's version and the raters and contrast asked for
 
 
 @dataclass(frozen=True)
@@ -37,8 +37,8 @@ class ReportPages:
     def __init__(self, gate: StoreGate) -> None:
         self.gate = gate
         self._lock = threading.Lock()
-        self._built: tuple[Key, Built] | None = None
-        self._building: Key | None = None
+        self._built: tuple[BuildKey, Built] | None = None
+        self._building: BuildKey | None = None
 
     def get(self, *, human: str | None = None, judge: str | None = None,
             contrast: str | None = None) -> Built | None:
@@ -52,7 +52,7 @@ class ReportPages:
                 threading.Thread(target=self._build, args=(key,), daemon=True).start()
             return None
 
-    def _build(self, key: Key) -> None:
+    def _build(self, key: BuildKey) -> None:
         try:
             built = _build(self.gate, *key[1:])
         except UserError as exc:
