@@ -105,7 +105,7 @@ def test_batch_progress_plain_lines_give_the_rate_in_the_task_unit(capsys, monke
         advance(6)  # the last: the job prints its own summary line, not a progress line
     lines = capsys.readouterr().err.splitlines()
     assert len(lines) == 1 and lines[0].startswith("bertscore_f1: 4/10 (")
-    assert re.search(r" [\d,]+ pairs/s, [\d,]+ s left\)$", lines[0]), lines[0]
+    assert re.search(r"\([\d,]+ pairs/s, [\d,]+ s left\)$", lines[0]), lines[0]
 
 
 def test_batch_progress_notes_show_control_characters_as_escapes(capsys):
