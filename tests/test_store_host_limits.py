@@ -4,6 +4,8 @@ line pointing to a read after the run; `contam sql --help` states the limits."""
 
 from __future__ import annotations
 
+import os
+import threading
 import time
 
 import httpx
@@ -85,3 +87,40 @@ def test_contam_sql_help_states_the_limits(capsys):
     text = " ".join(capsys.readouterr().out.split())
     assert f"after {host_module.READ_LIMIT_S:.0f} s" in text
     assert f"over {host_module.MAX_ROWS:,} rows or {host_module.MAX_BYTES >> 20} MiB" in text
+
+
+def test_readers_are_worked_on_two_at_a_time_each_on_a_niced_thread(hosted, monkeypatch):
+    """Issue 30 item 5: six readers at once take at most two worker threads, each lowered to
+    nice 10, so the job's own threads keep the cores (bench_reads.py part 3 measures the run)."""
+    path, host = hosted
+    real, lock = host._read, threading.Condition()
+    seen = {"inside": 0, "peak": 0, "nice": []}
+
+    def watched(sql, params, watch):
+        with lock:
+            seen["inside"] += 1
+            seen["peak"] = max(seen["peak"], seen["inside"])
+            seen["nice"].append(os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))
+            lock.notify_all()
+            lock.wait_for(lambda: seen["inside"] >= 2, timeout=2)  # let a second reader in
+        try:
+            return real(sql, params, watch)
+        finally:
+            with lock:
+                seen["inside"] -= 1
+
+    monkeypatch.setattr(host, "_read", watched)
+    answers = []
+
+    def read() -> None:
+        with HostReader(path, host.holder) as reader:
+            answers.append(reader.query("SELECT 7"))
+
+    threads = [threading.Thread(target=read) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert answers == [[(7,)]] * 6
+    assert seen["peak"] == 2 and len(seen["nice"]) == 6
+    assert min(seen["nice"]) >= 10  # the worker thread's own nice value, not the process's
