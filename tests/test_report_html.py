@@ -55,7 +55,18 @@ def _palette(css: str) -> dict[str, str]:
     return dict(re.findall(r"(--[\w-]+):\s*([^;]+);", css.split("}", 1)[0]))
 
 
-def test_the_reports_palette_is_the_views():
-    report = _palette((TEMPLATES / "layout.css").read_text("utf-8"))
+def test_the_view_and_the_report_share_one_layout_stylesheet(tmp_path):
+    """layout.css is the one palette and page frame: inlined by report.html, linked first by every
+    view page (served as /layout.css), and never declared again in the view's own stylesheet."""
+    from tests.viewkit import build_view_store, view_client
+
+    layout = (TEMPLATES / "layout.css").read_text("utf-8")
     view = _palette((ROOT / "harness/view/static/view.css").read_text("utf-8"))
-    assert report and all(view[name] == value for name, value in report.items())
+    assert _palette(layout) and not set(_palette(layout)) & set(view)
+    store = build_view_store(tmp_path / "s.duckdb", items=2)
+    client = view_client(store)
+    page = client.get("/").text
+    assert page.index('href="/layout.css"') < page.index('href="/static/view.css"')
+    assert client.get("/layout.css").text == layout
+
+

@@ -72,6 +72,7 @@ class View:
             Route("/", self.browse), Route("/label", self.label), Route("/cell", self.cell),
             Route("/adjudicate", self.adjudicate), Route("/agree", self.agree),
             Route("/report", self.report), Route("/report.css", self.report_css),
+            Route("/layout.css", self.layout_css),
             Route("/api/progress", self.live_progress),
             Route("/api/label/{action}", self.label_action, methods=["POST"]),
             Route("/api/adjudicate/{action}", self.adjudicate_action, methods=["POST"]),
@@ -138,6 +139,9 @@ class View:
 
     def report_css(self, request: Request) -> Response:
         return Response(REPORT_CSS, media_type="text/css")
+
+    def layout_css(self, request: Request) -> Response:
+        return Response(LAYOUT_CSS, media_type="text/css")
 
     def live_progress(self, request: Request) -> Response:
         """The running job's counters and, while one runs (or when ``?answers=1`` asks, as the
@@ -211,6 +215,7 @@ def _answer_rows(store: Any) -> int:
 
 
 REPORT_CSS = (report_html.TEMPLATES / "report.css").read_text(encoding="utf-8")
+LAYOUT_CSS = (report_html.TEMPLATES / "layout.css").read_text(encoding="utf-8")  # every page's
 
 
 async def _json(request: Request) -> dict[str, Any]:
