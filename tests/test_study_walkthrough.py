@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
+import struct
 from pathlib import Path
 
 import pytest
 
 from harness.store import Store
-from tests.walkthroughkit import Walkthrough, bash_block, section
+from tests.walkthroughkit import ROOT, Walkthrough, bash_block, section
 
 PYTHON_APIS = bash_block("### A second worked study")
 EMULATOR = bash_block("### `contam run`", after="Try it without keys against the emulator")
@@ -73,6 +75,42 @@ def test_the_python_apis_walkthrough_as_written_ends_in_its_report(walk):
     table = readme_table("### A second worked study")
     assert {m: [shares[m][t] for t in ("popular", "niche", "obscure")] for m in shares} == table
     _the_views_report_is_the_same_study(Path("runs/python-apis.duckdb"))
+    _the_readmes_transcript_is_what_it_printed(walk)
+    _the_readmes_figure_is_a_png_like_the_one_written(Path("runs/python-apis-report/fig5_exposure.png"))
+
+
+def transcript(heading: str) -> list[tuple[str, str]]:
+    """The ``$ command`` lines of the first ```text block of ``heading``'s section, each with the
+    lines printed under it."""
+    block = re.search(r"```text\n(.*?)```", section(heading), re.DOTALL).group(1)
+    return [(command, printed.strip("\n")) for command, printed in
+            re.findall(r"^\$ (.*)\n((?:(?!\$ ).*\n)*)", block, re.MULTILINE)]
+
+
+def _the_readmes_transcript_is_what_it_printed(walk: Walkthrough) -> None:
+    """Each transcribed command is a line of the walkthrough, and what the README shows under it
+    is what that step printed now (stdout, then stderr, as a terminal shows them)."""
+    shown = transcript("### A second worked study")
+    assert [shlex.split(command)[1] for command, _ in shown] == ["report", "sql"]
+    walked = [shlex.split(line, comments=True) for line in PYTHON_APIS]
+    for command, printed in shown:
+        assert shlex.split(command) in walked, command
+        step = walk.step(shlex.split(command)[1])
+        assert printed == (step.out + step.err).strip("\n"), command
+
+
+def _png_size(data: bytes) -> tuple[int, int]:
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and data[12:16] == b"IHDR"  # a PNG, its header first
+    return struct.unpack(">II", data[16:24])
+
+
+def _the_readmes_figure_is_a_png_like_the_one_written(written: Path) -> None:
+    """The section's image is a PNG in docs/, the size of the Exposure figure the report drew."""
+    [link] = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", section("### A second worked study"))
+    assert link.startswith("docs/") and link.endswith(".png")
+    image = ROOT / link
+    assert image.is_file() and image.stat().st_size < 300_000
+    assert _png_size(image.read_bytes()) == _png_size(written.read_bytes())
 
 
 def _the_views_report_is_the_same_study(store: Path) -> None:

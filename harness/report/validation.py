@@ -47,8 +47,10 @@ READINGS: dict[tuple[str, str], ProbeMeasure] = {
 # (source, metric) -> its name in the report; in this order.
 MEASURES = {key: measure.label for key, measure in READINGS.items()}
 
+# arg_max_null, not arg_max: a latest row stored as NULL (nothing to score) is no score, where
+# arg_max would skip it and return an older row's value.
 _PROBE_SQL = """
-SELECT model, item_id, probe AS source, metric, arg_max(value, seq) AS value
+SELECT model, item_id, probe AS source, metric, arg_max_null(value, seq) AS value
 FROM latest_probe_scores WHERE list_contains($models, model) GROUP BY ALL
 """
 
