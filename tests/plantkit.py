@@ -8,6 +8,8 @@ import csv
 import re
 from pathlib import Path
 
+from tests.tiny_lm import tiny_model_folder
+
 __all__ = ["item_words", "tiny_folder", "plant_config", "write_items"]
 
 CHAT_TEMPLATE = ("{% for message in messages %}{{ message['role'] }} : {{ message['content'] }} "
@@ -26,25 +28,9 @@ def item_words(items_csv: Path) -> list[str]:
 
 def tiny_folder(folder: Path, words: list[str], *, seed: int = 0) -> Path:
     """A two-layer Llama over ``words`` (plus chat roles) saved to ``folder``; returns it."""
-    import torch
-    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers
-    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
-
-    extra = ["system", "user", "assistant", ":", "\n"]
-    vocab = {w: i for i, w in enumerate(dict.fromkeys(["[UNK]", "<s>", "</s>", *extra, *words]))}
-    backend = Tokenizer(models.WordLevel(vocab=vocab, unk_token="[UNK]"))
-    backend.normalizer = normalizers.Lowercase()
-    backend.pre_tokenizer = pre_tokenizers.Whitespace()
-    tokenizer = PreTrainedTokenizerFast(tokenizer_object=backend, unk_token="[UNK]",
-                                        bos_token="<s>", eos_token="</s>")
-    tokenizer.chat_template = CHAT_TEMPLATE
-    torch.manual_seed(seed)
-    config = LlamaConfig(vocab_size=len(vocab), hidden_size=32, intermediate_size=64,
-                         num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=2,
-                         bos_token_id=1, eos_token_id=2)
-    LlamaForCausalLM(config).save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return folder
+    roles = ["system", "user", "assistant", ":", "\n"]
+    return tiny_model_folder(folder, seed=seed, chat=True, words=[*roles, *words],
+                             template=CHAT_TEMPLATE, layers=2, hidden=32)
 
 
 def write_items(path: Path, count: int = 12) -> Path:

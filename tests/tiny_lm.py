@@ -18,23 +18,25 @@ WORDS = ("pokémon red blue brown which badge does brock award after his defeat 
 CHAT_TEMPLATE = "{% for message in messages %}{{ message['content'] }} {% endfor %}"
 
 
-def tiny_model_folder(folder: Path, *, seed: int = 0, chat: bool = False) -> Path:
-    """Writes the tokenizer and the model to ``folder`` (created) and returns it."""
+def tiny_model_folder(folder: Path, *, seed: int = 0, chat: bool = False, words=WORDS,
+                      template: str = CHAT_TEMPLATE, layers: int = 1, hidden: int = 16) -> Path:
+    """Writes the tokenizer (over ``words``) and the model to ``folder`` (created) and returns
+    it; ``chat``: with ``template`` as its chat template."""
     import torch
     from tokenizers import Tokenizer, models, normalizers, pre_tokenizers
     from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
-    vocab = {word: i for i, word in enumerate(["[UNK]", "<s>", "</s>", *WORDS])}
+    vocab = {word: i for i, word in enumerate(dict.fromkeys(["[UNK]", "<s>", "</s>", *words]))}
     backend = Tokenizer(models.WordLevel(vocab=vocab, unk_token="[UNK]"))
     backend.normalizer = normalizers.Lowercase()
     backend.pre_tokenizer = pre_tokenizers.Whitespace()
     tokenizer = PreTrainedTokenizerFast(tokenizer_object=backend, unk_token="[UNK]",
                                         bos_token="<s>", eos_token="</s>")
     if chat:
-        tokenizer.chat_template = CHAT_TEMPLATE
+        tokenizer.chat_template = template
     torch.manual_seed(seed)
-    config = LlamaConfig(vocab_size=len(vocab), hidden_size=16, intermediate_size=32,
-                         num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=2,
+    config = LlamaConfig(vocab_size=len(vocab), hidden_size=hidden, intermediate_size=2 * hidden,
+                         num_hidden_layers=layers, num_attention_heads=2, num_key_value_heads=2,
                          bos_token_id=1, eos_token_id=2)
     LlamaForCausalLM(config).save_pretrained(folder)
     tokenizer.save_pretrained(folder)
