@@ -146,35 +146,29 @@ def _raters(store: Store, where: str) -> list[tuple[str, int]]:
 
 
 def _human_rater(store: Store, wanted: str | None, notes: list) -> str | None:
-    """``wanted``, else the human rater who labelled the most cells (ties: the first by name)."""
-    counted = _raters(store, HUMAN_RATER_SQL)
-    raters = [r for r, _ in counted]
-    if wanted:
-        if wanted not in raters:
-            raise UserError(f"--human {wanted!r}: no such rater (human raters: {', '.join(raters) or 'none'})")
-        return wanted
-    if not raters:
-        return None
-    chosen = min(counted, key=lambda r: (-r[1], r[0]))[0]
-    if len(raters) > 1:
-        notes.append({"section": "human_rater", "reason": f"several human raters ({', '.join(raters)}); "
-                      f"accuracy uses {chosen!r}, the one with most labels (choose with --human)"})
-    return chosen
+    return _chosen_rater(store, HUMAN_RATER_SQL, "human", wanted, notes, "accuracy uses")
 
 
 def _judge_rater(store: Store, wanted: str | None, notes: list) -> str | None:
-    raters = _raters(store, JUDGE_RATER_SQL)
-    names = [r for r, _ in raters]
+    return _chosen_rater(store, JUDGE_RATER_SQL, "judge", wanted, notes, "using")
+
+
+def _chosen_rater(store: Store, sql: str, side: str, wanted: str | None, notes: list,
+                  use: str) -> str | None:
+    """``wanted``, else the ``side`` (human or judge) rater who labelled the most cells (ties:
+    the first by name), with a note naming the others."""
+    counted = _raters(store, sql)
+    names = [r for r, _ in counted]
     if wanted:
         if wanted not in names:
-            raise UserError(f"--judge {wanted!r}: no such rater (judge raters: {', '.join(names) or 'none'})")
+            raise UserError(f"--{side} {wanted!r}: no such rater ({side} raters: {', '.join(names) or 'none'})")
         return wanted
-    if not raters:
+    if not names:
         return None
-    chosen = min(raters, key=lambda r: (-r[1], r[0]))[0]
-    if len(raters) > 1:
-        notes.append({"section": "judge_rater", "reason": f"several judge raters ({', '.join(names)}); "
-                      f"using {chosen!r}, the one with most labels (choose with --judge)"})
+    chosen = min(counted, key=lambda r: (-r[1], r[0]))[0]
+    if len(names) > 1:
+        notes.append({"section": f"{side}_rater", "reason": f"several {side} raters ({', '.join(names)}); "
+                      f"{use} {chosen!r}, the one with most labels (choose with --{side})"})
     return chosen
 
 
