@@ -12,12 +12,12 @@ from matplotlib.figure import Figure
 
 from harness.report.figure_style import COLUMN, FULL, grid
 from harness.report.figures import export_drawn
-from harness.report.validation import DOSE_FIGURE, MEASURES, ROC_FIGURE, section
+from harness.report.validation import DOSE_FIGURE, MEASURES, READINGS, ROC_FIGURE, section
 
 __all__ = ["roc_curves", "auc_by_dose", "draw", "export"]
 
-_AUC_MEASURES = [label for (source, metric), label in MEASURES.items() if source != "density"
-                 or metric == "bleu2"]
+# Every measure but the density study's accuracy shares (read from the registry's readings)
+_AUC_MEASURES = [m.label for (source, _), m in READINGS.items() if source != "density" or m.reading != "share"]
 
 
 def roc_curves(report: dict) -> Figure:
