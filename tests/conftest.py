@@ -17,14 +17,27 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 
-@pytest.fixture(scope="session", autouse=True)
-def converted_models_cache():
-    """Converted local models go to a folder of this session's, removed at the end (each copy is
-    about half a gigabyte), never to the user's cache."""
-    folder = tempfile.mkdtemp(prefix="contam-models-")
-    os.environ["CONTAM_CACHE_DIR"] = folder
-    yield Path(folder)
-    shutil.rmtree(folder, ignore_errors=True)
+MODELS_FOLDER = pytest.StashKey[str]()
+
+
+def pytest_configure(config):
+    """Converted local models go to one folder of this test run's (each copy is about half a
+    gigabyte), never to the user's cache, removed at the end. It is made before pytest-xdist
+    starts its workers, which inherit it: a model is converted once per run, not per worker."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        return  # a worker: the folder is its controller's
+    config.stash[MODELS_FOLDER] = os.environ["CONTAM_CACHE_DIR"] = tempfile.mkdtemp(
+        prefix="contam-models-")
+
+
+def pytest_unconfigure(config):
+    if MODELS_FOLDER in config.stash:
+        shutil.rmtree(config.stash[MODELS_FOLDER], ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def converted_models_cache() -> Path:
+    return Path(os.environ["CONTAM_CACHE_DIR"])
 
 
 @pytest.fixture(autouse=True)
