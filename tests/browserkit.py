@@ -8,12 +8,10 @@ Debian packages with apt-get).
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
-import pytest
-
 from scripts.viewserver import CHROMEDRIVER, CHROMIUM, ViewServer, chromium
+from tests.missing import skip_or_fail
 
 __all__ = ["require_browser", "chromium", "ViewServer", "axe_violations"]
 
@@ -21,9 +19,7 @@ AXE = Path(__file__).resolve().parent.parent / "build/axe/node_modules/axe-core/
 
 
 def _skip_or_fail(reason: str) -> None:
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(f"browser tests cannot run: {reason}", pytrace=False)
-    pytest.skip(reason)
+    skip_or_fail(f"browser tests cannot run: {reason}")
 
 
 def axe_violations(driver) -> dict[str, int]:

@@ -19,6 +19,7 @@ from harness.report.analysis import build_report
 from harness.report.format import md_cell
 from harness.report.render import note_heading
 from harness.report.tables import latex_text
+from tests.missing import skip_or_fail
 from tests.test_analysis import ITEMS, make_store, small_store
 
 HOSTILE = "$x^2$ <script>alert(1)</script> | `tick` & [a](javascript:b) 100%_#{}~\\"
@@ -149,8 +150,10 @@ def assert_booktabs(tex: str) -> None:
     assert all(line.count("$") % 2 == 0 for line in tex.splitlines())  # math mode always closed
 
 
-@pytest.mark.skipif(shutil.which("pdflatex") is None, reason="pdflatex is not installed")
 def test_latex_tables_compile(paper_out, tmp_path):
+    if shutil.which("pdflatex") is None:
+        skip_or_fail("pdflatex is not installed (apt-get install texlive-latex-base "
+                     "texlive-latex-recommended)")
     document = tmp_path / "tables.tex"
     inputs = "\n".join(rf"\input{{{p}}}" for p in sorted((paper_out / "tables").glob("*.tex")))
     document.write_text("\\documentclass{article}\n\\usepackage[T1]{fontenc}\n\\usepackage{booktabs}\n"

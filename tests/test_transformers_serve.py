@@ -27,6 +27,7 @@ from harness.jobs.demo import demo_items_path
 from harness.store import Store
 from providers.local import DEFAULT_LOCAL_MODEL, LocalProvider
 from providers.local_cache import find_converted
+from tests.missing import skip_or_fail
 
 pytestmark = pytest.mark.slow
 START_LIMIT_S = 240.0
@@ -34,10 +35,7 @@ START_LIMIT_S = 240.0
 
 def cannot_start(reason: str) -> None:
     """One line saying why; a failure under CI, where the server must run."""
-    message = f"transformers serve cannot start: {reason}"
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(message, pytrace=False)
-    pytest.skip(message)
+    skip_or_fail(f"transformers serve cannot start: {reason}")
 
 
 def converted_folder() -> Path:
