@@ -68,5 +68,3 @@ def test_the_view_and_the_report_share_one_layout_stylesheet(tmp_path):
     page = client.get("/").text
     assert page.index('href="/layout.css"') < page.index('href="/static/view.css"')
     assert client.get("/layout.css").text == layout
-
-

@@ -71,8 +71,8 @@ class View:
         return [
             Route("/", self.browse), Route("/label", self.label), Route("/cell", self.cell),
             Route("/adjudicate", self.adjudicate), Route("/agree", self.agree),
-            Route("/report", self.report), Route("/report.css", self.report_css),
-            Route("/layout.css", self.layout_css),
+            Route("/report", self.report),
+            _report_stylesheet("report.css"), _report_stylesheet("layout.css"),  # every page's
             Route("/api/progress", self.live_progress),
             Route("/api/label/{action}", self.label_action, methods=["POST"]),
             Route("/api/adjudicate/{action}", self.adjudicate_action, methods=["POST"]),
@@ -136,12 +136,6 @@ class View:
         if built.error:
             return self.error(request, built.error, built.status)
         return self.page(request, "report_page.html", built=built)
-
-    def report_css(self, request: Request) -> Response:
-        return Response(REPORT_CSS, media_type="text/css")
-
-    def layout_css(self, request: Request) -> Response:
-        return Response(LAYOUT_CSS, media_type="text/css")
 
     def live_progress(self, request: Request) -> Response:
         """The running job's counters and, while one runs (or when ``?answers=1`` asks, as the
@@ -214,8 +208,13 @@ def _answer_rows(store: Any) -> int:
     return store_version(store, ("answers",))[0]  # append-only: more rows, new answers
 
 
-REPORT_CSS = (report_html.TEMPLATES / "report.css").read_text(encoding="utf-8")
-LAYOUT_CSS = (report_html.TEMPLATES / "layout.css").read_text(encoding="utf-8")  # every page's
+def _report_stylesheet(name: str) -> Route:
+    """``/NAME``: the report's stylesheet ``report/templates/NAME``, read once."""
+    css = (report_html.TEMPLATES / name).read_text(encoding="utf-8")
+
+    async def stylesheet(request: Request) -> Response:
+        return Response(css, media_type="text/css")
+    return Route(f"/{name}", stylesheet)
 
 
 async def _json(request: Request) -> dict[str, Any]:
