@@ -229,7 +229,8 @@ def test_the_exposure_walkthrough_as_written_gives_the_readmes_numbers(walk):
 def test_the_min_k_example_as_written_gives_the_readmes_roc_auc(walk):
     """`contam probe min-k examples/min-k.toml` (the README's runnable line; the other shows the
     options), then the report, whose ROC-AUCs the README states."""
-    [line] = [line for line in bash_block("### `min-k`", doc=PAGE["### `min-k`"]) if "examples/min-k.toml" in line]
+    block = bash_block("### `min-k`", doc=PAGE["### `min-k`"])
+    [line] = [line for line in block if "examples/min-k.toml" in line]
     walk.follow([line, "contam report --store runs/min-k.duckdb --format json"])
     assert "smollm2-135m-instruct: 18/18 texts scored" in walk.step("probe").out
     rows = {row["metric"]: row for row in json.loads(walk.step("report").out)["probes"]["min-k"]["rows"]}
