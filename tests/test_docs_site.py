@@ -1,0 +1,57 @@
+"""The documentation site (mkdocs.yml, docs/): `mkdocs build --strict` succeeds into a temporary
+folder, every page is in the nav, and the built pages fetch nothing from elsewhere (no script,
+style or font by an http(s) URL), so the site works offline."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+# Generated on other branches (the parser's and the settings' reference); stubbed until they arrive.
+ARRIVING = ("reference/cli.md", "reference/config.md")
+EXTERNAL = re.compile(r"""(?:<script[^>]+src|<link[^>]+href|@import|url\()\s*=?\s*["']?(?:https?:)?//""", re.I)
+
+
+def nav_pages() -> set[str]:
+    return set(re.findall(r":\s*([\w./-]+\.md)\s*$", (ROOT / "mkdocs.yml").read_text("utf-8"), re.M))
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> Path:
+    work = tmp_path_factory.mktemp("docs-site")
+    shutil.copytree(ROOT / "docs", work / "docs")
+    for page in ARRIVING:
+        if not (work / "docs" / page).exists():
+            (work / "docs" / page).write_text(f"# {page}\n\nArrives from another branch.\n", encoding="utf-8")
+    shutil.copy(ROOT / "mkdocs.yml", work / "mkdocs.yml")
+    built = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(work / "site")],
+                           cwd=work, capture_output=True, text=True, timeout=300,
+                           env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+    assert built.returncode == 0, built.stderr[-3000:]
+    return work / "site"
+
+
+def test_the_site_builds_strictly_with_a_page_for_every_nav_entry(site):
+    for page in nav_pages():
+        assert (site / page.replace(".md", ".html")).is_file(), page
+
+
+def test_every_page_in_docs_is_in_the_nav():
+    pages = {p.relative_to(ROOT / "docs").as_posix() for p in (ROOT / "docs").rglob("*.md")}
+    assert pages <= nav_pages(), sorted(pages - nav_pages())
+
+
+def test_the_built_pages_fetch_no_script_style_or_font_from_elsewhere(site):
+    built = [*site.rglob("*.html"), *site.rglob("*.css"), *site.rglob("*.js")]
+    assert any(p.suffix == ".html" for p in built)
+    for path in built:
+        text = path.read_text(encoding="utf-8", errors="replace")
+        assert not EXTERNAL.search(text), (path.relative_to(site), EXTERNAL.search(text).group(0))
+        assert "fonts.googleapis" not in text and "fonts.gstatic" not in text, path
