@@ -83,7 +83,7 @@ def _fresh_store_relations() -> tuple[dict[str, str], dict[str, list[tuple[str, 
 
 def architecture_tables() -> dict[str, str]:
     """ARCHITECTURE.md's store table: each table name to what one row is."""
-    text = (ROOT / "ARCHITECTURE.md").read_text(encoding="utf-8").split("## The store", 1)[1]
+    text = (ROOT / "ARCHITECTURE.md").read_text(encoding="utf-8").split("\n## The store\n", 1)[1].split("\n## ", 1)[0]
     meanings = {}
     for names, meaning in re.findall(r"^\| (`[^|]+`) \| (.+) \|$", text, re.M):
         for name in re.findall(r"`(\w+)`", names):

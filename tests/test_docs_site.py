@@ -4,18 +4,14 @@ style or font by an http(s) URL), so the site works offline."""
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from scripts.docs_site import build_site
+
 ROOT = Path(__file__).resolve().parent.parent
-# Generated on other branches (the parser's and the settings' reference); stubbed until they arrive.
-ARRIVING = ("reference/cli.md", "reference/config.md")
 EXTERNAL = re.compile(r"""(?:<script[^>]+src|<link[^>]+href|@import|url\()\s*=?\s*["']?(?:https?:)?//""", re.I)
 
 
@@ -26,14 +22,7 @@ def nav_pages() -> set[str]:
 @pytest.fixture(scope="module")
 def site(tmp_path_factory) -> Path:
     work = tmp_path_factory.mktemp("docs-site")
-    shutil.copytree(ROOT / "docs", work / "docs")
-    for page in ARRIVING:
-        if not (work / "docs" / page).exists():
-            (work / "docs" / page).write_text(f"# {page}\n\nArrives from another branch.\n", encoding="utf-8")
-    shutil.copy(ROOT / "mkdocs.yml", work / "mkdocs.yml")
-    built = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(work / "site")],
-                           cwd=work, capture_output=True, text=True, timeout=300,
-                           env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+    built = build_site(work)  # strict; the reference pages other branches generate are stubbed
     assert built.returncode == 0, built.stderr[-3000:]
     return work / "site"
 
