@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from scripts.docs_site import build_site
+from scripts.docs_site import ARRIVING, build_site
 
 ROOT = Path(__file__).resolve().parent.parent
 EXTERNAL = re.compile(r"""(?:<script[^>]+src|<link[^>]+href|@import|url\()\s*=?\s*["']?(?:https?:)?//""", re.I)
@@ -44,3 +44,12 @@ def test_the_built_pages_fetch_no_script_style_or_font_from_elsewhere(site):
         text = path.read_text(encoding="utf-8", errors="replace")
         assert not EXTERNAL.search(text), (path.relative_to(site), EXTERNAL.search(text).group(0))
         assert "fonts.googleapis" not in text and "fonts.gstatic" not in text, path
+
+
+def test_the_readme_is_a_front_page_whose_links_reach_files():
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(text.splitlines()) <= 250
+    links = re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", text)
+    assert sum(link.startswith("docs/") for link in links) >= 10
+    for link in links:
+        assert (ROOT / link).is_file() or link.removeprefix("docs/") in ARRIVING, link
