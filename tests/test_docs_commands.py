@@ -7,6 +7,7 @@ that runs until Ctrl-C)."""
 from __future__ import annotations
 
 import re
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,7 +16,8 @@ import pytest
 from tests.walkthroughkit import README, ROOT, Walkthrough
 
 PAGES = [README, *sorted((ROOT / "docs").rglob("*.md"))]
-BLOCK = re.compile(r"(?:^<!-- (run by|not run:) (.*?) -->\n)?^```(?:bash|sh)\n(.*?)^```", re.M | re.S)
+# a block may sit indented in a list item; its marker is the line right above it
+BLOCK = re.compile(r"(?:^ *<!-- (run by|not run:) (.*?) -->\n)?^ *```(?:bash|sh)\n(.*?)^ *```", re.M | re.S)
 
 
 @dataclass(frozen=True)
@@ -32,7 +34,7 @@ class Block:
 
 
 def command_blocks() -> list[Block]:
-    return [Block(page, marker or None, note, tuple(body.splitlines()))
+    return [Block(page, marker or None, note, tuple(textwrap.dedent(body).splitlines()))
             for page in PAGES
             for marker, note, body in BLOCK.findall(page.read_text(encoding="utf-8"))]
 
