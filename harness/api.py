@@ -58,7 +58,7 @@ def cells(*, store: str | Path = DEFAULT_STORE) -> pd.DataFrame:
         return opened.query_df("SELECT * FROM cells ORDER BY item_id, model")
 
 
-@dataclass(kw_only=True)
+@dataclass(frozen=True, kw_only=True)
 class MinKOptions(JobOptions):
     """The options of :func:`probe_min_k`: a lane job's, and k (``--k``)."""
 

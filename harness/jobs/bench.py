@@ -86,24 +86,6 @@ class BenchSettings:
     handle_signals: bool = True
 
 
-@dataclass(kw_only=True)
-class BenchOptions:
-    """``contam bench``'s flags, by the same names."""
-
-    config: str | None = None
-    emulator: bool = False
-    requests: int | None = None
-    concurrency: int | None = None
-    latency_ms: float | None = None
-    rpm: float | None = None
-    model_rpm: float | None = None
-    models: list[str] | None = None
-    no_floor: bool = False
-    format: str = "table"
-    store: str | None = None
-    no_progress: bool = False
-
-
 @dataclass(frozen=True)
 class BenchResult:
     report: dict[str, Any]

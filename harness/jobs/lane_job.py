@@ -29,6 +29,7 @@ from harness.config import ModelSpec, RunConfig, load_config
 from harness.engine.writer import BatchWriter
 from harness.errors import UserError
 from harness.jobs.live import LiveBoard, serving_reads
+from harness.jobs.options.lane import JobOptions
 from harness.logs import run_log
 from harness.store import DEFAULT_STORE, Store, utc_now
 from providers.registry import missing_key
@@ -38,20 +39,6 @@ log = logging.getLogger(__name__)
 __all__ = ["JobOptions", "JobResult", "run_lanes", "run_job", "import_config_items",
            "refuse_missing_keys", "new_run_id", "interrupted_line", "run_row", "recorded_run",
            "harness_version", "failure_lines", "recovered_lines"]
-
-
-@dataclass(kw_only=True)
-class JobOptions:
-    """What a run or a judge pass is told besides the config. The CLI sets the first three;
-    tests, the demo and benchmarks set the rest."""
-
-    limit: int | None = None  # the first N items (in file order) per model; judge: N labels
-    no_progress: bool = False
-    models: list[str] | None = None  # --models a,b; None: all
-    console: Console | None = None  # where the live display goes (stdout)
-    provider_factory: ProviderFactory | None = None  # None: providers.registry.create_provider
-    handle_signals: bool = True  # SIGINT/SIGTERM drain the run (main thread only)
-    live: LiveBoard | None = None  # the store host's progress (harness.jobs.live): shown the lanes
 
 
 @dataclass(kw_only=True)
