@@ -114,18 +114,7 @@ def bench(options: BenchOptions) -> BenchResult:
 
 
 def _settings(options: BenchOptions) -> BenchSettings:
-    if options.emulator == bool(options.config):
-        raise UserError("contam bench: give either a CONFIG file or --emulator")
-    if not options.emulator and (options.latency_ms is not None or options.rpm or options.model_rpm):
-        raise UserError("contam bench: --latency-ms, --rpm and --model-rpm apply to --emulator only")
-    if options.emulator and options.models:
-        raise UserError("contam bench: --models selects from a CONFIG file, not --emulator's models")
-    for name in ("requests", "concurrency", "rpm", "model_rpm"):
-        value = getattr(options, name)
-        if value is not None and value <= 0:
-            raise UserError(f"--{name.replace('_', '-')} must be a positive number, not {value:g}")
-    if options.latency_ms is not None and options.latency_ms < 0:
-        raise UserError(f"--latency-ms must not be negative, not {options.latency_ms:g}")
+    options.check()
     concurrency = options.concurrency or (DEFAULT_CONCURRENCY if options.emulator else None)
     return BenchSettings(
         requests=options.requests or DEFAULT_REQUESTS, concurrency=concurrency,

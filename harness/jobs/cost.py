@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.declare import flag_of
 from harness.errors import UserError
 from harness.jobs.options.cost import CostOptions, parse_price
 from harness.store import DEFAULT_STORE, Store
@@ -58,7 +59,7 @@ class CostResult:
                  f"{'synchronous':>12} {'batch':>10}"]
         for c in self.costs:
             money = (f"{c.sync:>12.4f} {c.batch:>10.4f}" if c.sync is not None and c.batch is not None
-                     else f"{'no --price':>12} {'-':>10}")
+                     else f"{'no ' + flag_of(CostOptions, 'prices'):>12} {'-':>10}")
             lines.append(f"{c.model:<24} {c.cells:>7} {c.input_tokens:>11.0f} "
                          f"{c.output_tokens:>11.0f} {money}")
         priced = [c for c in self.costs if c.sync is not None and c.batch is not None]

@@ -24,11 +24,11 @@ from harness import __version__
 from harness.display import open_progress
 from harness.engine.batch_lane import BatchLane
 from harness.engine.counters import LaneStats
-from harness.engine.lanes import Accept, Engine, Lane, ProviderFactory
+from harness.engine.lanes import Accept, Engine, Lane
 from harness.config import ModelSpec, RunConfig, load_config
 from harness.engine.writer import BatchWriter
 from harness.errors import UserError
-from harness.jobs.live import LiveBoard, serving_reads
+from harness.jobs.live import serving_reads
 from harness.jobs.options.lane import JobOptions
 from harness.logs import run_log
 from harness.store import DEFAULT_STORE, Store, utc_now
@@ -158,8 +158,7 @@ def run_job(config_path: str | Path, *, store: str | Path | None, options: Optio
     specs = config.select(options.models)
     if not specs:
         raise UserError(f"{config.path}: no [[models]] to {command}")
-    if options.limit is not None and options.limit <= 0:
-        raise UserError(f"--limit must be a positive number, not {options.limit}")
+    options.check_limit()
     prepared = prepare(config, specs) if prepare is not None else ()
     with Store(config.store or DEFAULT_STORE, create=True) as opened:
         recovered = recovered_lines(opened)

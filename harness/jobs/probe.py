@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.config import ModelSpec, RunConfig
+from harness.declare import flag_of
 from harness.engine.batch_lane import BatchLane
 from harness.engine.counters import LaneStats
 from harness.engine.lanes import Accept, Lane
@@ -86,7 +87,7 @@ def probe(kind: str, config_path: str | Path, *, store: str | Path | None = None
     def prepare(config: RunConfig, specs: Sequence[ModelSpec]) -> tuple:
         built = make_probe(kind, config, options.parameters)
         if options.batch and not probe_spec(kind).batchable:
-            raise UserError(f"contam probe {kind}: --batch sends requests as batch jobs, and "
+            raise UserError(f"contam probe {kind}: {flag_of(ProbeOptions, 'batch')} sends requests as batch jobs, and "
                             f"{kind} sends none (it scores each item's text)")
         refused = refusals(specs) if probe_spec(kind).runs == TEXT_LOGPROBS else []
         if refused:  # the whole probe, before anything is sent

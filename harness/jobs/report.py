@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.declare import options_from
+from harness.declare import flag_of, options_from
 from harness.errors import UserError
 from harness.jobs.options.report import ReportOptions
 from harness.report.analysis import build_report, parse_contrast
@@ -84,7 +84,8 @@ def _move_into(scratch: Path, out: Path) -> list[Path]:
 
 def _make_folder(out: Path) -> None:
     if out.exists() and not out.is_dir():
-        raise UserError(f"{out}: is a file, not a folder (give --out a folder)")
+        raise UserError(f"{out}: is a file, not a folder (give {flag_of(ReportOptions, 'out')} a "
+                        "folder)")
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:

@@ -9,18 +9,17 @@ two ``runs`` rows with the same ``run_id``: one when it starts, one with ``finis
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import fields
 from pathlib import Path
 from typing import Any, TypeVar
 
 import orjson
 
 from harness.config import ModelSpec, RunConfig
-from harness.engine.batch_lane import BatchLane, BatchOptions, open_job_count, uses_batch
+from harness.engine.batch_lane import BatchLane, open_job_count, uses_batch
 from harness.engine.counters import LaneStats
 from harness.engine.lanes import Accept, Lane, Task
 from harness.engine.writer import Rows
-from harness.errors import UserError
 from harness.jobs.options.lane import RunOptions
 from harness.jobs.lane_job import (
     JobOptions, JobResult, SecondPass, failure_lines, interrupted_line, new_run_id, run_job,

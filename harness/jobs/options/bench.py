@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from harness.declare import no_progress_option, option
+from harness.declare import flag_of, no_progress_option, option
+from harness.errors import UserError
 from harness.jobs.options.lane import model_list
 from harness.jobs.options.store import store_option
 
@@ -41,3 +42,21 @@ class BenchOptions:
     format: str = option("--format", default="table", choices=("table", "json"))
     store: str | None = store_option("bench store (default: a temporary file)")
     no_progress: bool = no_progress_option()
+
+    def check(self) -> None:
+        """A config or the emulator, and the flags that fit the one chosen; one line if not."""
+        if self.emulator == bool(self.config):
+            raise UserError("contam bench: give either a CONFIG file or --emulator")
+        if not self.emulator and (self.latency_ms is not None or self.rpm or self.model_rpm):
+            raise UserError("contam bench: --latency-ms, --rpm and --model-rpm apply to "
+                            "--emulator only")
+        if self.emulator and self.models:
+            raise UserError("contam bench: --models selects from a CONFIG file, not --emulator's "
+                            "models")
+        for name in ("requests", "concurrency", "rpm", "model_rpm"):
+            value = getattr(self, name)
+            if value is not None and value <= 0:
+                raise UserError(f"{flag_of(BenchOptions, name)} must be a positive number, not "
+                                f"{value:g}")
+        if self.latency_ms is not None and self.latency_ms < 0:
+            raise UserError(f"--latency-ms must not be negative, not {self.latency_ms:g}")

@@ -41,6 +41,11 @@ class JobOptions:
     handle_signals: bool = True  # SIGINT/SIGTERM drain the run (main thread only)
     live: LiveBoard | None = None  # the store host's progress (harness.jobs.live): shown the lanes
 
+    def check_limit(self) -> None:
+        """A limit, if any, that is a positive number (or one line why not)."""
+        if self.limit is not None and self.limit <= 0:
+            raise UserError(f"--limit must be a positive number, not {self.limit}")
+
 
 @dataclass(frozen=True, kw_only=True)
 class JudgeOptions(JobOptions):

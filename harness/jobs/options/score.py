@@ -5,20 +5,25 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from harness.declare import option, progress_option
 
-if TYPE_CHECKING:
-    from harness.jobs.score_ray import RayOptions
+__all__ = ["ScoreOptions", "RayOptions", "LOCAL_RAY"]
 
-__all__ = ["ScoreOptions"]
+LOCAL_RAY = "local"  # --ray without an address: a Ray started here
+
+
+@dataclass(frozen=True)
+class RayOptions:
+    """Where BERTScore's shards go: a Ray cluster's address, and cores per actor without GPUs."""
+
+    address: str = LOCAL_RAY
+    cpus_per_actor: int = 4  # on a cluster without GPUs: cores per CPU actor (one model each)
 
 
 def _ray(address: str | None) -> Any:
     """``--ray [ADDRESS]`` -> the Ray options (none without the flag)."""
-    from harness.jobs.score_ray import RayOptions
-
     return RayOptions(address=address) if address else None
 
 
@@ -55,7 +60,7 @@ class ScoreOptions:
                        help="weigh BERTScore's tokens by idf over the answered items' references, "
                             "as bert-score's idf=True (default: off)")
     ray: RayOptions | None = option(
-        "--ray", nargs="?", const="local", metavar="ADDRESS", convert=_ray,
+        "--ray", nargs="?", const=LOCAL_RAY, metavar="ADDRESS", convert=_ray,
         help="score BERTScore on a Ray cluster: no value for a local Ray, 'auto' for the cluster "
              "this node joined, or ray://host:10001 (pip install 'contam[ray]')")
     progress: bool = progress_option()  # a progress bar on stderr
