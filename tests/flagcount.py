@@ -15,6 +15,10 @@ from metrics.probe_registry import PROBES
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = ("harness", "metrics", "providers")
+# Where options are declared: the options modules, their helpers, and the probe registry (each
+# probe's options, their flags made from their names).
+DECLARATIONS = ("harness/declare.py", "harness/jobs/options/", "harness/emulator/options.py",
+                "metrics/probe_registry.py")
 
 
 def every_flag() -> set[str]:
@@ -27,15 +31,26 @@ def every_flag() -> set[str]:
 
 
 def code_strings(path: Path) -> Iterator[str]:
-    """The string constants of a module's code, f-strings' parts included, docstrings left out."""
+    """The string constants of a module's code, f-strings' parts included, docstrings and the
+    commands' example lines (shown under their help) left out."""
+    examples = {command.example for command in COMMANDS}
     tree = ast.parse(path.read_text(encoding="utf-8"))
     docstrings = {id(node.body[0].value) for node in ast.walk(tree)
                   if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef,
                                        ast.AsyncFunctionDef))
                   and node.body and isinstance(node.body[0], ast.Expr)}
     for node in ast.walk(tree):
-        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
+        if (isinstance(node, ast.Constant) and isinstance(node.value, str)
+                and id(node) not in docstrings and node.value not in examples):
             yield node.value
+
+
+def spelled_outside_declarations() -> dict[str, set[str]]:
+    """flag -> the source files outside :data:`DECLARATIONS` whose code spells it (none: absent)."""
+    found = files_spelling(every_flag())
+    outside = {flag: {path for path in paths if not path.startswith(DECLARATIONS)}
+               for flag, paths in found.items()}
+    return {flag: paths for flag, paths in outside.items() if paths}
 
 
 def files_spelling(flags: set[str]) -> dict[str, set[str]]:
@@ -49,3 +64,4 @@ def files_spelling(flags: set[str]) -> dict[str, set[str]]:
                 if pattern.search(text):
                     found[flag].add(str(path.relative_to(ROOT)))
     return found
+

@@ -39,6 +39,7 @@ import numpy as np
 from rich.console import Console
 
 from harness.config import ModelSpec, load_config
+from harness.declare import flag_of
 from harness.engine.counters import LaneStats
 from harness.engine.lanes import Lane, Task
 from harness.engine.writer import Rows
@@ -47,6 +48,7 @@ from harness.jobs.bench_floor import (
     BareResult, BareTarget, bare_loop, emulator_process, process_cpu_s,
 )
 from harness.jobs.lane_job import JobOptions, JobResult, new_run_id, run_lanes, run_row
+from harness.jobs.options.bench import BenchOptions
 from harness.jobs.run import answer_rows
 from harness.prompts import DEFAULT_SYSTEM_PROMPT, prompt_sha256, question_request
 from harness.store import Store
@@ -137,7 +139,8 @@ def _refuse_study_store(store: Store) -> None:
     [(other_runs,)] = store.query("SELECT count(*) FROM runs WHERE kind IS DISTINCT FROM 'bench'")
     if items or other_runs:
         raise UserError(f"{store.path}: this store holds a study ({items} items, {other_runs} "
-                        "runs); give `contam bench --store` a file of its own")
+                        f"runs); give `contam bench {flag_of(BenchOptions, 'store')}` a file of its "
+                        "own")
 
 
 # -- the engine phase ---------------------------------------------------------------------------
