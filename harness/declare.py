@@ -38,7 +38,7 @@ class Flag:
 
     @property
     def takes_value(self) -> bool:
-        return self.action not in ("store_true", "store_false")
+        return self.action not in ("store_true", "store_false", "count", "version")
 
 
 def option(flag: str, *, default: Any = None, factory: Callable[[], Any] | None = None,

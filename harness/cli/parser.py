@@ -27,7 +27,7 @@ from harness.jobs.options.view import ViewOptions
 from harness.text import visible
 
 __all__ = ["build_parser", "parse_args", "OneLineParser", "COMMANDS", "Command", "EXAMPLES",
-           "TOP_DOCS", "epilog"]
+           "TOP_DOCS", "DESCRIPTION", "CONFIG", "VERBOSE_HELP", "VERSION_HELP", "epilog"]
 
 
 @dataclass(frozen=True)
@@ -46,7 +46,7 @@ class Command:
     description: str | None = None
 
 
-_CONFIG = Flag("config")
+CONFIG = Flag("config", help="the study's config file (TOML: its [[models]], items and store)")
 
 COMMANDS = (
     Command("demo", "bundled items -> local model -> scores -> report, offline",
@@ -60,24 +60,26 @@ COMMANDS = (
                                         "overwritten)"),)),
     Command("import", "import items, answers or labels (CSV, JSONL or Parquet)",
             "contam import items items.csv --store runs/paper.duckdb", "docs/how-to/items.md",
-            ImportOptions, before=(Flag("kind", choices=("items", "answers", "labels")),
+            ImportOptions, before=(Flag("kind", choices=("items", "answers", "labels"),
+                                        help="what the file holds"),
                                    Flag("file", help="a .csv, .jsonl or .parquet file")),
             after=(store_flag(),)),
     Command("run", "ask every configured model every unanswered item",
             "contam run examples/study.toml --models gpt-5.6-sol --limit 10 -v",
-            "docs/how-to/providers.md", RunOptions, before=(_CONFIG, store_flag(None))),
+            "docs/how-to/providers.md", RunOptions, before=(CONFIG, store_flag(None))),
     Command("probe", "a contamination probe (cdd ...) on every configured model",
             "contam probe cdd examples/study.toml --samples 20 --limit 50", "docs/how-to/probes.md"),
     Command("batches", "list the store's batch jobs, or cancel one",
             "contam batches --store runs/paper.duckdb", "docs/how-to/batch-apis.md", BatchesOptions,
-            before=(Flag("action", nargs="?", choices=("list", "cancel"), cli_default="list"),
+            before=(Flag("action", nargs="?", choices=("list", "cancel"), cli_default="list",
+                         help="list the jobs (default), or cancel the one named"),
                     Flag("job_id", nargs="?", help="the job to cancel"), store_flag())),
     Command("cost", "what the store's answers cost, synchronous vs batch, at given prices",
             'contam cost --store runs/paper.duckdb --price "*=2.50,10.00" --items 400',
             "docs/how-to/batch-apis.md", CostOptions, before=(store_flag(),)),
     Command("judge", "label every answer with the config's [judge] model",
             "contam judge examples/study.toml --store runs/paper.duckdb", "docs/how-to/raters.md",
-            JudgeOptions, before=(_CONFIG, store_flag(None))),
+            JudgeOptions, before=(CONFIG, store_flag(None))),
     Command("score", "BLEU-2, BERTScore-F1 and rule metrics for every unscored answer",
             "contam score --store runs/paper.duckdb --metric bleu2", "docs/how-to/scoring.md",
             ScoreOptions, before=(store_flag(),)),
@@ -86,7 +88,9 @@ COMMANDS = (
             ReportOptions, before=(store_flag(),)),
     Command("sql", "run a read-only SQL query on the store",
             'contam sql --store runs/paper.duckdb "select model, avg(bleu2) from cells group by model"',
-            "docs/how-to/reading-a-store.md", SqlOptions, before=(store_flag(), Flag("query")),
+            "docs/how-to/reading-a-store.md", SqlOptions,
+            before=(store_flag(), Flag("query", help="one read-only SQL statement, e.g. over the "
+                                                     "cells view")),
             description="Run one read-only SQL query on the store. While a job holds the store, "
                         "the query goes through that job, which stops it after 120 s (or when "
                         "this command goes away) and refuses a result over 2,000,000 rows or "
@@ -102,11 +106,15 @@ COMMANDS = (
     Command("plant", "fine-tune a local model on a seeded share of the items (known "
                      "contamination, to check the probes)",
             "contam plant examples/planted/planted.toml --model base --epochs 1,3 --as demo",
-            "docs/how-to/planting.md", PlantOptions, before=(_CONFIG, store_flag(None))),
+            "docs/how-to/planting.md", PlantOptions, before=(CONFIG, store_flag(None))),
 )
 # One example per command, shown under its --help.
 EXAMPLES = {command.name: command.example for command in COMMANDS}
 TOP_DOCS = "docs/index.md"
+DESCRIPTION = "Measure how much of a language model's benchmark score is memorised text."
+VERBOSE_HELP = ("log what happens on stderr (-vv: more); every run and judge pass also logs to a "
+                "file beside the store")
+VERSION_HELP = "show program's version number and exit"
 
 
 def _add_command(sub: argparse._SubParsersAction, command: Command) -> argparse.ArgumentParser:
@@ -135,7 +143,7 @@ def _add_probe_kinds(probe: argparse.ArgumentParser, docs: str) -> None:
     kinds = probe.add_subparsers(dest="kind", required=True, metavar="KIND")
     for kind, spec in PROBES.items():
         k = kinds.add_parser(kind, help=spec.summary.replace("%", "%%"), epilog=f"docs: {docs}")
-        for flag in (_CONFIG, store_flag(None)):
+        for flag in (CONFIG, store_flag(None)):
             add_flag(k, flag, dest="store")
         add_options(k, ProbeOptions, skip=() if spec.batchable else ("batch",))
         _verbose(k, dest="verbose_kind")  # `contam probe cdd ... -v`
@@ -156,10 +164,10 @@ class OneLineParser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(
-        prog="contam", description="Measure how much of a language model's benchmark score is "
-        "memorised text.", epilog=epilog("scripts/setup && .venv/bin/contam demo", TOP_DOCS),
+        prog="contam", description=DESCRIPTION, epilog=epilog("scripts/setup && .venv/bin/contam demo", TOP_DOCS),
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--version", action="version", version=f"contam {__version__}")
+    parser.add_argument("--version", action="version", version=f"contam {__version__}",
+                        help=VERSION_HELP)
     _verbose(parser, dest="verbose_before")  # `contam -v run ...`; main adds the two counts
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for command in COMMANDS:
@@ -174,9 +182,7 @@ def _verbose(parser: argparse.ArgumentParser, dest: str) -> None:
     """-v goes before the subcommand or after it (and, for a probe, after its kind too). A
     destination per level, because a subcommand's default would overwrite the count the level
     above took."""
-    parser.add_argument("-v", "--verbose", action="count", default=0, dest=dest,
-                        help="log what happens on stderr (-vv: more); every run and judge "
-                             "pass also logs to a file beside the store")
+    parser.add_argument("-v", "--verbose", action="count", default=0, dest=dest, help=VERBOSE_HELP)
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:

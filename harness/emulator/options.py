@@ -15,9 +15,12 @@ __all__ = ["EmulatorOptions"]
 class EmulatorOptions:
     """Where the emulator listens, how it misbehaves, and (``items``) what it knows."""
 
-    host: str = option("--host", default="127.0.0.1")
-    port: int = option("--port", default=8765, type=int)
-    latency_ms: float = option("--latency-ms", default=0.0, type=float)
+    host: str = option("--host", default="127.0.0.1",
+                       help="address to listen on (default 127.0.0.1)")
+    port: int = option("--port", default=8765, type=int,
+                       help="TCP port (default 8765; 0 = any free one)")
+    latency_ms: float = option("--latency-ms", default=0.0, type=float,
+                               help="milliseconds before each reply (default 0)")
     rpm: float | None = option("--rpm", type=float, help="enforced requests-per-minute limit")
     faults: str = option("--faults", default="",
                          help="e.g. 500=0.05,529=0.02,reset=0.01,malformed=0.01,hang=0.01")

@@ -39,7 +39,8 @@ class BenchOptions:
                                       help="comma-separated model names from the config")
     no_floor: bool = option("--no-floor", default=False, action="store_true",
                             help="skip the bare httpx loop")
-    format: str = option("--format", default="table", choices=("table", "json"))
+    format: str = option("--format", default="table", choices=("table", "json"),
+                         help="how the report is printed (default table)")
     store: str | None = store_option("bench store (default: a temporary file)")
     no_progress: bool = no_progress_option()
 

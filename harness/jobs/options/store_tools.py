@@ -34,4 +34,5 @@ class BatchesOptions:
 class SqlOptions:
     """How `contam sql` prints the result (``harness.api.sql`` returns it unprinted)."""
 
-    format: str = option("--format", default="table", choices=("table", "csv", "json"))
+    format: str = option("--format", default="table", choices=("table", "csv", "json"),
+                         help="how the rows are printed (default table)")
