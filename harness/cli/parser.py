@@ -164,8 +164,8 @@ class OneLineParser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(
-        prog="contam", description=DESCRIPTION, epilog=epilog("scripts/setup && .venv/bin/contam demo", TOP_DOCS),
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+        prog="contam", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=epilog("scripts/setup && .venv/bin/contam demo", TOP_DOCS))
     parser.add_argument("--version", action="version", version=f"contam {__version__}",
                         help=VERSION_HELP)
     _verbose(parser, dest="verbose_before")  # `contam -v run ...`; main adds the two counts
