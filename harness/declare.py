@@ -24,7 +24,7 @@ class Flag:
     where it differs from the field's; ``convert`` turns the parsed value into the field's."""
 
     flag: str
-    help: str | None = None
+    help: str | Callable[[], str] | None = None  # a callable: computed when the parser is built
     metavar: str | None = None
     choices: tuple[str, ...] | None = None
     type: Callable[[str], Any] | None = None
@@ -35,6 +35,10 @@ class Flag:
     cli_default: Any = NOT_GIVEN
     convert: Callable[[Any], Any] | None = None
     group: str | None = None  # the flags of one group exclude each other
+
+    def help_text(self) -> str | None:
+        """The help, computed now if it is computed (from a registry, say)."""
+        return self.help() if callable(self.help) else self.help
 
     @property
     def takes_value(self) -> bool:

@@ -66,7 +66,7 @@ def probe_arguments(spec: ProbeSpec) -> Iterator[ShownFlag]:
 
 
 def _plain(flag: Flag) -> ShownFlag:
-    return ShownFlag(flag, None, parser_default(flag), flag.help)
+    return ShownFlag(flag, None, parser_default(flag), flag.help_text())
 
 
 def _section(title: str, usage: str, summary: str, docs: str, rows: list[ShownFlag]) -> str:

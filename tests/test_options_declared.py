@@ -10,12 +10,13 @@ import os
 import shutil
 import subprocess
 import sys
-from pathlib import Path
+from dataclasses import dataclass
 
 import pytest
 
-from harness.cli import parse_args
-from harness.declare import flag_of, from_args
+from harness.cli import OneLineParser, parse_args
+from harness.cli.flags import add_options
+from harness.declare import flag_of, from_args, option
 from harness.jobs.options.score import RayOptions, ScoreOptions
 from tests.flagcount import ROOT, spelled_outside_declarations
 
@@ -120,3 +121,14 @@ def test_no_flag_is_spelled_outside_its_declaration_beyond_the_listed_texts():
              for flag, paths in outside.items()}
     assert {flag: paths for flag, paths in grown.items() if paths} == {}
 
+
+
+def test_a_computed_help_is_computed_when_the_parser_is_built():
+    @dataclass(frozen=True, kw_only=True)
+    class Computed:
+        names: str | None = option("--names", help=lambda: "one of " + ", ".join(["a", "b"]))
+
+    parser = OneLineParser(prog="toy")
+    add_options(parser, Computed)
+    assert "--names NAMES  one of a, b" in parser.format_help()
+    assert from_args(Computed, parser.parse_args(["--names", "a"])) == Computed(names="a")

@@ -50,7 +50,7 @@ def command_flags(cls: type, *, skip: tuple[str, ...] = ()) -> Iterator[ShownFla
     for f, flag in declared(cls):
         if f.name not in skipped:
             yield ShownFlag(flag, f.name, parser_default(flag, _field_default(f)),
-                            helps.get(f.name) or flag.help)
+                            helps.get(f.name) or flag.help_text())
 
 
 def parser_default(flag: Flag, default: Any = None) -> Any:
@@ -76,8 +76,9 @@ def add_flag(parser: Any, flag: Flag, *, dest: str | None = None, default: Any =
     keywords["default"] = parser_default(flag, default)
     if flag.required:
         keywords["required"] = True
-    if (help or flag.help) is not None:
-        keywords["help"] = (help or flag.help).replace("%", "%%")  # no %(default)s in our help
+    text = help or flag.help_text()
+    if text is not None:
+        keywords["help"] = text.replace("%", "%%")  # no %(default)s in our help
     if flag.flag.startswith("-"):
         keywords["dest"] = dest or flag.flag.lstrip("-").replace("-", "_")
         if flag.takes_value and flag.metavar is None and flag.choices is None:
