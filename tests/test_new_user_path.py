@@ -12,7 +12,9 @@ from pathlib import Path
 import pytest
 
 from harness.cli import build_parser
+from harness.declare import from_args
 from harness.jobs import demo
+from harness.jobs.options.score import ScoreOptions
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
@@ -39,7 +41,8 @@ def test_the_step_by_step_study_gives_the_offline_score_line_beside_contam_score
     offline = next(n for n, line in enumerate(lines) if OFFLINE_SCORE in line)
     assert offline in (score + 1, score + 2) and "offline" in " ".join(lines[score:offline]).lower()
     args = build_parser().parse_args(shlex.split(OFFLINE_SCORE)[1:])  # the line is one the CLI takes
-    assert (args.bertscore_model, args.bertscore_layers) == ("sentence-transformers/all-MiniLM-L6-v2", 5)
+    options = from_args(ScoreOptions, args)
+    assert (options.bertscore_model, options.layer) == ("sentence-transformers/all-MiniLM-L6-v2", 5)
 
 
 def test_the_step_by_step_study_names_the_keyless_emulator_walkthrough_first():
