@@ -91,7 +91,8 @@ def emulator_process(*, latency_ms: float, rpm: float | None = None,
     """``contam emulator`` on a free loopback port, for the duration of the ``with`` block."""
     given = {"host": "127.0.0.1", "port": "0", "latency_ms": repr(latency_ms),
              "rpm": repr(rpm) if rpm else None, "slots": str(slots) if slots else None}
-    command = [sys.executable, "-m", "harness.cli", "emulator"]
+    # -P: a folder named like the package in the working directory must not shadow it
+    command = [sys.executable, "-P", "-m", "harness.cli", "emulator"]
     for name, value in given.items():
         command += [flag_of(EmulatorOptions, name), value] if value is not None else []
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
