@@ -27,9 +27,21 @@ def test_no_source_cites_design_md():
     assert [str(p.relative_to(ROOT)) for p in SOURCES if "DESIGN.md" in p.read_text("utf-8")] == []
 
 
+# A citation, its section quoted or not: ARCHITECTURE.md, The store / ARCHITECTURE.md, "The store".
+CITATION = re.compile(r"ARCHITECTURE\.md, [\"“]?([A-Z][\w':,\- ]*?)(?=[).;\"”]|$|\n)")
+
+
+def citations(text: str) -> set[str]:
+    return {m.group(1).rstrip(".") for m in CITATION.finditer(text)}
+
+
+def test_a_citation_is_read_quoted_or_not():
+    text = 'See ARCHITECTURE.md, "Scoring". And ARCHITECTURE.md, The store. ARCHITECTURE.md, “Batch jobs”'
+    assert citations(text) == {"Scoring", "The store", "Batch jobs"}
+
+
 def test_every_cited_architecture_section_exists():
     headings = set(re.findall(r"^#{2,3} (.+)$", (ROOT / "ARCHITECTURE.md").read_text("utf-8"), re.M))
-    cited = {m.group(1).rstrip(".") for p in SOURCES
-             for m in re.finditer(r"ARCHITECTURE\.md, ([A-Z][\w':,\- ]*?)(?=[).;\"]|$|\n)", p.read_text("utf-8"))}
+    cited = {c for p in SOURCES for c in citations(p.read_text("utf-8"))}
     missing = sorted(c for c in cited if not any(h.startswith(c) or c.startswith(h) for h in headings))
     assert cited and missing == []
