@@ -140,7 +140,7 @@ def test_batch_progress_live_bar_shows_the_rate(capsys):
     assert shown.completed == 5 and shown.fields["rate"] != "-"
 
 
-# -- issue 22: no rate over too short a window, an ETA after Ctrl-C, a replica left out ---------
+# -- no rate over too short a window, an ETA after Ctrl-C, a replica left out ---------
 
 def test_requests_per_minute_show_only_once_the_lane_has_run_long_enough():
     """`rpm 887/-` after 18 requests: a rate over a second's requests is no rate."""
