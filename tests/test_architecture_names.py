@@ -30,8 +30,11 @@ def mentions() -> list[str]:
                    if (m := DOTTED.match(code)) and not DATA.search(m.group(1))})
 
 
+OUTSIDE = {".venv", ".git", "build", "runs"}  # not the repository's own files
+
+
 def _files() -> list[str]:
-    return [p.relative_to(ROOT).as_posix() for p in ROOT.rglob("*") if ".venv" not in p.parts]
+    return [p.relative_to(ROOT).as_posix() for p in ROOT.rglob("*") if not OUTSIDE & set(p.parts)]
 
 
 def class_members() -> dict[str, set[str]]:
