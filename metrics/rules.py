@@ -1,6 +1,6 @@
 """The rule-based metrics a study's ``[scoring] metrics`` may name: ``exact``, ``contains``,
 ``numeric`` and ``regex``. Each takes (answer, reference) and returns 1.0 (right), 0.0 (wrong) or
-None (not scorable). See ARCHITECTURE.md, "Scoring".
+None (not scorable). See ARCHITECTURE.md, "Where an addition goes" (a metric).
 
 Normalisation (``exact``, ``contains``, ``regex``) is SQuAD's, made Unicode-aware: NFKC, case
 folded, every punctuation character (Unicode category P*) and ASCII symbol removed, the whole

@@ -1,4 +1,4 @@
-"""Each emulated model is its own model (issue 30 item 25): its skill is drawn from its name
+"""Each emulated model is its own model: its skill is drawn from its name
 (harness/emulator/skill.py), the same in every process, and the emulator answers each model name
 by its own skill over a real socket; `contam emulator --help` states the ranges."""
 

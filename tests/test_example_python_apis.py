@@ -1,8 +1,8 @@
-"""The second worked study, examples/python-apis (issue 26 item 12): its items file is what the
+"""The second worked study, examples/python-apis: its items file is what the
 study needs (60+ distinct items, three ordered tiers, a numeric exposure column, ISO dates) and
 imports cleanly with its extra columns kept; `contam emulator --items ... --exposure log10_pages`
 answers popular items more often than obscure ones, for each of the study's models.
-(The study.toml's [study]/[scoring]/cutoff keys load once issue 26's config lands; the
+(The study.toml's [study]/[scoring]/cutoff keys load with the study config; the
 end-to-end run is the coordinator's test.)"""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`contam init DIR` (issue 26 item 11): a study folder with a study.toml naming every study key
+"""`contam init DIR`: a study folder with a study.toml naming every study key
 (each commented, the paper's defaults), an items.csv that imports cleanly, a README with the next
 five commands; it refuses to overwrite anything, in one line, exit 2, writing nothing."""
 
@@ -17,7 +17,7 @@ from harness.prompts import USER_TEMPLATE
 from metrics.probes import DEFAULT_DATASET
 
 FILES = ("study.toml", "items.csv", "README.md")
-# issue 26's keys, by table ("" is the top level); regex and rubric are shown commented out (they
+# the study's keys, by table ("" is the top level); regex and rubric are shown commented out (they
 # have no default, and a rubric must be a file of your own), and so are the question template and
 # min-k's text rule (left unset, the paper's prompt hash and min-k's parameters stay the paper's).
 KEYS = {"": ("store", "items"), "study": ("name", "subsets", "exposure", "released"),

@@ -46,7 +46,7 @@ def test_the_step_by_step_study_gives_the_offline_score_line_beside_contam_score
 
 
 def test_the_step_by_step_study_names_the_keyless_emulator_walkthrough_first():
-    """issue 29 item 8: the keyless path is named where the section begins, and its link
+    """The keyless path is named where the section begins, and its link
     reaches the heading whose section holds the walkthrough."""
     opening = STUDY_PAGE.read_text(encoding="utf-8").split("## A study, step by step", 1)[1].split("```", 1)[0]
     page, anchor = re.search(r"\[The emulator walkthrough\]\(([\w./-]+)#([a-z0-9-]+)\)", opening).groups()
@@ -86,7 +86,7 @@ def test_try_next_names_the_virtualenvs_contam_when_path_lacks_it(venv, tmp_path
 
 
 def test_try_next_opens_contam_view_on_the_demos_own_store(venv, tmp_path, capsys):
-    """issue 29 item 8: the default store is runs/contam.duckdb, the demo's is OUT/contam.duckdb."""
+    """The default store is runs/contam.duckdb, the demo's is OUT/contam.duckdb."""
     demo._print_where(tmp_path / "out", [], 1.0)
     views = [shlex.split(line.split("#")[0]) for line in capsys.readouterr().out.splitlines()
              if " view " in line]

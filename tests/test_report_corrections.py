@@ -1,4 +1,4 @@
-"""The report's methods corrections (issue 30 items 15-20, 22): each statistic checked against
+"""The report's methods corrections: each statistic checked against
 independent code (scikit-learn, SciPy, statsmodels, or brute-force enumeration)."""
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ def kappa_store(path: Path) -> Path:
     return store_of(path, items, answers, labels)
 
 
-def test_item15_kappa_is_over_cells_both_labelled_as_the_view_has_it(tmp_path):
+def test_kappa_is_over_cells_both_labelled_as_the_view_has_it(tmp_path):
     from harness.view.agreement import agreement as view_agreement
 
     with Store(kappa_store(tmp_path / "k.duckdb"), read_only=True) as store:
@@ -64,7 +64,7 @@ def test_item15_kappa_is_over_cells_both_labelled_as_the_view_has_it(tmp_path):
     assert 0 < report["agreement"]["imputed"] <= blank_or_unanswered
 
 
-def test_item15_report_states_the_imputed_cells_apart(tmp_path):
+def test_report_states_the_imputed_cells_apart(tmp_path):
     from harness.jobs.report import render
 
     with Store(kappa_store(tmp_path / "k.duckdb"), read_only=True) as store:
@@ -86,7 +86,7 @@ def probed_report(tmp_path: Path) -> dict:
         return build_report(store, contrast=PARTIAL_CONTRAST)
 
 
-def test_item16_holm_adjusts_each_models_probe_p_values_together(tmp_path):
+def test_holm_adjusts_each_models_probe_p_values_together(tmp_path):
     from statsmodels.stats.multitest import multipletests
 
     probes = probed_report(tmp_path)["probes"]
@@ -103,7 +103,7 @@ def test_item16_holm_adjusts_each_models_probe_p_values_together(tmp_path):
     assert len(m1) == 1 + 1 + 6 + 1  # cdd, ts-guess, guided's six, min-k's one score at one k
 
 
-def test_item16_the_report_says_holm_is_applied_and_shows_it(tmp_path):
+def test_the_report_says_holm_is_applied_and_shows_it(tmp_path):
     from harness.jobs.report import render
     from harness.report.probe_holm import SENTENCE
 
@@ -141,7 +141,7 @@ def cdd_store(path: Path) -> tuple[Path, list[int]]:
     return path, lengths
 
 
-def test_item19_a_model_without_a_scored_item_on_one_side_has_no_contrast_row(tmp_path):
+def test_a_model_without_a_scored_item_on_one_side_has_no_contrast_row(tmp_path):
     path, _ = cdd_store(tmp_path / "c.duckdb")
     with Store(path, read_only=True) as store:
         cdd = build_report(store, contrast=CONTRAST)["probes"]["cdd"]
@@ -151,7 +151,7 @@ def test_item19_a_model_without_a_scored_item_on_one_side_has_no_contrast_row(tm
     assert (m2["documented_n"], m2["undocumented_n"]) == (6, 5)
 
 
-def test_item22_the_cdd_section_states_the_share_of_short_cells(tmp_path):
+def test_the_cdd_section_states_the_share_of_short_cells(tmp_path):
     from harness.jobs.report import render
 
     path, lengths = cdd_store(tmp_path / "c.duckdb")
@@ -169,7 +169,7 @@ def test_item22_the_cdd_section_states_the_share_of_short_cells(tmp_path):
 
 # -- item 23: what the README says about the probes' sources ------------------------------------
 
-def test_item23_readme_claims_about_llmsanitize_guided_and_min_k_are_the_corrected_ones():
+def test_docs_claims_about_llmsanitize_guided_and_min_k_are_the_corrected_ones():
     readme = "\n".join(page.read_text("utf-8") for page in  # docs/how-to/probes.md, docs/explanation/probes.md
                        sorted((Path(__file__).resolve().parent.parent / "docs").rglob("*.md")))
     assert "sends `n` but no `temperature`" not in readme

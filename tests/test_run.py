@@ -310,7 +310,7 @@ def test_cli_run_reports_a_missing_key_once_and_runs_the_others(tmp_path, contam
 
 def test_the_stopped_line_says_the_others_finished_only_where_there_are_others(tmp_path, contam,
                                                                               monkeypatch):
-    """Issue 29, item 10: one model, stopped for its missing key, has no "others"."""
+    """One model, stopped for its missing key, has no "others"."""
     monkeypatch.delenv("OPENAI_API_KEY")
     with run_emulator() as emu:
         alone = write_config(tmp_path, [model_entry("openai", emu)], items=2)

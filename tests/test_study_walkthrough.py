@@ -2,8 +2,8 @@
 docs/how-to/report.md, docs/how-to/probes.md), followed line by line as written (tests.walkthroughkit), and
 again on partial data: the second worked study (examples/python-apis) as written, without its
 judge step, and with human labels for two of its four models; the keyless emulator walkthrough
-and the exposure walkthrough, each against the numbers the README states for it. (Issue 29 item
-1: every walkthrough ends in its report, whichever models have labels.)"""
+and the exposure walkthrough, each against the numbers the README states for it. (Every
+walkthrough ends in its report, whichever models have labels.)"""
 
 from __future__ import annotations
 

@@ -302,7 +302,7 @@ def test_adjudication_settles_disagreements_and_the_report_reads_it(small, conta
 
 
 def test_taking_agreed_labels_settles_only_cells_two_raters_labelled_alike(small):
-    """Issue 29, item 3: one rater's label is no agreement; only cells that two raters labelled
+    """One rater's label is no agreement; only cells that two raters labelled
     alike are settled, and cells only one rater labelled stay unsettled."""
     client = view_client(small)
     _store_labels(small, "alice", lambda n: "right")

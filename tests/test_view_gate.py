@@ -1,5 +1,5 @@
 """`contam view` keeps one connection to the store while nobody else wants it, and lets go the
-moment someone asks (issue 29 item 5; ARCHITECTURE.md, "A view that keeps the store open").
+moment someone asks (ARCHITECTURE.md, "A view that keeps the store open").
 Counted, never timed: how many times the store is opened, and who gets it."""
 
 from __future__ import annotations

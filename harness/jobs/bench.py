@@ -54,6 +54,7 @@ from harness.prompts import DEFAULT_SYSTEM_PROMPT, prompt_sha256, question_reque
 from harness.store import Store
 from providers.base import Reply, Request
 from providers.registry import PROVIDER_CLASSES, create_provider
+from providers.traits import HTTP_PROVIDERS
 
 __all__ = ["bench", "BenchOptions", "BenchResult", "BenchSettings", "EnginePhase", "run_engine_phase", "bench_emulator",
            "bench_config", "probe_request", "emulator_specs", "PROBE_TITLE", "PROBE_QUESTION",
@@ -62,7 +63,7 @@ __all__ = ["bench", "BenchOptions", "BenchResult", "BenchSettings", "EnginePhase
 
 PROBE_TITLE = "Pokémon Red"
 PROBE_QUESTION = "Which three Pokémon does Professor Oak offer the player at the start?"
-EMULATOR_PROTOCOLS = ("openai", "gemini", "anthropic", "ollama")
+EMULATOR_PROTOCOLS = HTTP_PROVIDERS  # every wire protocol (providers/traits.py)
 # The emulator checks no keys, but the providers insist on one from the environment.
 EMULATOR_KEY_ENV = "CONTAM_BENCH_EMULATOR_KEY"
 # Defaults of `contam bench --emulator`: 4 x 256 requests, 32 in flight per protocol, 1 s each. The

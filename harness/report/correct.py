@@ -2,7 +2,7 @@
 tiers): the human rater's label where there is one, else the judge's, with the report's missing-
 data rule (an empty answer, or an item never answered, is wrong). "Correct" is strict: a
 partially right answer is not. Each cell says where its label came from, so a section can state
-how many cells each source gave. See ARCHITECTURE.md, "Report".
+how many cells each source gave. See ARCHITECTURE.md, "The report".
 """
 
 from __future__ import annotations

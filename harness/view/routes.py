@@ -20,7 +20,9 @@ from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
 from harness.errors import UserError
+from harness.labels import LABEL_KEYS, LABEL_NAMES, LABELS
 from harness.report import html as report_html
+from harness.store.raters import ADJUDICATOR
 from harness.store.store import StoreInUse
 from harness.view import browse as browsing
 from harness.view.agreement import agreement
@@ -53,7 +55,9 @@ class View:
         env.filters.update(number=number, short=short, progress=progress_text)
         env.filters.update(when=when, metric=metric_display, interval=interval)
         env.globals.update(token=token, blind=options.blind, columns=browsing.COLUMNS,
-                           label_filters=browsing.LABEL_FILTERS, raters=options.raters)
+                           label_filters=browsing.LABEL_FILTERS, raters=options.raters,
+                           labels=[(label, LABEL_NAMES[label], LABEL_KEYS[label]) for label in LABELS],
+                           adjudicator=ADJUDICATOR)  # the vocabulary, never spelt in a template
         self.templates = Jinja2Templates(env=env)
         self.choices = Rebuilt(browsing.filter_choices, ("items", "answers", "labels"))
         self.orders = browsing.OrderCache()  # each filter and sort's cells, until the tables grow

@@ -4,7 +4,9 @@
 "use strict";
 
 const TOKEN = document.querySelector('meta[name="contam-token"]').content;
-const LABEL_KEYS = { "1": "right", "r": "right", "2": "partial", "p": "partial", "3": "wrong", "w": "wrong" };
+// key -> label, from the label buttons' data-keys (the page writes them from harness/labels.py)
+const LABEL_KEYS = Object.fromEntries([...document.querySelectorAll("[data-label][data-keys]")]
+  .flatMap((button) => button.dataset.keys.split(" ").map((key) => [key, button.dataset.label])));
 const ACTION_KEYS = { "u": "undo", "s": "skip", "n": "note", "?": "help" };
 
 async function post(url, body) {
