@@ -137,7 +137,9 @@ def test_the_report_writes_the_section_its_table_and_figures(tmp_path):
     assert float(table[0]["auc"]) == pytest.approx(saved["validation"]["rows"][0]["auc"])
     for name in ("fig_validation_roc", "fig_validation_dose"):
         assert (out / f"{name}.png").read_bytes()[:4] == b"\x89PNG"
-    assert "## Probe validation (planted contamination)" in (out / "report.md").read_text()
+    markdown = (out / "report.md").read_text()
+    assert "## Probe validation (planted contamination)" in markdown
+    assert "weights sha256 abababababab…; training 1 s." in markdown  # the time labelled as what it is
     assert result.report["validation"] is not None
 
 

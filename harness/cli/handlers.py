@@ -188,7 +188,7 @@ def _plant(args: argparse.Namespace) -> int:
     try:
         epochs = tuple(int(part) for part in args.epochs.split(","))
     except ValueError:
-        raise UserError(f"contam plant: --epochs must be whole numbers, not {args.epochs!r}") from None
+        raise UserError(f"--epochs must be whole numbers, not {args.epochs!r}") from None
     options = PlantOptions(model=args.model, name=args.name, share=args.share, epochs=epochs,
                            format=args.format, seed=args.seed, device=args.device,
                            learning_rate=args.lr, batch_size=args.batch_size,

@@ -212,7 +212,7 @@ def _planting_lines(planted: list[dict]) -> list[str]:
             f"{p['learning_rate']:g}, batch {p['batch_size']}, max length {p['max_length']}, seed "
             f"{p['seed']}, {p['device']}; loss per epoch "
             f"{', '.join(f'{x:.3f}' for x in p['loss_per_epoch'])}; weights sha256 "
-            f"{p['weights_sha256'][:12]}…; {p['wall_s']:.0f} s." for p in planted]
+            f"{p['weights_sha256'][:12]}…; training {p['wall_s']:.0f} s." for p in planted]
 
 
 def _several_doses(part: dict) -> bool:
