@@ -54,12 +54,19 @@ class ProbeFigure:
 @dataclass(frozen=True)
 class ProbeMeasure:
     """One of a probe's stored metrics that the planted-contamination validation reads: its name
-    in the report, and how a planted vs not-planted comparison of it is read (``auc``: ROC-AUC;
-    ``share``: a rate each side; ``difference``: means each side and the AUC)."""
+    in the report, how a planted vs not-planted comparison of it is read (``auc``: ROC-AUC;
+    ``share``: a rate each side; ``difference``: means each side and the AUC), and its declared
+    direction: whether contamination raises it (``higher``) or lowers it (``lower``); the
+    validation's AUC reads the scores that way round."""
 
     metric: str
     label: str
     reading: str = "auc"
+    direction: str = "higher"
+
+    def __post_init__(self) -> None:
+        if self.direction not in ("higher", "lower"):
+            raise ValueError(f"{self.metric}: direction must be 'higher' or 'lower'")
 
 
 @dataclass(frozen=True)
@@ -152,7 +159,14 @@ _GUIDED = ProbeSpec(
     figures=(ProbeFigure("fig_probe_guided", "harness.report.probe_bars:guided_differences",
                          "harness.report.probe_bars:GUIDED_CAPTION"),),
     p_values=("differences", "p"),
-    measures=(ProbeMeasure("rouge_l_diff", "guided ROUGE-L difference", "difference"),))
+    # every score it stores: a leak raises each overlap with the true rest, and the guided one
+    # more than the general one
+    measures=(ProbeMeasure("rouge_l_guided", "guided ROUGE-L (guided)"),
+              ProbeMeasure("rouge_l_general", "guided ROUGE-L (general)"),
+              ProbeMeasure("rouge_l_diff", "guided ROUGE-L difference", "difference"),
+              ProbeMeasure("bleu2_guided", "guided BLEU-2 (guided)"),
+              ProbeMeasure("bleu2_general", "guided BLEU-2 (general)"),
+              ProbeMeasure("bleu2_diff", "guided BLEU-2 difference", "difference")))
 
 _MIN_K = ProbeSpec(
     name="min-k",
