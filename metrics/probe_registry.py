@@ -76,7 +76,9 @@ class ProbeSpec:
     None``, ``report["probes"][name]``; ``section``: ``(part, report) -> Section``; ``tidy``:
     ``part -> {table name: rows}``; ``p_values``: (the part's list of rows, its p column) for
     Holm's correction within each model's probe family, or None; ``measures``: what the probe
-    validation (harness.report.validation) compares on planted and not-planted items."""
+    validation (harness.report.validation) compares on planted and not-planted items;
+    ``not_applicable``: ``store -> {model: reason}``, the models the probe cannot work on (its
+    measures there are shown with the reason, not as a score), or None."""
 
     name: str
     summary: str  # one line for ``contam probe --help``
@@ -89,6 +91,7 @@ class ProbeSpec:
     p_values: tuple[str, str] | None = None
     runs: str = REQUESTS
     measures: tuple[ProbeMeasure, ...] = ()
+    not_applicable: str | None = None
 
     @property
     def batchable(self) -> bool:
@@ -139,7 +142,8 @@ _TS_GUESS = ProbeSpec(
     figures=(ProbeFigure("fig_probe_tsguess", "harness.report.probe_bars:exact_match_rates",
                          "harness.report.probe_bars:TSGUESS_CAPTION"),),
     p_values=("tests", "fisher_p"),
-    measures=(ProbeMeasure("exact_match", "ts-guess exact match", "share"),))
+    measures=(ProbeMeasure("exact_match", "ts-guess exact match", "share"),),
+    not_applicable="harness.report.probe_tsguess:not_applicable")
 
 _GUIDED = ProbeSpec(
     name="guided",

@@ -33,7 +33,7 @@ from harness.report.validation_null import (
 )
 from harness.store import Store
 from harness.store.plantings import configured_models, plantings
-from metrics.probe_registry import PROBES, ProbeMeasure
+from metrics.probe_registry import PROBES, ProbeMeasure, resolve
 
 __all__ = ["build", "section", "model_scores", "item_subsets", "planted_set_id", "caption", "roc_points", "tpr_at_fpr", "TIDY", "MEASURES", "READINGS",
            "ROC_FIGURE", "DOSE_FIGURE", "MAX_FPR"]
@@ -79,8 +79,10 @@ def build(store: Store) -> dict[str, Any] | None:
     roles = _roles(planted, configured_models(store))
     models = sorted({model for _, model, _ in roles})
     scores, subsets = model_scores(store, models), item_subsets(store)
+    unfit = _not_applicable(store)
     rows = [row for group, model, role in roles
-            for row in _rows(group, model, role, scores.get(model, {}), subsets)]
+            for row in _rows(group, model, role, scores.get(model, {}), subsets,
+                             {source: why for (source, m), why in unfit.items() if m == model})]
     adjust_families(rows)
     return {"plantings": [_summary(p) for p in planted], "rows": rows, "max_fpr": MAX_FPR,
             "resamples": RESAMPLES, "seed": SEED, "confidence": CONFIDENCE, "draws": DRAWS,
@@ -107,6 +109,12 @@ def _roles(planted: list[dict], models: list[tuple[str, str, str]]) -> list[tupl
     return roles
 
 
+def _not_applicable(store: Store) -> dict[tuple[str, str], str]:
+    """(probe, model) -> why the probe cannot work on that model (its spec's hook)."""
+    return {(spec.name, model): why for spec in PROBES.values() if spec.not_applicable
+            for model, why in resolve(spec.not_applicable)(store).items()}
+
+
 def model_scores(store: Store, models: list[str]) -> dict[str, dict[tuple, dict[str, float]]]:
     """model -> (source, metric) -> item -> value, for the measures the section knows."""
     found: dict[str, dict[tuple, dict[str, float]]] = defaultdict(lambda: defaultdict(dict))
@@ -129,7 +137,7 @@ def planted_set_id(items: list[str]) -> str:
 
 
 def _rows(group: list[dict], model: str, role: str, scores: dict[tuple, dict[str, float]],
-          subsets: dict[str, str]) -> list[dict[str, Any]]:
+          subsets: dict[str, str], unfit: dict[str, str]) -> list[dict[str, Any]]:
     chosen = set(group[0]["planted_items"])
     about = {"planting": ", ".join(p["name"] for p in group),
              "format": ", ".join(dict.fromkeys(p["format"] for p in group)),
@@ -141,10 +149,21 @@ def _rows(group: list[dict], model: str, role: str, scores: dict[tuple, dict[str
         if not values:
             continue
         ordered = sorted(values.items())  # item order, not the query's: the bootstrap repeats
+        separation = _separation(ordered, chosen, subsets, READINGS[measure].direction)
         rows.append({**about, "source": measure[0], "metric": measure[1], "measure": label,
                      "direction": READINGS[measure].direction,
-                     **_separation(ordered, chosen, subsets, READINGS[measure].direction)})
+                     **(_not_scored(separation) if measure[0] in unfit else separation),
+                     "not_applicable": unfit.get(measure[0])})
     return rows
+
+
+def _not_scored(separation: dict[str, Any]) -> dict[str, Any]:
+    """A measure its probe cannot produce on this model: the counts stay, every statistic is
+    undefined (so it is outside its family's Holm), and the ROC curve is not drawn."""
+    kept = ("planted_n", "unplanted_n")
+    return {key: value if key in kept else ([] if key.startswith("roc_") else
+                                            None if key == "holds_half" else float("nan"))
+            for key, value in separation.items()}
 
 
 def _separation(ordered: list[tuple[str, float]], chosen: set[str], subsets: dict[str, str],
@@ -205,13 +224,10 @@ def section(report: dict) -> Section | None:
     part = report.get("validation")
     if not part:
         return None
-    paragraphs = [_method_line(part), *_control_lines(part), *_planting_lines(part["plantings"])]
+    paragraphs = [_method_line(part), *_control_lines(part), *_unfit_lines(part["rows"]),
+                  *_planting_lines(part["plantings"])]
     rows = [[r["model"], r["role"], r["planting"], r["measure"],
-             f"{r['planted_n']} / {r['unplanted_n']}", fmt_num(r["planted_mean"]),
-             fmt_num(r["unplanted_mean"]), fmt_num(r["auc"]),
-             fmt_num_ci(r["auc_ci_low"], r["auc_ci_high"]), fmt_p(r["mannwhitney_p"]),
-             _percentile(r["perm_percentile"]), fmt_p(r["perm_p"]), fmt_p(r["perm_p_holm"]),
-             fmt_num(r["tpr_at_5_fpr"])] for r in part["rows"]]
+             f"{r['planted_n']} / {r['unplanted_n']}", *_statistics(r)] for r in part["rows"]]
     table = Table(["Model", "Role", "Planting", "Measure", "n (planted / not)", "Mean planted",
                    "Mean not", "ROC-AUC", f"{part['confidence']:.0%} CI", "p (Mann–Whitney)",
                    "Null percentile", "p (permutation)", "Holm p", "TPR @ 5% FPR"],
@@ -222,6 +238,22 @@ def section(report: dict) -> Section | None:
     figures = [ROC_FIGURE] + ([DOSE_FIGURE] if _several_doses(part) else [])
     return Section("Probe validation (planted contamination)", paragraphs, [table],
                    figures if part["rows"] else [])
+
+
+def _statistics(r: dict) -> list[str]:
+    if r.get("not_applicable"):
+        return ["not applicable", *["—"] * 9]
+    return [fmt_num(r["planted_mean"]), fmt_num(r["unplanted_mean"]), fmt_num(r["auc"]),
+            fmt_num_ci(r["auc_ci_low"], r["auc_ci_high"]), fmt_p(r["mannwhitney_p"]),
+            _percentile(r["perm_percentile"]), fmt_p(r["perm_p"]), fmt_p(r["perm_p_holm"]),
+            fmt_num(r["tpr_at_5_fpr"])]
+
+
+def _unfit_lines(rows: list[dict]) -> list[str]:
+    """Each (model, measure) a probe cannot produce: said, so that 0% is not read as clean."""
+    seen = dict.fromkeys((r["model"], r["measure"], r["not_applicable"]) for r in rows
+                         if r.get("not_applicable"))
+    return [f"{measure} on {user(model)}: {why}." for model, measure, why in seen]
 
 
 def _method_line(part: dict) -> str:
