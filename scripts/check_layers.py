@@ -32,6 +32,7 @@ LAYERS = {
     "harness.config": 1,
     "harness.text": 1,
     "harness.errors": 1,
+    "harness.declare": 1,  # how an option is declared: its field and its flag, in one place
     "harness.labels": 1,  # the label vocabulary: metrics/judge.py maps the judge's replies with it
     "harness.provider_names": 1,  # the provider names: the config checks them, providers/ builds on them
     "harness": 1,  # the package itself: its version helper

@@ -14,7 +14,6 @@ arguments again reuse the saved models (ARCHITECTURE.md, Where an addition goes)
 from __future__ import annotations
 
 import random
-import re
 import time
 from collections import defaultdict
 from collections.abc import Sequence
@@ -26,6 +25,9 @@ from harness.config import ModelSpec, RunConfig, load_config
 from harness.display import BatchProgress
 from harness.errors import UserError
 from harness.jobs.lane_job import import_config_items
+from harness.jobs.options.plant import (
+    DEFAULT_BATCH_SIZE, DEFAULT_LEARNING_RATE, DEFAULT_MAX_LENGTH, PlantOptions,
+)
 from harness.jobs.probe_work import probe_item
 from harness.jobs.run import run_prompt
 from harness.prompts import text_rule
@@ -39,30 +41,6 @@ from metrics.probes import ProbeItem
 __all__ = ["PlantOptions", "PlantResult", "plant", "dose_names", "choose_planted",
            "DEFAULT_LEARNING_RATE", "DEFAULT_BATCH_SIZE", "DEFAULT_MAX_LENGTH"]
 
-DEFAULT_LEARNING_RATE = 1e-4
-DEFAULT_BATCH_SIZE = 4
-DEFAULT_MAX_LENGTH = 256
-FORMATS = ("text", "qa")
-_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,79}")
-
-
-@dataclass(frozen=True, kw_only=True)
-class PlantOptions:
-    """``contam plant``'s arguments."""
-
-    model: str
-    name: str
-    share: float = 0.5
-    epochs: tuple[int, ...] = (3,)
-    format: str = "text"
-    seed: int = 0
-    device: str = "cpu"
-    learning_rate: float = DEFAULT_LEARNING_RATE
-    batch_size: int = DEFAULT_BATCH_SIZE
-    max_length: int = DEFAULT_MAX_LENGTH
-    progress: bool = False
-
-
 @dataclass
 class PlantResult:
     """What was planted (or reused): one line per dose."""
@@ -75,7 +53,7 @@ def plant(config_path: str | Path, *, store: str | Path | None = None,
           options: PlantOptions) -> PlantResult:
     """Plants every dose that is not saved yet, and records each dose in the store."""
     started = time.perf_counter()
-    _check(options)
+    options.check()
     config = load_config(config_path, store_flag=str(store) if store else None)
     spec = _local_model(config, options.model)
     with Store(config.store or DEFAULT_STORE, create=True) as opened:
@@ -100,27 +78,6 @@ def _total_line(doses: Sequence[dict[str, Any]], total_s: float) -> str:
     trained = [dose["row"]["wall_s"] for dose in doses if not dose["reused"]]
     training = f"training {max(trained):.0f} s" if trained else "nothing trained"
     return f"done in {total_s:.0f} s in all ({training})"
-
-
-def _check(options: PlantOptions) -> None:
-    """Every argument checked before anything is read or trained: one line each."""
-    problems = {
-        "--as": not _NAME.fullmatch(options.name),
-        "--share": not 0 < options.share < 1,
-        "--epochs": not options.epochs or any(e < 1 for e in options.epochs),
-        "--format": options.format not in FORMATS,
-        "--lr": not options.learning_rate > 0,
-        "--batch-size": options.batch_size < 1,
-        "--max-length": options.max_length < 8,
-        "--device": options.device != "cpu" and not options.device.startswith("cuda"),
-    }
-    wanted = {"--as": "a name of letters, digits, '.', '_' or '-'",
-              "--share": "a fraction between 0 and 1", "--epochs": "whole numbers >= 1",
-              "--format": "text or qa", "--lr": "a number > 0", "--batch-size": "a number >= 1",
-              "--max-length": "a number >= 8", "--device": "cpu or cuda"}
-    for flag, bad in problems.items():
-        if bad:
-            raise UserError(f"{flag} must be {wanted[flag]}")
 
 
 def _local_model(config: RunConfig, name: str) -> ModelSpec:

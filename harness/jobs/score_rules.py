@@ -9,7 +9,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from functools import partial
 
+from harness.declare import flag_of
 from harness.errors import UserError
+from harness.jobs.options.score import ScoreOptions
 from harness.study import StudySettings
 from metrics import rules
 
@@ -24,7 +26,8 @@ def check_rule_settings(metrics: Sequence[str], study: StudySettings) -> None:
     if "regex" in metrics:
         if not study.regex:
             raise UserError("metric regex needs [scoring] regex = \"...(group)...\" in the study's "
-                            "config (give it with --config FILE, or record it with contam run)")
+                            f"config (give it with {flag_of(ScoreOptions, 'config')} FILE, or record it with "
+                            "contam run)")
         rules.compile_answer_regex(study.regex)
 
 
