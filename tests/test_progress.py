@@ -115,10 +115,28 @@ def test_batch_progress_plain_lines_give_the_rate_in_the_task_unit(capsys, monke
     monkeypatch.setattr(batch, "_PLAIN_EVERY_S", 0)
     with batch.BatchProgress(live=False).task("bertscore_f1", 10, "pairs") as advance:
         advance(4)
-        advance(6)  # the last: the job prints its own summary line, not a progress line
+        advance(3)
+        advance(3)  # the last: the job prints its own summary line, not a progress line
     lines = capsys.readouterr().err.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("bertscore_f1: 4/10 (")
-    assert re.search(r"\([\d,]+ pairs/s, [\d,]+ s left\)$", lines[0]), lines[0]
+    assert len(lines) == 2 and lines[0] == "bertscore_f1: 4/10 (measuring pairs/s)"
+    assert lines[1].startswith("bertscore_f1: 7/10 (")
+    assert re.search(r"\([\d,]+ pairs/s, [\d,]+ s left\)$", lines[1]), lines[1]
+
+
+def test_batch_progress_time_left_comes_from_the_steps_after_the_first(capsys, monkeypatch):
+    """A fine-tune's set-up and first step take far longer than the others: the time left is
+    what the measured steps say, not the elapsed time over the steps done."""
+    import harness.display.batch as batch
+
+    clock = iter([0.0, 100.0, 102.0, 104.0])  # created; the first step ends at 100 s; 2 s a step
+    monkeypatch.setattr(batch.time, "monotonic", lambda: next(clock))
+    monkeypatch.setattr(batch, "_PLAIN_EVERY_S", 0)
+    with batch.BatchProgress(live=False).task("plant p", 10, "steps") as advance:
+        for _ in range(3):
+            advance(1)
+    lines = capsys.readouterr().err.splitlines()
+    assert lines == ["plant p: 1/10 (measuring steps/s)", "plant p: 2/10 (0.5 steps/s, 16 s left)",
+                     "plant p: 3/10 (0.5 steps/s, 14 s left)"]
 
 
 def test_batch_progress_notes_show_control_characters_as_escapes(capsys):

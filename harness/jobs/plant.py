@@ -14,7 +14,7 @@ arguments again reuse the saved models (ARCHITECTURE.md, Where an addition goes)
 from __future__ import annotations
 
 import random
-import re
+import time
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.config import ModelSpec, RunConfig, load_config
+from harness.display import BatchProgress
 from harness.errors import UserError
 from harness.jobs.lane_job import import_config_items
 from harness.jobs.options.plant import (
@@ -51,6 +52,7 @@ class PlantResult:
 def plant(config_path: str | Path, *, store: str | Path | None = None,
           options: PlantOptions) -> PlantResult:
     """Plants every dose that is not saved yet, and records each dose in the store."""
+    started = time.perf_counter()
     options.check()
     config = load_config(config_path, store_flag=str(store) if store else None)
     spec = _local_model(config, options.model)
@@ -59,13 +61,23 @@ def plant(config_path: str | Path, *, store: str | Path | None = None,
         items = [probe_item(row) for row in first_items(opened, None)]
         planted = choose_planted(items, options.share, options.seed)
         texts = _training_texts(opened, config, planted, options.format)
+    BatchProgress.note(f"plant {options.name}: loading torch and transformers")
     from harness.jobs.plant_run import plant_doses  # torch and transformers load only here
 
     ids = [item.item_id for item in planted]
     doses = plant_doses(spec, texts, options, dose_names(options.name, options.epochs),
                         lambda epochs: arguments(spec, ids, options, epochs))
     with Store(config.store or DEFAULT_STORE) as opened:
-        return _record(opened, doses)
+        result = _record(opened, doses)
+    result.lines.append(_total_line(doses, time.perf_counter() - started))
+    return result
+
+
+def _total_line(doses: Sequence[dict[str, Any]], total_s: float) -> str:
+    """The command's own time beside the training's: loading and saving are part of it."""
+    trained = [dose["row"]["wall_s"] for dose in doses if not dose["reused"]]
+    training = f"training {max(trained):.0f} s" if trained else "nothing trained"
+    return f"done in {total_s:.0f} s in all ({training})"
 
 
 def _local_model(config: RunConfig, name: str) -> ModelSpec:
@@ -75,7 +87,7 @@ def _local_model(config: RunConfig, name: str) -> ModelSpec:
         known = ", ".join(spec.name for spec in config.models) or "none"
         raise UserError(f"{config.path}: no model named {name!r} (configured: {known})")
     if found[0].provider != "local":
-        raise UserError(f"contam plant: model {name!r} is provider {found[0].provider!r}; only "
+        raise UserError(f"model {name!r} is provider {found[0].provider!r}; only "
                         "provider = \"local\" models can be fine-tuned (their weights are on disk)")
     return found[0]
 
@@ -123,7 +135,8 @@ def _record(store: Store, doses: Sequence[dict[str, Any]]) -> PlantResult:
             record_planting(store, {**row, "created_at": utc_now()})
         result.names.append(row["name"])
         losses = ", ".join(f"{loss:.3f}" for loss in row["loss_per_epoch"])
-        how = "reused the saved model" if dose["reused"] else f"trained in {row['wall_s']:.0f} s"
+        how = ("reused the saved model" if dose["reused"]
+               else f"training {row['wall_s']:.0f} s")
         result.lines.append(f"{row['name']}: {row['epochs']} epoch(s) on "
                             f"{len(row['planted_items'])} items ({row['format']}), loss per "
                             f"epoch {losses}; {how}; use provider = \"local\", "

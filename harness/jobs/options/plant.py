@@ -23,7 +23,7 @@ def _epochs(text: str) -> tuple[int, ...]:
     try:
         return tuple(int(part) for part in text.split(","))
     except ValueError:
-        raise UserError(f"contam plant: {flag_of(PlantOptions, 'epochs')} must be whole numbers, "
+        raise UserError(f"{flag_of(PlantOptions, 'epochs')} must be whole numbers, "
                         f"not {text!r}") from None
 
 
@@ -59,7 +59,7 @@ class PlantOptions:
         """Every argument checked before anything is read or trained: one line each."""
         for name, wanted in _WANTED.items():
             if not _FITS[name](self):
-                raise UserError(f"contam plant: {flag_of(PlantOptions, name)} must be {wanted}")
+                raise UserError(f"{flag_of(PlantOptions, name)} must be {wanted}")
 
 
 _FITS = {
