@@ -114,13 +114,13 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _sql(args: argparse.Namespace) -> int:
-    from harness.jobs.sql import sql
+    from harness.jobs.sql import print_sql
 
-    result = sql(args.query, store=args.store)
-    sys.stdout.write(result.text(args.format, width=terminal_width(sys.stdout)))
+    printed = print_sql(args.query, sys.stdout, store=args.store, fmt=args.format,
+                        max_rows=args.max_rows, width=terminal_width(sys.stdout))
     sys.stdout.flush()  # the table whole before the footer, wherever both streams go
     if args.format == "table":
-        print(result.count_line(), file=sys.stderr)
+        print(printed.footer(), file=sys.stderr)
     return 0
 
 

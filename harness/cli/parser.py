@@ -173,7 +173,18 @@ def _add_sql(sub: argparse._SubParsersAction) -> None:
                        "rows or 128 MiB; once the job has finished, no such limit applies.")
     _store(p)
     p.add_argument("query")
-    p.add_argument("--format", choices=["table", "csv", "json"], default="table")
+    p.add_argument("--format", choices=["table", "csv", "json"], default="table",
+                   help="table (its first --max-rows rows), or csv or json (every row, "
+                        "written as it is fetched)")
+    p.add_argument("--max-rows", type=_rows_shown, default=40, metavar="N",
+                   help="rows the table shows, the rest counted (default 40; 0: all)")
+
+
+def _rows_shown(text: str) -> int:
+    """--max-rows: a whole number, 0 or more."""
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"a whole number of rows, 0 or more (0: all), not {text!r}")
+    return int(text)
 
 
 def _add_emulator(sub: argparse._SubParsersAction) -> None:
