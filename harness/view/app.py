@@ -7,6 +7,7 @@ each rater's own link (which opens only that rater's label desk).
 
 from __future__ import annotations
 
+import errno
 import socket
 import time
 from collections.abc import Callable
@@ -93,10 +94,18 @@ def _listen(host: str, port: int) -> socket.socket:
         sock.bind((host, port))
     except OSError as exc:
         sock.close()
-        raise UserError(f"cannot listen on {host}:{port} ({exc.strerror or exc})") from None
+        raise UserError(f"cannot listen on {host}:{port} ({exc.strerror or exc}){_busy(exc)}") from None
     sock.listen(128)
     sock.set_inheritable(True)
     return sock
+
+
+def _busy(exc: OSError) -> str:
+    """What to do about a port that something (often another `contam view`) already has."""
+    if exc.errno != errno.EADDRINUSE:
+        return ""
+    return "; another program has that port (a second `contam view`?): choose one with --port N, " \
+           "or --port 0 for any free one"
 
 
 def _url_host(host: str) -> str:
