@@ -15,6 +15,7 @@ from typing import Any
 
 from starlette.applications import Starlette
 from starlette.datastructures import MutableHeaders
+from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from harness.errors import UserError
@@ -55,7 +56,8 @@ class ResponseHeaders:
 def create_app(options: ViewOptions, token: str, port: int | None = None) -> ASGIApp:
     """The whole app: the token guard in front of the pages. ``port`` names the cookie."""
     view = View(options, token)
-    app = Starlette(routes=view.routes(), exception_handlers={UserError: view.refused})
+    app = Starlette(routes=view.routes(), exception_handlers={
+        UserError: view.refused, HTTPException: view.http_error, Exception: view.failed})
     app.state.view = view
     cookie = f"contam_view_{port if port is not None else options.port}"
     guard = TokenGuard(app, token=token, cookie=cookie, hosts=served_hosts(options.host))
