@@ -147,3 +147,15 @@ def test_ctrl_c_while_waiting_for_a_held_store(empty):
     finally:
         holder.kill()
         holder.wait()
+
+
+def test_a_reader_that_stops_reading_ends_it_quietly(empty):
+    """`contam sql --format csv ... | head -2`: no traceback once head has what it wanted."""
+    process = subprocess.Popen([sys.executable, "-m", "harness.cli", "sql", "--store", str(empty),
+                                "--format", "csv", RANGE.format(rows=2_000_000)], cwd=ROOT,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    assert process.stdout.readline() == b"n,label\n"
+    process.stdout.close()  # what head does once it has its lines
+    err = process.stderr.read()
+    assert process.wait(timeout=60) == 128 + signal.SIGPIPE and err == b""

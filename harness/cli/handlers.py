@@ -5,6 +5,8 @@ each returns the exit status."""
 from __future__ import annotations
 
 import argparse
+import os
+import signal
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -116,9 +118,13 @@ def _report(args: argparse.Namespace) -> int:
 def _sql(args: argparse.Namespace) -> int:
     from harness.jobs.sql import print_sql
 
-    printed = print_sql(args.query, sys.stdout, store=args.store, fmt=args.format,
-                        max_rows=args.max_rows, width=terminal_width(sys.stdout))
-    sys.stdout.flush()  # the table whole before the footer, wherever both streams go
+    try:
+        printed = print_sql(args.query, sys.stdout, store=args.store, fmt=args.format,
+                            max_rows=args.max_rows, width=terminal_width(sys.stdout))
+        sys.stdout.flush()  # the table whole before the footer, wherever both streams go
+    except BrokenPipeError:  # `| head`: the reader has all it wanted; quiet, as a C tool would be
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nothing left to flush
+        return 128 + signal.SIGPIPE
     if args.format == "table":
         print(printed.footer(), file=sys.stderr)
     return 0
