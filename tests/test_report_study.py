@@ -129,12 +129,13 @@ def test_by_writes_md_html_and_a_tidy_csv(store_path, tmp_path, contam):
     assert "accuracy_by_item_tier" in index["name"].tolist()
 
 
-def test_by_an_unknown_column_is_one_line_naming_the_columns(store_path, tmp_path, contam):
+def test_by_an_unknown_column_is_one_line_naming_the_columns_and_the_closest(store_path, tmp_path,
+                                                                             contam):
     out = tmp_path / "out"
     status, _, err = contam("report", "--store", build_store(store_path), "--out", out, "--by", "teir")
     assert status == 2 and len(err.strip().splitlines()) == 1
-    assert "--by 'teir': no such item column (columns present: item_id, title, subset, question, " \
-           "reference, tier, year)" in err
+    assert "--by 'teir': no such item column (did you mean 'tier'?) (columns present: item_id, " \
+           "title, subset, question, reference, tier, year)" in err
     assert not out.exists()
 
 

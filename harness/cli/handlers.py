@@ -5,6 +5,8 @@ each returns the exit status."""
 from __future__ import annotations
 
 import argparse
+import os
+import signal
 import sys
 from collections.abc import Callable
 from dataclasses import asdict
@@ -108,13 +110,18 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _sql(args: argparse.Namespace) -> int:
-    from harness.jobs.sql import sql
+    from harness.jobs.sql import print_sql
 
-    result, shown = sql(args.query, store=args.store), from_args(SqlOptions, args)
-    sys.stdout.write(result.text(shown.format, width=terminal_width(sys.stdout)))
-    sys.stdout.flush()  # the table whole before the footer, wherever both streams go
+    shown = from_args(SqlOptions, args)
+    try:
+        printed = print_sql(args.query, sys.stdout, store=args.store, options=shown,
+                            width=terminal_width(sys.stdout))
+        sys.stdout.flush()  # the table whole before the footer, wherever both streams go
+    except BrokenPipeError:  # `| head`: the reader has all it wanted; quiet, as a C tool would be
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nothing left to flush
+        return 128 + signal.SIGPIPE
     if shown.format == "table":
-        print(result.count_line(), file=sys.stderr)
+        print(printed.footer(), file=sys.stderr)
     return 0
 
 

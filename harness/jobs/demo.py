@@ -36,6 +36,7 @@ import anyio
 
 from harness.config import RunConfig, load_config
 from harness.errors import UserError
+from harness.jobs.demo_state import remember_report, unchanged_since_last_report
 from harness.prompts import DEFAULT_SYSTEM_PROMPT
 from harness.store import Store
 
@@ -61,16 +62,32 @@ def demo(out_dir: str = "runs/demo", *, no_progress: bool = False, probes: bool 
         status = _answer(store, config, no_progress=no_progress)
         if status != 0:
             return status
-        _score(store, no_progress=no_progress)
-        if probes:
-            from harness.jobs.demo_probes import demo_probes
-
-            status = demo_probes(store, demo_items_path(), config.system_prompt,
-                                 no_progress=no_progress)
-        report_files = _report(store, out)
+        if unchanged_since_last_report(store, out, probes=probes):
+            print(f"scores and report: nothing new since the last demo; {out}/ is up to date")
+            report_files = sorted(out.iterdir())
+        else:
+            status, report_files = _score_and_report(store, out, config, no_progress=no_progress,
+                                                     probes=probes)
         _print_summary(store)
     _print_where(out, report_files, time.monotonic() - started)
     return status
+
+
+def _score_and_report(store: Store, out: Path, config: RunConfig, *, no_progress: bool,
+                      probes: bool) -> tuple[int, list[Path]]:
+    """Score what is new, run the probes (``--probes``), write the report; remembered for the
+    next demo when all went well (:mod:`harness.jobs.demo_state`)."""
+    status = 0
+    _score(store, no_progress=no_progress)
+    if probes:
+        from harness.jobs.demo_probes import demo_probes
+
+        status = demo_probes(store, demo_items_path(), config.system_prompt,
+                             no_progress=no_progress)
+    report_files = _report(store, out)
+    if status == 0:
+        remember_report(store, out, probes=probes)
+    return status, report_files
 
 
 def _out_dir(name: str) -> Path:

@@ -18,8 +18,8 @@ from harness.engine.writer import Rows
 from harness.errors import UserError
 from harness.jobs.live import serving_reads
 from harness.jobs.lane_job import (
-    JobOptions, JobResult, failure_lines, interrupted_line, new_run_id, recovered_lines, run_lanes,
-    run_row,
+    NEEDS_A_FIX, JobOptions, JobResult, failure_lines, interrupted_line, new_run_id,
+    recovered_lines, run_lanes, run_row,
 )
 from harness.store import DEFAULT_STORE, Store, utc_now
 from harness.store import raters
@@ -245,6 +245,9 @@ def _summarise(config: RunConfig, result: JudgeResult) -> None:
     if result.interrupted is not None:
         result.problems.append(interrupted_line("judge", result.interrupted,
                                                 config.command("judge"), "label"))
+    elif stats and stats.stopped in NEEDS_A_FIX:
+        result.problems.append(f"contam judge: the judge stopped ({stats.stopped}): "
+                               f"{stats.stop_message}; fix that, then run `{config.command('judge')}`")
     elif stats and stats.stopped:
         result.problems.append(f"contam judge: the judge stopped ({stats.stopped}); run "
                                f"`{config.command('judge')}` again to resume")

@@ -206,6 +206,26 @@ def failure_lines(stats: Sequence[LaneStats]) -> list[str]:
             for s in stats if s.failed]
 
 
+# Why a model stops where running the same command again cannot help: the config, a key or the
+# model's files must change first (a missing key, a model not on disk, a substituted model).
+NEEDS_A_FIX = frozenset({"missing key", "bad key", "auth", "substitution", "fatal"})
+
+
+def stopped_lines(command: str, stats: Sequence[LaneStats], again: str) -> list[str]:
+    """A line for each model stopped by something to fix first (what to fix: its stop message),
+    then one naming the models that the same command resumes."""
+    stopped = [s for s in stats if s.stopped]
+    lines = [f"contam {command}: {s.label} stopped ({s.stopped}): {s.stop_message}; fix that, "
+             f"then run `{again}`" for s in stopped if s.stopped in NEEDS_A_FIX]
+    waiting = [s.label for s in stopped if s.stopped not in NEEDS_A_FIX]
+    if waiting:
+        others = "; the others finished" if len(stopped) < len(stats) else ""
+        what = "model stopped" if len(waiting) == 1 else "models stopped"
+        lines.append(f"contam {command}: {len(waiting)} {what} ({', '.join(waiting)}){others}; "
+                     f"run `{again}` again to resume")
+    return lines
+
+
 def interrupted_line(command: str, signum: int, again: str, kept: str) -> str:
     """``again`` is the command line that resumes (``RunConfig.command``)."""
     return (f"contam {command}: interrupted by {signal.Signals(signum).name}; every {kept} "

@@ -23,7 +23,7 @@ from harness.engine.writer import Rows
 from harness.jobs.options.lane import RunOptions
 from harness.jobs.lane_job import (
     JobOptions, JobResult, SecondPass, failure_lines, interrupted_line, new_run_id, run_job,
-    run_lanes, run_row,
+    run_lanes, run_row, stopped_lines,
 )
 from harness.prompts import QuestionPrompt, study_prompt
 from harness.store import Store, utc_now
@@ -195,23 +195,13 @@ def _summary_line(s: LaneStats, done: str) -> str:
     return line
 
 
-def _stopped_line(stopped: list[str], models: int, config: RunConfig) -> str:
-    """Which models stopped; "the others finished" only where there are others."""
-    others = "; the others finished" if len(stopped) < models else ""
-    what = "model stopped" if len(stopped) == 1 else "models stopped"
-    return (f"contam run: {len(stopped)} {what} ({', '.join(stopped)}){others}; run "
-            f"`{config.command('run')}` again to resume")
-
-
 def _summarise(config: RunConfig, result: JobResult) -> None:
     result.summary += summary_lines(result.stats) + failure_lines(result.stats)
     if result.interrupted is not None:
         result.problems.append(interrupted_line("run", result.interrupted, config.command("run"),
                                                 "answer"))
         return
-    stopped = [s.label for s in result.stats if s.stopped]
-    if stopped:
-        result.problems.append(_stopped_line(stopped, len(result.stats), config))
+    result.problems += stopped_lines("run", result.stats, config.command("run"))
     failed = sum(s.failed for s in result.stats)
     if failed:
         result.problems.append(f"contam run: {failed} cell(s) failed after all attempts; run "

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from harness.config_schema import METRIC_DISPLAY
+from harness.config_schema import METRIC_DISPLAY, did_you_mean
 from harness.errors import UserError
 from harness.report import labels, stats
 from harness.report.cells import Cells
@@ -81,8 +81,8 @@ def item_columns(store: Store) -> list[str]:
 def _column_values(store: Store, column: str) -> pd.DataFrame:
     known = item_columns(store)
     if column not in known:
-        raise UserError(f"--by {column!r}: no such item column (columns present: "
-                        f"{', '.join(known)})")
+        raise UserError(f"--by {column!r}: no such item column{did_you_mean(column, known)} "
+                        f"(columns present: {', '.join(known)})")
     value = column if column in CORE_COLUMNS else "json_extract_string(extra, ?)"
     params = [] if column in CORE_COLUMNS else [f'$."{column}"']
     return store.query_df(f"SELECT item_id, {value} AS by_value FROM latest_items", params)

@@ -258,6 +258,12 @@ class Store:
     def checked_query(self, query: str) -> tuple[list[str], list[tuple]]:
         """`contam sql`'s query (:mod:`harness.store.readonly`): one read-only statement, with
         file and network access switched off and the configuration locked from then on."""
+        columns, chunks = self.checked_chunks(query)
+        return columns, [row for chunk in chunks for row in chunk]
+
+    def checked_chunks(self, query: str) -> tuple[list[str], Iterator[list[tuple]]]:
+        """:meth:`checked_query` with the rows fetched a chunk at a time as DuckDB streams them,
+        so that a result of any size is never held whole."""
         from harness.store.readonly import LOCKDOWN, check_query
 
         if not self.read_only:
@@ -269,8 +275,12 @@ class Store:
             self._locked_down = True
         cursor = self.con.execute(query)
         if cursor.description is None:
-            return [], []
-        return [d[0] for d in cursor.description], cursor.fetchall()
+            return [], iter(())
+        return [d[0] for d in cursor.description], _chunks(cursor)
+
+    def interrupt(self) -> None:
+        """Stop the query running on this store now (from another thread: Ctrl-C)."""
+        self.con.interrupt()
 
     def item_ids(self) -> set[str]:
         return {row[0] for row in self.query("SELECT DISTINCT item_id FROM items")}
@@ -341,3 +351,11 @@ def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConne
         con.execute("ROLLBACK")
         raise
     con.execute("COMMIT")
+
+
+_CHUNK_ROWS = 10_000
+
+
+def _chunks(cursor: duckdb.DuckDBPyConnection) -> Iterator[list[tuple]]:
+    while chunk := cursor.fetchmany(_CHUNK_ROWS):
+        yield chunk

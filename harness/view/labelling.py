@@ -135,7 +135,8 @@ class LabelDesk(_Desk):
 
     def skip(self, rater: str, cell_id: str) -> Screen:
         with self.gate.lock:
-            self._skipped[rater].add(self._own_key(rater, cell_id))
+            key = self._own_key(rater, cell_id)  # first: it opens the rater's desk if need be
+            self._skipped[rater].add(key)
             return self.screen(rater, said="Skipped: it comes back when the rest are done")
 
     def undo(self, rater: str) -> Screen:

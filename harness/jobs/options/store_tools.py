@@ -3,11 +3,12 @@ and `contam sql` (their positional arguments are the command line's own)."""
 
 from __future__ import annotations
 
+import argparse
 from dataclasses import dataclass
 
 from harness.declare import option
 
-__all__ = ["ImportOptions", "BatchesOptions", "SqlOptions"]
+__all__ = ["ImportOptions", "BatchesOptions", "SqlOptions", "TABLE_ROWS"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -30,9 +31,23 @@ class BatchesOptions:
              "created in the instant before a kill)")
 
 
+TABLE_ROWS = 40  # rows the table shows unless --max-rows says otherwise
+
+
+def _rows_shown(text: str) -> int:
+    """--max-rows: a whole number, 0 or more."""
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"a whole number of rows, 0 or more (0: all), not {text!r}")
+    return int(text)
+
+
 @dataclass(frozen=True, kw_only=True)
 class SqlOptions:
     """How `contam sql` prints the result (``harness.api.sql`` returns it unprinted)."""
 
     format: str = option("--format", default="table", choices=("table", "csv", "json"),
-                         help="how the rows are printed (default table)")
+                         help="table (the default: its first --max-rows rows), or csv or json "
+                              "(every row, written as it is fetched)")
+    max_rows: int = option("--max-rows", default=TABLE_ROWS, type=_rows_shown, metavar="N",
+                           help=f"rows the table shows, the rest counted (default {TABLE_ROWS}; "
+                                "0: all)")
