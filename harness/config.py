@@ -114,7 +114,7 @@ class RunConfig:
     models: tuple[ModelSpec, ...] = field(default=(), metadata=key(
         "tables", "The models asked: one `[[models]]` table each.", at="models"))
     judge: ModelSpec | None = field(default=None, metadata=key(
-        "table", "The LLM judge of `contam judge`: a model table, plus `rubric`.", at="judge"))
+        "table", "The LLM judge of `contam judge`: the keys of a `[[models]]` table, plus `rubric`.", at="judge"))
     study: StudySettings = field(default_factory=StudySettings)
     store_flag: str | None = None  # --store as given on the command line; wins over `store`
 
