@@ -172,7 +172,7 @@ def _view(args: argparse.Namespace) -> int:
 def _init(args: argparse.Namespace) -> int:
     from harness.jobs.init import init_study
 
-    say(init_study(args.folder).summary())
+    say(init_study(args.folder, items=args.items, metrics=args.metrics).summary())
     return 0
 
 

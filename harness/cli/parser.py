@@ -214,6 +214,12 @@ def _add_init(sub: argparse._SubParsersAction) -> None:
                                     "items.csv (header and two rows), README (the next commands)")
     p.add_argument("folder", help="the study's folder (made if absent; nothing in it is "
                                   "overwritten)")
+    p.add_argument("--items", metavar="FILE",
+                   help="your items file (CSV, JSONL or Parquet): the study.toml reads it, its "
+                        "column map guessed from the names; no items.csv is written")
+    p.add_argument("--metrics", metavar="METRIC[,METRIC]",
+                   help="[scoring] metrics (default: bleu2,bertscore_f1); with exact, the system "
+                        "prompt asks for the answer alone")
 
 
 def _add_view(sub: argparse._SubParsersAction) -> None:
