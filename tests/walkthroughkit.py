@@ -29,19 +29,20 @@ EMULATOR_PORT = "http://127.0.0.1:8765"
 __all__ = ["README", "ROOT", "Step", "Walkthrough", "bash_block", "section"]
 
 
-def section(heading: str) -> str:
-    """The README's text from ``heading`` (a whole heading line, or text that starts a line) to
-    the next heading."""
-    text = README.read_text(encoding="utf-8")
+def section(heading: str, doc: Path = README) -> str:
+    """``doc``'s text (the README's by default) from ``heading`` (a whole heading line, or text
+    that starts a line) to the next heading."""
+    text = doc.read_text(encoding="utf-8")
     start = text.index("\n" + heading) + 1
     rest = text[start:].split("\n", 1)[1]
     following = re.search(r"^#{1,4} ", rest, re.MULTILINE)
     return rest[: following.start()] if following else rest
 
 
-def bash_block(heading: str, after: str = "") -> list[str]:
-    """The lines of the first ```bash block of ``heading``'s section (after the text ``after``)."""
-    text = section(heading)
+def bash_block(heading: str, after: str = "", doc: Path = README) -> list[str]:
+    """The lines of the first ```bash block of ``heading``'s section of ``doc`` (after the text
+    ``after``)."""
+    text = section(heading, doc)
     text = text[text.index(after):] if after else text
     return re.search(r"```bash\n(.*?)```", text, re.DOTALL).group(1).splitlines()
 
