@@ -22,11 +22,13 @@ from harness.config_schema import METRIC_DISPLAY
 from harness.labels import LABELS
 from harness.report import stats
 from harness.store import Store
+from metrics.metric_registry import DEFAULT_METRICS
 
 __all__ = ["LABELS", "METRICS", "Cells", "sort_value", "nan_if_none", "nan_if_infinite", "mean",
            "share", "ratio", "json_ratio", "plain", "subset_rank", "contrast_2x2"]
 
-METRICS = {metric: METRIC_DISPLAY[metric] for metric in ("bleu2", "bertscore_f1")}
+# The paper's surface metrics, the ones `contam score` computes by default.
+METRICS = {metric: METRIC_DISPLAY[metric] for metric in DEFAULT_METRICS}
 
 # One row per (item, model) with the effective human and judge labels ($1 human rater, $2 judge
 # rater). An empty answer is wrong whatever its label says; an item with neither an answer nor a
