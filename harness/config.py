@@ -19,6 +19,7 @@ from harness.provider_names import BATCH_PROVIDERS
 from harness.study import DEFAULT_METRICS, DEFAULT_NUMERIC_TOLERANCE, StudySettings
 from harness.text import visible
 from metrics.metric_registry import METRICS
+from metrics.outcome import parse_outcome
 
 __all__ = ["ModelSpec", "RunConfig", "load_config", "model_names", "parse_model", "PROVIDERS",
            "BATCH_PROVIDERS", "DEFAULT_SYSTEM_PROMPT"]
@@ -154,7 +155,16 @@ def _study(path: Path, raw: dict[str, Any]) -> StudySettings:
         subsets=tuple(study.get("subsets", ())), user_template=raw.get("prompt", {}).get("user"),
         probe_text=probes.get("text"), metrics=tuple(scoring.get("metrics", DEFAULT_METRICS)),
         numeric_tolerance=scoring.get("numeric_tolerance", DEFAULT_NUMERIC_TOLERANCE),
-        regex=_answer_regex(path, scoring), rubric=_beside(path, rubric))
+        regex=_answer_regex(path, scoring), rubric=_beside(path, rubric),
+        correct=_correct(path, study))
+
+
+def _correct(path: Path, study: dict[str, Any]) -> str | None:
+    """``[study] correct``, checked now (metrics.outcome) and kept as written."""
+    text = study.get("correct")
+    if text is not None:
+        parse_outcome(text, f"{path}: [study] correct")
+    return text
 
 
 def _check_metric_settings(path: Path, scoring: dict[str, Any]) -> None:

@@ -58,6 +58,7 @@ STUDY_FIELDS = {
     "exposure": Field("text"),  # a numeric item column
     "released": Field("text"),  # an ISO-date item column
     "subsets": Field("texts"),  # ordered tiers, in order of expected exposure
+    "correct": Field("text"),  # what makes an answer correct (metrics.outcome)
 }
 PROBES_FIELDS = {"text": Field("text")}  # min-k's text rule, a template over item columns
 SCORING_FIELDS = {

@@ -35,6 +35,7 @@ class StudySettings:
     numeric_tolerance: float = DEFAULT_NUMERIC_TOLERANCE  # [scoring] numeric_tolerance
     regex: str | None = None  # [scoring] regex: group 1 of its first match is the answer
     rubric: Path | None = None  # [judge] rubric file; None: the paper's rubric
+    correct: str | None = None  # [study] correct (metrics.outcome); None: the default outcome
     extra: dict[str, Any] = field(default_factory=dict)  # reserved: nothing reads it yet
 
     def contrast(self) -> tuple[str, str]:

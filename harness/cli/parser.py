@@ -164,6 +164,11 @@ def _add_report(sub: argparse._SubParsersAction) -> None:
                                       "of the study's [study] subsets, else official,fan)")
     p.add_argument("--judge", help="judge rater, e.g. judge:claude-sonnet-5")
     p.add_argument("--human", help="human rater (default: the one that labelled the most cells)")
+    p.add_argument("--correct", metavar="OUTCOME",
+                   help="what makes an answer correct: labels, a rule metric (exact, contains, ...) "
+                        "or a graded one with a threshold ('bleu2 >= 0.5') (default: the study's "
+                        "[study] correct, else labels where the store has them, else the first "
+                        "rule metric of [scoring] metrics)")
     p.add_argument("--by", metavar="COLUMN",
                    help="break accuracy down by an item column: title, subset, ... or one of the "
                         "items' own extra columns")
