@@ -17,9 +17,11 @@ from harness.errors import UserError
 from harness.provider_names import BATCH_PROVIDERS
 from harness.study import StudySettings
 from harness.text import visible
+from metrics.metric_registry import METRICS
+from metrics.outcome import parse_outcome
 
-__all__ = ["ModelSpec", "RunConfig", "ItemsSource", "CONFIG_TABLES", "load_config", "model_names", "parse_model", "PROVIDERS",
-           "BATCH_PROVIDERS", "DEFAULT_SYSTEM_PROMPT"]
+__all__ = ["ModelSpec", "RunConfig", "ItemsSource", "CONFIG_TABLES", "load_config", "model_names",
+           "parse_model", "PROVIDERS", "BATCH_PROVIDERS", "DEFAULT_SYSTEM_PROMPT"]
 
 DEFAULT_SYSTEM_PROMPT = (
     "Answer from memory only. Do not look anything up. Reply with a bare 1-2 sentence answer."
@@ -210,8 +212,21 @@ def _study(path: Path, tables: dict[str, dict[str, Any]]) -> StudySettings:
         if entry in tables[table]:
             values[name] = _typed(path, spec, tables[table][entry])
     settings = StudySettings(**values)
+    _check_metric_settings(path, settings)
     _answer_regex(path, settings)
+    if settings.correct is not None:
+        parse_outcome(settings.correct, f"{path}: [study] correct")
     return settings
+
+
+def _check_metric_settings(path: Path, study: StudySettings) -> None:
+    """A named metric whose scorer takes a setting without a default needs it set (the ``regex``
+    metric, ``[scoring] regex``)."""
+    for name in study.metrics:
+        for setting in METRICS[name].settings:
+            if getattr(study, setting) is None:
+                raise UserError(f"{path}: [scoring] metrics names {name!r} but [scoring] "
+                                f"{setting} is not set")
 
 
 def _typed(path: Path, spec: Field, value: Any) -> Any:
@@ -222,12 +237,10 @@ def _typed(path: Path, spec: Field, value: Any) -> Any:
 
 
 def _answer_regex(path: Path, study: StudySettings) -> None:
-    """``[scoring] regex``: it must compile and have a group 1 (the answer); the ``regex``
-    metric needs one. (metrics.rules compiles it again when scoring.)"""
+    """``[scoring] regex``: it must compile and have a group 1 (the answer). (metrics.rules
+    compiles it again when scoring.)"""
     pattern = study.regex
     if pattern is None:
-        if "regex" in study.metrics:
-            raise UserError(f"{path}: [scoring] metrics names 'regex' but [scoring] regex is not set")
         return
     try:
         groups = re.compile(pattern).groups

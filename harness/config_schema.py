@@ -19,17 +19,16 @@ from typing import Any
 
 from harness.errors import UserError
 from harness.provider_names import PROVIDERS
+from metrics.metric_registry import metric_labels, study_metrics
 
-__all__ = ["Field", "key", "fields_of", "tables_of", "defaults_of", "METRIC_NAMES", "METRIC_DISPLAY", "metric_display",
-           "PROVIDERS", "check_table",
-           "did_you_mean"]
+__all__ = ["Field", "key", "fields_of", "tables_of", "METRIC_NAMES", "METRIC_DISPLAY",
+           "metric_display", "PROVIDERS", "check_table", "did_you_mean"]
 
-# Every metric `contam score` can compute ([scoring] metrics names some of them).
-METRIC_NAMES = ("bleu2", "bertscore_f1", "exact", "contains", "numeric", "regex")
-# What people read for each stored metric name (report tables, the view's pages): one mapping.
-METRIC_DISPLAY = {"bleu2": "BLEU-2", "bleu2_nltk": "BLEU-2 (NLTK)", "bertscore_f1": "BERTScore-F1",
-                  "rouge_l": "ROUGE-L", "exact": "Exact match", "contains": "Contains",
-                  "numeric": "Numeric", "regex": "Regex + exact"}
+# What [scoring] metrics may name (metrics.metric_registry).
+METRIC_NAMES = study_metrics()
+# What people read for each stored metric name (report tables, the view's pages): the registry's
+# labels, and guided prompting's ROUGE-L, a probe's metric.
+METRIC_DISPLAY = {**metric_labels(), "rouge_l": "ROUGE-L"}
 
 
 def metric_display(metric: str) -> str:
@@ -78,12 +77,6 @@ def tables_of(*records: type) -> dict[str, dict[str, Field]]:
             table, _, name = spec.at.rpartition(".")
             tables.setdefault(table, {})[name] = spec
     return tables
-
-
-def defaults_of(record: type) -> dict[str, Any]:
-    """Each declared key's default (by field name) where the record gives one."""
-    return {f.name: f.default for f in dataclasses.fields(record)
-            if "key" in f.metadata and f.default is not dataclasses.MISSING}
 
 
 def check_table(path: Path, where: str, table: Any, fields: dict[str, Field]) -> None:

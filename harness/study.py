@@ -18,11 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from harness.config_schema import METRIC_NAMES, fields_of, key
+from metrics.metric_registry import DEFAULT_METRICS
 
 __all__ = ["DEFAULT_METRICS", "DEFAULT_NUMERIC_TOLERANCE", "PAPER_CONTRAST", "StudySettings",
            "settings_from_record"]
 
-DEFAULT_METRICS = ("bleu2", "bertscore_f1")
 DEFAULT_NUMERIC_TOLERANCE = 1e-6
 PAPER_CONTRAST = ("official", "fan")  # documented, undocumented: the seed paper's subsets
 

@@ -87,8 +87,6 @@ def test_the_sql_step_prints_one_row_per_model(walked) -> None:
     assert [line.split("│")[1].strip() for line in lines] == ["claude-emu", "gpt-emu"]
 
 
-@pytest.mark.xfail(strict=True, reason="the report reads [study] correct once branch `outcome` "
-                   "has landed; until then its Exposure section is label-based and empty")
 def test_the_exposure_section_is_statsmodels_logit_on_the_contains_outcome(walked) -> None:
     cells, report = walked["cells"], walked["report"]
     exposure = cells["fields"].map(lambda f: float(json.loads(f)["population_log10"]))

@@ -25,6 +25,7 @@ from harness.report.cells import LABELS, METRICS, Cells
 from harness.report.study_inputs import StudyInputs
 from harness.store import Store, utc_now
 from harness.store.raters import HUMAN_RATER_SQL, JUDGE_RATER_SQL
+from metrics.outcome import Outcome, default_outcome, parse_outcome
 
 __all__ = ["build_report", "parse_contrast", "figure_regime", "LABELS", "METRICS"]
 
@@ -33,11 +34,14 @@ __all__ = ["build_report", "parse_contrast", "figure_regime", "LABELS", "METRICS
 
 def build_report(store: Store, *, contrast: tuple[str, str] | None = None,
                  human: str | None = None, judge: str | None = None,
-                 study: StudyInputs | None = None, by: str | None = None) -> dict[str, Any]:
+                 study: StudyInputs | None = None, by: str | None = None,
+                 correct: str | None = None) -> dict[str, Any]:
     """Everything `contam report` prints, as one JSON-ready dict (see ARCHITECTURE.md, The report);
     ``study``: the settings of the study sections (:mod:`harness.report.study_parts`); ``by``: an
     item column to break accuracy down by (:mod:`harness.report.study_report`); ``contrast``:
-    documented,undocumented subsets, by default the study's first and last (else official,fan)."""
+    documented,undocumented subsets, by default the study's first and last (else official,fan);
+    ``correct``: what makes an answer correct (``--correct``, :mod:`metrics.outcome`), by default
+    the study's ``[study] correct``, else :func:`metrics.outcome.default_outcome`."""
     _require_data(store)
     study = study or StudyInputs()
     contrast = contrast or study.settings.contrast()
@@ -45,10 +49,13 @@ def build_report(store: Store, *, contrast: tuple[str, str] | None = None,
     notes: list[dict[str, str]] = []
     human = _human_rater(store, human, notes)
     judge = _judge_rater(store, judge, notes)
-    cells = Cells(store, human, judge)
+    outcome = _outcome(store, correct, study.settings)
+    cells = Cells(store, human, judge, outcome)
     report = _sections(store, cells, contrast, human, judge, notes)
+    if outcome is None or not outcome.labels:  # the paper's report (labels) keeps its keys
+        report["outcome"] = str(outcome) if outcome else None
     report.update(study_parts.build(store, cells, report, study, notes))
-    report.update(study_report.build(store, cells, report, by, notes))
+    report.update(study_report.build(store, cells.labelled(), report, by, notes))
     if not subsets:
         study_report.drop_contrast(store, cells, report, notes)
     report["notes"] = notes
@@ -56,24 +63,30 @@ def build_report(store: Store, *, contrast: tuple[str, str] | None = None,
 
 
 def _sections(store, cells, contrast, human, judge, notes) -> dict[str, Any]:
-    overall = labels.overall(cells) if human else None
+    """The accuracy sections count right answers under the outcome (``cells``' ``human``
+    column); agreement, κ and metric validity compare with the labels whatever the outcome."""
+    scored = human if cells.outcome.labels else str(cells.outcome)
+    overall = labels.overall(cells) if scored else None
     judge_rows = labels.judge(cells, overall) if judge else None
     frame, order = cells.frame(), labels.model_order(overall)
+    labelled = cells.labelled()
     report: dict[str, Any] = {
         "contrast": {"documented": contrast[0], "undocumented": contrast[1]},
         "human_rater": human, "judge_rater": judge, "overall": overall,
-        "per_title": labels.per_title(cells, order, contrast) if human else None,
-        "gap": labels.gap(cells, contrast, notes=notes) if human else None,
+        "per_title": labels.per_title(cells, order, contrast) if scored else None,
+        "gap": labels.gap(cells, contrast, notes=notes) if scored else None,
         "judge": judge_rows,
-        "agreement": labels.agreement(cells, order) if human and judge else None,
+        "agreement": labels.agreement(labelled, order) if human and judge else None,
     }
     every = _every_model(order, frame)
     regimes = surface.regimes(frame, every, overall, judge_rows)
-    report["rank_correlation"] = surface.rank_correlation(regimes, notes) if human else None
-    report["metric_validity"] = surface.metric_validity(frame, contrast, order, notes) if human else None
-    report.update(_extras(store, cells, frame, contrast, (human, judge), regimes, every, notes))
+    by_labels = human and cells.outcome.labels  # rank correlation is with the human ranking
+    report["rank_correlation"] = surface.rank_correlation(regimes, notes) if by_labels else None
+    report["metric_validity"] = (surface.metric_validity(labelled.frame(), contrast, order, notes)
+                                 if human else None)
+    report.update(_extras(store, cells, frame, contrast, (scored, judge), regimes, every, notes))
     report.update(_across_models(report["gap"], frame, contrast, order, notes))
-    _note_missing_sections(human, judge, notes)
+    _note_missing_sections(scored, judge, notes)
     return report
 
 
@@ -112,6 +125,16 @@ def _across_models(gap: list[dict] | None, frame, contrast, order, notes) -> dic
 
 
 # -- validating the request ---------------------------------------------------------------------
+
+def _outcome(store: Store, wanted: str | None, settings) -> Outcome | None:
+    """``--correct``, else ``[study] correct``, else the default (labels where the store has
+    them, else the first rule metric of ``[scoring] metrics``, else none)."""
+    if wanted:
+        return parse_outcome(wanted, "--correct")
+    if settings.correct:
+        return parse_outcome(settings.correct)
+    return default_outcome(store.count("latest_labels") > 0, settings.metrics)
+
 
 def parse_contrast(text: str) -> tuple[str, str]:
     parts = [p.strip() for p in (text or "").split(",")]

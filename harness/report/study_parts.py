@@ -34,12 +34,14 @@ def build(store: Reader, cells: Cells, report: dict[str, Any], inputs: StudyInpu
                                        "released": settings.released, "subsets": list(settings.subsets),
                                        "cutoffs": {m: d.isoformat() for m, d in inputs.cutoffs.items()}}}
     if settings.exposure:
-        parts["exposure"] = exposure.exposure(frame, items, settings.exposure, order, notes)
+        parts["exposure"] = exposure.exposure(frame, items, settings.exposure, order, notes,
+                                              cells.outcome)
     if settings.released:
-        parts["cutoff"] = cutoff.cutoff(frame, items, settings.released, inputs.cutoffs, order, notes)
+        parts["cutoff"] = cutoff.cutoff(frame, items, settings.released, inputs.cutoffs, order, notes,
+                                        cells.outcome)
     if settings.subsets:
         tiers.require_tiers(sorted(map(str, frame["subset"].dropna().unique())), settings.subsets)
-        parts["tiers"] = tiers.tiers(frame, settings.subsets, order)
+        parts["tiers"] = tiers.tiers(frame, settings.subsets, order, cells.outcome)
     return parts
 
 
