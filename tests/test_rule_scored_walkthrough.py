@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -85,6 +86,24 @@ def test_the_reports_rule_accuracy_is_the_stores_share_of_right_answers(walked) 
 def test_the_sql_step_prints_one_row_per_model(walked) -> None:
     lines = [line for line in walked["sql"].splitlines() if "-emu" in line]
     assert [line.split("│")[1].strip() for line in lines] == ["claude-emu", "gpt-emu"]
+
+
+def test_the_reports_first_line_names_the_outcome(walked) -> None:
+    markdown = (walked["folder"] / "runs" / "capitals-report" / "report.md").read_text()
+    first = [line for line in markdown.splitlines() if line.strip()][1]  # after "# contam report"
+    assert first.startswith("**correct = contains**")
+
+
+def test_no_table_of_the_report_is_a_header_alone(walked) -> None:
+    out = walked["folder"] / "runs" / "capitals-report"
+    lines = (out / "report.md").read_text().splitlines()
+    separators = [n for n, line in enumerate(lines) if re.fullmatch(r"\|(\s*:?-+:?\s*\|)+", line)]
+    assert separators, "the report has tables"
+    for n in separators:
+        assert n + 1 < len(lines) and lines[n + 1].startswith("|"), lines[n - 1]
+    html = (out / "report.html").read_text()
+    for table in re.findall(r"<table.*?</table>", html, re.DOTALL):
+        assert "<td" in table, table[:200]
 
 
 def test_the_exposure_section_is_statsmodels_logit_on_the_contains_outcome(walked) -> None:
