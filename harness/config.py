@@ -11,8 +11,9 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from harness.config_schema import (PROVIDERS, Field, check_table, did_you_mean, fields_of, key,
-                                   tables_of)
+from harness.config_lines import line_of
+from harness.config_schema import (PROVIDERS, Field, KeyProblem, check_table, did_you_mean,
+                                   fields_of, key, tables_of)
 from harness.errors import UserError
 from harness.provider_names import BATCH_PROVIDERS
 from harness.study import StudySettings
@@ -141,12 +142,17 @@ def load_config(path: str | Path, *, store_flag: str | None = None) -> RunConfig
     """The config at ``path``; ``store_flag`` is the command line's ``--store``, if any."""
     path = Path(path)
     try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+        raw = tomllib.loads(text)
     except FileNotFoundError:
         raise UserError(f"{path}: no such config file") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise UserError(f"{path}: invalid TOML ({exc})") from None
-    config = _build(path, raw)
+    try:
+        config = _build(path, raw)
+    except KeyProblem as problem:
+        line = line_of(text, problem.where, problem.key)
+        raise UserError(f"{problem} (line {line})" if line else str(problem)) from None
     return replace(config, store=Path(store_flag), store_flag=store_flag) if store_flag else config
 
 

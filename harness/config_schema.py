@@ -22,7 +22,7 @@ from harness.provider_names import PROVIDERS
 from metrics.metric_registry import metric_labels, study_metrics
 
 __all__ = ["Field", "key", "fields_of", "tables_of", "METRIC_NAMES", "METRIC_DISPLAY",
-           "metric_display", "PROVIDERS", "check_table", "did_you_mean"]
+           "metric_display", "PROVIDERS", "check_table", "did_you_mean", "KeyProblem"]
 
 # What [scoring] metrics may name (metrics.metric_registry).
 METRIC_NAMES = study_metrics()
@@ -82,17 +82,27 @@ def tables_of(*records: type) -> dict[str, dict[str, Field]]:
 def check_table(path: Path, where: str, table: Any, fields: dict[str, Field]) -> None:
     """Refuses ``table`` (the TOML table at ``where``) unless every key is known and valid."""
     if not isinstance(table, dict):
-        raise UserError(f"{path}: {where} must be a table")
+        raise KeyProblem(f"{path}: {where} must be a table", where)
     for key in table:
         if key not in fields:
-            raise UserError(f"{path}: {where}: unknown key {key!r}{did_you_mean(key, fields)}")
+            raise KeyProblem(f"{path}: {where}: unknown key {key!r}{did_you_mean(key, fields)}",
+                             where, key)
     for key, field in fields.items():
         if key in table:
             problem = _problem(field, table[key])
             if problem:
-                raise UserError(f"{path}: {where}: {key}: {problem}")
+                raise KeyProblem(f"{path}: {where}: {key}: {problem}", where, key)
         elif field.required:
-            raise UserError(f"{path}: {where} needs '{key}'")
+            raise KeyProblem(f"{path}: {where} needs '{key}'", where)
+
+
+class KeyProblem(UserError):
+    """A refused key (or table, ``key`` None) at ``where``: the config's loader adds the line
+    it is on, which tomllib does not give (:func:`harness.config_lines.line_of`)."""
+
+    def __init__(self, message: str, where: str, key: str | None = None) -> None:
+        super().__init__(message)
+        self.where, self.key = where, key
 
 
 def did_you_mean(word: str, candidates: Any) -> str:
