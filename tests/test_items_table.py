@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import duckdb
+import pytest
 
 from harness.config import load_config
 from tests.ownitemskit import EXAMPLE, MAP
@@ -68,21 +69,15 @@ def test_run_reads_the_file_as_import_items_with_the_same_map_does(tmp_path, emu
     assert len(imported) == 6 and items_of(tmp_path / "s.duckdb") == imported
 
 
-def test_a_map_naming_no_contam_column_is_one_line_naming_the_config(tmp_path, contam) -> None:
+@pytest.mark.parametrize(("entry", "problem"), [
+    ('item_idd = "id"', "{config}: [items] map: 'item_idd' is not a column of items"),
+    ('item_id = "ident"', "[items] map names column 'ident', which the file lacks"),
+])
+def test_a_bad_map_is_one_line_naming_the_items_table(tmp_path, contam, entry, problem) -> None:
     config = tmp_path / "study.toml"
     config.write_text(f'store = "s.duckdb"\n[items]\npath = "{EXAMPLE / "items.jsonl"}"\n'
-                      'map = { item_idd = "id" }\n[[models]]\nprovider = "ollama"\nmodel = "m"\n',
+                      f'map = {{ {entry} }}\n[[models]]\nprovider = "ollama"\nmodel = "m"\n',
                       encoding="utf-8")
     status, out, err = contam("run", config, "--no-progress")
     assert status == 2 and err.count("\n") == 1, err
-    assert err.startswith(f"contam run: {config}: [items] map: 'item_idd' is not a column of items")
-
-
-def test_a_map_naming_a_column_the_file_lacks_names_the_items_table(tmp_path, contam) -> None:
-    config = tmp_path / "study.toml"
-    config.write_text(f'store = "s.duckdb"\n[items]\npath = "{EXAMPLE / "items.jsonl"}"\n'
-                      'map = { item_id = "ident" }\n[[models]]\nprovider = "ollama"\nmodel = "m"\n',
-                      encoding="utf-8")
-    status, out, err = contam("run", config, "--no-progress")
-    assert status == 2 and err.count("\n") == 1, err
-    assert "[items] map names column 'ident', which the file lacks" in err
+    assert problem.format(config=config) in err
