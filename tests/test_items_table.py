@@ -4,6 +4,7 @@ the config; ``items = "FILE"`` is the same as ``[items] path = "FILE"``."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import duckdb
@@ -12,27 +13,17 @@ import pytest
 from harness.config import load_config
 from tests.ownitemskit import EXAMPLE, MAP
 
-ITEMS_TABLE = """
-store = "s.duckdb"
+FROM_FILE = EXAMPLE / "from-file.toml"  # the worked example of [items] path and map
 
-[items]
-path = "{path}"
-map = {{ item_id = "id", question = "prompt", reference = "answer", subset = "tier" }}
-
-[[models]]
-name = "gpt-emu"
-provider = "openai"
-model = "gpt-5.6-sol"
-base_url = "{url}"
-api_key_env = "CONTAM_EMULATOR_KEY"
-"""
 ITEM_COLUMNS = "SELECT item_id, title, subset, question, reference, extra FROM items ORDER BY item_id"
 
 
-def write_study(folder: Path, url: str = "http://127.0.0.1:1/v1") -> Path:
-    path = folder / "study.toml"
-    path.write_text(ITEMS_TABLE.format(path=EXAMPLE / "items.jsonl", url=url), encoding="utf-8")
-    return path
+def example_copy(folder: Path, url: str = "http://127.0.0.1:1") -> Path:
+    """examples/own-items/from-file.toml and its items in ``folder``, talking to ``url``."""
+    shutil.copy(EXAMPLE / "items.jsonl", folder / "items.jsonl")
+    text = FROM_FILE.read_text(encoding="utf-8").replace("http://127.0.0.1:8765", url)
+    (folder / "from-file.toml").write_text(text, encoding="utf-8")
+    return folder / "from-file.toml"
 
 
 def items_of(store: Path) -> list[tuple]:
@@ -40,8 +31,8 @@ def items_of(store: Path) -> list[tuple]:
         return con.execute(ITEM_COLUMNS).fetchall()
 
 
-def test_the_items_table_is_read_with_its_path_and_map(tmp_path: Path) -> None:
-    config = load_config(write_study(tmp_path))
+def test_the_items_table_is_read_with_its_path_and_map() -> None:
+    config = load_config(FROM_FILE)
     assert config.items == EXAMPLE / "items.jsonl"
     assert config.items_map == {"item_id": "id", "question": "prompt", "reference": "answer",
                                 "subset": "tier"}
@@ -62,7 +53,8 @@ def test_run_reads_the_file_as_import_items_with_the_same_map_does(tmp_path, emu
     status, _, err = contam("import", "items", EXAMPLE / "items.jsonl", "--map", MAP,
                             "--store", tmp_path / "imported.duckdb")
     assert status == 0, err
-    status, out, err = contam("run", write_study(tmp_path, emu.base_url("openai")), "--no-progress")
+    config = example_copy(tmp_path, emu.url)
+    status, out, err = contam("run", config, "--store", tmp_path / "s.duckdb", "--no-progress")
     assert status == 0, err
     assert "6 items read, 6 added" in out
     imported = items_of(tmp_path / "imported.duckdb")
