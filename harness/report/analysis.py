@@ -113,7 +113,7 @@ def _extras(store, cells, frame, contrast, raters, regimes, order, notes) -> dic
                  "raters": _coverage(store)},
         "provenance": provenance.provenance(store),
         "probes": probes.build(store, contrast, notes),
-        "validation": validation.build(store),
+        "validation": validation.build(store, cells.outcome),
     }
 
 

@@ -50,7 +50,8 @@ def figure_caption(name: str, report: dict) -> str:
     caption = _figure_caption(name, report)
     if not outcome_named(report):
         return caption
-    return f"{caption.replace('human-labelled ', '')} Correct = {report['outcome']}."
+    plain = caption.replace("human-labelled ", "").replace("human-accuracy order", "accuracy order")
+    return f"{plain} Correct = {report['outcome']}."
 
 
 def outcome_named(report: dict) -> bool:
