@@ -44,12 +44,12 @@ def build_report(store: Store, *, contrast: tuple[str, str] | None = None,
     the study's ``[study] correct``, else :func:`metrics.outcome.default_outcome`."""
     _require_data(store)
     study = study or StudyInputs()
+    outcome = _outcome(store, correct, study.settings)  # a refused --correct before anything else
     contrast = contrast or study.settings.contrast()
     subsets = _require_subsets(store, contrast)
     notes: list[dict[str, str]] = []
     human = _human_rater(store, human, notes)
     judge = _judge_rater(store, judge, notes)
-    outcome = _outcome(store, correct, study.settings)
     cells = Cells(store, human, judge, outcome)
     report = _sections(store, cells, contrast, human, judge, notes)
     if outcome is None or not outcome.labels:  # the paper's report (labels) keeps its keys
