@@ -16,10 +16,12 @@ from dataclasses import dataclass
 from harness.errors import UserError
 from metrics.metric_registry import METRICS, RULE, MetricSpec, rule_metrics, study_metrics
 
-__all__ = ["LABELS", "Outcome", "parse_outcome", "default_outcome", "accepted_outcomes"]
+__all__ = ["LABELS", "Outcome", "parse_outcome", "default_outcome", "accepted_outcomes",
+           "prompt_mismatch"]
 
 LABELS = "labels"
 _OPERATORS = {">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt}
+_SENTENCES = re.compile(r"\bsentences?\b", re.IGNORECASE)  # a prompt that asks for prose
 _HEAD = re.compile(r"\s*([a-z0-9_]*)")  # the metric a text names first
 _COMPARISON = re.compile(r"\s*([a-z][a-z0-9_]*)\s*(>=|<=|>|<)\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*")
 
@@ -90,3 +92,16 @@ def default_outcome(has_labels: bool, metrics: tuple[str, ...]) -> Outcome | Non
         return Outcome()
     rule = next((name for name in metrics if name in rule_metrics()), None)
     return Outcome(rule) if rule else None
+
+
+def prompt_mismatch(outcome: Outcome | None, prompts: tuple[str | None, ...]) -> str | None:
+    """One line when the outcome is a metric that needs the answer alone (``exact``) and a
+    prompt asks for sentences, which no exact match can equal; else None."""
+    if outcome is None or outcome.labels or not METRICS[outcome.metric].answer_alone:
+        return None
+    asking = next((p for p in prompts if p and _SENTENCES.search(p)), None)
+    if asking is None:
+        return None
+    return (f"warning: correct = {outcome} needs the answer alone, but the prompt asks for "
+            f"sentences ({asking.strip()!r}); set [prompt] system to e.g. "
+            "\"Reply with the answer alone: no sentence.\"")

@@ -170,3 +170,33 @@ def test_contam_report_refuses_an_unknown_correct_in_one_line(scored, tmp_path, 
     assert status != 0 and err.strip().count("\n") == 0
     assert "--correct: 'exactly' is no metric nor labels (accepted: \"labels\"" in err
     assert not (tmp_path / "out").exists()  # nothing half-written
+
+
+def _run(tmp_path, emulator, study: str):
+    from tests.runkit import model_entry, run_inprocess, write_config
+
+    config_path = write_config(tmp_path, [model_entry("openai", emulator())], items=3)
+    config_path.write_text(config_path.read_text() + study, encoding="utf-8")
+    return run_inprocess(config_path, tmp_path / "s.duckdb")
+
+
+def test_a_run_by_exact_match_under_a_prompt_asking_for_sentences_warns_first(tmp_path, emulator, keys):
+    from harness.store.settings import recorded_study
+
+    result = _run(tmp_path, emulator, '[study]\ncorrect = "exact"\n')
+    assert result.status == 0, result.err
+    first = result.err.splitlines()[0]
+    assert first.startswith("warning: correct = exact needs the answer alone, but the prompt asks "
+                            "for sentences ('Answer from memory only.")
+    assert result.err.count("correct = exact") == 1
+    with Store(tmp_path / "s.duckdb") as store:
+        assert recorded_study(store).correct == "exact"  # recorded with the study's settings
+
+
+def test_a_prompt_for_the_answer_alone_or_another_outcome_does_not_warn(tmp_path, emulator, keys):
+    alone = _run(tmp_path, emulator, '[prompt]\nsystem = "Reply with the answer alone."\n'
+                                     '[scoring]\nmetrics = ["exact"]\n')  # exact by default
+    assert alone.status == 0 and "warning" not in alone.err
+    (tmp_path / "second").mkdir()
+    contains = _run(tmp_path / "second", emulator, '[scoring]\nmetrics = ["contains"]\n')
+    assert contains.status == 0 and "warning" not in contains.err
