@@ -132,7 +132,7 @@ _STAND_IN = {
 
 def _no_human_note(report: dict) -> list[str]:
     """The first thing a reader of a label-less report (the demo's) needs to know."""
-    if report["human_rater"] or outcome_named(report):
+    if report["human_rater"] or report.get("outcome"):  # a metric outcome stands in for labels
         return []
     how = "accuracy sections need human labels: `contam import labels FILE`"
     if not report["judge_rater"]:
