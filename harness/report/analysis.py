@@ -55,7 +55,7 @@ def build_report(store: Store, *, contrast: tuple[str, str] | None = None,
     if outcome is None or not outcome.labels:  # the paper's report (labels) keeps its keys
         report["outcome"] = str(outcome) if outcome else None
     report.update(study_parts.build(store, cells, report, study, notes))
-    report.update(study_report.build(store, cells.labelled(), report, by, notes))
+    report.update(study_report.build(store, cells, report, by, notes))
     if not subsets:
         study_report.drop_contrast(store, cells, report, notes)
     report["notes"] = notes
