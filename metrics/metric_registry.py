@@ -47,6 +47,7 @@ class MetricSpec:
     requires: str | None = None
     default: bool = False  # scored when the study names no [scoring] metrics
     in_study: bool = True  # [scoring] metrics may name it (False: a cross-check only)
+    answer_alone: bool = False  # right only for the answer alone: a sentence around it is wrong
 
     def __post_init__(self) -> None:
         if not _NAME.fullmatch(self.name) or self.kind not in (RULE, GRADED, MODEL):
@@ -70,7 +71,7 @@ _BLEU2 = MetricSpec("bleu2", "BLEU-2", GRADED, "metrics.bleu:bleu2_scorer", defa
 _BLEU2_NLTK = MetricSpec("bleu2_nltk", "BLEU-2 (NLTK)", GRADED, "metrics.bleu:bleu2_nltk_scorer",
                          requires="nltk", in_study=False)
 _BERTSCORE = MetricSpec("bertscore_f1", "BERTScore-F1", MODEL, None, flag="bertscore", default=True)
-_EXACT = MetricSpec("exact", "Exact match", RULE, "metrics.rules:exact_scorer")
+_EXACT = MetricSpec("exact", "Exact match", RULE, "metrics.rules:exact_scorer", answer_alone=True)
 _CONTAINS = MetricSpec("contains", "Contains", RULE, "metrics.rules:contains_scorer")
 _NUMERIC = MetricSpec("numeric", "Numeric", RULE, "metrics.rules:numeric_scorer",
                       settings=("numeric_tolerance",))

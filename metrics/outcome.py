@@ -14,12 +14,15 @@ import re
 from dataclasses import dataclass
 
 from harness.errors import UserError
-from metrics.metric_registry import METRICS, RULE, rule_metrics
+from metrics.metric_registry import METRICS, RULE, MetricSpec, rule_metrics, study_metrics
 
-__all__ = ["LABELS", "Outcome", "parse_outcome", "default_outcome", "accepted_outcomes"]
+__all__ = ["LABELS", "Outcome", "parse_outcome", "default_outcome", "accepted_outcomes",
+           "prompt_mismatch"]
 
 LABELS = "labels"
 _OPERATORS = {">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt}
+_SENTENCES = re.compile(r"\bsentences?\b", re.IGNORECASE)  # a prompt that asks for prose
+_HEAD = re.compile(r"\s*([a-z0-9_]*)")  # the metric a text names first
 _COMPARISON = re.compile(r"\s*([a-z][a-z0-9_]*)\s*(>=|<=|>|<)\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*")
 
 
@@ -42,43 +45,44 @@ class Outcome:
             return self.metric
         return f"{self.metric} {self.comparison} {self.threshold:g}"
 
-    def sql(self, column: str) -> str:
-        """Whether ``column`` (the metric's value) is right, in SQL: NULL stays NULL. The report's
-        one right/wrong computation (harness.report.cells) reads it."""
+    def call_sql(self, column: str) -> str:
+        """A metric's call on a cell in SQL: 'right' or 'wrong' from ``column`` (its value), NULL
+        where it has none. The one place a value becomes right or wrong: the report's cells
+        (harness.report.cells) and the probe validation's density rows read it."""
         if self.comparison is None:
-            return f"({column} = 1.0)"
-        return f"({column} {self.comparison} {self.threshold!r})"
+            test = f"{column} = 1.0"
+        else:
+            test = f"{column} {self.comparison} {self.threshold!r}"
+        return f"CASE WHEN {column} IS NULL THEN NULL WHEN {test} THEN 'right' ELSE 'wrong' END"
 
 
 def accepted_outcomes() -> str:
     """What ``correct`` accepts, in one line."""
-    graded = [name for name, spec in METRICS.items() if spec.kind != RULE and spec.in_study]
+    graded = [name for name in study_metrics() if METRICS[name].kind != RULE]
     examples = ", ".join(f'"{name} >= 0.5"' for name in graded)
     return f'"{LABELS}", ' + ", ".join(f'"{name}"' for name in rule_metrics()) + f", or {examples}"
 
 
 def parse_outcome(text: str, where: str = "[study] correct") -> Outcome:
     """``text`` as an :class:`Outcome`; refused in one line naming the accepted values."""
-    name = text.strip()
-    if name == LABELS:
+    if text.strip() == LABELS:
         return Outcome()
-    spec = METRICS.get(name)
-    if spec is not None and spec.kind == RULE:
-        return Outcome(name)
     found = _COMPARISON.fullmatch(text)
-    if found and found[1] in METRICS and METRICS[found[1]].kind != RULE:
-        return Outcome(found[1], found[2], float(found[3]))
-    why = _why_refused(name, found)
-    raise UserError(f"{where}: {text!r} {why} (accepted: {accepted_outcomes()})")
+    head = found[1] if found else _HEAD.match(text)[1]
+    spec = METRICS.get(head) if head in study_metrics() else None
+    if spec is not None and spec.kind == RULE and head == text.strip():
+        return Outcome(head)
+    if spec is not None and spec.kind != RULE and found:
+        return Outcome(head, found[2], float(found[3]))
+    raise UserError(f"{where}: {text!r} {_why_refused(spec)} (accepted: {accepted_outcomes()})")
 
 
-def _why_refused(name: str, found: re.Match | None) -> str:
-    spec = METRICS.get(found[1] if found else name)
+def _why_refused(spec: MetricSpec | None) -> str:
     if spec is None:
         return "is no metric nor labels"
     if spec.kind == RULE:
         return "is a rule, right or not: it takes no threshold"
-    return f"is graded: give it a threshold, e.g. {spec.name} >= 0.5"
+    return f"is graded: give it one threshold, e.g. {spec.name} >= 0.5"
 
 
 def default_outcome(has_labels: bool, metrics: tuple[str, ...]) -> Outcome | None:
@@ -88,3 +92,16 @@ def default_outcome(has_labels: bool, metrics: tuple[str, ...]) -> Outcome | Non
         return Outcome()
     rule = next((name for name in metrics if name in rule_metrics()), None)
     return Outcome(rule) if rule else None
+
+
+def prompt_mismatch(outcome: Outcome | None, prompts: tuple[str | None, ...]) -> str | None:
+    """One line when the outcome is a metric that needs the answer alone (``exact``) and a
+    prompt asks for sentences, which no exact match can equal; else None."""
+    if outcome is None or outcome.labels or not METRICS[outcome.metric].answer_alone:
+        return None
+    asking = next((p for p in prompts if p and _SENTENCES.search(p)), None)
+    if asking is None:
+        return None
+    return (f"warning: correct = {outcome} needs the answer alone, but the prompt asks for "
+            f"sentences ({asking.strip()!r}); set [prompt] system to e.g. "
+            "\"Reply with the answer alone: no sentence.\"")

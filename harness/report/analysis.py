@@ -44,18 +44,18 @@ def build_report(store: Store, *, contrast: tuple[str, str] | None = None,
     the study's ``[study] correct``, else :func:`metrics.outcome.default_outcome`."""
     _require_data(store)
     study = study or StudyInputs()
+    outcome = _outcome(store, correct, study.settings)  # a refused --correct before anything else
     contrast = contrast or study.settings.contrast()
     subsets = _require_subsets(store, contrast)
     notes: list[dict[str, str]] = []
     human = _human_rater(store, human, notes)
     judge = _judge_rater(store, judge, notes)
-    outcome = _outcome(store, correct, study.settings)
     cells = Cells(store, human, judge, outcome)
     report = _sections(store, cells, contrast, human, judge, notes)
     if outcome is None or not outcome.labels:  # the paper's report (labels) keeps its keys
         report["outcome"] = str(outcome) if outcome else None
     report.update(study_parts.build(store, cells, report, study, notes))
-    report.update(study_report.build(store, cells.labelled(), report, by, notes))
+    report.update(study_report.build(store, cells, report, by, notes))
     if not subsets:
         study_report.drop_contrast(store, cells, report, notes)
     report["notes"] = notes
@@ -113,7 +113,7 @@ def _extras(store, cells, frame, contrast, raters, regimes, order, notes) -> dic
                  "raters": _coverage(store)},
         "provenance": provenance.provenance(store),
         "probes": probes.build(store, contrast, notes),
-        "validation": validation.build(store),
+        "validation": validation.build(store, cells.outcome),
     }
 
 

@@ -94,8 +94,7 @@ def _human_raw(outcome: Outcome) -> str:
     """The ``human_raw`` column: the human rater's label, or a metric's call on the cell."""
     if outcome.labels:
         return "h.label"
-    value = f"c.{outcome.metric}"  # a registry name: an identifier (metrics.metric_registry)
-    return f"CASE WHEN {value} IS NULL THEN NULL WHEN {outcome.sql(value)} THEN 'right' ELSE 'wrong' END"
+    return outcome.call_sql(f"c.{outcome.metric}")  # a registry name: an identifier
 
 
 # -- small numeric helpers ----------------------------------------------------------------------

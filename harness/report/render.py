@@ -50,7 +50,8 @@ def figure_caption(name: str, report: dict) -> str:
     caption = _figure_caption(name, report)
     if not outcome_named(report):
         return caption
-    return f"{caption.replace('human-labelled ', '')} Correct = {report['outcome']}."
+    plain = caption.replace("human-labelled ", "").replace("human-accuracy order", "accuracy order")
+    return f"{plain} Correct = {report['outcome']}."
 
 
 def outcome_named(report: dict) -> bool:
@@ -131,7 +132,7 @@ _STAND_IN = {
 
 def _no_human_note(report: dict) -> list[str]:
     """The first thing a reader of a label-less report (the demo's) needs to know."""
-    if report["human_rater"] or outcome_named(report):
+    if report["human_rater"] or report.get("outcome"):  # a metric outcome stands in for labels
         return []
     how = "accuracy sections need human labels: `contam import labels FILE`"
     if not report["judge_rater"]:
