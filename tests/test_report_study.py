@@ -11,7 +11,7 @@ import pytest
 
 from harness.report import stats
 from harness.report.analysis import build_report
-from harness.report.study_report import NO_SUBSETS
+from harness.report.contrast_choice import NO_SUBSETS
 from harness.jobs.score import score_store
 from harness.store import Store, utc_now
 from harness.study import StudySettings

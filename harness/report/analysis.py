@@ -22,9 +22,11 @@ from harness.errors import UserError
 from harness.report import contamination, labels, probes, provenance, study_parts, study_report, surface
 from harness.report import validation
 from harness.report.cells import LABELS, METRICS, Cells
+from harness.report.contrast_choice import NO_SUBSETS, choose_contrast
 from harness.report.study_inputs import StudyInputs
 from harness.store import Store, utc_now
 from harness.store.raters import HUMAN_RATER_SQL, JUDGE_RATER_SQL
+from harness.study import PAPER_CONTRAST
 
 __all__ = ["build_report", "parse_contrast", "figure_regime", "LABELS", "METRICS"]
 
@@ -37,40 +39,41 @@ def build_report(store: Store, *, contrast: tuple[str, str] | None = None,
     """Everything `contam report` prints, as one JSON-ready dict (see ARCHITECTURE.md, The report);
     ``study``: the settings of the study sections (:mod:`harness.report.study_parts`); ``by``: an
     item column to break accuracy down by (:mod:`harness.report.study_report`); ``contrast``:
-    documented,undocumented subsets, by default the study's first and last (else official,fan)."""
+    documented,undocumented subsets, else the report's own choice
+    (:mod:`harness.report.contrast_choice`), which may be none: then no contrast section is built."""
     _require_data(store)
     study = study or StudyInputs()
-    contrast = contrast or study.settings.contrast()
-    subsets = _require_subsets(store, contrast)
+    choice = choose_contrast(_store_subsets(store), contrast, study.settings.subsets)
     notes: list[dict[str, str]] = []
     human = _human_rater(store, human, notes)
     judge = _judge_rater(store, judge, notes)
     cells = Cells(store, human, judge)
-    report = _sections(store, cells, contrast, human, judge, notes)
+    report = _sections(store, cells, choice.pair, human, judge, notes)
     report.update(study_parts.build(store, cells, report, study, notes))
     report.update(study_report.build(store, cells, report, by, notes))
-    if not subsets:
-        study_report.drop_contrast(store, cells, report, notes)
+    if choice.missing:  # the overview's one line: no subsets at all, or no pair the report could pick
+        report["without_subsets" if choice.missing == NO_SUBSETS else "without_contrast"] = choice.missing
     report["notes"] = notes
     return report
 
 
 def _sections(store, cells, contrast, human, judge, notes) -> dict[str, Any]:
+    """``contrast``: the (documented, undocumented) pair, or None: no section compares subsets."""
     overall = labels.overall(cells) if human else None
     judge_rows = labels.judge(cells, overall) if judge else None
     frame, order = cells.frame(), labels.model_order(overall)
     report: dict[str, Any] = {
-        "contrast": {"documented": contrast[0], "undocumented": contrast[1]},
+        "contrast": {"documented": contrast[0], "undocumented": contrast[1]} if contrast else None,
         "human_rater": human, "judge_rater": judge, "overall": overall,
-        "per_title": labels.per_title(cells, order, contrast) if human else None,
-        "gap": labels.gap(cells, contrast, notes=notes) if human else None,
+        "per_title": labels.per_title(cells, order, contrast or ()) if human else None,
+        "gap": labels.gap(cells, contrast, notes=notes) if human and contrast else None,
         "judge": judge_rows,
         "agreement": labels.agreement(cells, order) if human and judge else None,
     }
     every = _every_model(order, frame)
     regimes = surface.regimes(frame, every, overall, judge_rows)
     report["rank_correlation"] = surface.rank_correlation(regimes, notes) if human else None
-    report["metric_validity"] = surface.metric_validity(frame, contrast, order, notes) if human else None
+    report["metric_validity"] = surface.metric_validity(frame, contrast or (), order, notes) if human else None
     report.update(_extras(store, cells, frame, contrast, (human, judge), regimes, every, notes))
     report.update(_across_models(report["gap"], frame, contrast, order, notes))
     _note_missing_sections(human, judge, notes)
@@ -88,18 +91,18 @@ def _extras(store, cells, frame, contrast, raters, regimes, order, notes) -> dic
     missing = labels.missing(cells, order)
     _note_missing_data(missing, notes, human)
     return {
-        "judge_gap": labels.gap(cells, contrast, "judge", notes) if judge else None,
-        "surface_by_subset": surface.surface_by_subset(frame, order, contrast, notes),
+        "judge_gap": labels.gap(cells, contrast, "judge", notes) if judge and contrast else None,
+        "surface_by_subset": surface.surface_by_subset(frame, order, contrast, notes) if contrast else None,
         "regimes": regimes,
-        "mcnemar": labels.mcnemar(frame, contrast, order) if human else None,
+        "mcnemar": labels.mcnemar(frame, contrast or (), order) if human else None,
         "inter_annotator": labels.inter_annotator(store, notes),
-        "abstention": labels.abstention(cells, order, contrast) if human else None,
+        "abstention": labels.abstention(cells, order, contrast or ()) if human else None,
         "missing": missing,
         "answer_length": labels.answer_length(cells, order),
         "meta": {**_meta(store, frame), "unlabelled": _unlabelled(frame, raters, notes),
                  "raters": _coverage(store)},
         "provenance": provenance.provenance(store),
-        "probes": probes.build(store, contrast, notes),
+        "probes": probes.build(store, contrast or PAPER_CONTRAST, notes),  # none: no rows of its own
         "validation": validation.build(store),
     }
 
@@ -128,16 +131,9 @@ def _require_data(store: Store) -> None:
                         "report on")
 
 
-def _require_subsets(store: Store, contrast: tuple[str, str]) -> bool:
-    """False for a study without subsets (no item has one: no contrast to draw)."""
-    present = [r[0] for r in store.query("SELECT DISTINCT subset FROM latest_items ORDER BY 1")]
-    if not any(present):
-        return False
-    for name in contrast:
-        if name not in present:
-            raise UserError(f"--contrast: subset {name!r} has no items "
-                            f"(subsets in the store: {', '.join(map(str, present)) or 'none'})")
-    return True
+def _store_subsets(store: Store) -> list[str]:
+    return [r[0] for r in store.query(
+        "SELECT DISTINCT subset FROM latest_items WHERE subset IS NOT NULL AND subset <> '' ORDER BY 1")]
 
 
 def _raters(store: Store, where: str) -> list[tuple[str, int]]:

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["DASH", "PNG_DPI", "is_missing", "Table", "Section", "fmt_pct", "fmt_ci", "fmt_num_ci", "fmt_p",
+__all__ = ["DASH", "contrast_names", "PNG_DPI", "is_missing", "Table", "Section", "fmt_pct", "fmt_ci", "fmt_num_ci", "fmt_p",
            "p_clause", "fmt_or", "fmt_num", "fmt_pp", "fmt_sides", "fmt_params", "plural", "md_cell",
            "user"]
 
@@ -101,6 +101,12 @@ def fmt_sides(row: dict[str, Any], count: str, share: str) -> list[str]:
 def plural(n: int, word: str) -> str:
     """``1 test``, ``2 tests``."""
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def contrast_names(report: dict[str, Any]) -> dict[str, str]:
+    """``{"documented": A, "undocumented": B}``: the report's contrast, or the two sides' own names
+    where it has none (then no section has rows of either side)."""
+    return report.get("contrast") or {"documented": "documented", "undocumented": "undocumented"}
 
 
 # -- structure ----------------------------------------------------------------------------------

@@ -182,7 +182,9 @@ def abstention(cells: Cells, order: list[str], contrast) -> list[dict[str, Any]]
         "count(*) FILTER (WHERE answered AND human = 'wrong' AND NOT abstained) AS confabulated "
         "FROM c WHERE model IN (SELECT model FROM c WHERE human IS NOT NULL) GROUP BY model, subset")
     rows.sort(key=lambda r: (order.index(r["model"]), subset_rank(r["subset"], contrast), str(r["subset"])))
+    every = all(r["subset"] is None for r in rows)  # no item has a subset: one row per model, every item
     for r in rows:
+        r["subset"] = "all" if every else r["subset"]
         r["abstention_rate"] = stats.proportion(r["abstained"], r["n"])
         r["confabulation_rate"] = stats.proportion(r["confabulated"], r["n"])
     return rows

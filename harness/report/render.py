@@ -71,17 +71,24 @@ def sections(report: dict) -> list[Section]:
 
 
 def _overview(report: dict) -> Section:
-    meta, contrast = report.get("meta") or {}, report["contrast"]
+    meta = report.get("meta") or {}
     return Section("contam report", [
         *_no_human_note(report),
         f"Store {user(meta.get('store', '?'))}: {_count(meta, 'items', 'item')}, "
         f"{_count(meta, 'models', 'model')}; "
         f"generated {meta.get('generated_at', '?')} (contam {meta.get('harness_version') or '?'}).",
         f"Human rater: {_rater(report, 'human')}. Judge rater: {_rater(report, 'judge')}. "
-        + (report.get("without_subsets") or f"Contrast: {user(contrast['documented'])} (documented) vs "
-           f"{user(contrast['undocumented'])} (undocumented)."),
+        + _contrast_line(report),
         "All intervals are 95%. Empty answers and unanswered items count as wrong (a lower bound); "
         "see Missing data."])
+
+
+def _contrast_line(report: dict) -> str:
+    contrast = report["contrast"]
+    if not contrast:
+        return report.get("without_subsets") or report["without_contrast"]
+    return (f"Contrast: {user(contrast['documented'])} (documented) vs {user(contrast['undocumented'])} "
+            "(undocumented).")
 
 
 def _rater(report: dict, side: str) -> str:
