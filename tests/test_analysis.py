@@ -305,7 +305,7 @@ def test_without_human_labels_the_surface_metrics_remain(store_path):
     assert report["overall"] is None and report["gap"] is None and report["rank_correlation"] is None
     assert [(r["model"], r["bleu2"], r["human_accuracy"]) for r in report["regimes"]] == [
         ("m1", pytest.approx(0.3), None), ("m2", pytest.approx(0.1), None)]
-    assert any(n["reason"].startswith("no human labels") for n in report["notes"])
+    assert any(r["reason"].startswith("no human labels") for r in report["not_in_report"])
 
 
 # -- without human labels: surface metrics by subset, the judge's gap, the figures' regime ---------

@@ -20,7 +20,7 @@ import pandas as pd
 from harness import __version__
 from harness.errors import UserError
 from harness.report import contamination, labels, probes, provenance, study_parts, study_report, surface
-from harness.report import validation
+from harness.report import absent, validation
 from harness.report.cells import LABELS, METRICS, Cells
 from harness.report.contrast_choice import NO_SUBSETS, choose_contrast
 from harness.report.study_inputs import StudyInputs
@@ -48,24 +48,29 @@ def build_report(store: Store, *, contrast: tuple[str, str] | None = None,
     human = _human_rater(store, human, notes)
     judge = _judge_rater(store, judge, notes)
     cells = Cells(store, human, judge)
-    report = _sections(store, cells, choice.pair, human, judge, notes)
-    report.update(study_parts.build(store, cells, report, study, notes))
+    titled = _titled(store)
+    report = _sections(store, cells, choice.pair, (human, judge, titled), notes)
+    parts, left_out = study_parts.build(store, cells, report, study, notes)
+    report.update(parts)
     report.update(study_report.build(store, cells, report, by, notes))
     if choice.missing:  # the overview's one line: no subsets at all, or no pair the report could pick
         report["without_subsets" if choice.missing == NO_SUBSETS else "without_contrast"] = choice.missing
     report["notes"] = notes
+    report["not_in_report"] = [*absent.core_sections(report, titled), *left_out]
     return report
 
 
-def _sections(store, cells, contrast, human, judge, notes) -> dict[str, Any]:
-    """``contrast``: the (documented, undocumented) pair, or None: no section compares subsets."""
+def _sections(store, cells, contrast, shape, notes) -> dict[str, Any]:
+    """``contrast``: the (documented, undocumented) pair, or None: no section compares subsets;
+    ``shape``: the human and the judge rater (or None) and whether any item has a title."""
+    human, judge, titled = shape
     overall = labels.overall(cells) if human else None
     judge_rows = labels.judge(cells, overall) if judge else None
     frame, order = cells.frame(), labels.model_order(overall)
     report: dict[str, Any] = {
         "contrast": {"documented": contrast[0], "undocumented": contrast[1]} if contrast else None,
         "human_rater": human, "judge_rater": judge, "overall": overall,
-        "per_title": labels.per_title(cells, order, contrast or ()) if human else None,
+        "per_title": labels.per_title(cells, order, contrast or ()) if human and titled else None,
         "gap": labels.gap(cells, contrast, notes=notes) if human and contrast else None,
         "judge": judge_rows,
         "agreement": labels.agreement(cells, order) if human and judge else None,
@@ -76,7 +81,6 @@ def _sections(store, cells, contrast, human, judge, notes) -> dict[str, Any]:
     report["metric_validity"] = surface.metric_validity(frame, contrast or (), order, notes) if human else None
     report.update(_extras(store, cells, frame, contrast, (human, judge), regimes, every, notes))
     report.update(_across_models(report["gap"], frame, contrast, order, notes))
-    _note_missing_sections(human, judge, notes)
     return report
 
 
@@ -129,6 +133,10 @@ def _require_data(store: Store) -> None:
     if store.count("latest_answers") + store.count("latest_labels") + store.count("probe_scores") == 0:
         raise UserError(f"{store.path}: the store has no answers or labels (nor probe scores) to "
                         "report on")
+
+
+def _titled(store: Store) -> bool:
+    return bool(store.query("SELECT count(*) FROM latest_items WHERE title IS NOT NULL AND title <> ''")[0][0])
 
 
 def _store_subsets(store: Store) -> list[str]:
@@ -210,16 +218,6 @@ def _unlabelled(frame: pd.DataFrame, raters: tuple[str | None, str | None], note
                 f"{rater!r} labelled no answer of {', '.join(result[side])}: left out of "
                 f"{_SIDE_SECTIONS[side]}; label them to include them")})
     return result
-
-
-def _note_missing_sections(human: str | None, judge: str | None, notes: list) -> None:
-    if not human:
-        notes.append({"section": "overall, per_title, gap, agreement, rank_correlation, metric_validity, "
-                      "mcnemar, cmh, logistic, abstention",
-                      "reason": "no human labels in the store (rater 'human' or 'human:<name>')"})
-    if not judge:
-        notes.append({"section": "judge, agreement, rank_correlation.judge",
-                      "reason": "no judge labels in the store (rater 'judge:<model>')"})
 
 
 def _note_missing_data(missing: list[dict], notes: list, human: str | None) -> None:

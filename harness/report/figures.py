@@ -29,6 +29,7 @@ matplotlib.use("Agg")  # files only, never a window; must precede pyplot
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
+from harness.report.absent import has_regimes  # noqa: E402
 from harness.report.analysis import METRICS, figure_regime  # noqa: E402
 from harness.report.cells import subset_rank  # noqa: E402
 from harness.report.figure_style import (BAR, COLUMN, FULL, NEUTRAL, STYLE, SUBSET_COLOURS,  # noqa: E402
@@ -345,14 +346,22 @@ def draw_figures(report: dict, titles: bool = False) -> dict[str, Figure]:
     save time and must see the style too."""
     drawn = {}
     for name, draw in FIGURES.items():
-        if name == "fig4_per_title" and not report.get("per_title"):
-            continue
-        if name == "fig2_contamination_gap" and not report.get("contrast"):
-            continue  # no contrast to draw
-        drawn[name] = draw(report)
+        if _has_data(name, report):
+            drawn[name] = draw(report)
         if titles:
             drawn[name].suptitle(TITLES[name], fontsize=9)
     return drawn
+
+
+def _has_data(name: str, report: dict) -> bool:
+    """A figure is drawn only where it has something to show: no empty panel stands in for a section."""
+    if name == "fig1_leaderboard":
+        return figure_regime(report) is not None
+    if name == "fig2_contamination_gap":
+        return bool(report.get("contrast")) and figure_regime(report) is not None
+    if name == "fig3_metric_disagreement":
+        return has_regimes(report)
+    return bool(report.get("per_title"))
 
 
 def export(report: dict, titles: bool = False, out: Path | None = None) -> dict[str, bytes]:

@@ -3,7 +3,8 @@
 Percentages carry one decimal; p-values are written ``7.5 × 10⁻⁷²`` (from their log10 where a
 double cannot hold them: a value that exists is never printed as a bound); an infinite odds
 ratio is ``∞``; a statistic that is undefined is ``—``. :func:`user` makes a user- or
-model-supplied value safe inside Markdown (no raw HTML, code, emphasis, table break or link).
+model-supplied value safe inside Markdown (no raw HTML, code, emphasis, table break or link) and
+leaves it plain: no HTML entities, no backslash that changes nothing.
 """
 
 from __future__ import annotations
@@ -140,16 +141,16 @@ class Section:
     figures: list[str] = field(default_factory=list)
 
 
-_MD_SPECIAL = re.compile(r"([\\`*_|])")
-_MD_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
+# Only what Markdown could read as markup: backslash, backtick, asterisk, underscore and pipe; a
+# "<" that opens a tag or an autolink; a "&" that spells an entity; a "]" that opens a link target.
+# (An underscore inside a word is no emphasis, but the paper's pinned report escapes every one.)
+_MD_SPECIAL = re.compile(r"[\\`*_|]|<(?=[A-Za-z/!?])|&(?=#?\w+;)|\](?=\()")
 
 
 def md_cell(text: str) -> str:
-    """Markdown-safe text: no raw HTML (``& < >`` as entities), no code, emphasis, table break or
-    inline link (``\\ ` * _ |`` backslash-escaped, ``](`` broken)."""
-    text = _MD_SPECIAL.sub(r"\\\1", str(text))
-    text = "".join(_MD_ENTITIES.get(c, c) for c in text)
-    return text.replace("](", "]\\(").replace("\n", " ")
+    """Plain, Markdown-safe text on one line: no raw HTML, code, emphasis, table break or inline
+    link, with a backslash before only the characters that would start one (no HTML entities)."""
+    return _MD_SPECIAL.sub(lambda m: "\\" + m.group(0), str(text)).replace("\n", " ")
 
 
 def user(text: object) -> str:
