@@ -18,6 +18,8 @@ from harness.errors import UserError
 from harness.provider_names import BATCH_PROVIDERS
 from harness.study import DEFAULT_METRICS, DEFAULT_NUMERIC_TOLERANCE, StudySettings
 from harness.text import visible
+from metrics.metric_registry import METRICS
+from metrics.outcome import parse_outcome
 
 __all__ = ["ModelSpec", "RunConfig", "load_config", "model_names", "parse_model", "PROVIDERS",
            "BATCH_PROVIDERS", "DEFAULT_SYSTEM_PROMPT"]
@@ -146,22 +148,40 @@ def _study(path: Path, raw: dict[str, Any]) -> StudySettings:
     check_table(path, "[study]", study, STUDY_FIELDS)
     check_table(path, "[probes]", probes, PROBES_FIELDS)
     check_table(path, "[scoring]", scoring, SCORING_FIELDS)
+    _check_metric_settings(path, scoring)
     rubric = (raw.get("judge") or {}).get("rubric")
     return StudySettings(
         name=study.get("name"), exposure=study.get("exposure"), released=study.get("released"),
         subsets=tuple(study.get("subsets", ())), user_template=raw.get("prompt", {}).get("user"),
         probe_text=probes.get("text"), metrics=tuple(scoring.get("metrics", DEFAULT_METRICS)),
         numeric_tolerance=scoring.get("numeric_tolerance", DEFAULT_NUMERIC_TOLERANCE),
-        regex=_answer_regex(path, scoring), rubric=_beside(path, rubric))
+        regex=_answer_regex(path, scoring), rubric=_beside(path, rubric),
+        correct=_correct(path, study))
+
+
+def _correct(path: Path, study: dict[str, Any]) -> str | None:
+    """``[study] correct``, checked now (metrics.outcome) and kept as written."""
+    text = study.get("correct")
+    if text is not None:
+        parse_outcome(text, f"{path}: [study] correct")
+    return text
+
+
+def _check_metric_settings(path: Path, scoring: dict[str, Any]) -> None:
+    """A named metric whose scorer takes a setting without a default needs it set (the ``regex``
+    metric, ``[scoring] regex``)."""
+    for name in scoring.get("metrics", ()):
+        for setting in METRICS[name].settings:
+            if setting not in scoring and getattr(StudySettings(), setting) is None:
+                raise UserError(f"{path}: [scoring] metrics names {name!r} but [scoring] "
+                                f"{setting} is not set")
 
 
 def _answer_regex(path: Path, scoring: dict[str, Any]) -> str | None:
-    """``[scoring] regex``: it must compile and have a group 1 (the answer); the ``regex``
-    metric needs one. (metrics.rules compiles it again when scoring.)"""
+    """``[scoring] regex``: it must compile and have a group 1 (the answer). (metrics.rules
+    compiles it again when scoring.)"""
     pattern = scoring.get("regex")
     if pattern is None:
-        if "regex" in scoring.get("metrics", ()):
-            raise UserError(f"{path}: [scoring] metrics names 'regex' but [scoring] regex is not set")
         return None
     try:
         groups = re.compile(pattern).groups

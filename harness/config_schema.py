@@ -17,18 +17,18 @@ from typing import Any
 
 from harness.errors import UserError
 from harness.provider_names import PROVIDERS
+from metrics.metric_registry import metric_labels, study_metrics
 
 __all__ = ["Field", "key", "fields_of", "TOP_FIELDS", "PROMPT_FIELDS", "STUDY_FIELDS",
            "PROBES_FIELDS", "SCORING_FIELDS", "METRIC_NAMES", "METRIC_DISPLAY", "metric_display",
            "PROVIDERS", "check_table",
            "did_you_mean"]
 
-# Every metric `contam score` can compute ([scoring] metrics names some of them).
-METRIC_NAMES = ("bleu2", "bertscore_f1", "exact", "contains", "numeric", "regex")
-# What people read for each stored metric name (report tables, the view's pages): one mapping.
-METRIC_DISPLAY = {"bleu2": "BLEU-2", "bleu2_nltk": "BLEU-2 (NLTK)", "bertscore_f1": "BERTScore-F1",
-                  "rouge_l": "ROUGE-L", "exact": "Exact match", "contains": "Contains",
-                  "numeric": "Numeric", "regex": "Regex + exact"}
+# What [scoring] metrics may name (metrics.metric_registry).
+METRIC_NAMES = study_metrics()
+# What people read for each stored metric name (report tables, the view's pages): the registry's
+# labels, and guided prompting's ROUGE-L, a probe's metric.
+METRIC_DISPLAY = {**metric_labels(), "rouge_l": "ROUGE-L"}
 
 
 def metric_display(metric: str) -> str:
@@ -58,6 +58,7 @@ STUDY_FIELDS = {
     "exposure": Field("text"),  # a numeric item column
     "released": Field("text"),  # an ISO-date item column
     "subsets": Field("texts"),  # ordered tiers, in order of expected exposure
+    "correct": Field("text"),  # what makes an answer correct (metrics.outcome)
 }
 PROBES_FIELDS = {"text": Field("text")}  # min-k's text rule, a template over item columns
 SCORING_FIELDS = {

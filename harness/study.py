@@ -12,10 +12,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from metrics.metric_registry import DEFAULT_METRICS
+
 __all__ = ["DEFAULT_METRICS", "DEFAULT_NUMERIC_TOLERANCE", "PAPER_CONTRAST", "StudySettings",
            "settings_from_record"]
 
-DEFAULT_METRICS = ("bleu2", "bertscore_f1")
 DEFAULT_NUMERIC_TOLERANCE = 1e-6
 PAPER_CONTRAST = ("official", "fan")  # documented, undocumented: the seed paper's subsets
 
@@ -34,6 +35,7 @@ class StudySettings:
     numeric_tolerance: float = DEFAULT_NUMERIC_TOLERANCE  # [scoring] numeric_tolerance
     regex: str | None = None  # [scoring] regex: group 1 of its first match is the answer
     rubric: Path | None = None  # [judge] rubric file; None: the paper's rubric
+    correct: str | None = None  # [study] correct (metrics.outcome); None: the default outcome
     extra: dict[str, Any] = field(default_factory=dict)  # reserved: nothing reads it yet
 
     def contrast(self) -> tuple[str, str]:

@@ -104,7 +104,7 @@ def _report(args: argparse.Namespace) -> int:
 
     result = report(store=args.store, out=args.out, format=args.format, contrast=args.contrast,
                     human=args.human, judge=args.judge, figure_titles=args.figure_titles,
-                    config=args.config, by=args.by)
+                    config=args.config, by=args.by, correct=args.correct)
     if result.out is not None:
         say(f"wrote {len(result.written)} files to {result.out}/",
              sys.stderr if args.format else sys.stdout)

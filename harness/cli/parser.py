@@ -112,13 +112,21 @@ def _add_judge(sub: argparse._SubParsersAction) -> None:
                   "judge only these answering models", "at most N cells")
 
 
+def _metric_help() -> str:
+    """``--metric``'s help, from the metric registry: each metric's --metric name (and its stored
+    name where that differs), then the defaults."""
+    from metrics.metric_registry import DEFAULT_METRICS, METRICS
+
+    names = [spec.choice + (f" (or {spec.name})" if spec.flag else "") for spec in METRICS.values()]
+    defaults = " and ".join(METRICS[name].choice for name in DEFAULT_METRICS)
+    return (f"{', '.join(names)}; repeatable or a comma list (default: the study's [scoring] "
+            f"metrics, else {defaults})")
+
+
 def _add_score(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("score", help="BLEU-2, BERTScore-F1 and rule metrics for every unscored answer")
     _store(p)
-    p.add_argument("--metric", action="append", metavar="NAME[,NAME]",
-                   help="bleu2, bleu2_nltk, bertscore (or bertscore_f1), exact, contains, numeric, "
-                        "regex; repeatable or a comma list (default: the study's [scoring] metrics, "
-                        "else bleu2 and bertscore)")
+    p.add_argument("--metric", action="append", metavar="NAME[,NAME]", help=_metric_help())
     p.add_argument("--config", help="the study config whose [scoring] metrics, numeric_tolerance "
                                     "and regex apply (default: what the newest contam run recorded)")
     p.add_argument("--bertscore-model",
@@ -156,6 +164,11 @@ def _add_report(sub: argparse._SubParsersAction) -> None:
                                       "of the study's [study] subsets, else official,fan)")
     p.add_argument("--judge", help="judge rater, e.g. judge:claude-sonnet-5")
     p.add_argument("--human", help="human rater (default: the one that labelled the most cells)")
+    p.add_argument("--correct", metavar="OUTCOME",
+                   help="what makes an answer correct: labels, a rule metric (exact, contains, ...) "
+                        "or a graded one with a threshold ('bleu2 >= 0.5') (default: the study's "
+                        "[study] correct, else labels where the store has them, else the first "
+                        "rule metric of [scoring] metrics)")
     p.add_argument("--by", metavar="COLUMN",
                    help="break accuracy down by an item column: title, subset, ... or one of the "
                         "items' own extra columns")

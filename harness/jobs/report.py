@@ -35,14 +35,16 @@ class ReportResult:
 def report(*, store: str | Path = DEFAULT_STORE, out: str | Path | None = None,
            format: str | None = None, contrast: str | None = None, human: str | None = None,
            judge: str | None = None, figure_titles: bool = False,
-           config: str | Path | None = None, by: str | None = None) -> ReportResult:
+           config: str | Path | None = None, by: str | None = None,
+           correct: str | None = None) -> ReportResult:
     """``contam report``: see the module docstring for where it writes; ``config``: the study's
     settings (else the newest run's record, :mod:`harness.report.study_inputs`); ``by``: an item
-    column to break accuracy down by."""
+    column to break accuracy down by; ``correct``: what makes an answer correct, overriding the
+    study's ``[study] correct`` (:mod:`metrics.outcome`)."""
     with reading(store) as opened:  # through the job holding the store, if one does
         built = build_report(opened, contrast=None if contrast is None else parse_contrast(contrast),
                              human=human, judge=judge,
-                             study=study_inputs(opened, config), by=by)
+                             study=study_inputs(opened, config), by=by, correct=correct)
     result = ReportResult(report=built)
     if out or not format:
         result.out = Path(out) if out else default_out_dir(store)

@@ -15,8 +15,8 @@ from harness.report.format import is_missing
 
 __all__ = ["absent", "core_sections", "has_regimes"]
 
-HUMAN = ("Human-labelled accuracy (overall, per title, the contamination gap, pairwise comparisons, "
-         "the tests across models, metric validity, abstention)")
+HUMAN = ("Accuracy (overall, per title, the contamination gap, pairwise comparisons, the tests across "
+         "models, metric validity, abstention)")
 JUDGE = "LLM judge and human × judge agreement"
 CONTRAST = "The contrast (the contamination gap, its tests across models, surface metrics by subset, figure 2)"
 TITLES = "Per-title accuracy and figure 4"
@@ -37,15 +37,16 @@ def has_regimes(report: dict[str, Any]) -> bool:
 def core_sections(report: dict[str, Any], titled: bool) -> list[dict[str, str]]:
     """The sections of the paper's report this store cannot give; ``titled``: some item has a title."""
     rows = []
-    if not report["human_rater"]:
-        rows.append(absent(HUMAN, "no human labels in the store (rater `human` or `human:NAME`); "
-                                  "`contam import labels FILE` adds them"))
+    if not report["overall"]:
+        rows.append(absent(HUMAN, "no human labels in the store (rater `human` or `human:NAME`) and no "
+                                  "rule metric to count by; `contam import labels FILE`, or `[study] "
+                                  "correct` naming a scored rule metric, adds them"))
     if not report["judge_rater"]:
         rows.append(absent(JUDGE, "no judge labels in the store (rater `judge:MODEL`); "
                                   "`contam judge CONFIG` adds them"))
     if not report["contrast"]:
         rows.append(absent(CONTRAST, _no_contrast(report)))
-    if report["human_rater"] and not titled:
+    if report["overall"] and not titled:
         rows.append(absent(TITLES, "no item has a title; a `title` column on the items adds it"))
     if not has_regimes(report):
         rows.append(absent(REGIMES, "no labels and no BLEU-2 or BERTScore-F1 scores; labels, or "

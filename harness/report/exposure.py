@@ -29,6 +29,7 @@ from harness.report.cells import nan_if_infinite
 from harness.report.correct import correct_cells, source_counts
 from harness.report.item_fields import numeric_column
 from harness.report.logistic import CLUSTER_CORRECTION
+from metrics.outcome import Outcome
 
 __all__ = ["exposure", "model_fit", "pooled_fit", "quintiles", "KEY", "FIGURE"]
 
@@ -39,7 +40,7 @@ _FIT_KEYS = ("intercept", "slope", "odds_ratio", "ci_low", "ci_high", "wald_p", 
 
 
 def exposure(frame: pd.DataFrame, items: pd.DataFrame, column: str, order: list[str],
-             notes: list) -> dict[str, Any] | None:
+             notes: list, outcome: Outcome | None = None) -> dict[str, Any] | None:
     """The section's numbers, or None when every item's value is blank (a note says so); raises
     UserError on a value that is not a number."""
     values = numeric_column(items, column, KEY)
@@ -47,14 +48,14 @@ def exposure(frame: pd.DataFrame, items: pd.DataFrame, column: str, order: list[
         notes.append({"section": "exposure", "reason": f"every item's {column!r} value is blank: no exposure fit"})
         return None
     known = frame[frame["item_id"].map(values).notna()]
-    data = correct_cells(known)
+    data = correct_cells(known, outcome)
     data = data.assign(exposure=data["item_id"].map(values).astype(float))
     without = int(values.isna().sum())
     if without:
         notes.append({"section": "exposure", "reason": f"{without} item(s) have no {column!r} value and "
                       "are left out of the exposure fits"})
     models = [m for m in order if m in set(data["model"])]
-    return {"column": column, "correct": source_counts(data, known), "items": int(data["item_id"].nunique()),
+    return {"column": column, "correct": source_counts(data, known, outcome), "items": int(data["item_id"].nunique()),
             "items_without_value": without,
             "per_model": [model_fit(model, data[data["model"] == model]) for model in models],
             "pooled": pooled_fit(data, models, notes) if models else None, "quintiles": quintiles(data, models)}

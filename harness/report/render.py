@@ -47,6 +47,32 @@ _CAPTIONS = {
 
 
 def figure_caption(name: str, report: dict) -> str:
+    """The figure's caption; under a metric outcome it names it ("correct = contains")."""
+    caption = _figure_caption(name, report)
+    if not outcome_named(report):
+        return caption
+    plain = caption.replace("human-labelled ", "").replace("human-accuracy order", "accuracy order")
+    return f"{plain} Correct = {report['outcome']}."
+
+
+def outcome_named(report: dict) -> bool:
+    """Whether the report names its outcome: any but labels, the paper's (whose report is
+    unchanged)."""
+    return "outcome" in report
+
+
+def _outcome_line(report: dict) -> list[str]:
+    """The report's first line under a metric outcome (or none)."""
+    if not outcome_named(report):
+        return []
+    if report["outcome"] is None:
+        return ["**correct = none**: no labels in the store and no rule metric among [scoring] "
+                "metrics; set `[study] correct` or give `--correct`."]
+    return [f"**correct = {report['outcome']}**: an answer is right when {report['outcome']} "
+            "says so, right or not (no partial credit); empty and unanswered answers are wrong."]
+
+
+def _figure_caption(name: str, report: dict) -> str:
     regime = figure_regime(report)
     if name == "fig3_metric_disagreement" and regime != "human":
         return ("Figure 3. The same answers under each scoring regime in the store, one panel each, models "
@@ -75,6 +101,7 @@ def sections(report: dict) -> list[Section]:
 def _overview(report: dict) -> Section:
     meta = report.get("meta") or {}
     return Section("contam report", [
+        *_outcome_line(report),
         *_no_human_note(report),
         f"Store {user(meta.get('store', '?'))}: {_count(meta, 'items', 'item')}, "
         f"{_count(meta, 'models', 'model')}; "
@@ -114,7 +141,7 @@ _STAND_IN = {
 
 def _no_human_note(report: dict) -> list[str]:
     """The first thing a reader of a label-less report (the demo's) needs to know."""
-    if report["human_rater"]:
+    if report["human_rater"] or report.get("outcome"):  # a metric outcome stands in for labels
         return []
     how = "accuracy sections need human labels: `contam import labels FILE`"
     if not report["judge_rater"]:
@@ -126,10 +153,11 @@ def _no_human_note(report: dict) -> list[str]:
 def _overall(report: dict) -> Section | None:
     if not report["overall"]:
         return None
-    return Section("Overall accuracy", [], [_accuracy_table(
-        report["overall"], "accuracy_by_model",
-        "Human annotation; partial credit counts a partially right answer as one half.")],
-        figures=["fig1_leaderboard"])
+    caption = (f"Correct = {report['outcome']}: right or not, no partial credit."
+               if outcome_named(report) else
+               "Human annotation; partial credit counts a partially right answer as one half.")
+    return Section("Overall accuracy", [], [_accuracy_table(report["overall"], "accuracy_by_model",
+                                                            caption)], figures=["fig1_leaderboard"])
 
 
 def _accuracy_table(rows: list[dict], name: str, caption: str = "") -> Table:

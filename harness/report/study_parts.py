@@ -24,12 +24,13 @@ from harness.report.study_inputs import StudyInputs
 
 if TYPE_CHECKING:
     from harness.store.access import Reader
+    from metrics.outcome import Outcome
 
 __all__ = ["build", "EXPOSURE", "CUTOFF", "TIERS"]
 
 EXPOSURE, CUTOFF, TIERS = "Exposure", "Before and after the training cut-off", "Accuracy across ordered tiers"
-NO_OUTCOME = ("no cell has a right or wrong answer (human or judge labels); `contam import labels FILE` "
-              "or `contam judge CONFIG` adds them")
+NO_OUTCOME = ("no cell has a right or wrong answer under the study's outcome; labels (`contam import labels "
+              "FILE`, `contam judge CONFIG`) or `[study] correct` naming a scored rule metric add them")
 
 
 def build(store: Reader, cells: Cells, report: dict[str, Any], inputs: StudyInputs,
@@ -44,27 +45,28 @@ def build(store: Reader, cells: Cells, report: dict[str, Any], inputs: StudyInpu
     parts: dict[str, Any] = {"study": {"settings_from": inputs.source, "exposure": settings.exposure,
                                        "released": settings.released, "subsets": list(settings.subsets),
                                        "cutoffs": {m: d.isoformat() for m, d in inputs.cutoffs.items()}}}
-    built = []
+    built, outcome = [], cells.outcome
     if settings.exposure:
-        built.append(("exposure", *_exposure(frame, items, settings.exposure, order, notes)))
+        built.append(("exposure", *_exposure(frame, items, settings.exposure, order, notes, outcome)))
     if settings.released:
-        built.append(("cutoff", *_cutoff(frame, items, settings.released, inputs, order, notes)))
+        built.append(("cutoff", *_cutoff(frame, items, settings.released, inputs, order, notes, outcome)))
     if settings.subsets:
-        built.append(("tiers", *_tiers(frame, settings.subsets, order)))
+        built.append(("tiers", *_tiers(frame, settings.subsets, order, outcome)))
     parts.update({key: part for key, part, _ in built if part})
     return parts, [row for _, _, row in built if row]
 
 
-def _exposure(frame: pd.DataFrame, items: pd.DataFrame, column: str, order: list[str], notes: list):
-    part = exposure.exposure(frame, items, column, order, notes)
+def _exposure(frame: pd.DataFrame, items: pd.DataFrame, column: str, order: list[str], notes: list,
+              outcome: Outcome | None):
+    part = exposure.exposure(frame, items, column, order, notes, outcome)
     if part is None:
         return None, absent(EXPOSURE, f"every item's `{column}` value is blank; values in that column add it")
     return (part, None) if part["per_model"] else (None, absent(EXPOSURE, NO_OUTCOME))
 
 
 def _cutoff(frame: pd.DataFrame, items: pd.DataFrame, column: str, inputs: StudyInputs, order: list[str],
-            notes: list):
-    part = cutoff.cutoff(frame, items, column, inputs.cutoffs, order, notes)
+            notes: list, outcome: Outcome | None):
+    part = cutoff.cutoff(frame, items, column, inputs.cutoffs, order, notes, outcome)
     if part["per_model"]:
         return part, None
     if not set(inputs.cutoffs) & set(order):
@@ -74,11 +76,11 @@ def _cutoff(frame: pd.DataFrame, items: pd.DataFrame, column: str, inputs: Study
     return None, absent(CUTOFF, NO_OUTCOME)
 
 
-def _tiers(frame: pd.DataFrame, subsets: tuple[str, ...], order: list[str]):
+def _tiers(frame: pd.DataFrame, subsets: tuple[str, ...], order: list[str], outcome: Outcome | None):
     tiers.require_tiers(sorted(map(str, frame["subset"].dropna().unique())), subsets)
     if len(subsets) < 2:
         return None, absent(TIERS, f"a trend needs two tiers or more; `[study] subsets` lists one ({subsets[0]})")
-    part = tiers.tiers(frame, subsets, order)
+    part = tiers.tiers(frame, subsets, order, outcome)
     return (part, None) if part["per_tier"] and any(r["n"] for r in part["per_tier"]) else \
         (None, absent(TIERS, NO_OUTCOME))
 

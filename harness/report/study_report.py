@@ -22,10 +22,11 @@ from harness.report import labels, stats
 from harness.report.cells import Cells
 from harness.report.surface import _validity
 from harness.store import Store
+from metrics.metric_registry import rule_metrics
 
 __all__ = ["RULE_METRICS", "CORE_COLUMNS", "build", "item_columns"]
 
-RULE_METRICS = {metric: METRIC_DISPLAY[metric] for metric in ("exact", "contains", "numeric", "regex")}
+RULE_METRICS = {metric: METRIC_DISPLAY[metric] for metric in rule_metrics()}
 CORE_COLUMNS = ("item_id", "title", "subset", "question", "reference")
 
 

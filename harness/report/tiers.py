@@ -21,21 +21,23 @@ from scipy import stats as sps
 from harness.errors import UserError
 from harness.report import stats
 from harness.report.correct import correct_cells, source_counts
+from metrics.outcome import Outcome
 
 __all__ = ["tiers", "cochran_armitage", "require_tiers"]
 
 NAN = float("nan")
 
 
-def tiers(frame: pd.DataFrame, subsets: Sequence[str], order: list[str]) -> dict[str, Any]:
+def tiers(frame: pd.DataFrame, subsets: Sequence[str], order: list[str],
+          outcome: Outcome | None = None) -> dict[str, Any]:
     """Per model: the tiers' accuracy rows and the trend test."""
     known = frame[frame["subset"].isin(subsets)]
-    data = correct_cells(known)
+    data = correct_cells(known, outcome)
     models = [m for m in order if m in set(data["model"])]
     rows = [_tier_row(m, tier, data[(data["model"] == m) & (data["subset"] == tier)])
             for m in models for tier in subsets]
     trends = [_trend_row(m, [r for r in rows if r["model"] == m]) for m in models]
-    return {"subsets": list(subsets), "correct": source_counts(data, known), "per_tier": rows,
+    return {"subsets": list(subsets), "correct": source_counts(data, known, outcome), "per_tier": rows,
             "trend": trends}
 
 
