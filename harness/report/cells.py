@@ -144,17 +144,21 @@ def contrast_2x2(dk: int, dn: int, uk: int, un: int, *, count: str, share: str,
     ``un`` undocumented): per side ``{side}_n``, ``{side}_{count}``, ``{side}_{share}`` and its
     Wilson interval ``{side}_ci_low`` / ``_high``; the ``difference`` of the shares with Newcombe's
     hybrid score interval ``{interval}_low`` / ``_high``; the odds ratio ad/bc (:func:`json_ratio`)
-    and Fisher's two-sided exact p. The gap table, cdd's and ts-guess's contrasts are this row."""
+    and Fisher's two-sided exact p. The gap table, cdd's and ts-guess's contrasts are this row. A
+    side without items leaves no table to test: the odds ratio and p are then None (not Fisher's
+    p of 1), so the row stays out of any Holm family."""
     row: dict[str, Any] = {}
     for side, k, n in (("documented", dk, dn), ("undocumented", uk, un)):
         low, high = stats.wilson_interval(k, n)
         row |= {f"{side}_n": n, f"{side}_{count}": k, f"{side}_{share}": stats.proportion(k, n),
                 f"{side}_ci_low": low, f"{side}_ci_high": high}
     low, high = stats.newcombe_interval(dk, dn, uk, un)
+    row |= {difference: row[f"documented_{share}"] - row[f"undocumented_{share}"],
+            f"{interval}_low": low, f"{interval}_high": high}
+    if not (dn and un):
+        return {**row, "odds_ratio": None, "fisher_p": None}
     fisher = stats.fisher_exact_2x2(dk, dn - dk, uk, un - uk)
-    return {**row, difference: row[f"documented_{share}"] - row[f"undocumented_{share}"],
-            f"{interval}_low": low, f"{interval}_high": high,
-            "odds_ratio": json_ratio(fisher.odds_ratio), "fisher_p": fisher.p}
+    return {**row, "odds_ratio": json_ratio(fisher.odds_ratio), "fisher_p": fisher.p}
 
 
 def plain(value: Any) -> Any:

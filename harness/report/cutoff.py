@@ -58,8 +58,10 @@ def _renamed(key: str) -> str:
 
 
 def _add_holm(rows: list[dict[str, Any]]) -> None:
+    """Holm over the models with items on both sides; a model with an empty side has no p."""
     adjusted = stats.holm([nan_if_none(r["fisher_p"]) for r in rows])
-    family = f"Fisher, one test per model ({plural(len(rows), 'test')})"
+    tested = sum(r["fisher_p"] is not None for r in rows)
+    family = f"Fisher, one test per model with items on both sides ({plural(tested, 'test')})"
     for row, p in zip(rows, adjusted):
         row["fisher_p_holm"], row["holm_family"] = p, family
 

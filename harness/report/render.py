@@ -8,6 +8,7 @@ paragraph goes through :func:`user`; every table cell is escaped by each rendere
 from __future__ import annotations
 
 from harness.labels import LABEL_NAMES, LABELS
+from harness.report.absent import has_regimes
 from harness.report.analysis import METRICS, figure_regime
 from harness.report.format import (DASH, Section, Table, fmt_ci, fmt_num, fmt_or, fmt_p, fmt_pct,
                                    fmt_pp, fmt_sides, md_cell, plural, user)
@@ -91,13 +92,14 @@ def sections(report: dict) -> list[Section]:
     builders = [_overview, *leading, contamination_section, study_sections.sections, surface_section,
                 _mcnemar, _regimes, study_section.sections,
                 *([_judge] if regime == "human" else []), _agreement, _inter_annotator, _metric_validity,
-                _abstention, _missing_data, probes.sections, validation.section, provenance_section, _notes]
+                _abstention, _missing_data, probes.sections, validation.section, provenance_section, _notes,
+                _not_in_report]
     built = [build(report) for build in builders]  # a Section, None, or a list (the probes')
     return [s for b in built for s in (b if isinstance(b, list) else [b]) if s is not None]
 
 
 def _overview(report: dict) -> Section:
-    meta, contrast = report.get("meta") or {}, report["contrast"]
+    meta = report.get("meta") or {}
     return Section("contam report", [
         *_outcome_line(report),
         *_no_human_note(report),
@@ -105,10 +107,17 @@ def _overview(report: dict) -> Section:
         f"{_count(meta, 'models', 'model')}; "
         f"generated {meta.get('generated_at', '?')} (contam {meta.get('harness_version') or '?'}).",
         f"Human rater: {_rater(report, 'human')}. Judge rater: {_rater(report, 'judge')}. "
-        + (report.get("without_subsets") or f"Contrast: {user(contrast['documented'])} (documented) vs "
-           f"{user(contrast['undocumented'])} (undocumented)."),
+        + _contrast_line(report),
         "All intervals are 95%. Empty answers and unanswered items count as wrong (a lower bound); "
         "see Missing data."])
+
+
+def _contrast_line(report: dict) -> str:
+    contrast = report["contrast"]
+    if not contrast:
+        return report.get("without_subsets") or report["without_contrast"]
+    return (f"Contrast: {user(contrast['documented'])} (documented) vs {user(contrast['undocumented'])} "
+            "(undocumented).")
 
 
 def _rater(report: dict, side: str) -> str:
@@ -168,7 +177,7 @@ def _per_title(report: dict) -> Section | None:
     models = list(dict.fromkeys(r["model"] for r in report["per_title"]))
     rows = [[m] + [_title_cell(cell.get((m, t))) for t, _ in titles] for m in models]
     return Section("Per-title accuracy", [], [Table(
-        ["Model"] + [f"{t} ({s})" for t, s in titles], rows, "Strict accuracy [95% Wilson interval].",
+        ["Model"] + [t if s is None else f"{t} ({s})" for t, s in titles], rows, "Strict accuracy [95% Wilson interval].",
         "accuracy_by_title")],
         figures=["fig4_per_title"])
 
@@ -222,7 +231,7 @@ def _mcnemar(report: dict) -> Section | None:
 
 
 def _regimes(report: dict) -> Section | None:
-    if not report.get("regimes"):
+    if not has_regimes(report):  # answer lengths alone: the table would be dashes
         return None
     rows = [[r["model"], fmt_pct(r["human_accuracy"]), fmt_pct(r["judge_accuracy"]),
              fmt_pct(r["judge_partial_credit"]), fmt_num(r["bleu2"]), fmt_num(r["bertscore_f1"]),
@@ -355,6 +364,13 @@ _WORDS = {"overall": "overall accuracy", "per_title": "per-title accuracy", "gap
           "bertscore_f1": "BERTScore-F1", "judge_partial_credit": "judge partial credit",
           "cmh": "pooled odds ratio (CMH)", "logistic": "logistic model", "unlabelled": "unlabelled models",
           "human": "human labels", "judge_gap": "contamination gap under the judge"}
+
+
+def _not_in_report(report: dict) -> Section | None:
+    rows = report.get("not_in_report")
+    if not rows:
+        return None
+    return Section("Not in this report", ["\n".join(f"- **{row['section']}**: {row['reason']}." for row in rows)])
 
 
 def note_heading(section: str) -> str:

@@ -1,7 +1,7 @@
 """The report's parts for a study of one's own: accuracy under each rule-based metric
 (``exact``, ``contains``, ``numeric``, ``regex``) beside the human and judge accuracy, each rule
-metric's agreement with the human labels (also added to ``metric_validity``), accuracy broken down
-by an item column (``contam report --by COLUMN``), and a study without subsets. Rendered by
+metric's agreement with the human labels (also added to ``metric_validity``), and accuracy broken down
+by an item column (``contam report --by COLUMN``). Rendered by
 :mod:`harness.report.study_section`. See ARCHITECTURE.md, "The report".
 
 Counting follows the report's lower-bound rule: an empty answer or an unanswered item is wrong
@@ -24,14 +24,10 @@ from harness.report.surface import _validity
 from harness.store import Store
 from metrics.metric_registry import rule_metrics
 
-__all__ = ["RULE_METRICS", "CORE_COLUMNS", "NO_SUBSETS", "build", "drop_contrast", "item_columns"]
+__all__ = ["RULE_METRICS", "CORE_COLUMNS", "build", "item_columns"]
 
 RULE_METRICS = {metric: METRIC_DISPLAY[metric] for metric in rule_metrics()}
 CORE_COLUMNS = ("item_id", "title", "subset", "question", "reference")
-NO_SUBSETS = ("No item has a subset: the documented-vs-undocumented contrast (gap, its tests and "
-              "figure) needs subsets; this report gives accuracy and agreement only.")
-# The sections that compare the two subsets of --contrast; without subsets they are left out.
-_CONTRAST_KEYS = ("per_title", "gap", "judge_gap", "surface_by_subset", "cmh", "logistic")
 
 
 def build(store: Store, cells: Cells, report: dict[str, Any], by: str | None,
@@ -170,18 +166,3 @@ def _agreement(cells: pd.DataFrame, metric: str) -> dict[str, Any]:
 def _share(flags: np.ndarray) -> float:
     return float(flags.mean()) if len(flags) else float("nan")
 
-
-# -- a study without subsets --------------------------------------------------------------------
-
-def drop_contrast(store: Store, cells: Cells, report: dict[str, Any], notes: list) -> None:
-    """No item has a subset: leave out every subset comparison (and the notes about them),
-    McNemar over all items only, and say so in one line (``without_subsets``)."""
-    for key in _CONTRAST_KEYS:
-        report[key] = None
-    if report.get("mcnemar"):
-        frame = cells.frame()
-        report["mcnemar"] = labels.mcnemar(frame, (), _models(report, frame))
-    for row in report.get("abstention") or []:
-        row["subset"] = "all"  # one row per model: every item, none of which has a subset
-    notes[:] = [n for n in notes if not n["section"].startswith(_CONTRAST_KEYS)]
-    report["without_subsets"] = NO_SUBSETS  # the overview's one line

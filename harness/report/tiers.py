@@ -42,9 +42,8 @@ def tiers(frame: pd.DataFrame, subsets: Sequence[str], order: list[str],
 
 
 def require_tiers(present: Sequence[str], subsets: Sequence[str]) -> None:
-    """Every listed tier must have items; a misspelt one would silently drop out of the trend."""
-    if len(subsets) < 2:
-        raise UserError(f"[study] subsets = {list(subsets)!r}: a trend needs at least two tiers")
+    """Every listed tier must have items; a misspelt one would silently drop out of the trend. (One
+    tier is no error: the tiers section is left out, and "Not in this report" says a trend needs two.)"""
     for name in subsets:
         if name not in present:
             raise UserError(f"[study] subsets: {name!r} has no items "
