@@ -21,7 +21,8 @@ __all__ = ["LABELS", "Outcome", "parse_outcome", "default_outcome", "accepted_ou
 
 LABELS = "labels"
 _OPERATORS = {">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt}
-_SENTENCES = re.compile(r"\bsentences?\b", re.IGNORECASE)  # a prompt that asks for prose
+# A prompt that asks for prose ("a bare 1-2 sentence answer"), not one that forbids it ("no sentence").
+_SENTENCES = re.compile(r"(?<!\bno )\bsentences?\b", re.IGNORECASE)
 _HEAD = re.compile(r"\s*([a-z0-9_]*)")  # the metric a text names first
 _COMPARISON = re.compile(r"\s*([a-z][a-z0-9_]*)\s*(>=|<=|>|<)\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*")
 

@@ -151,3 +151,10 @@ def test_the_map_guess_keeps_contams_own_names_and_takes_each_column_once() -> N
     assert guess_map(["item_id", "question", "reference"]) == {}
     assert guess_map(["ID", "Query", "Gold", "Level"]) == {
         "item_id": "ID", "question": "Query", "reference": "Gold", "subset": "Level"}
+
+
+def test_the_prompt_init_writes_for_exact_draws_no_mismatch_warning() -> None:
+    from metrics.outcome import parse_outcome, prompt_mismatch
+
+    assert prompt_mismatch(parse_outcome("exact"), (ANSWER_ALONE_PROMPT, None)) is None
+    assert prompt_mismatch(parse_outcome("exact"), (DEFAULT_SYSTEM_PROMPT, None))  # the paper's
