@@ -18,7 +18,7 @@ from tests.test_analysis import ITEMS, judge_only_labels, make_store, small_stor
 DOCUMENTED_KEYS = {"contrast", "human_rater", "judge_rater", "overall", "per_title", "gap", "judge",
                    "agreement", "rank_correlation", "metric_validity"}
 EXTRA_KEYS = {"probes", "regimes", "mcnemar", "cmh", "logistic", "provenance", "inter_annotator", "abstention", "missing", "answer_length", "notes", "meta",
-              "judge_gap", "surface_by_subset", "validation"}
+              "judge_gap", "surface_by_subset", "validation", "not_in_report"}
 PNG, PDF = b"\x89PNG\r\n\x1a\n", b"%PDF-"
 FIGURES = ("fig1_leaderboard", "fig2_contamination_gap", "fig3_metric_disagreement", "fig4_per_title")
 
