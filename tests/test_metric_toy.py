@@ -82,9 +82,10 @@ def test_a_new_metric_touches_one_module_and_one_registry_entry():
 
 # The strings a source file may hold that spell a rule metric's name in another sense: the
 # frozen migrations (literal SQL, never edited), `[scoring] regex` (the setting the regex metric
-# takes), "exact" as in Fisher's exact test and exact match of probes.
+# takes, also in the study.toml that init writes), "exact" as in Fisher's exact test and exact match of probes.
 _ELSEWHERE = {"harness/store/schema.py": set(rule_metrics()),
               "harness/config.py": {"regex"}, "harness/config_schema.py": {"regex"},
+              "harness/jobs/init_toml.py": {"regex"},
               "harness/report/stats.py": {"exact"}, "harness/report/signflip.py": {"exact"},
               "harness/report/probe_guided.py": {"exact"}, "harness/report/render.py": {"exact"}}
 _REGISTRY = "metrics/metric_registry.py"

@@ -17,6 +17,7 @@ from harness.errors import UserError
 from harness.jobs.options.init import InitOptions
 from harness.study import DEFAULT_METRICS
 from harness.store.file_columns import FileColumn, file_columns
+from metrics.metric_registry import find_metric
 from metrics.probes import DEFAULT_DATASET
 
 __all__ = ["StudyPlan", "ANSWER_ALONE_PROMPT", "plan_study", "system_prompt_for",
@@ -55,8 +56,10 @@ class StudyPlan:
 
 
 def system_prompt_for(metrics: Sequence[str]) -> str:
-    """The paper's prompt, or one asking for the answer alone where ``exact`` scores it."""
-    return ANSWER_ALONE_PROMPT if "exact" in metrics else DEFAULT_SYSTEM_PROMPT
+    """The paper's prompt, or one asking for the answer alone where a metric that needs it
+    (the registry's ``answer_alone``: exact) scores it."""
+    alone = any((spec := find_metric(name)) is not None and spec.answer_alone for name in metrics)
+    return ANSWER_ALONE_PROMPT if alone else DEFAULT_SYSTEM_PROMPT
 
 
 def parse_metrics(text: str | None) -> tuple[str, ...]:
