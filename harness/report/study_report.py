@@ -16,17 +16,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from harness.config_schema import METRIC_DISPLAY
 from harness.errors import UserError
 from harness.report import labels, stats
 from harness.report.cells import Cells
 from harness.report.surface import _validity
 from harness.store import Store
-from metrics.metric_registry import rule_metrics
+from metrics.metric_registry import metric_labels, rule_metrics
 
 __all__ = ["RULE_METRICS", "CORE_COLUMNS", "build", "item_columns"]
 
-RULE_METRICS = {metric: METRIC_DISPLAY[metric] for metric in rule_metrics()}
+# both from the registry as it is now (a label table built earlier may predate a metric added since)
+RULE_METRICS = {metric: metric_labels()[metric] for metric in rule_metrics()}
 CORE_COLUMNS = ("item_id", "title", "subset", "question", "reference")
 
 
