@@ -12,11 +12,11 @@ ARCHITECTURE.md, Where an addition goes.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from metrics.metric_registry import resolve
 from metrics.probes import DEFAULT_DATASET, DEFAULT_SPLIT, ProbeContext
 
 __all__ = ["ProbeOption", "ProbeContext", "ProbeFigure", "ProbeMeasure", "ProbeSpec", "PROBES", "REQUESTS",
@@ -187,12 +187,6 @@ _MIN_K = ProbeSpec(
     measures=(ProbeMeasure("min_k", "Min-K%"), ProbeMeasure("min_k_pp", "Min-K%++")))
 
 PROBES: dict[str, ProbeSpec] = {spec.name: spec for spec in (_CDD, _TS_GUESS, _GUIDED, _MIN_K)}
-
-
-def resolve(path: str) -> Any:
-    """The object a dotted path names: ``"package.module:attribute"``, imported now."""
-    module, _, attribute = path.partition(":")
-    return getattr(importlib.import_module(module), attribute)
 
 
 def probe_spec(kind: str) -> ProbeSpec:

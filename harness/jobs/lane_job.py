@@ -32,6 +32,8 @@ from harness.jobs.live import serving_reads
 from harness.jobs.options.lane import JobOptions
 from harness.logs import run_log
 from harness.store import DEFAULT_STORE, Store, utc_now
+from harness.store.column_map import ColumnMap, parse_column_map
+from harness.store.records import KINDS
 from providers.registry import missing_key
 
 log = logging.getLogger(__name__)
@@ -170,14 +172,25 @@ def run_job(config_path: str | Path, *, store: str | Path | None, options: Optio
     return result
 
 
+def _items_map(config: RunConfig) -> ColumnMap:
+    """The config's ``[items] map``, checked against the items' columns in one line naming the
+    config file."""
+    try:
+        return parse_column_map(config.items_map, KINDS["items"].required, "items")
+    except UserError as exc:
+        raise UserError(f"{config.path}: {exc}") from None
+
+
 def import_config_items(store: Store, config: RunConfig) -> list[str]:
-    """The config's ``items`` file, imported (idempotently); refused when the store then has
-    no items at all. Returns the import's summary line."""
+    """The config's ``items`` file, imported (idempotently) through its ``[items] map`` the way
+    ``contam import items --map`` reads it; refused when the store then has no items at all.
+    Returns the import's summary line."""
     lines = []
     if config.items is not None:
         from harness.jobs.importing import import_file
 
-        lines.append(import_file(store, "items", config.items).summary())
+        lines.append(import_file(store, "items", config.items,
+                                 column_map=_items_map(config)).summary())
     if store.count("items") == 0:
         raise UserError(f"{store.path}: no items; name an `items` file in {config.path} "
                         "or run `contam import items FILE` first")

@@ -38,10 +38,11 @@ class ReportResult:
 def report(*, store: str | Path = DEFAULT_STORE, options: ReportOptions | None = None,
            **keywords: Any) -> ReportResult:
     """``contam report``: see the module docstring for where it writes; ``options`` (or its fields
-    as keywords: ``out=``, ``format=`` ...) are the command line's."""
+    as keywords: ``out=``, ``format=``, ``correct=`` ...) are the command line's; ``correct``
+    overrides the study's ``[study] correct`` (:mod:`metrics.outcome`)."""
     o = options_from(ReportOptions, options, keywords)
     with reading(store) as opened:  # through the job holding the store, if one does
-        built = build_report(opened, human=o.human, judge=o.judge, by=o.by,
+        built = build_report(opened, human=o.human, judge=o.judge, by=o.by, correct=o.correct,
                              contrast=None if o.contrast is None else parse_contrast(o.contrast),
                              study=study_inputs(opened, o.config))
     result = ReportResult(report=built)

@@ -8,6 +8,7 @@ two ``runs`` rows with the same ``run_id``: one when it starts, one with ``finis
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import fields
 from pathlib import Path
@@ -28,7 +29,8 @@ from harness.jobs.lane_job import (
 from harness.prompts import QuestionPrompt, study_prompt
 from harness.store import Store, utc_now
 from harness.store.cells import count_unanswered, item_columns, unanswered
-from harness.text import normalise_answer
+from harness.text import normalise_answer, visible
+from metrics.outcome import default_outcome, parse_outcome, prompt_mismatch
 from providers.base import Reply
 
 __all__ = ["run", "execute_run", "RunOptions", "options_as", "batch_mode",
@@ -61,6 +63,7 @@ async def execute_run(store: Store, config: RunConfig, specs: Sequence[ModelSpec
     of the models in batch mode."""
     options = options_as(RunOptions, options)
     prompt = run_prompt(store, config)  # a bad template is refused before anything is written
+    _warn_of_prompt(store, config)
     result = JobResult(command="run", run_id=new_run_id())
     accept = answer_rows(result.run_id, specs)
     openings = {spec.name: batch_mode(store, spec, options) for spec in specs}
@@ -82,6 +85,17 @@ def run_prompt(store: Store, config: RunConfig) -> QuestionPrompt:
     template = config.study.user_template
     columns = item_columns(store) if template is not None else []
     return study_prompt(config.system_prompt, template, columns, f"{config.path}: [prompt] user")
+
+
+def _warn_of_prompt(store: Store, config: RunConfig) -> None:
+    """Before the first request: one line on stderr where the study's outcome cannot be met by
+    the prompt (an exact match under a prompt that asks for sentences)."""
+    study = config.study
+    outcome = (parse_outcome(study.correct) if study.correct else
+               default_outcome(store.count("latest_labels") > 0, study.metrics))
+    line = prompt_mismatch(outcome, (config.system_prompt, study.user_template))
+    if line:
+        print(visible(line), file=sys.stderr)
 
 
 # -- batch mode --------------------------------------------------------------------------------

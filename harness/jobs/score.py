@@ -1,5 +1,5 @@
-"""`contam score`: BLEU-2, BERTScore-F1 and the rule-based metrics (:mod:`harness.jobs.score_rules`)
-for every answer not yet scored with the same params. Without ``--metric`` it scores the study's
+"""`contam score`: every metric of :mod:`metrics.metric_registry` (BLEU-2, BERTScore-F1, the
+rule-based metrics) for every answer not yet scored with the same params. Without ``--metric`` it scores the study's
 ``[scoring] metrics`` (``--config FILE``'s, else the newest run's record, else BLEU-2 and BERTScore).
 
 A cell (item, model) counts as scored for a metric when its latest ``scores`` row for that metric
@@ -21,6 +21,7 @@ Python callers (the demo): :func:`score_store` does the whole pass and returns t
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,21 +35,16 @@ from harness.errors import UserError
 from harness.jobs.live import serving_reads
 from harness.jobs.options.score import ScoreOptions
 from harness.jobs.score_ray import RayShards
-from harness.jobs.score_rules import RULE_METRICS, check_rule_settings, rule_scorer
 from harness.store import DEFAULT_STORE, Store, utc_now
 from harness.store.cells import answered_cells, unscored
 from harness.store.settings import study_settings
 from harness.study import StudySettings
 from harness.text import is_blank
 from metrics.bertscore_shards import DEFAULT_SHARD_PAIRS, LocalShards, make_scorer, reference_shards
+from metrics.metric_registry import DEFAULT_METRICS, METRICS, MODEL, MetricSpec, find_metric, resolve
 
-__all__ = ["score", "ScoreOptions", "score_store", "MetricSummary", "METRICS", "DEFAULT_METRICS"]
+__all__ = ["score", "ScoreOptions", "score_store", "MetricSummary"]
 
-# --metric choice -> the metric name stored in `scores.metric`
-METRICS = {"bleu2": "bleu2", "bleu2_nltk": "bleu2_nltk", "bertscore": "bertscore_f1",
-           "exact": "exact", "contains": "contains", "numeric": "numeric", "regex": "regex"}
-_ALIASES = {"bertscore_f1": "bertscore"}  # [scoring] metrics names the stored name
-DEFAULT_METRICS = ("bleu2", "bertscore")
 _WRITE_BATCH = 5000
 
 
@@ -104,31 +100,31 @@ def score_store(store: Store, metrics: Iterable[str] | None = None, *,
                 study: StudySettings | None = None, options: ScoreOptions | None = None,
                 **keywords: Any) -> list[MetricSummary]:
     """Score every cell of ``store`` not yet scored with the same params; return one summary per
-    metric. ``metrics`` uses the --metric names (bleu2, bleu2_nltk, bertscore or bertscore_f1,
-    exact, contains, numeric, regex; default ``options.metrics``, else BLEU-2 and BERTScore);
-    ``study`` gives the rule metrics' settings; ``options`` (or its fields as ``keywords``) the
-    BERTScore settings: ``baseline`` a bert-score baseline file (without one, bert-score's shipped
-    file is used, else one computed from shuffled pairs of the store), ``idf`` BERTScore's tokens
-    weighted by idf over the references of the answered items (:mod:`metrics.bertscore_idf`),
-    ``ray`` BERTScore's shards sent to a Ray cluster's actors.
+    metric. ``metrics``: the registry's names or their --metric spellings
+    (:mod:`metrics.metric_registry`; default ``options.metrics``, else BLEU-2 and BERTScore);
+    ``study`` gives the settings a metric's scorer takes; ``options`` (or its fields as
+    ``keywords``) the BERTScore settings: ``baseline`` a bert-score baseline file (without one,
+    bert-score's shipped file is used, else one computed from shuffled pairs of the store), ``idf``
+    BERTScore's tokens weighted by idf over the references of the answered items
+    (:mod:`metrics.bertscore_idf`), ``ray`` BERTScore's shards sent to a Ray cluster's actors.
     Everything that can be refused is refused before a row is written, except that a BERTScore
     model which cannot be had here (offline) does not stop the other metrics: its summary then
     carries the one-line ``error`` and nothing of it is written."""
     options = options_from(ScoreOptions, options, keywords)
     chosen = _check_metrics(metrics or options.metrics or DEFAULT_METRICS)
     study = study or StudySettings()
-    check_rule_settings(chosen, study)
+    scorers = {spec.name: _surface_scorer(spec, study) for spec in chosen if spec.kind != MODEL}
     _check_contradictions(options)
     cells = _read_cells(store)
     if not cells:  # nothing to score: say so before any metric's packages or model are loaded
-        if "bertscore" in chosen:
+        if any(spec.kind == MODEL for spec in chosen):
             _check_bertscore_options(options)
-        return [MetricSummary(METRICS[name]) for name in chosen]
+        return [MetricSummary(spec.name) for spec in chosen]
     passes: list = []
     try:
-        for name in chosen:  # every check happens here, before anything is written
-            passes.append(_BertScorePass(store, cells, options) if name == "bertscore" else
-                          _SurfacePass(name, store, cells, study))
+        for spec in chosen:  # every check happens here, before anything is written
+            passes.append(_BertScorePass(store, cells, options) if spec.kind == MODEL else
+                          _SurfacePass(spec.name, scorers[spec.name], store, cells))
         del cells  # each pass keeps only what it still needs: a million cells weigh
         reporter = BatchProgress(options.progress)
         return [run(store, reporter) for run in passes]
@@ -158,20 +154,27 @@ def _check_bertscore_options(options: ScoreOptions) -> None:
         make_scorer(encoder, options.device, options.precision, options.token_budget)
 
 
-def _check_metrics(metrics: Iterable[str]) -> list[str]:
+def _check_metrics(metrics: Iterable[str]) -> list[MetricSpec]:
     named = [m.strip() for entry in metrics for m in entry.split(",") if m.strip()]
-    chosen = list(dict.fromkeys(_ALIASES.get(m, m) for m in named))  # keep order, drop repeats
-    unknown = [m for m in chosen if m not in METRICS]
+    unknown = [m for m in named if find_metric(m) is None]
     if unknown:
-        raise UserError(f"unknown metric {unknown[0]!r} (choose from {', '.join(METRICS)})")
-    if not chosen:
+        choices = ", ".join(spec.choice for spec in METRICS.values())
+        raise UserError(f"unknown metric {unknown[0]!r} (choose from {choices})")
+    if not named:
         raise UserError(f"{flag_of(ScoreOptions, 'metrics')}: no metric named")
-    if "bleu2_nltk" in chosen:
-        try:
-            import nltk  # noqa: F401
-        except ImportError as exc:
-            raise UserError("metric bleu2_nltk needs nltk (pip install nltk)") from exc
+    chosen = list(dict.fromkeys(find_metric(m) for m in named))  # keep order, drop repeats
+    for spec in chosen:
+        _check_requirement(spec)
     return chosen
+
+
+def _check_requirement(spec: MetricSpec) -> None:
+    if spec.requires:
+        try:
+            importlib.import_module(spec.requires)
+        except ImportError as exc:
+            raise UserError(f"metric {spec.name} needs {spec.requires} "
+                            f"(pip install {spec.requires})") from exc
 
 
 def _read_cells(store: Store) -> list[_Cell]:
@@ -203,10 +206,9 @@ def _append(store: Store, rows: list[dict]) -> None:
 class _SurfacePass:
     """BLEU-2 (ours or NLTK's) or a rule metric: cheap, computed in one call, written in batches."""
 
-    def __init__(self, name: str, store: Store, cells: Sequence[_Cell],
-                 study: StudySettings) -> None:
-        self.metric = METRICS[name]
-        self.score_many, self.params = _surface_scorer(name, study)
+    def __init__(self, metric: str, scorer: tuple, store: Store, cells: Sequence[_Cell]) -> None:
+        self.metric = metric
+        self.score_many, self.params = scorer
         self.todo = _pending(store, self.metric, self.params)
         self.summary = MetricSummary(self.metric, skipped=len(cells) - len(self.todo),
                                      params=self.params)
@@ -224,15 +226,16 @@ class _SurfacePass:
         pass
 
 
-def _surface_scorer(name: str, study: StudySettings):
-    """(score_many, params) of a metric scored in one call."""
-    if name in RULE_METRICS:
-        return rule_scorer(name, study)
-    from metrics import bleu
-
-    if name == "bleu2_nltk":
-        return bleu.bleu2_nltk_many, bleu.bleu2_nltk_params()
-    return bleu.bleu2_many, bleu.BLEU2_PARAMS
+def _surface_scorer(spec: MetricSpec, study: StudySettings):
+    """(score_many, params) of a metric scored in one call: its registered scorer, given the
+    study settings the registry says it takes (a refused setting is refused here)."""
+    settings = {name: getattr(study, name) for name in spec.settings}
+    unset = [name for name, value in settings.items() if value is None]
+    if unset:  # said here, where the flag that gives a config is known
+        raise UserError(f"metric {spec.name} needs [scoring] {unset[0]} in the study's config "
+                        f"(give it with {flag_of(ScoreOptions, 'config')} FILE, or record it with "
+                        "contam run)")
+    return resolve(spec.scorer)(**settings)
 
 
 def _tally(summary: MetricSummary, cells: Sequence[_Cell], *, null: int) -> MetricSummary:
@@ -246,7 +249,7 @@ class _BertScorePass:
     is written, shards written as they are scored (an interrupted pass keeps every finished
     shard)."""
 
-    metric = METRICS["bertscore"]
+    metric = next(name for name, spec in METRICS.items() if spec.kind == MODEL)
 
     def __init__(self, store: Store, cells: Sequence[_Cell], options: ScoreOptions) -> None:
         from metrics.bertscore import EncoderUnavailable, resolve_encoder
@@ -331,7 +334,7 @@ WHERE coalesce(s.seq <= greatest(a.seq, coalesce(i.seq, 0)) OR s.encoder IS DIST
 def _surely_due(store: Store, cells: Sequence[_Cell], encoder) -> bool:
     """Whether some scorable cell needs the model whatever the params (so the model's absence
     can be said before the seconds spent importing torch and reading the baseline)."""
-    stale = set(store.query(_STALE_SQL, {"metric": METRICS["bertscore"], "encoder": encoder.name}))
+    stale = set(store.query(_STALE_SQL, {"metric": _BertScorePass.metric, "encoder": encoder.name}))
     return any((c.item_id, c.model) in stale for c in cells if not (c.blank or c.flagged))
 
 
@@ -405,7 +408,7 @@ def _earlier_computed_baseline(store: Store, scorer):
         "SELECT params FROM scores WHERE metric = ? AND params->>'model' = ? "
         "AND CAST(params->>'layer' AS INTEGER) = ? AND params->>'baseline' LIKE 'computed:%' "
         "AND params->>'idf_documents' IS NOT DISTINCT FROM ? "
-        "ORDER BY seq DESC LIMIT 1", [METRICS["bertscore"], encoder.name, encoder.layer, idf])
+        "ORDER BY seq DESC LIMIT 1", [_BertScorePass.metric, encoder.name, encoder.layer, idf])
     if not rows:
         return None
     params = orjson.loads(rows[0][0])  # the exact floats, as they were written

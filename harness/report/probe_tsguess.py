@@ -16,7 +16,8 @@ from typing import Any
 import pandas as pd
 
 from harness.report.cells import contrast_2x2, subset_rank
-from harness.report.format import Section, Table, fmt_ci, fmt_or, fmt_p, fmt_pct, fmt_pp, fmt_sides, user
+from harness.report.format import (Section, Table, contrast_names, fmt_ci, fmt_or, fmt_p, fmt_pct, fmt_pp,
+                                   fmt_sides, user)
 from harness.report.probe_holm import HOLM_CAPTION
 from harness.report.probe_rows import chosen_params, other_params_note, score_frame
 from harness.report.stats import proportion, wilson_interval
@@ -111,7 +112,7 @@ def tidy(part: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
 # -- rendering ---------------------------------------------------------------------------------
 
 def section(part: dict[str, Any], report: dict[str, Any]) -> Section:
-    doc, undoc = report["contrast"]["documented"], report["contrast"]["undocumented"]
+    doc, undoc = contrast_names(report).values()
     rates = Table(["Model", "Subset", "Items probed", "Matches", "Exact match", "95% CI (Wilson)",
                    "Not probed"],
                   [[r["model"], str(r["subset"]), str(r["n"]), str(r["matches"]),

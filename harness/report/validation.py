@@ -33,6 +33,8 @@ from harness.report.validation_null import (
 )
 from harness.store import Store
 from harness.store.plantings import configured_models, plantings
+from metrics.metric_registry import rule_metrics
+from metrics.outcome import Outcome
 from metrics.probe_registry import PROBES, ProbeMeasure, resolve
 
 __all__ = ["build", "section", "model_scores", "item_subsets", "planted_set_id", "caption", "roc_points", "tpr_at_fpr", "TIDY", "MEASURES", "READINGS",
@@ -40,10 +42,11 @@ __all__ = ["build", "section", "model_scores", "item_subsets", "planted_set_id",
 
 MAX_FPR = 0.05
 ROC_FIGURE, DOSE_FIGURE = "fig_validation_roc", "fig_validation_dose"
-# The density study's own accuracy, read from the cells: not a probe, so not in the registry.
-_DENSITY = (ProbeMeasure("right", "density: judged right", "share"),
-            ProbeMeasure("contains", "density: contains", "share"),
-            ProbeMeasure("exact", "density: exact", "share"), ProbeMeasure("bleu2", "density: BLEU-2"))
+# The density study's own accuracy, read from the cells: not a probe, so not in the probe
+# registry. "right" is the study's outcome; then each rule metric of the metric registry, BLEU-2.
+_DENSITY = (ProbeMeasure("right", "density: correct", "share"),
+            *(ProbeMeasure(m, f"density: {m}", "share") for m in rule_metrics()),
+            ProbeMeasure("bleu2", "density: BLEU-2"))
 # (source, metric) -> how it is read: each probe's own measures (the registry), then the density's.
 READINGS: dict[tuple[str, str], ProbeMeasure] = {
     **{(spec.name, m.metric): m for spec in PROBES.values() for m in spec.measures},
@@ -60,25 +63,31 @@ FROM latest_probe_scores WHERE list_contains($models, model) GROUP BY ALL
 
 _SUBSETS_SQL = "SELECT item_id, subset FROM latest_items"
 
-# The density study's cells: "right" is the human's label where there is one, else the judge's.
-_CELLS_SQL = """
-SELECT model, item_id, 'density' AS source, unnest(['right', 'contains', 'exact', 'bleu2']) AS metric,
-       unnest([CASE WHEN coalesce(human_label, judge_label) IS NULL THEN NULL
-                    WHEN coalesce(human_label, judge_label) = 'right' THEN 1.0 ELSE 0.0 END,
-               contains, exact, bleu2]) AS value
-FROM cells WHERE list_contains($models, model) AND answer IS NOT NULL
-"""
+# The density study's cells: "right" under labels is the human's label where there is one, else
+# the judge's; under a metric, its call (metrics.outcome).
+_LABELLED = "coalesce(human_label, judge_label)"
 
 
-def build(store: Store) -> dict[str, Any] | None:
+def _cells_sql(outcome: Outcome) -> str:
+    call = _LABELLED if outcome.labels else outcome.call_sql(outcome.metric)
+    names = [m.metric for m in _DENSITY]
+    values = [f"CASE WHEN {call} IS NULL THEN NULL WHEN {call} = 'right' THEN 1.0 ELSE 0.0 END",
+              *names[1:]]  # the metrics' own columns of `cells`
+    return (f"SELECT model, item_id, 'density' AS source, unnest({names!r}) AS metric, "
+            f"unnest([{', '.join(values)}]) AS value FROM cells "
+            "WHERE list_contains($models, model) AND answer IS NOT NULL")
+
+
+def build(store: Store, outcome: Outcome | None = None) -> dict[str, Any] | None:
     """The section's data, or None when the store records no planting (no note: a study without
-    plantings is the usual case, and its report stays as it was)."""
+    plantings is the usual case, and its report stays as it was); ``outcome``: what the density
+    rows count as right (labels by default)."""
     planted = sorted(plantings(store), key=lambda p: (p["base_name"], p["format"], p["epochs"]))
     if not planted:
         return None
     roles = _roles(planted, configured_models(store))
     models = sorted({model for _, model, _ in roles})
-    scores, subsets = model_scores(store, models), item_subsets(store)
+    scores, subsets = model_scores(store, models, outcome), item_subsets(store)
     unfit = _not_applicable(store)
     rows = [row for group, model, role in roles
             for row in _rows(group, model, role, scores.get(model, {}), subsets,
@@ -115,10 +124,11 @@ def _not_applicable(store: Store) -> dict[tuple[str, str], str]:
             for model, why in resolve(spec.not_applicable)(store).items()}
 
 
-def model_scores(store: Store, models: list[str]) -> dict[str, dict[tuple, dict[str, float]]]:
+def model_scores(store: Store, models: list[str],
+                 outcome: Outcome | None = None) -> dict[str, dict[tuple, dict[str, float]]]:
     """model -> (source, metric) -> item -> value, for the measures the section knows."""
     found: dict[str, dict[tuple, dict[str, float]]] = defaultdict(lambda: defaultdict(dict))
-    for sql in (_PROBE_SQL, _CELLS_SQL):
+    for sql in (_PROBE_SQL, _cells_sql(outcome or Outcome())):
         for row in store.query_dicts(sql, {"models": models}):
             measure = (row["source"], row["metric"])
             if measure in MEASURES and row["value"] is not None:

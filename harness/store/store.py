@@ -26,6 +26,7 @@ from harness.errors import UserError, first_line
 from harness.store import DEFAULT_STORE
 from harness.store.journal import journal_path, replay
 from harness.store.schema import MIGRATIONS, TABLE_COLUMNS
+from harness.store.views import cells_view_current, cells_view_sql
 from harness.store.wanted import ask_for, withdraw_ask
 from harness.text import visible
 
@@ -178,6 +179,9 @@ class Store:
             if version not in done:
                 self._apply(version, name, sql)
                 applied.append(version)
+        if not cells_view_current(self.con):
+            with self.transaction():
+                self.con.execute(cells_view_sql())
         return applied
 
     def _catch_up(self, wait_s: float) -> None:
@@ -186,7 +190,7 @@ class Store:
             done = self._applied()
         except duckdb.CatalogException:  # no contam store (an empty DuckDB file): left as it is
             return
-        if all(version in done for version, _, _ in MIGRATIONS):
+        if all(version in done for version, _, _ in MIGRATIONS) and cells_view_current(self.con):
             return
         self.con.close()
         try:

@@ -61,7 +61,7 @@ function setUpDesk(desk) {
     if (cell) {
       for (const name of ["title", "question", "reference", "answer", "model", "subset", "item_id",
                           "bleu2", "bertscore_f1"]) {
-        if (name in cell) setText("c-" + name, cell[name]);
+        if (name in cell) setText("c-" + name, cell[name] ?? "—");  // no title: a dash, never "null"
       }
       if ("judge" in cell) setText("c-judge", cell.judge || "–");
       const raters = document.getElementById("c-raters");
