@@ -21,7 +21,7 @@ PAPER_RUBRIC_SHA256 = "47c6ecfbca35766068aa772a8d94806251468acd16ff0cb87c92fd24c
 # branch alone writes too. Table 5's means then became math.fsum means (DuckDB's parallel avg had
 # moved their last digit between machines: 0.2909999999999999 on one, 0.291 on another). It moved
 # once more (from a71f36ae...) when κ stopped counting blank and unanswered cells that both raters
-# had labelled (issue 35 item 11): the paper's data has one, gemma-4-31b's blank answer labelled
+# had labelled (imputed cells counted apart): the paper's data has one, gemma-4-31b's blank answer labelled
 # wrong by both, so the Human × judge agreement section alone changed (pooled n 1599 -> 1598,
 # 1 -> 2 imputed cells, gemma's row n 399 -> 398, exact 85.0% -> 84.9%, κ right/not 0.740 -> 0.739,
 # the confusion's wrong/wrong 710 -> 709: agreement_by_model.csv/.tex, agreement_confusion.csv/.tex
