@@ -9,7 +9,6 @@ partial credit exists only for labels. Without a setting, :func:`default_outcome
 
 from __future__ import annotations
 
-import operator
 import re
 from dataclasses import dataclass
 
@@ -20,7 +19,6 @@ __all__ = ["LABELS", "Outcome", "parse_outcome", "default_outcome", "accepted_ou
            "prompt_mismatch"]
 
 LABELS = "labels"
-_OPERATORS = {">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt}
 # A prompt that asks for prose ("a bare 1-2 sentence answer"), not one that forbids it ("no sentence").
 _SENTENCES = re.compile(r"(?<!\bno )\bsentences?\b", re.IGNORECASE)
 _HEAD = re.compile(r"\s*([a-z0-9_]*)")  # the metric a text names first

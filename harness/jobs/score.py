@@ -101,7 +101,7 @@ def score_store(store: Store, metrics: Iterable[str] | None = None, *,
                 **keywords: Any) -> list[MetricSummary]:
     """Score every cell of ``store`` not yet scored with the same params; return one summary per
     metric. ``metrics``: the registry's names or their --metric spellings
-    (:mod:`metrics.metric_registry`; default ``options.metrics``, else BLEU-2 and BERTScore);
+    (:mod:`metrics.metric_registry`; default ``options.metrics``, else its default metrics);
     ``study`` gives the settings a metric's scorer takes; ``options`` (or its fields as
     ``keywords``) the BERTScore settings: ``baseline`` a bert-score baseline file (without one,
     bert-score's shipped file is used, else one computed from shuffled pairs of the store), ``idf``

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from harness.report.correct import correct_heading
 from harness.report.format import DASH, Section, Table, fmt_ci, fmt_num, fmt_pct, user
 from harness.report.study_report import RULE_METRICS
 
@@ -49,7 +50,7 @@ def _rule_section(report: dict) -> Section | None:
     by_model: dict[str, dict[str, dict]] = {}
     for row in rows:
         by_model.setdefault(row["model"], {})[row["metric"]] = row
-    headers = ["Model", *(("Human" if key == "overall" else "LLM judge") for key, _ in raters),
+    headers = ["Model", *(correct_heading(report) if key == "overall" else "LLM judge" for key, _ in raters),
                *(RULE_METRICS[m] for m in metrics)]
     body = [[model, *(_cell(_find(rater_rows, model)) for _, rater_rows in raters),
              *(_cell(cells.get(m)) for m in metrics)] for model, cells in by_model.items()]

@@ -25,7 +25,7 @@ class ReportOptions:
     judge: str | None = option("--judge", help="judge rater, e.g. judge:claude-sonnet-5")
     human: str | None = option(
         "--human", help="human rater (default: the one that labelled the most cells)")
-    correct: str | None = option(  # else the study's [study] correct (metrics.outcome)
+    correct: str | None = option(  # else [study] correct, else the default (metrics.outcome)
         "--correct", metavar="OUTCOME",
         help="what makes an answer correct: labels, a rule metric (exact, contains, ...) or a "
              "graded one with a threshold ('bleu2 >= 0.5') (default: the study's [study] correct, "

@@ -22,6 +22,17 @@ class RayOptions:
     cpus_per_actor: int = 4  # on a cluster without GPUs: cores per CPU actor (one model each)
 
 
+def _metric_help() -> str:
+    """``--metric``'s help, from the metric registry: each metric's --metric name (and its stored
+    name where that differs), then the defaults."""
+    from metrics.metric_registry import DEFAULT_METRICS, METRICS
+
+    names = [spec.choice + (f" (or {spec.name})" if spec.flag else "") for spec in METRICS.values()]
+    defaults = " and ".join(METRICS[name].choice for name in DEFAULT_METRICS)
+    return (f"{', '.join(names)}; repeatable or a comma list (default: the study's [scoring] "
+            f"metrics, else {defaults})")
+
+
 def _ray(address: str | None) -> Any:
     """``--ray [ADDRESS]`` -> the Ray options (none without the flag)."""
     return RayOptions(address=address) if address else None
