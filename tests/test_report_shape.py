@@ -142,6 +142,18 @@ def test_every_figure_a_section_names_is_drawn_and_no_other(tmp_path):
     assert set(drawn) == named == {"fig1_leaderboard", "fig3_metric_disagreement"}
 
 
+def test_label_less_figures_have_a_panel_only_for_each_scored_metric(tmp_path):
+    from harness.report.figures import close
+
+    report = report_of(build_store(tmp_path / "s.duckdb", subsets=("official", "fan"), metrics=("bleu2",)))
+    drawn = draw_figures(report)
+    try:  # BLEU-2 alone was asked for: no BERTScore panel stands empty beside it
+        assert [len(drawn[name].axes) for name in ("fig1_leaderboard", "fig2_contamination_gap")] == [1, 1]
+    finally:
+        for fig in drawn.values():
+            close(fig)
+
+
 def test_the_papers_report_has_no_not_in_this_report_list(paper):
     assert paper["not_in_report"] == []
     assert "Not in this report" not in [s.heading for s in sections(paper)]
