@@ -132,9 +132,9 @@ def test_the_python_apis_walkthrough_without_its_judge_step_still_reports(walk):
     report = json.loads(walk.step("report").out)
     assert (report["human_rater"], report["judge_rater"]) == (None, None)
     assert report["contrast"] == {"documented": "popular", "undocumented": "obscure"}
-    assert [row["accuracy"] for row in report["rule_accuracy"]] == [
-        pytest.approx(0.5606, abs=1e-4), pytest.approx(0.4242, abs=1e-4),
-        pytest.approx(0.6364, abs=1e-4), pytest.approx(0.5, abs=1e-4)]  # exact, from `contam score`
+    assert sorted(row["accuracy"] for row in report["rule_accuracy"]) == [  # models in outcome order
+        pytest.approx(0.4242, abs=1e-4), pytest.approx(0.5, abs=1e-4),
+        pytest.approx(0.5606, abs=1e-4), pytest.approx(0.6364, abs=1e-4)]  # exact, from `contam score`
     assert report["exposure"] is None or report["exposure"]["correct"]["judge"] == 0
     assert any("judge" in note["reason"] or "label" in note["reason"] for note in report["notes"])
 
