@@ -9,7 +9,6 @@ partial credit exists only for labels. Without a setting, :func:`default_outcome
 
 from __future__ import annotations
 
-import operator
 import re
 from dataclasses import dataclass
 
@@ -20,7 +19,6 @@ __all__ = ["LABELS", "Outcome", "parse_outcome", "default_outcome", "accepted_ou
            "prompt_mismatch"]
 
 LABELS = "labels"
-_OPERATORS = {">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt}
 _SENTENCES = re.compile(r"\bsentences?\b", re.IGNORECASE)  # a prompt that asks for prose
 _HEAD = re.compile(r"\s*([a-z0-9_]*)")  # the metric a text names first
 _COMPARISON = re.compile(r"\s*([a-z][a-z0-9_]*)\s*(>=|<=|>|<)\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*")

@@ -32,6 +32,7 @@ LAYERS = {
     "harness.config": 1,
     "harness.text": 1,
     "harness.errors": 1,
+    "harness.declare": 1,  # how an option is declared: its field and its flag, in one place
     "harness.labels": 1,  # the label vocabulary: metrics/judge.py maps the judge's replies with it
     "harness.provider_names": 1,
     # The metric vocabulary: plain declarations that import nothing of contam (scorers named by

@@ -200,3 +200,26 @@ def test_a_prompt_for_the_answer_alone_or_another_outcome_does_not_warn(tmp_path
     (tmp_path / "second").mkdir()
     contains = _run(tmp_path / "second", emulator, '[scoring]\nmetrics = ["contains"]\n')
     assert contains.status == 0 and "warning" not in contains.err
+
+
+def test_by_a_column_under_a_threshold_counts_the_outcome(scored):
+    path, _ = scored
+    with Store(path, read_only=True) as store:
+        expected = {(m, s): n for m, s, n in store.query(
+            "SELECT model, subset, count(*) FILTER (WHERE bleu2 >= 0.5) FROM cells GROUP BY ALL")}
+    by = report_of(path, correct="bleu2 >= 0.5", by="subset")["by"]
+    assert by["regimes"][0] == "outcome"
+    rows = {(r["model"], r["value"]): r["right"] for r in by["rows"] if r["regime"] == "outcome"}
+    assert rows == expected
+
+
+def test_no_table_heading_calls_a_metric_outcome_human(scored, tmp_path, contam):
+    path, _ = scored
+    out = tmp_path / "out"
+    assert contam("report", "--store", path, "--out", out, "--correct", "contains",
+                  "--contrast", "official,obscure-hack")[0] == 0
+    markdown = (out / "report.md").read_text("utf-8")
+    headings = [line for line in markdown.splitlines() if line.startswith("| Model")]
+    assert headings and not any("Human" in line or "human" in line for line in headings)
+    assert "| Model | correct = contains |" in markdown
+    assert "(2 tests, correct = contains)" in markdown  # the gap's Holm family

@@ -173,7 +173,8 @@ def test_item22_the_cdd_section_states_the_share_of_short_cells(tmp_path):
 # -- item 23: what the README says about the probes' sources ------------------------------------
 
 def test_item23_readme_claims_about_llmsanitize_guided_and_min_k_are_the_corrected_ones():
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text("utf-8")
+    readme = "\n".join(page.read_text("utf-8") for page in  # docs/how-to/probes.md, docs/explanation/probes.md
+                       sorted((Path(__file__).resolve().parent.parent / "docs").rglob("*.md")))
     assert "sends `n` but no `temperature`" not in readme
     assert "its OpenAI helper sends `n` and `temperature`" in readme
     assert "the authors' *guided* instruction" not in readme

@@ -72,7 +72,7 @@ contam report --store contam.duckdb --out report       # report.html/md/json, fi
 ```
 
 No keys yet? `contam emulator --items items.csv --exposure log10_pages` serves all four provider
-APIs on loopback: point `base_url` at it (see the contam README's emulator walkthrough).
+APIs on loopback: point `base_url` at it (see contam's docs/how-to/providers.md, its emulator walkthrough).
 '''
 
 _FILES = {"study.toml": STUDY_TOML, "items.csv": ITEMS_CSV, "README.md": STUDY_README}

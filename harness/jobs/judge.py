@@ -115,8 +115,7 @@ def judge(config_path: str | Path, *, store: str | None = None,
     options = options or JobOptions()
     config = load_config(config_path, store_flag=store)
     study_rubric(config)  # refused before the store opens
-    if options.limit is not None and options.limit <= 0:
-        raise UserError(f"--limit must be a positive number, not {options.limit}")
+    options.check_limit()
     with Store(config.store or DEFAULT_STORE) as opened, serving_reads(opened, "judge") as board:
         recovered = recovered_lines(opened)
         result = anyio.run(execute_judge, opened, config, replace(options, live=board),

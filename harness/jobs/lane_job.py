@@ -24,11 +24,12 @@ from harness import __version__
 from harness.display import open_progress
 from harness.engine.batch_lane import BatchLane
 from harness.engine.counters import LaneStats
-from harness.engine.lanes import Accept, Engine, Lane, ProviderFactory
+from harness.engine.lanes import Accept, Engine, Lane
 from harness.config import ModelSpec, RunConfig, load_config
 from harness.engine.writer import BatchWriter
 from harness.errors import UserError
-from harness.jobs.live import LiveBoard, serving_reads
+from harness.jobs.live import serving_reads
+from harness.jobs.options.lane import JobOptions
 from harness.logs import run_log
 from harness.store import DEFAULT_STORE, Store, utc_now
 from providers.registry import missing_key
@@ -38,20 +39,6 @@ log = logging.getLogger(__name__)
 __all__ = ["JobOptions", "JobResult", "run_lanes", "run_job", "import_config_items",
            "refuse_missing_keys", "new_run_id", "interrupted_line", "run_row", "recorded_run",
            "harness_version", "failure_lines", "recovered_lines"]
-
-
-@dataclass(kw_only=True)
-class JobOptions:
-    """What a run or a judge pass is told besides the config. The CLI sets the first three;
-    tests, the demo and benchmarks set the rest."""
-
-    limit: int | None = None  # the first N items (in file order) per model; judge: N labels
-    no_progress: bool = False
-    models: list[str] | None = None  # --models a,b; None: all
-    console: Console | None = None  # where the live display goes (stdout)
-    provider_factory: ProviderFactory | None = None  # None: providers.registry.create_provider
-    handle_signals: bool = True  # SIGINT/SIGTERM drain the run (main thread only)
-    live: LiveBoard | None = None  # the store host's progress (harness.jobs.live): shown the lanes
 
 
 @dataclass(kw_only=True)
@@ -171,8 +158,7 @@ def run_job(config_path: str | Path, *, store: str | Path | None, options: Optio
     specs = config.select(options.models)
     if not specs:
         raise UserError(f"{config.path}: no [[models]] to {command}")
-    if options.limit is not None and options.limit <= 0:
-        raise UserError(f"--limit must be a positive number, not {options.limit}")
+    options.check_limit()
     prepared = prepare(config, specs) if prepare is not None else ()
     with Store(config.store or DEFAULT_STORE, create=True) as opened:
         recovered = recovered_lines(opened)

@@ -24,6 +24,9 @@ from typing import Any
 from harness.config import ModelSpec, RunConfig, load_config
 from harness.errors import UserError
 from harness.jobs.lane_job import import_config_items
+from harness.jobs.options.plant import (
+    DEFAULT_BATCH_SIZE, DEFAULT_LEARNING_RATE, DEFAULT_MAX_LENGTH, PlantOptions,
+)
 from harness.jobs.probe_work import probe_item
 from harness.jobs.run import run_prompt
 from harness.prompts import text_rule
@@ -37,30 +40,6 @@ from metrics.probes import ProbeItem
 __all__ = ["PlantOptions", "PlantResult", "plant", "dose_names", "choose_planted",
            "DEFAULT_LEARNING_RATE", "DEFAULT_BATCH_SIZE", "DEFAULT_MAX_LENGTH"]
 
-DEFAULT_LEARNING_RATE = 1e-4
-DEFAULT_BATCH_SIZE = 4
-DEFAULT_MAX_LENGTH = 256
-FORMATS = ("text", "qa")
-_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,79}")
-
-
-@dataclass(frozen=True, kw_only=True)
-class PlantOptions:
-    """``contam plant``'s arguments."""
-
-    model: str
-    name: str
-    share: float = 0.5
-    epochs: tuple[int, ...] = (3,)
-    format: str = "text"
-    seed: int = 0
-    device: str = "cpu"
-    learning_rate: float = DEFAULT_LEARNING_RATE
-    batch_size: int = DEFAULT_BATCH_SIZE
-    max_length: int = DEFAULT_MAX_LENGTH
-    progress: bool = False
-
-
 @dataclass
 class PlantResult:
     """What was planted (or reused): one line per dose."""
@@ -72,7 +51,7 @@ class PlantResult:
 def plant(config_path: str | Path, *, store: str | Path | None = None,
           options: PlantOptions) -> PlantResult:
     """Plants every dose that is not saved yet, and records each dose in the store."""
-    _check(options)
+    options.check()
     config = load_config(config_path, store_flag=str(store) if store else None)
     spec = _local_model(config, options.model)
     with Store(config.store or DEFAULT_STORE, create=True) as opened:
@@ -87,27 +66,6 @@ def plant(config_path: str | Path, *, store: str | Path | None = None,
                         lambda epochs: arguments(spec, ids, options, epochs))
     with Store(config.store or DEFAULT_STORE) as opened:
         return _record(opened, doses)
-
-
-def _check(options: PlantOptions) -> None:
-    """Every argument checked before anything is read or trained: one line each."""
-    problems = {
-        "--as": not _NAME.fullmatch(options.name),
-        "--share": not 0 < options.share < 1,
-        "--epochs": not options.epochs or any(e < 1 for e in options.epochs),
-        "--format": options.format not in FORMATS,
-        "--lr": not options.learning_rate > 0,
-        "--batch-size": options.batch_size < 1,
-        "--max-length": options.max_length < 8,
-        "--device": options.device != "cpu" and not options.device.startswith("cuda"),
-    }
-    wanted = {"--as": "a name of letters, digits, '.', '_' or '-'",
-              "--share": "a fraction between 0 and 1", "--epochs": "whole numbers >= 1",
-              "--format": "text or qa", "--lr": "a number > 0", "--batch-size": "a number >= 1",
-              "--max-length": "a number >= 8", "--device": "cpu or cuda"}
-    for flag, bad in problems.items():
-        if bad:
-            raise UserError(f"contam plant: {flag} must be {wanted[flag]}")
 
 
 def _local_model(config: RunConfig, name: str) -> ModelSpec:

@@ -10,6 +10,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from harness.declare import flag_of
+from harness.jobs.options.plant import PlantOptions
 from harness.config import ModelSpec
 from harness.display import BatchProgress
 from harness.errors import UserError
@@ -50,7 +52,7 @@ def _saved(name: str, wanted: dict[str, Any]) -> dict[str, Any] | None:
     marker = json.loads((folder / PLANTED_MARKER).read_text(encoding="utf-8"))
     if marker.get("arguments") != json.loads(json.dumps(wanted)):
         raise UserError(f"contam plant: {PLANTED_PREFIX}{name} already exists in {folder.parent}, "
-                        "made with other arguments; choose another --as")
+                        f"made with other arguments; choose another {flag_of(PlantOptions, 'name')}")
     return {**marker["row"], "weights_sha256": marker["weights_sha256"]}
 
 
@@ -89,7 +91,7 @@ def _base(spec: ModelSpec, device: str) -> tuple[Any, Any]:
     import torch
 
     if device.startswith("cuda") and not torch.cuda.is_available():
-        raise UserError("contam plant: --device cuda: no CUDA device is available")
+        raise UserError(f"contam plant: {flag_of(PlantOptions, 'device')} cuda: no CUDA device is available")
     try:
         return load_base(transformers_folder(spec.model), device)
     except Fatal as exc:
@@ -100,7 +102,7 @@ def _example(tokenizer: Any, text: tuple[str, ...], max_length: int) -> Example:
     if len(text) == 1:
         return text_example(tokenizer, text[0], max_length)
     if not tokenizer.chat_template:
-        raise UserError("contam plant: --format qa needs a model with a chat template")
+        raise UserError(f"contam plant: {flag_of(PlantOptions, 'format')} qa needs a model with a chat template")
     return chat_example(tokenizer, *text, max_length=max_length)
 
 

@@ -10,18 +10,18 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import fields
 from pathlib import Path
 from typing import Any, TypeVar
 
 import orjson
 
 from harness.config import ModelSpec, RunConfig
-from harness.engine.batch_lane import BatchLane, BatchOptions, open_job_count, uses_batch
+from harness.engine.batch_lane import BatchLane, open_job_count, uses_batch
 from harness.engine.counters import LaneStats
 from harness.engine.lanes import Accept, Lane, Task
 from harness.engine.writer import Rows
-from harness.errors import UserError
+from harness.jobs.options.lane import RunOptions
 from harness.jobs.lane_job import (
     JobOptions, JobResult, SecondPass, failure_lines, interrupted_line, new_run_id, run_job,
     run_lanes, run_row,
@@ -33,7 +33,7 @@ from harness.text import normalise_answer, visible
 from metrics.outcome import default_outcome, parse_outcome, prompt_mismatch
 from providers.base import Reply
 
-__all__ = ["run", "execute_run", "RunOptions", "options_as", "batch_options", "batch_mode",
+__all__ = ["run", "execute_run", "RunOptions", "options_as", "batch_mode",
            "pending_tasks", "summary_lines", "answer_rows"]
 
 
@@ -45,24 +45,7 @@ def run(config_path: str | Path, *, store: str | None = None,
                    command="run", execute=execute_run)
 
 
-@dataclass(kw_only=True)
-class RunOptions(JobOptions):
-    """A run's options: the lane jobs' own, and how batch mode goes."""
-
-    batch: bool = False  # --batch: every model whose provider has a batch API goes as jobs
-    batch_options: BatchOptions = field(default_factory=BatchOptions)
-
-
 Options = TypeVar("Options", bound=JobOptions)
-
-
-def batch_options(*, poll_max_s: float | None = None, fallback: str = "followup") -> BatchOptions:
-    """``--batch-poll-max`` and ``--batch-fallback`` as the batch lanes take them."""
-    if poll_max_s is not None and poll_max_s <= 0:
-        raise UserError(f"--batch-poll-max must be a positive number of seconds, not {poll_max_s}")
-    poll_max = poll_max_s or BatchOptions.poll_max_s
-    return BatchOptions(poll_initial_s=min(BatchOptions.poll_initial_s, poll_max),
-                        poll_max_s=poll_max, fallback=fallback)
 
 
 def options_as(cls: type[Options], options: JobOptions) -> Options:
@@ -136,14 +119,14 @@ def _batch_lane(store: Store, spec: ModelSpec, prompt: QuestionPrompt, run_id: s
     pending = count_unanswered(store, spec.name, options.limit)
     stats = LaneStats(label=f"{spec.name} (batch)", total=pending, cap=max(1, pending))
     return BatchLane(store, spec, lambda: pending_tasks(store, spec, prompt, options.limit),
-                     run_id=run_id, accept=accept, options=options.batch_options, stats=stats,
+                     run_id=run_id, accept=accept, options=options.batch_settings(), stats=stats,
                      opening=opening or None)
 
 
 def _sync_fallback(store: Store, config: RunConfig, batch_lanes: Sequence[BatchLane],
                    options: RunOptions) -> SecondPass | None:
     """``--batch-fallback sync``: what the batch jobs left unanswered, asked synchronously."""
-    if not batch_lanes or options.batch_options.fallback != "sync":
+    if not batch_lanes or options.batch_settings().fallback != "sync":
         return None
 
     def lanes(notify: Callable[[str], None]) -> list[Lane]:

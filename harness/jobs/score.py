@@ -25,13 +25,16 @@ import importlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import orjson
 
 from harness.display import BatchProgress
+from harness.declare import flag_of, options_from
 from harness.errors import UserError
 from harness.jobs.live import serving_reads
-from harness.jobs.score_ray import RayOptions, RayShards
+from harness.jobs.options.score import ScoreOptions
+from harness.jobs.score_ray import RayShards
 from harness.store import DEFAULT_STORE, Store, utc_now
 from harness.store.cells import answered_cells, unscored
 from harness.store.settings import study_settings
@@ -82,65 +85,36 @@ class _Cell:
 
 # -- command line -----------------------------------------------------------------------------
 
-@dataclass(kw_only=True)
-class ScoreOptions:
-    """``contam score``'s options; every field is the flag of the same name."""
-
-    metrics: Sequence[str] | None = None  # None: the study's [scoring] metrics
-    config: str | Path | None = None  # --config: the study whose [scoring] settings apply
-    bertscore_model: str | None = None
-    layer: int | None = None
-    rescale: bool = True
-    baseline: str | None = None
-    device: str | None = None
-    precision: str | None = None
-    token_budget: int | None = None
-    idf: bool = False  # BERTScore tokens weighted by idf over the items' references
-    ray: RayOptions | None = None  # BERTScore on a Ray cluster (--ray ADDRESS)
-    progress: bool = False  # a progress bar on stderr
-
-
 def score(*, store: str | Path = DEFAULT_STORE,
           options: ScoreOptions | None = None) -> list[MetricSummary]:
     """``contam score``: every metric over every cell not scored with the same params yet."""
-    o = options or ScoreOptions()
+    options = options or ScoreOptions()
     with Store(store) as opened, serving_reads(opened, "score"):
-        study = study_settings(opened, o.config)
-        return score_store(opened, o.metrics or study.metrics, study=study,
-                           bertscore_model=o.bertscore_model, layer=o.layer,
-                           rescale=o.rescale, baseline=o.baseline, device=o.device,
-                           precision=o.precision, token_budget=o.token_budget, idf=o.idf,
-                           ray=o.ray, progress=o.progress)
+        study = study_settings(opened, options.config)
+        return score_store(opened, options.metrics or study.metrics, study=study, options=options)
 
 
 # -- the pass ---------------------------------------------------------------------------------
 
-def score_store(store: Store, metrics: Iterable[str] = DEFAULT_METRICS, *,
-                study: StudySettings | None = None, bertscore_model: str | None = None, layer: int | None = None,
-                rescale: bool = True, baseline: str | None = None, device: str | None = None,
-                precision: str | None = None, token_budget: int | None = None,
-                idf: bool = False, ray: RayOptions | None = None,
-                shard_pairs: int = DEFAULT_SHARD_PAIRS,
-                progress: bool = False) -> list[MetricSummary]:
+def score_store(store: Store, metrics: Iterable[str] | None = None, *,
+                study: StudySettings | None = None, options: ScoreOptions | None = None,
+                **keywords: Any) -> list[MetricSummary]:
     """Score every cell of ``store`` not yet scored with the same params; return one summary per
     metric. ``metrics``: the registry's names or their --metric spellings
-    (:mod:`metrics.metric_registry`); ``study`` gives the settings a metric's scorer takes. ``baseline`` is a
-    bert-score baseline file; without one, bert-score's shipped file is used, else one computed
-    from shuffled pairs of the store. ``idf``: BERTScore's tokens weighted by idf over the
-    references of the answered items (:mod:`metrics.bertscore_idf`). ``ray``: BERTScore's shards
-    go to a Ray cluster's actors.
+    (:mod:`metrics.metric_registry`; default ``options.metrics``, else its default metrics);
+    ``study`` gives the settings a metric's scorer takes; ``options`` (or its fields as
+    ``keywords``) the BERTScore settings: ``baseline`` a bert-score baseline file (without one,
+    bert-score's shipped file is used, else one computed from shuffled pairs of the store), ``idf``
+    BERTScore's tokens weighted by idf over the references of the answered items
+    (:mod:`metrics.bertscore_idf`), ``ray`` BERTScore's shards sent to a Ray cluster's actors.
     Everything that can be refused is refused before a row is written, except that a BERTScore
     model which cannot be had here (offline) does not stop the other metrics: its summary then
     carries the one-line ``error`` and nothing of it is written."""
-    chosen, study = _check_metrics(metrics), study or StudySettings()
+    options = options_from(ScoreOptions, options, keywords)
+    chosen = _check_metrics(metrics or options.metrics or DEFAULT_METRICS)
+    study = study or StudySettings()
     scorers = {spec.name: _surface_scorer(spec, study) for spec in chosen if spec.kind != MODEL}
-    options = _BertScoreOptions(bertscore_model, layer, rescale, baseline, device, precision,
-                                token_budget, idf, ray, shard_pairs)
-    if baseline and not rescale:
-        raise UserError("--baseline and --no-rescale contradict each other")
-    if ray and device:
-        raise UserError("--device and --ray contradict each other: each Ray actor scores on a "
-                        "GPU of its own, or on its CPU where the cluster has none")
+    _check_contradictions(options)
     cells = _read_cells(store)
     if not cells:  # nothing to score: say so before any metric's packages or model are loaded
         if any(spec.kind == MODEL for spec in chosen):
@@ -152,33 +126,30 @@ def score_store(store: Store, metrics: Iterable[str] = DEFAULT_METRICS, *,
             passes.append(_BertScorePass(store, cells, options) if spec.kind == MODEL else
                           _SurfacePass(spec.name, scorers[spec.name], store, cells))
         del cells  # each pass keeps only what it still needs: a million cells weigh
-        reporter = BatchProgress(progress)
+        reporter = BatchProgress(options.progress)
         return [run(store, reporter) for run in passes]
     finally:
         for run in passes:
             run.close()
 
 
-@dataclass(frozen=True)
-class _BertScoreOptions:
-    model: str | None
-    layer: int | None
-    rescale: bool
-    baseline_file: str | None
-    device: str | None
-    precision: str | None
-    token_budget: int | None
-    idf: bool
-    ray: RayOptions | None
-    shard_pairs: int
+def _check_contradictions(options: ScoreOptions) -> None:
+    def flag(name: str) -> str:
+        return flag_of(ScoreOptions, name)
+
+    if options.baseline and not options.rescale:
+        raise UserError(f"{flag('baseline')} and {flag('rescale')} contradict each other")
+    if options.ray and options.device:
+        raise UserError(f"{flag('device')} and {flag('ray')} contradict each other: each Ray "
+                        "actor scores on a GPU of its own, or on its CPU where the cluster has none")
 
 
-def _check_bertscore_options(options: _BertScoreOptions) -> None:
+def _check_bertscore_options(options: ScoreOptions) -> None:
     """What the BERTScore pass would refuse (a layer; a device, precision or token budget, which
     need torch to check), refused even where there is nothing to score."""
     from metrics.bertscore import resolve_encoder
 
-    encoder = resolve_encoder(options.model, options.layer)
+    encoder = resolve_encoder(options.bertscore_model, options.layer)
     if options.ray is None and (options.device or options.precision or options.token_budget is not None):
         make_scorer(encoder, options.device, options.precision, options.token_budget)
 
@@ -190,7 +161,7 @@ def _check_metrics(metrics: Iterable[str]) -> list[MetricSpec]:
         choices = ", ".join(spec.choice for spec in METRICS.values())
         raise UserError(f"unknown metric {unknown[0]!r} (choose from {choices})")
     if not named:
-        raise UserError("--metric: no metric named")
+        raise UserError(f"{flag_of(ScoreOptions, 'metrics')}: no metric named")
     chosen = list(dict.fromkeys(find_metric(m) for m in named))  # keep order, drop repeats
     for spec in chosen:
         _check_requirement(spec)
@@ -274,13 +245,13 @@ class _BertScorePass:
 
     metric = next(name for name, spec in METRICS.items() if spec.kind == MODEL)
 
-    def __init__(self, store: Store, cells: Sequence[_Cell], options: _BertScoreOptions) -> None:
+    def __init__(self, store: Store, cells: Sequence[_Cell], options: ScoreOptions) -> None:
         from metrics.bertscore import EncoderUnavailable, resolve_encoder
 
-        self.total, self.shard_pairs, self.unavailable = len(cells), options.shard_pairs, None
+        self.total, self.shard_pairs, self.unavailable = len(cells), options.shard_pairs or DEFAULT_SHARD_PAIRS, None
         self.shards = None
         _check_bertscore_options(options)  # a refused option is said before a missing model
-        encoder = resolve_encoder(options.model, options.layer)
+        encoder = resolve_encoder(options.bertscore_model, options.layer)
         try:
             if options.ray is None and _surely_due(store, cells, encoder):
                 _locate(encoder)  # a model that cannot be had: one line now, before torch loads
@@ -373,7 +344,7 @@ def _locate(encoder) -> None:
 _TO_COMPUTE = object()  # marker: the baseline comes from shuffled pairs once the model is loaded
 
 
-def _shards_and_scorer(encoder, documents, options: _BertScoreOptions):
+def _shards_and_scorer(encoder, documents, options: ScoreOptions):
     """Who scores the shards, and the scorer that names the params: with ``--ray`` its
     precision defaults by, and is checked against, the cluster's actors (GPU or CPU), not this
     machine (a CPU head node may drive GPU workers)."""
@@ -402,7 +373,7 @@ def _scorable_pairs(cells: Sequence[_Cell]) -> list[tuple[str, str]]:
     return [(c.answer, c.reference) for c in cells if not (c.blank or c.flagged)]
 
 
-def _choose_baseline(store: Store, scorer, cells: Sequence[_Cell], options: _BertScoreOptions):
+def _choose_baseline(store: Store, scorer, cells: Sequence[_Cell], options: ScoreOptions):
     """The user's file, else bert-score's shipped file, else one computed earlier for this model
     and layer (reused so that every cell shares it), else one to compute from shuffled pairs."""
     from metrics.bertscore import read_baseline, shipped_baseline, shuffled_pairs
@@ -410,8 +381,8 @@ def _choose_baseline(store: Store, scorer, cells: Sequence[_Cell], options: _Ber
     encoder = scorer.choice
     if not options.rescale:
         return None
-    if options.baseline_file:
-        return read_baseline(options.baseline_file, encoder.layer)
+    if options.baseline:
+        return read_baseline(options.baseline, encoder.layer)
     shipped = shipped_baseline(encoder.model_type, encoder.layer)
     if shipped is not None:
         return shipped

@@ -59,7 +59,7 @@ def build_report(store: Store, *, contrast: tuple[str, str] | None = None,
         report["outcome"] = str(outcome) if outcome else None
     parts, left_out = study_parts.build(store, cells, report, study, notes)
     report.update(parts)
-    report.update(study_report.build(store, cells.labelled(), report, by, notes))
+    report.update(study_report.build(store, cells, report, by, notes))
     if choice.missing:  # the overview's one line: no subsets at all, or no pair the report could pick
         report["without_subsets" if choice.missing == NO_SUBSETS else "without_contrast"] = choice.missing
     report["notes"] = notes

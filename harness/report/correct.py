@@ -17,7 +17,8 @@ import pandas as pd
 
 from metrics.outcome import Outcome
 
-__all__ = ["SOURCES", "METRIC_SOURCES", "correct_cells", "source_counts", "source_sentence"]
+__all__ = ["SOURCES", "METRIC_SOURCES", "correct_cells", "source_counts", "source_sentence",
+           "names_outcome", "correct_heading"]
 
 # Where a cell's call came from, in the order a section states them: under labels, and under a metric.
 SOURCES = ("human", "judge", "unanswered")
@@ -74,3 +75,14 @@ def _metric_sentence(counts: dict[str, Any]) -> str:
     if counts.get("unlabelled"):
         parts.append(f"{counts['unlabelled']} answered cells not scored are left out")
     return f"Correct = {counts['outcome']}, right or not (no partial credit): " + "; ".join(parts) + "."
+
+
+def names_outcome(report: dict) -> bool:
+    """Whether the report names its outcome: any but labels (the paper's report is unchanged)."""
+    return "outcome" in report
+
+
+def correct_heading(report: dict, labels: str = "Human") -> str:
+    """What says an answer is right, as a column or axis names it: ``labels`` under labels, else
+    ``correct = contains``."""
+    return f"correct = {report['outcome']}" if names_outcome(report) else labels

@@ -32,6 +32,7 @@ from matplotlib.figure import Figure  # noqa: E402
 from harness.report.absent import has_regimes  # noqa: E402
 from harness.report.analysis import METRICS, figure_regime  # noqa: E402
 from harness.report.cells import subset_rank  # noqa: E402
+from harness.report.correct import correct_heading  # noqa: E402
 from harness.report.figure_style import (BAR, COLUMN, FULL, NEUTRAL, STYLE, SUBSET_COLOURS,  # noqa: E402
                                          empty_panel, errors, fit, grid, model_colours, row_value,
                                          score_limits, value_labels, zero_marks)
@@ -65,16 +66,11 @@ def leaderboard(report: dict) -> Figure:
         return fig
     _accuracy_bars(ax, rows, model_colours(report))
     if regime == "human":
-        ax.set_xlabel(f"strict accuracy (%), {_rated_by(report)}")
+        ax.set_xlabel(f"strict accuracy (%), {correct_heading(report, 'human labels')}")
     else:  # wrapped: centred under an axes that long model names push right, it must still fit
         ax.set_xlabel(fit(f"strict accuracy (%), LLM judge, not human ({report['judge_rater']})",
                           _XLABEL_CHARS, lines=3))
     return fig
-
-
-def _rated_by(report: dict) -> str:
-    """Who says an answer is right in figures 1 and 2: the human labels, or the study's outcome."""
-    return f"correct = {report['outcome']}" if "outcome" in report else "human labels"
 
 
 def _best_first(rows: list[dict]) -> list[dict]:
@@ -130,7 +126,7 @@ def contamination_gap(report: dict) -> Figure:
     ax.set_ylim(0, 115)
     ax.set_yticks([0, 25, 50, 75, 100])
     _narrow(ax, len(rows))
-    who = _rated_by(report) if regime == "human" else "LLM judge, not human"
+    who = correct_heading(report, "human labels") if regime == "human" else "LLM judge, not human"
     ax.set_ylabel(f"strict accuracy (%), {who}")
     return fig
 
@@ -247,8 +243,8 @@ def metric_disagreement(report: dict) -> Figure:
         return fig
     y, colours = list(range(len(rows))), model_colours(report)
     for letter, ax, panel in zip("abcd", flat, panels):
-        title = panel[0] if panel[1] != "human_accuracy" or "outcome" not in report else (
-            f"correct = {report['outcome']}: strict accuracy (%)")
+        title = panel[0] if panel[1] != "human_accuracy" else (
+            f"{correct_heading(report)}: strict accuracy (%)")
         _regime_panel(ax, rows, y, colours, (f"({letter}) {title}", *panel[1:]))
     for ax in flat[len(panels):]:
         fig.delaxes(ax)

@@ -69,9 +69,14 @@ def gap(cells: Cells, contrast: tuple[str, str], rater: str = "human",
         f"FROM c GROUP BY model HAVING count({rater}) > 0", contrast)
     _note_one_sided([r["model"] for r in rows if not (r["dn"] and r["un"])], rater, notes)
     gaps = [_gap_row(r["model"], r["dk"], r["dn"], r["uk"], r["un"]) for r in rows if r["dn"] and r["un"]]
-    family = f"Fisher, one test per model ({plural(len(gaps), 'test')}, {rater} labels)"
+    family = f"Fisher, one test per model ({plural(len(gaps), 'test')}, {_counted_by(cells, rater)})"
     _add_holm(gaps, "fisher_p", "fisher_p_holm", family)
     return sorted(gaps, key=lambda r: (-sort_value(r["gap"]), r["model"]))
+
+
+def _counted_by(cells: Cells, rater: str) -> str:
+    """``human labels``, ``judge labels``, or the outcome the ``human`` column holds."""
+    return f"correct = {cells.outcome}" if rater == "human" and not cells.outcome.labels else f"{rater} labels"
 
 
 def _note_one_sided(models: list[str], rater: str, notes: list | None) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from harness.labels import LABEL_NAMES, LABELS
 from harness.report.absent import has_regimes
 from harness.report.analysis import METRICS, figure_regime
+from harness.report.correct import correct_heading, names_outcome
 from harness.report.format import (DASH, Section, Table, fmt_ci, fmt_num, fmt_or, fmt_p, fmt_pct,
                                    fmt_pp, fmt_sides, md_cell, plural, user)
 from harness.report import exposure_figure, probe_figures, probes, study_section, study_sections
@@ -49,21 +50,15 @@ _CAPTIONS = {
 def figure_caption(name: str, report: dict) -> str:
     """The figure's caption; under a metric outcome it names it ("correct = contains")."""
     caption = _figure_caption(name, report)
-    if not report.get("outcome"):  # labels (the paper's), or no outcome at all: nothing to name
+    if not (names_outcome(report) and report["outcome"]):  # labels (the paper's), or no outcome at all
         return caption
     plain = caption.replace("human-labelled ", "").replace("human-accuracy order", "accuracy order")
     return f"{plain} Correct = {report['outcome']}."
 
 
-def outcome_named(report: dict) -> bool:
-    """Whether the report names its outcome: any but labels, the paper's (whose report is
-    unchanged)."""
-    return "outcome" in report
-
-
 def _outcome_line(report: dict) -> list[str]:
     """The report's first line under a metric outcome (or none)."""
-    if not outcome_named(report):
+    if not names_outcome(report):
         return []
     if report["outcome"] is None:
         return ["**correct = none**: no labels in the store and no rule metric among [scoring] "
@@ -154,7 +149,7 @@ def _overall(report: dict) -> Section | None:
     if not report["overall"]:
         return None
     caption = (f"Correct = {report['outcome']}: right or not, no partial credit."
-               if outcome_named(report) else
+               if names_outcome(report) else
                "Human annotation; partial credit counts a partially right answer as one half.")
     return Section("Overall accuracy", [], [_accuracy_table(report["overall"], "accuracy_by_model",
                                                             caption)], figures=["fig1_leaderboard"])
@@ -238,11 +233,11 @@ def _regimes(report: dict) -> Section | None:
              fmt_num(r["mean_words"], 1)] for r in report["regimes"]]
     rho = report["rank_correlation"] or {}
     if any(v is not None for v in rho.values()):
-        rows.append(["Spearman ρ with human", DASH, fmt_num(rho.get("judge")),
+        rows.append([f"Spearman ρ with {correct_heading(report, 'human')}", DASH, fmt_num(rho.get("judge")),
                      fmt_num(rho.get("judge_partial_credit")), fmt_num(rho.get("bleu2")),
                      fmt_num(rho.get("bertscore_f1")), DASH])
     return Section("Scoring regimes", [], [Table(
-        ["Model", "Human", "LLM judge", "Judge (partial credit)", "BLEU-2", "BERTScore-F1",
+        ["Model", correct_heading(report), "LLM judge", "Judge (partial credit)", "BLEU-2", "BERTScore-F1",
          "Mean answer length (words)"], rows,
         "Each regime's aggregate per model; ρ across models, ties at average ranks.", "scoring_regimes")],
         figures=["fig3_metric_disagreement"])
@@ -332,9 +327,13 @@ def _abstention(report: dict) -> Section | None:
              str(r["confabulated"]), fmt_pct(r["confabulation_rate"])] for r in report["abstention"]]
     return Section("Abstention and confabulation", [
         "Abstained: the answer declines (\"I don't know\", \"I'm not familiar with ...\"). Confabulated: a "
-        "non-empty answer the human labelled wrong that does not decline."],
+        f"non-empty answer {_called_wrong(report)} that does not decline."],
         [Table(["Model", "Subset", "n", "Abstained", "Abstention rate", "Confabulated", "Confabulation rate"],
                rows, name="abstention_by_model_subset")])
+
+
+def _called_wrong(report: dict) -> str:
+    return f"{report['outcome']} calls wrong" if names_outcome(report) else "the human labelled wrong"
 
 
 def _missing_data(report: dict) -> Section | None:
@@ -346,7 +345,8 @@ def _missing_data(report: dict) -> Section | None:
     return Section("Missing data", [
         "Empty answers and items without an answer count as wrong for every rater (lower bound); "
         "non-empty answers a rater did not label are left out of that rater's statistics."],
-        [Table(["Model", "Items", "Answered", "Empty", "No answer", "No human label", "No judge label",
+        [Table(["Model", "Items", "Answered", "Empty", "No answer",
+                correct_heading(report, "No human label").replace("correct = ", "Not scored by "), "No judge label",
                 "Empty reference"], rows, name="missing_data_by_model")])
 
 

@@ -33,7 +33,9 @@ CORE_COLUMNS = ("item_id", "title", "subset", "question", "reference")
 def build(store: Store, cells: Cells, report: dict[str, Any], by: str | None,
           notes: list) -> dict[str, Any]:
     """The new report keys, each only where it has data (so a paper-style report is unchanged):
-    ``rule_metrics``, ``rule_accuracy``, ``by``; the rule metrics join ``metric_validity``."""
+    ``rule_metrics``, ``rule_accuracy``, ``by``; the rule metrics join ``metric_validity``. The
+    labels here are the labels whatever the study's outcome; a metric outcome is one more regime
+    of ``by`` (``outcome``)."""
     frame = _frame(store, cells, by)
     present = [m for m in RULE_METRICS if frame[m].notna().any()]
     regimes = _regimes(report, present)
@@ -52,15 +54,20 @@ def _models(report: dict, frame: pd.DataFrame) -> list[str]:
 
 
 def _regimes(report: dict, present: list[str]) -> list[str]:
-    """What a right answer means in each column: the human's label, the judge's, each metric."""
-    return [*(["human"] if report.get("human_rater") else []),
+    """What a right answer means in each column: the study's outcome where it is a metric, the
+    human's label, the judge's, each rule metric."""
+    return [*(["outcome"] if report.get("outcome") else []),
+            *(["human"] if report.get("human_rater") else []),
             *(["judge"] if report.get("judge_rater") else []), *present]
 
 
 # -- the cells with their rule values and the --by column ---------------------------------------
 
 def _frame(store: Store, cells: Cells, by: str | None) -> pd.DataFrame:
-    frame = cells.frame()
+    frame = cells.labelled().frame()
+    if not cells.outcome.labels:  # the outcome's call, beside the labels
+        calls = cells.frame()[["item_id", "model", "human"]].rename(columns={"human": "outcome"})
+        frame = frame.merge(calls, on=["item_id", "model"], how="left")
     rules = store.query_df(f"SELECT item_id, model, {', '.join(RULE_METRICS)} FROM cells")
     frame = frame.merge(rules, on=["item_id", "model"], how="left")
     if by:
@@ -89,7 +96,7 @@ def _column_values(store: Store, column: str) -> pd.DataFrame:
 
 def _right_counts(cells: pd.DataFrame, regime: str) -> tuple[int, int, int]:
     """(right, counted, left out) under ``regime`` (a rater column or a rule metric)."""
-    if regime in ("human", "judge"):
+    if regime in ("outcome", "human", "judge"):
         counted = cells[regime].notna()
         return int((cells[regime] == "right").sum()), int(counted.sum()), int((~counted).sum())
     lost = (cells["empty"] | ~cells["has_answer"]) & cells[regime].isna()  # wrong: lower bound

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from harness.report.correct import correct_heading
 from harness.report.format import DASH, Section, Table, fmt_ci, fmt_num, fmt_pct, user
 from harness.report.study_report import RULE_METRICS
 
@@ -32,7 +33,9 @@ def _cell(r: dict | None) -> str:
     return f"{fmt_pct(r['accuracy'])} {fmt_ci(r['ci_low'], r['ci_high'])} ({r['right']}/{r['n']})"
 
 
-def _regime_name(regime: str) -> str:
+def _regime_name(regime: str, report: dict) -> str:
+    if regime == "outcome":
+        return f"correct = {report['outcome']}"
     return _RATERS.get(regime) or RULE_METRICS.get(regime, regime)
 
 
@@ -47,7 +50,7 @@ def _rule_section(report: dict) -> Section | None:
     by_model: dict[str, dict[str, dict]] = {}
     for row in rows:
         by_model.setdefault(row["model"], {})[row["metric"]] = row
-    headers = ["Model", *(("Human" if key == "overall" else "LLM judge") for key, _ in raters),
+    headers = ["Model", *(correct_heading(report) if key == "overall" else "LLM judge" for key, _ in raters),
                *(RULE_METRICS[m] for m in metrics)]
     body = [[model, *(_cell(_find(rater_rows, model)) for _, rater_rows in raters),
              *(_cell(cells.get(m)) for m in metrics)] for model, cells in by_model.items()]
@@ -103,7 +106,7 @@ def _by_section(report: dict) -> Section | None:
     body = [[DASH if value is None else str(value), str(items), model,
              *(_cell(regimes.get(r)) for r in by["regimes"])]
             for (value, items, model), regimes in cells.items()]
-    headers = [by["column"], "Items", "Model", *(_regime_name(r) for r in by["regimes"])]
+    headers = [by["column"], "Items", "Model", *(_regime_name(r, report) for r in by["regimes"])]
     return Section(heading, [f"Strict accuracy per value of the item column {user(by['column'])}, "
                              "per model and regime, in the order the values first occur. " + _COUNTING],
                    [Table(headers, body, "Strict accuracy [95% Wilson interval] (right/n).",

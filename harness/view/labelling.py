@@ -17,6 +17,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
+from harness.declare import flag_of
 from harness.errors import UserError
 from harness.labels import LABEL_NAMES
 from harness.store.raters import ADJUDICATOR
@@ -157,7 +158,8 @@ class LabelDesk(_Desk):
         key = self.ids.key(cell_id)
         share = self._queue(rater).share
         if share is not None and not share.holds(*key):
-            raise NotYours(f"that cell is not one of {rater}'s (--raters splits the cells)")
+            raise NotYours(f"that cell is not one of {rater}'s ({flag_of(ViewOptions, 'raters')} "
+                           "splits the cells)")
         return key
 
     def _queue(self, rater: str) -> RaterQueue:
