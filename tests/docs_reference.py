@@ -33,7 +33,7 @@ VIEWS = {
 INTERNAL = {"_migrations": "the schema migrations applied to this file (contam's own bookkeeping)"}
 
 REPORT_KEYS = {
-    "contrast": "the two subsets compared: `documented` and `undocumented` (`--contrast A,B`, else the study's first and last subset, else official,fan)",
+    "contrast": "the two subsets compared: `documented` and `undocumented` (`--contrast A,B`, else the study's first and last subset, else official,fan where the store has both); null when there is no pair, and then no contrast section",
     "human_rater": "the human rater whose labels the report uses (`--human`; default the one that labelled the most cells); null without human labels",
     "judge_rater": "the judge rater used (`--judge`); null without judge labels",
     "overall": "per model: strict and partial-credit accuracy over the human labels (under a metric outcome: that metric's right/wrong calls), with 95% Wilson intervals",
@@ -58,7 +58,8 @@ REPORT_KEYS = {
     "validation": "planted-contamination validation (`contam plant`): per probe and model the AUC of planted vs not-planted items, TPR at 5% FPR and the density study's accuracy on each half; null without plantings",
     "cmh": "across models: the Mantel–Haenszel odds ratio with its Robins–Breslow–Greenland interval, the CMH χ² test and the Breslow–Day test (Tarone)",
     "logistic": "the logistic model `right ~ subset * model` (or main effects under separation) with item-clustered standard errors",
-    "notes": "why each section left out was left out: `section` and `reason`",
+    "notes": "what a section's numbers leave out, and why: `section` and `reason`",
+    "not_in_report": "each section the store or the study's settings cannot give, printed last as \"Not in this report\": `section` and `reason` (what would add it); empty for the paper's report",
     "study": "only with study keys: where the settings came from, the `exposure` and `released` columns, the tiers and each model's cut-off",
     "exposure": "only with `[study] exposure`: per model the odds ratio per unit of exposure (Wald interval, Wald and LR p), the pooled fit and accuracy per exposure quintile",
     "cutoff": "only with `[study] released`: per model accuracy before and after its cut-off, Newcombe interval, odds ratio, Fisher p (Holm)",
@@ -70,6 +71,7 @@ REPORT_KEYS = {
     "not_in_report": "each section the store or the study's settings cannot give, left out rather than printed empty: `section` and `reason` (what adds it); empty for the paper's study",
     "without_contrast": "only when the report found no pair of subsets to compare: the one line naming `--contrast A,B`",
     "without_subsets": "only when no item has a subset: the one line saying the gap needs subsets",
+    "without_contrast": "only when the report chose no contrast (the store has subsets, none of them the study's or the paper's pair): the one line naming `--contrast A,B`",
 }
 
 

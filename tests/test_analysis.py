@@ -92,11 +92,12 @@ def test_table_5_judge_columns_and_rank_correlation(paper):
 
 
 def test_table_6_agreement(paper):
-    """The paper's 1,600 cells include Gemma's one blank, unlabelled answer, wrong on both sides by
-    the lower-bound rule: κ is over the 1,599 both labelled, the imputed one stated apart."""
+    """The paper's 1,600 cells include Gemma's two blank answers (one unlabelled, one labelled wrong
+    by both), wrong on both sides by the lower-bound rule whatever their labels: κ is over the 1,598
+    answered cells both labelled, the two imputed ones stated apart (Table 6 counts both: 711)."""
     pooled = paper["agreement"]["pooled"]
-    assert paper["agreement"]["imputed"] == 1
-    assert pooled["confusion"] == [TABLE_6[0], TABLE_6[1], [3, 23, 710]] and pooled["n"] == 1599
+    assert paper["agreement"]["imputed"] == 2
+    assert pooled["confusion"] == [TABLE_6[0], TABLE_6[1], [3, 23, 709]] and pooled["n"] == 1598
     assert (round(pooled["exact"], 3), round(pooled["kappa"], 3), round(pooled["kappa_linear"], 3),
             round(pooled["kappa_binary"], 3)) == (0.861, 0.750, 0.820, 0.775)
     per_model = by_model(paper["agreement"]["per_model"])

@@ -130,7 +130,7 @@ def test_a_label_less_study_has_no_header_only_table_and_no_empty_figure(tmp_pat
     assert "## Exposure" not in md and "## Scoring regimes" not in md
     missing = not_in_report(md)
     assert "**Exposure**: no cell has a right or wrong answer" in missing
-    assert "`contam judge CONFIG` adds them" in missing and "`contam import labels FILE` adds them" in missing
+    assert "`contam judge CONFIG` adds them" in missing and "`contam import labels FILE`, or `[study] correct`" in missing
     assert sorted(p.name for p in out.glob("*.png")) == []  # nothing to draw: no figure at all
     assert "no pooled fit" not in md
 
@@ -140,6 +140,18 @@ def test_every_figure_a_section_names_is_drawn_and_no_other(tmp_path):
     named = {name for section in sections(report) for name in section.figures}
     drawn = draw_figures(report)
     assert set(drawn) == named == {"fig1_leaderboard", "fig3_metric_disagreement"}
+
+
+def test_label_less_figures_have_a_panel_only_for_each_scored_metric(tmp_path):
+    from harness.report.figures import close
+
+    report = report_of(build_store(tmp_path / "s.duckdb", subsets=("official", "fan"), metrics=("bleu2",)))
+    drawn = draw_figures(report)
+    try:  # BLEU-2 alone was asked for: no BERTScore panel stands empty beside it
+        assert [len(drawn[name].axes) for name in ("fig1_leaderboard", "fig2_contamination_gap")] == [1, 1]
+    finally:
+        for fig in drawn.values():
+            close(fig)
 
 
 def test_the_papers_report_has_no_not_in_this_report_list(paper):

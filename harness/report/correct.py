@@ -84,5 +84,5 @@ def names_outcome(report: dict) -> bool:
 
 def correct_heading(report: dict, labels: str = "Human") -> str:
     """What says an answer is right, as a column or axis names it: ``labels`` under labels, else
-    ``correct = contains``."""
-    return f"correct = {report['outcome']}" if names_outcome(report) else labels
+    ``correct = contains`` (with no outcome at all, ``correct = none``, the labels' name too)."""
+    return f"correct = {report['outcome']}" if names_outcome(report) and report["outcome"] else labels

@@ -93,12 +93,15 @@ def _accuracy_bars(ax, rows: list[dict], colours: dict[str, str]) -> None:
 
 
 def _surface_leaderboard(report: dict) -> Figure:
-    """No labels at all: mean BLEU-2 and BERTScore-F1 per model, one panel each."""
+    """No labels at all: mean BLEU-2 and BERTScore-F1 per model, one panel for each the store has."""
     rows = sorted(report["regimes"], key=lambda r: (-row_value(r, _lead_metric(report)), r["model"]))
-    fig, axes = plt.subplots(1, 2, figsize=(FULL, 0.8 + 0.42 * max(len(rows), 1)), sharey=True,
-                             layout="constrained")
+    metrics = [m for m in METRICS if any(not is_missing(r.get(m)) for r in rows)]
+    fig, axes = plt.subplots(1, len(metrics), figsize=(FULL if len(metrics) > 1 else COLUMN,
+                                                       0.8 + 0.42 * max(len(rows), 1)),
+                             sharey=True, layout="constrained", squeeze=False)
+    axes = list(axes.flat)
     y, colours = list(range(len(rows))), model_colours(report)
-    for ax, metric in zip(axes, METRICS):
+    for ax, metric in zip(axes, metrics):
         name = METRICS[metric]
         _regime_panel(ax, rows, y, colours, (f"{name}: mean score", metric, f"{metric}_ci_low",
                                              f"{metric}_ci_high", False, f"no {name} scores in the store"))
@@ -155,12 +158,11 @@ def _surface_gap(report: dict) -> Figure:
     panel order of every figure), models ordered by the lead metric's difference."""
     surface, lead = report["surface_by_subset"], _lead_metric(report)
     order = [r["model"] for r in sorted(surface[lead], key=lambda r: (-row_value(r, "difference"), r["model"]))]
-    fig, axes = plt.subplots(1, 2, figsize=(FULL, 2.8), layout="constrained")
-    for ax, metric in zip(axes, METRICS):
-        rows = {r["model"]: r for r in surface[metric] or []}
-        if not rows:
-            empty_panel(ax, METRICS[metric], f"no {METRICS[metric]} scores in the store")
-            continue
+    metrics = [m for m in METRICS if surface.get(m)]  # a panel only for a metric with scores
+    fig, axes = plt.subplots(1, len(metrics), figsize=(FULL if len(metrics) > 1 else COLUMN, 2.8),
+                             layout="constrained", squeeze=False)
+    for ax, metric in zip(axes.flat, metrics):
+        rows = {r["model"]: r for r in surface[metric]}
         picked = [rows[m] for m in order if m in rows]
         _subset_bars(fig, ax, picked, contrast_names(report), "mean", 1, _ratio_label)
         _pad_top(ax)

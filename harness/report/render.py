@@ -50,7 +50,7 @@ _CAPTIONS = {
 def figure_caption(name: str, report: dict) -> str:
     """The figure's caption; under a metric outcome it names it ("correct = contains")."""
     caption = _figure_caption(name, report)
-    if not names_outcome(report):
+    if not (names_outcome(report) and report["outcome"]):  # labels (the paper's), or no outcome at all
         return caption
     plain = caption.replace("human-labelled ", "").replace("human-accuracy order", "accuracy order")
     return f"{plain} Correct = {report['outcome']}."
