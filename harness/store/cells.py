@@ -19,7 +19,7 @@ __all__ = ["count_unanswered", "unanswered", "item_columns", "unjudged", "answer
            "first_items", "unscored_items", "Expected", "missing_samples", "complete_unscored",
            "probe_texts"]
 
-_PAGE = 512  # rows fetched at a time: a run's task list is never held in memory
+_PAGE = 2048  # items a page of a run's pending work holds: its task list is never held whole
 
 # -- the scope: the first ``limit`` items in file order (all when None) -------------------------
 
@@ -49,27 +49,48 @@ def _scoped_params(limit: int | None, **params: Any) -> dict[str, Any]:
 
 # -- run: the items a model has no answer to ----------------------------------------------------
 
-_UNANSWERED = """WHERE NOT EXISTS (SELECT 1 FROM answers a
-                  WHERE a.model = $model AND a.item_id = s.item_id)"""
+# The latest row of each unanswered item in scope, in item order: narrow on purpose. Joined with
+# ``latest_items`` (a window over every column of every item) the same question had DuckDB hold
+# hundreds of MB at a million items before the first row came back.
+_UNANSWERED_SEQS = """
+WITH ordered AS (SELECT item_id, min(seq) AS first_seq, max(seq) AS last_seq
+                 FROM items GROUP BY item_id),
+     scope AS (SELECT * FROM ordered ORDER BY first_seq {limit})
+SELECT {columns} FROM scope s
+WHERE NOT EXISTS (SELECT 1 FROM answers a WHERE a.model = $model AND a.item_id = s.item_id)
+{order}
+"""
+
+# The item rows of one page of those seqs, in the page's order.
+_ITEMS_BY_SEQ = """
+SELECT i.item_id, i.title, i.subset, i.question, i.extra::VARCHAR
+FROM (SELECT unnest($seqs) AS seq, unnest(range(len($seqs))) AS ord) p JOIN items i USING (seq)
+ORDER BY p.ord
+"""
+
+
+def _unanswered_sql(columns: str, limit: int | None, *, order: bool) -> str:
+    return _UNANSWERED_SEQS.format(columns=columns, limit="LIMIT $limit" if limit else "",
+                                   order="ORDER BY s.first_seq" if order else "")
 
 
 def count_unanswered(store: Store, model: str, limit: int | None) -> int:
     """Items among the first ``limit`` (all when None) that ``model`` has no answer to."""
-    sql = _scoped_sql("count(*)", _UNANSWERED, limit, order=False)
+    sql = _unanswered_sql("count(*)", limit, order=False)
     return store.query(sql, _scoped_params(limit, model=model))[0][0]  # leaves no open result
 
 
-def unanswered(store: Store, model: str,
-               limit: int | None) -> Iterator[tuple[str, str | None, str | None, str | None, Any]]:
-    """(item_id, title, subset, question, extra JSON text) of those items, lazily, in item order.
-    Read on a cursor of its own: the batch writer commits through ``store.con`` between two
-    pages, and an execute there discards any result still open on it."""
-    con = store.con.cursor()
-    con.execute(_scoped_sql("i.item_id, i.title, i.subset, i.question, i.extra::VARCHAR",
-                            _UNANSWERED, limit),
-                _scoped_params(limit, model=model))
-    while rows := con.fetchmany(_PAGE):
-        yield from rows
+def unanswered(store: Store, model: str, limit: int | None, *,
+               page: int = _PAGE) -> Iterator[tuple[str, str | None, str | None, str | None, Any]]:
+    """(item_id, title, subset, question, extra JSON text) of those items, lazily, in item order,
+    ``page`` items at a time. Only the pending items' seqs are held whole (8 bytes each); their
+    columns are read page by page. Each read is on a cursor of its own: the run's writer commits
+    through ``store.con`` between two pages, and an execute there discards any result open on it."""
+    seqs = store.con.cursor().execute(_unanswered_sql("s.last_seq", limit, order=True),
+                                      _scoped_params(limit, model=model)).fetchnumpy()["last_seq"]
+    for start in range(0, len(seqs), page):
+        chunk = seqs[start:start + page].tolist()
+        yield from store.con.cursor().execute(_ITEMS_BY_SEQ, {"seqs": chunk}).fetchall()
 
 
 _ITEM_COLUMNS_SQL = """
