@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from harness.store import Store
-from harness.store.cells import count_unanswered, unanswered
+from harness.jobs import score as score_job
+from harness.store.cells import DueCells, count_unanswered, unanswered, unscored
 
 ITEMS = 23
 
@@ -94,3 +95,49 @@ def test_answers_written_between_pages_do_not_disturb_the_reading(store):
     with store.transaction():
         store.append("answers", [{"item_id": before[5][0], "model": "m", "answer": "b"}])
     assert [first, *pending] == before  # the work as it was when the run began
+
+
+# -- score: the cells due for a metric, read a chunk at a time --------------------------------
+
+def _answered_store(store: Store) -> Store:
+    store.append("answers", [{"item_id": f"q{i:02d}", "model": "m", "answer": f"Answer {i}"}
+                             for i in range(8, 20)])
+    store.append("answers", [{"item_id": "q09", "model": "m", "answer": "   "}])  # blank, newer
+    store.append("items", [{"item_id": "q11", "title": "T", "subset": "fan", "question": "Q?",
+                            "reference": ""}])  # an empty reference: flagged
+    store.append("items", [{"item_id": f"q{i:02d}", "title": "T", "subset": "official",
+                            "question": "Q?", "reference": f"Answer {i}"} for i in (12, 13)])
+    return store
+
+
+def test_due_cells_are_the_unscored_ones_in_order_and_come_in_bounded_chunks(store):
+    _answered_store(store)
+    due = DueCells(store, "bleu2", '{"a": 1}')
+    chunks = list(due.chunks(5))
+    assert [len(chunk) for chunk in chunks] == [5, 5, 5, 1]
+    assert [row for chunk in chunks for row in chunk] == unscored(store, "bleu2", '{"a": 1}')
+
+
+def test_a_surface_metric_scores_and_writes_a_batch_at_a_time(store, monkeypatch):
+    _answered_store(store)
+    monkeypatch.setattr(score_job, "_WRITE_BATCH", 4)
+    written: list[int] = []
+    append = store.append
+    monkeypatch.setattr(store, "append",
+                        lambda table, rows: written.append(len(rows)) or append(table, rows))
+    scored: list[int] = []
+    surface_scorer = score_job._surface_scorer
+
+    def counting_scorer(name, study):  # the metric as it is, each call's batch size noted
+        score_many, params = surface_scorer(name, study)
+        return (lambda pairs: scored.append(len(pairs)) or score_many(pairs)), params
+
+    monkeypatch.setattr(score_job, "_surface_scorer", counting_scorer)
+    [summary] = score_job.score_store(store, ["bleu2"])
+    assert scored == written == [4, 4, 4, 4] and (summary.scored, summary.skipped) == (16, 0)
+    # only q12 and q13 have a reference: the 13 other answers are flagged, and q09 is blank
+    assert (summary.null, summary.flagged) == (14, 13)
+    scores = dict(store.query("SELECT item_id, value FROM latest_scores WHERE model = 'm'"))
+    assert scores["q12"] == pytest.approx(1.0) and scores["q09"] is None and scores["q11"] is None
+    [again] = score_job.score_store(store, ["bleu2"])
+    assert (again.scored, again.skipped) == (0, 16)

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from harness.store.store import Store
 
 __all__ = ["count_unanswered", "unanswered", "item_columns", "unjudged", "answered_cells", "unscored",
+           "DueCells", "count_answered",
            "first_items", "unscored_items", "Expected", "missing_samples", "complete_unscored",
            "probe_texts"]
 
@@ -145,6 +146,53 @@ LEFT JOIN latest_scores s ON s.item_id = a.item_id AND s.model = a.model AND s.m
 WHERE NOT coalesce(s.seq > greatest(a.seq, coalesce(i.seq, 0))
                    AND json(s.params) = json($params), false)
 """
+
+
+# The seqs of each due cell's answer row and item row (0: no item), in cell order: narrow, so
+# that a million due cells weigh 16 bytes each until their rows are read a chunk at a time.
+_UNSCORED_SEQS_SQL = """
+SELECT a.seq AS answer_seq, coalesce(i.seq, 0) AS item_seq
+FROM latest_answers a LEFT JOIN latest_items i USING (item_id)
+LEFT JOIN latest_scores s ON s.item_id = a.item_id AND s.model = a.model AND s.metric = $metric
+WHERE NOT coalesce(s.seq > greatest(a.seq, coalesce(i.seq, 0))
+                   AND json(s.params) = json($params), false)
+ORDER BY a.item_id, a.model
+"""
+
+_CELLS_BY_SEQ_SQL = """
+SELECT a.item_id, a.model, a.answer, i.reference, greatest(a.seq, coalesce(i.seq, 0))
+FROM (SELECT unnest($answers) AS answer_seq, unnest($items) AS item_seq,
+             unnest(range(len($answers))) AS ord) p
+JOIN answers a ON a.seq = p.answer_seq LEFT JOIN items i ON i.seq = p.item_seq
+ORDER BY p.ord
+"""
+
+
+class DueCells:
+    """The cells :func:`unscored` names, as seqs fixed when made, their rows read ``chunk`` at a
+    time (on a cursor of their own, so that scores appended between chunks change nothing)."""
+
+    def __init__(self, store: Store, metric: str, params_json: str) -> None:
+        self.store = store
+        found = store.con.cursor().execute(
+            _UNSCORED_SEQS_SQL, {"metric": metric, "params": params_json}).fetchnumpy()
+        self.answer_seqs, self.item_seqs = found["answer_seq"], found["item_seq"]
+
+    def __len__(self) -> int:
+        return len(self.answer_seqs)
+
+    def chunks(self, size: int) -> Iterator[list[tuple]]:
+        """(item_id, model, answer, reference, source_seq) rows, ``size`` at most at a time."""
+        for start in range(0, len(self), size):
+            where = slice(start, start + size)
+            params = {"answers": self.answer_seqs[where].tolist(),
+                      "items": self.item_seqs[where].tolist()}
+            yield self.store.con.cursor().execute(_CELLS_BY_SEQ_SQL, params).fetchall()
+
+
+def count_answered(store: Store) -> int:
+    """How many cells have an answer."""
+    return store.query("SELECT count(*) FROM (SELECT DISTINCT item_id, model FROM answers)")[0][0]
 
 
 def answered_cells(store: Store) -> list[tuple]:
