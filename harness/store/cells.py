@@ -141,11 +141,13 @@ SELECT a.item_id, a.model, a.answer, i.reference, greatest(a.seq, coalesce(i.seq
 FROM latest_answers a LEFT JOIN latest_items i USING (item_id)
 """
 
-_UNSCORED_SQL = _ANSWERED_CELLS_SQL + """
+_DUE = """
 LEFT JOIN latest_scores s ON s.item_id = a.item_id AND s.model = a.model AND s.metric = $metric
 WHERE NOT coalesce(s.seq > greatest(a.seq, coalesce(i.seq, 0))
                    AND json(s.params) = json($params), false)
 """
+
+_UNSCORED_SQL = _ANSWERED_CELLS_SQL + _DUE
 
 
 # The seqs of each due cell's answer row and item row (0: no item), in cell order: narrow, so
@@ -153,11 +155,7 @@ WHERE NOT coalesce(s.seq > greatest(a.seq, coalesce(i.seq, 0))
 _UNSCORED_SEQS_SQL = """
 SELECT a.seq AS answer_seq, coalesce(i.seq, 0) AS item_seq
 FROM latest_answers a LEFT JOIN latest_items i USING (item_id)
-LEFT JOIN latest_scores s ON s.item_id = a.item_id AND s.model = a.model AND s.metric = $metric
-WHERE NOT coalesce(s.seq > greatest(a.seq, coalesce(i.seq, 0))
-                   AND json(s.params) = json($params), false)
-ORDER BY a.item_id, a.model
-"""
+""" + _DUE + "ORDER BY a.item_id, a.model"
 
 _CELLS_BY_SEQ_SQL = """
 SELECT a.item_id, a.model, a.answer, i.reference, greatest(a.seq, coalesce(i.seq, 0))
