@@ -13,7 +13,7 @@ ITEMS = 23
 
 
 class _CountingCursor:
-    """A DuckDB cursor that adds the rows each fetch returns to its connection's tally."""
+    """A DuckDB cursor that adds the item rows each fetchall returns to its connection's tally."""
 
     def __init__(self, cursor, tally: list[int]) -> None:
         self._cursor, self._tally = cursor, tally
@@ -27,8 +27,8 @@ class _CountingCursor:
         self._tally.append(len(rows))
         return rows
 
-    def fetchnumpy(self):
-        return self._cursor.fetchnumpy()
+    def fetchmany(self, size):  # the pending items' seqs: one integer a row, not tallied
+        return self._cursor.fetchmany(size)
 
 
 class _CountingConnection:

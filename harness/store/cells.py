@@ -9,6 +9,7 @@ Each function takes the job's :class:`Store`, so that jobs ask by name (ARCHITEC
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -87,11 +88,21 @@ def unanswered(store: Store, model: str, limit: int | None, *,
     ``page`` items at a time. Only the pending items' seqs are held whole (8 bytes each); their
     columns are read page by page. Each read is on a cursor of its own: the run's writer commits
     through ``store.con`` between two pages, and an execute there discards any result open on it."""
-    seqs = store.con.cursor().execute(_unanswered_sql("s.last_seq", limit, order=True),
-                                      _scoped_params(limit, model=model)).fetchnumpy()["last_seq"]
+    [seqs] = _seq_columns(store, _unanswered_sql("s.last_seq", limit, order=True),
+                          _scoped_params(limit, model=model), 1)
     for start in range(0, len(seqs), page):
         chunk = seqs[start:start + page].tolist()
         yield from store.con.cursor().execute(_ITEMS_BY_SEQ, {"seqs": chunk}).fetchall()
+
+
+def _seq_columns(store: Store, sql: str, params: dict[str, Any], width: int) -> list[array]:
+    """The ``width`` integer columns of ``sql``, each a compact array (8 bytes a row), fetched
+    a page at a time on a cursor of its own."""
+    cursor, columns = store.con.cursor().execute(sql, params), [array("q") for _ in range(width)]
+    while rows := cursor.fetchmany(_PAGE):
+        for column, values in zip(columns, zip(*rows)):
+            column.extend(values)
+    return columns
 
 
 _ITEM_COLUMNS_SQL = """
@@ -172,9 +183,8 @@ class DueCells:
 
     def __init__(self, store: Store, metric: str, params_json: str) -> None:
         self.store = store
-        found = store.con.cursor().execute(
-            _UNSCORED_SEQS_SQL, {"metric": metric, "params": params_json}).fetchnumpy()
-        self.answer_seqs, self.item_seqs = found["answer_seq"], found["item_seq"]
+        self.answer_seqs, self.item_seqs = _seq_columns(
+            store, _UNSCORED_SEQS_SQL, {"metric": metric, "params": params_json}, 2)
 
     def __len__(self) -> int:
         return len(self.answer_seqs)
