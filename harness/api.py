@@ -14,9 +14,9 @@
     api.cells(store="runs/study.duckdb")  # a pandas DataFrame of the cells view
 
 One convention, the command line's: what ``contam`` takes as arguments comes first, by position
-(a config, a file, a query, a job id); the store is always the keyword ``store=`` (``--store``;
-default ``runs/contam.duckdb``, for run and judge the config's), and every option is a keyword
-too (``options=``, or ``out=``, ``format=`` ... for report).
+(a config, a file, a query, a job id); the store is the keyword ``store=`` (``--store``), and the
+options the command's dataclass (``options=``), its fields the flags (harness.jobs.options);
+report also takes them as keywords (``out=``, ``format=`` ...).
 Each call returns the job's result object (what ``contam`` prints); nothing is printed but a lane
 job's progress, and stamina's retry warnings are off while one runs (the store records each retry).
 """
@@ -33,9 +33,10 @@ from harness.jobs.cost import CostOptions, CostResult, cost
 from harness.jobs.importing import ImportResult, import_path
 from harness.jobs.judge import JudgeResult, judge
 from harness.jobs.lane_job import JobOptions, JobResult
+from harness.jobs.options.lane import JudgeOptions
 from harness.jobs.plant import PlantOptions, PlantResult, plant
 from harness.jobs.probe import ProbeOptions, ProbeResult, probe
-from harness.jobs.report import ReportResult, report
+from harness.jobs.report import ReportOptions, ReportResult, report
 from harness.jobs.run import RunOptions, run
 from harness.jobs.score import MetricSummary, ScoreOptions, score
 from harness.jobs.score_ray import RayOptions
@@ -48,7 +49,7 @@ __all__ = ["import_path", "run", "probe", "probe_min_k", "MinKOptions", "judge",
            "CostOptions", "ProbeResult",
            "ImportResult", "JobResult", "JudgeResult", "MetricSummary", "ReportResult",
            "QueryResult", "BatchJobs", "CancelledJob", "CostResult", "RayOptions",
-           "plant", "PlantOptions", "PlantResult"]
+           "plant", "PlantOptions", "PlantResult", "ReportOptions", "JudgeOptions"]
 
 
 def cells(*, store: str | Path = DEFAULT_STORE) -> pd.DataFrame:
@@ -58,7 +59,7 @@ def cells(*, store: str | Path = DEFAULT_STORE) -> pd.DataFrame:
         return opened.query_df("SELECT * FROM cells ORDER BY item_id, model")
 
 
-@dataclass(kw_only=True)
+@dataclass(frozen=True, kw_only=True)
 class MinKOptions(JobOptions):
     """The options of :func:`probe_min_k`: a lane job's, and k (``--k``)."""
 

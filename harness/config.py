@@ -11,16 +11,18 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from harness.config_schema import (PROBES_FIELDS, PROMPT_FIELDS, PROVIDERS, SCORING_FIELDS,
-                                   STUDY_FIELDS, TOP_FIELDS, Field, check_table, did_you_mean,
-                                   fields_of, key)
+from harness.config_lines import line_of
+from harness.config_schema import (PROVIDERS, Field, KeyProblem, check_table, did_you_mean,
+                                   fields_of, key, tables_of)
 from harness.errors import UserError
 from harness.provider_names import BATCH_PROVIDERS
-from harness.study import DEFAULT_METRICS, DEFAULT_NUMERIC_TOLERANCE, StudySettings
+from harness.study import StudySettings
 from harness.text import visible
+from metrics.metric_registry import METRICS
+from metrics.outcome import parse_outcome
 
-__all__ = ["ModelSpec", "RunConfig", "load_config", "model_names", "parse_model", "PROVIDERS",
-           "BATCH_PROVIDERS", "DEFAULT_SYSTEM_PROMPT"]
+__all__ = ["ModelSpec", "RunConfig", "ItemsSource", "CONFIG_TABLES", "load_config", "model_names",
+           "parse_model", "PROVIDERS", "BATCH_PROVIDERS", "DEFAULT_SYSTEM_PROMPT"]
 
 DEFAULT_SYSTEM_PROMPT = (
     "Answer from memory only. Do not look anything up. Reply with a bare 1-2 sentence answer."
@@ -34,27 +36,39 @@ class ModelSpec:
     Each field's ``key`` metadata is its TOML key's kind (config_schema.Field), so this class is
     also the table's schema (MODEL_FIELDS below)."""
 
-    name: str = field(metadata=key("text"))  # the user's label (default: the model id), stored in `model`
-    provider: str = field(metadata=key("text", required=True, choices=PROVIDERS))
-    model: str = field(metadata=key("text", required=True))  # the provider's model id
+    name: str = field(metadata=key(
+        "text", "The model's label in the store's `model` column; default: `model`."))
+    provider: str = field(metadata=key(
+        "text", "Which API serves it.", required=True, choices=PROVIDERS))
+    model: str = field(metadata=key("text", "The provider's model id (or a local model file).",
+                                    required=True))
     # One server, or a list of replicas of one served model (a tuple here).
-    base_url: str | tuple[str, ...] | None = field(default=None, metadata=key("urls"))
-    api_key_env: str | None = field(default=None, metadata=key("text"))
-    rpm: float | None = field(default=None, metadata=key("number"))
-    tpm: float | None = field(default=None, metadata=key("number"))
-    concurrency: int = field(default=8, metadata=key("count"))
-    max_attempts: int = field(default=5, metadata=key("count"))
-    timeout_s: float = field(default=60.0, metadata=key("number"))
-    # The longest server-asked wait (Retry-After ...) a lane accepts; a longer one stops the lane.
-    max_hint_s: float = field(default=600.0, metadata=key("number"))
-    params: dict[str, Any] = field(default_factory=dict, metadata=key("table"))
-    # Ask through the provider's batch API (BATCH_PROVIDERS only).
-    batch: bool = field(default=False, metadata=key("flag"))
-    # The most completions one probe request asks for (OpenAI n, Gemini candidateCount), below
-    # the provider's own limit; None: that limit (1 for the APIs without a multi-sample field).
-    samples_per_request: int | None = field(default=None, metadata=key("count"))
-    # The model's training cut-off ([study] released): an ISO date in the file (_iso_date).
-    cutoff: datetime.date | None = field(default=None, metadata=key("text"))
+    base_url: str | tuple[str, ...] | None = field(default=None, metadata=key(
+        "urls", "The server's URL, or a list of replicas of one served model; unset: the "
+        "provider's own."))
+    api_key_env: str | None = field(default=None, metadata=key(
+        "text", "The environment variable holding the key (never the key itself); unset: the "
+        "provider's usual one."))
+    rpm: float | None = field(default=None, metadata=key("number", "Requests per minute at most."))
+    tpm: float | None = field(default=None, metadata=key("number", "Tokens per minute at most."))
+    concurrency: int = field(default=8, metadata=key("count", "Requests in flight at once."))
+    max_attempts: int = field(default=5, metadata=key(
+        "count", "Tries per request before it is recorded as failed."))
+    timeout_s: float = field(default=60.0, metadata=key("number", "Seconds one request may take."))
+    max_hint_s: float = field(default=600.0, metadata=key(
+        "number", "The longest server-asked wait (Retry-After) a lane accepts; a longer one "
+        "stops the lane."))
+    params: dict[str, Any] = field(default_factory=dict, metadata=key(
+        "table", "Sampling parameters passed to the provider (`temperature`, `max_new_tokens` ...)."))
+    batch: bool = field(default=False, metadata=key(
+        "flag", "Ask through the provider's batch API (openai, anthropic, gemini)."))
+    samples_per_request: int | None = field(default=None, metadata=key(
+        "count", "The most completions one probe request asks for (OpenAI `n`, Gemini "
+        "`candidateCount`); unset: the provider's limit."))
+    # An ISO date in the file (_iso_date).
+    cutoff: datetime.date | None = field(default=None, metadata=key(
+        "text", "The model's training cut-off, an ISO date (YYYY-MM-DD): `[study] released` "
+        "is compared with it."))
 
     def public_dict(self) -> dict[str, Any]:
         """What may be stored in `runs.config`: everything but secrets (there are none here:
@@ -72,17 +86,38 @@ class ModelSpec:
 
 
 MODEL_FIELDS = fields_of(ModelSpec)  # a [[models]] table's keys
-JUDGE_FIELDS = {**MODEL_FIELDS, "rubric": Field("text")}  # [judge] adds its rubric file (StudySettings)
+
+
+@dataclass(frozen=True)
+class ItemsSource:
+    """The ``[items]`` table: the items file and the map of its columns onto contam's (the
+    same map ``contam import items --map`` takes). ``items = "FILE"`` is the short form."""
+
+    path: str = field(metadata=key("text", "The items file (CSV, JSONL or Parquet), relative to "
+                                   "this file.", required=True, at="items.path", file=True))
+    map: dict[str, str] = field(default_factory=dict, metadata=key(
+        "table", "contam's column = the file's column, e.g. `{ item_id = \"id\", question = "
+        "\"prompt\" }`.", at="items.map"))
 
 
 @dataclass(frozen=True, kw_only=True)
 class RunConfig:
     path: Path
-    store: Path | None  # relative paths in the file are relative to the file, like items
-    items: Path | None
-    system_prompt: str
-    models: tuple[ModelSpec, ...]
-    judge: ModelSpec | None
+    # Relative paths in the file are relative to the file.
+    store: Path | None = field(default=None, metadata=key(
+        "text", "The study's append-only DuckDB store (`--store` overrides it).", at="store",
+        file=True))
+    items: Path | None = field(default=None, metadata=key(
+        "source", "The items file, or an `[items]` table with `path` and `map`.", at="items",
+        file=True))
+    items_map: dict[str, str] = field(default_factory=dict)  # [items] map: contam <- file column
+    system_prompt: str = field(default=DEFAULT_SYSTEM_PROMPT, metadata=key(
+        "text", "The system prompt of every question; the paper's by default.",
+        at="prompt.system"))
+    models: tuple[ModelSpec, ...] = field(default=(), metadata=key(
+        "tables", "The models asked: one `[[models]]` table each.", at="models"))
+    judge: ModelSpec | None = field(default=None, metadata=key(
+        "table", "The LLM judge of `contam judge`: the keys of a `[[models]]` table, plus `rubric`.", at="judge"))
     study: StudySettings = field(default_factory=StudySettings)
     store_flag: str | None = None  # --store as given on the command line; wins over `store`
 
@@ -107,32 +142,67 @@ def load_config(path: str | Path, *, store_flag: str | None = None) -> RunConfig
     """The config at ``path``; ``store_flag`` is the command line's ``--store``, if any."""
     path = Path(path)
     try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+        raw = tomllib.loads(text)
     except FileNotFoundError:
         raise UserError(f"{path}: no such config file") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise UserError(f"{path}: invalid TOML ({exc})") from None
-    config = _build(path, raw)
+    try:
+        config = _build(path, raw)
+    except KeyProblem as problem:
+        line = line_of(text, problem.where, problem.key)
+        raise UserError(f"{problem} (line {line})" if line else str(problem)) from None
     return replace(config, store=Path(store_flag), store_flag=store_flag) if store_flag else config
 
 
+# Every table's keys, from the declarations; a table with no declared key of its own ([probes]
+# ...) is a top-level key of kind table.
+CONFIG_TABLES = tables_of(RunConfig, StudySettings, ItemsSource)
+CONFIG_TABLES[""].update({name: Field("table") for name in CONFIG_TABLES if name
+                          and name not in CONFIG_TABLES[""]})
+JUDGE_FIELDS = {**MODEL_FIELDS, **CONFIG_TABLES.pop("judge")}  # [judge] adds its rubric file
+
+
 def _build(path: Path, raw: dict[str, Any]) -> RunConfig:
-    check_table(path, "top level", raw, TOP_FIELDS)
-    prompt = raw.get("prompt", {})
-    check_table(path, "[prompt]", prompt, PROMPT_FIELDS)
+    tables = _checked_tables(path, raw)
     models = tuple(parse_model(path, f"[[models]] #{n}", entry)
                    for n, entry in enumerate(raw.get("models", []), start=1))
     _refuse_duplicate_names(path, models)
     judge = raw.get("judge")
+    items = tables["items"]
     return RunConfig(
         path=path,
         store=_beside(path, raw.get("store")),
-        items=_beside(path, raw.get("items")),
-        system_prompt=prompt.get("system", DEFAULT_SYSTEM_PROMPT),
+        items=_beside(path, items.get("path")),
+        items_map=dict(items.get("map", {})),
+        system_prompt=tables["prompt"].get("system", DEFAULT_SYSTEM_PROMPT),
         models=models,
         judge=_parse_judge(path, judge) if judge is not None else None,
-        study=_study(path, raw),
+        study=_study(path, tables),
     )
+
+
+def _checked_tables(path: Path, raw: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Each declared table of the file (empty where absent), checked against its declaration;
+    ``items = "FILE"`` reads as ``[items] path = "FILE"``."""
+    check_table(path, "top level", raw, CONFIG_TABLES[""])
+    items = raw.get("items", {})
+    tables = {"items": {"path": items} if isinstance(items, str) else items}
+    for name in [name for name in CONFIG_TABLES if name]:
+        tables[name] = tables.get(name, raw.get(name, {}))
+        if name in raw:
+            check_table(path, f"[{name}]", tables[name], CONFIG_TABLES[name])
+    _check_items_map(path, tables["items"].get("map", {}))
+    tables["judge"] = {"rubric": raw["judge"]["rubric"]} if "rubric" in raw.get("judge", {}) else {}
+    return tables
+
+
+def _check_items_map(path: Path, table: dict[str, Any]) -> None:
+    for contam_column, file_column in table.items():
+        if not isinstance(file_column, str) or not file_column.strip():
+            raise UserError(f"{path}: [items] map: {contam_column}: must be the file's column "
+                            f"name, a non-empty string")
 
 
 def _parse_judge(path: Path, entry: dict[str, Any]) -> ModelSpec:
@@ -140,36 +210,50 @@ def _parse_judge(path: Path, entry: dict[str, Any]) -> ModelSpec:
     return parse_model(path, "[judge]", {k: v for k, v in entry.items() if k != "rubric"})
 
 
-def _study(path: Path, raw: dict[str, Any]) -> StudySettings:
-    """The study-level tables ([study], [prompt] user, [probes], [scoring], [judge] rubric)."""
-    study, probes, scoring = (raw.get(t, {}) for t in ("study", "probes", "scoring"))
-    check_table(path, "[study]", study, STUDY_FIELDS)
-    check_table(path, "[probes]", probes, PROBES_FIELDS)
-    check_table(path, "[scoring]", scoring, SCORING_FIELDS)
-    rubric = (raw.get("judge") or {}).get("rubric")
-    return StudySettings(
-        name=study.get("name"), exposure=study.get("exposure"), released=study.get("released"),
-        subsets=tuple(study.get("subsets", ())), user_template=raw.get("prompt", {}).get("user"),
-        probe_text=probes.get("text"), metrics=tuple(scoring.get("metrics", DEFAULT_METRICS)),
-        numeric_tolerance=scoring.get("numeric_tolerance", DEFAULT_NUMERIC_TOLERANCE),
-        regex=_answer_regex(path, scoring), rubric=_beside(path, rubric))
+def _study(path: Path, tables: dict[str, dict[str, Any]]) -> StudySettings:
+    """The study's settings, each read from the place its declaration names."""
+    values = {}
+    for name, spec in fields_of(StudySettings).items():
+        table, _, entry = spec.at.rpartition(".")
+        if entry in tables[table]:
+            values[name] = _typed(path, spec, tables[table][entry])
+    settings = StudySettings(**values)
+    _check_metric_settings(path, settings)
+    _answer_regex(path, settings)
+    if settings.correct is not None:
+        parse_outcome(settings.correct, f"{path}: [study] correct")
+    return settings
 
 
-def _answer_regex(path: Path, scoring: dict[str, Any]) -> str | None:
-    """``[scoring] regex``: it must compile and have a group 1 (the answer); the ``regex``
-    metric needs one. (metrics.rules compiles it again when scoring.)"""
-    pattern = scoring.get("regex")
+def _check_metric_settings(path: Path, study: StudySettings) -> None:
+    """A named metric whose scorer takes a setting without a default needs it set (the ``regex``
+    metric, ``[scoring] regex``)."""
+    for name in study.metrics:
+        for setting in METRICS[name].settings:
+            if getattr(study, setting) is None:
+                raise UserError(f"{path}: [scoring] metrics names {name!r} but [scoring] "
+                                f"{setting} is not set")
+
+
+def _typed(path: Path, spec: Field, value: Any) -> Any:
+    """A checked TOML value as its field holds it: a tuple for a list, a path beside the file."""
+    if spec.kind == "texts":
+        return tuple(value)
+    return _beside(path, value) if spec.file else value
+
+
+def _answer_regex(path: Path, study: StudySettings) -> None:
+    """``[scoring] regex``: it must compile and have a group 1 (the answer). (metrics.rules
+    compiles it again when scoring.)"""
+    pattern = study.regex
     if pattern is None:
-        if "regex" in scoring.get("metrics", ()):
-            raise UserError(f"{path}: [scoring] metrics names 'regex' but [scoring] regex is not set")
-        return None
+        return
     try:
         groups = re.compile(pattern).groups
     except re.error as exc:
         raise UserError(f"{path}: [scoring] regex: {pattern!r} does not compile ({exc})") from None
     if groups < 1:
         raise UserError(f"{path}: [scoring] regex: {pattern!r} has no group: put the answer in ( )")
-    return pattern
 
 
 def _beside(config_path: Path, named: str | None) -> Path | None:

@@ -2,8 +2,10 @@
 
 Every problem becomes one :class:`UserError` line, ``FILE: WHERE: KEY: problem``, so a typo'd key
 or an impossible number never reaches the engine (nor a traceback). Misspelt keys get the nearest
-allowed one as a suggestion. A model's table is read from ``ModelSpec``'s own fields (:func:`key`,
-:func:`fields_of`); see ARCHITECTURE.md, The study config.
+allowed one as a suggestion. The keys are declared once, as dataclass fields carrying :func:`key`
+metadata (``RunConfig``, ``StudySettings``, ``ItemsSource``, ``ModelSpec``): its kind, its place in
+the file, and its meaning; :func:`fields_of` and :func:`tables_of` read the declarations back; see
+ARCHITECTURE.md, The study config.
 """
 
 from __future__ import annotations
@@ -11,24 +13,22 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from harness.errors import UserError
 from harness.provider_names import PROVIDERS
+from metrics.metric_registry import metric_labels, study_metrics
 
-__all__ = ["Field", "key", "fields_of", "TOP_FIELDS", "PROMPT_FIELDS", "STUDY_FIELDS",
-           "PROBES_FIELDS", "SCORING_FIELDS", "METRIC_NAMES", "METRIC_DISPLAY", "metric_display",
-           "PROVIDERS", "check_table",
-           "did_you_mean"]
+__all__ = ["Field", "key", "fields_of", "tables_of", "METRIC_NAMES", "METRIC_DISPLAY",
+           "metric_display", "PROVIDERS", "check_table", "did_you_mean", "KeyProblem"]
 
-# Every metric `contam score` can compute ([scoring] metrics names some of them).
-METRIC_NAMES = ("bleu2", "bertscore_f1", "exact", "contains", "numeric", "regex")
-# What people read for each stored metric name (report tables, the view's pages): one mapping.
-METRIC_DISPLAY = {"bleu2": "BLEU-2", "bleu2_nltk": "BLEU-2 (NLTK)", "bertscore_f1": "BERTScore-F1",
-                  "rouge_l": "ROUGE-L", "exact": "Exact match", "contains": "Contains",
-                  "numeric": "Numeric", "regex": "Regex + exact"}
+# What [scoring] metrics may name (metrics.metric_registry).
+METRIC_NAMES = study_metrics()
+# What people read for each stored metric name (report tables, the view's pages): the registry's
+# labels, and guided prompting's ROUGE-L, a probe's metric.
+METRIC_DISPLAY = {**metric_labels(), "rouge_l": "ROUGE-L"}
 
 
 def metric_display(metric: str) -> str:
@@ -42,57 +42,67 @@ class Field:
     """One key: ``text`` (a non-empty string), ``count`` (a whole number >= 1), ``number`` (a
     finite number > 0), ``flag`` (true or false), ``urls`` (a URL or a non-empty list of them),
     ``texts`` (a non-empty list of non-empty strings), ``table`` or ``tables`` (an array of
-    tables). With ``choices``, a text (or each of a list's texts) must be one of them."""
+    tables), ``source`` (a path or a table). With ``choices``, a text (or each of a list's texts)
+    must be one of them. ``doc`` is the key's meaning (the reference page and the JSON Schema
+    show it); ``at`` its place, ``table.key`` (empty: the field's name in its record's table);
+    ``file``: a path relative to the config file."""
 
     kind: str
     required: bool = False
     choices: tuple[str, ...] = ()
+    doc: str = field(default="", compare=False)
+    at: str = field(default="", compare=False)
+    file: bool = field(default=False, compare=False)
 
 
-TOP_FIELDS = {"store": Field("text"), "items": Field("text"), "prompt": Field("table"),
-              "models": Field("tables"), "judge": Field("table"), "study": Field("table"),
-              "probes": Field("table"), "scoring": Field("table")}
-PROMPT_FIELDS = {"system": Field("text"), "user": Field("text")}
-STUDY_FIELDS = {
-    "name": Field("text"),  # the benchmark's name in guided prompting's instruction
-    "exposure": Field("text"),  # a numeric item column
-    "released": Field("text"),  # an ISO-date item column
-    "subsets": Field("texts"),  # ordered tiers, in order of expected exposure
-}
-PROBES_FIELDS = {"text": Field("text")}  # min-k's text rule, a template over item columns
-SCORING_FIELDS = {
-    "metrics": Field("texts", choices=METRIC_NAMES),
-    "numeric_tolerance": Field("number"),  # relative
-    "regex": Field("text"),
-}
-
-
-def key(kind: str, *, required: bool = False, choices: tuple[str, ...] = ()) -> dict[str, Field]:
+def key(kind: str, doc: str = "", *, required: bool = False, choices: tuple[str, ...] = (),
+        at: str = "", file: bool = False) -> dict[str, Field]:
     """A dataclass field's metadata that makes it a config key of ``kind``:
-    ``rpm: float | None = field(default=None, metadata=key("number"))``."""
-    return {"key": Field(kind, required, choices)}
+    ``rpm: float | None = field(default=None, metadata=key("number", "requests per minute"))``."""
+    return {"key": Field(kind, required, choices, doc, at, file)}
 
 
 def fields_of(record: type) -> dict[str, Field]:
     """The config keys of a dataclass whose fields carry :func:`key` metadata, in field order
-    (the order problems are reported in); ModelSpec's table is defined this way, once."""
+    (the order problems are reported in), by field name; ModelSpec's table is defined this way."""
     return {f.name: f.metadata["key"] for f in dataclasses.fields(record) if "key" in f.metadata}
+
+
+def tables_of(*records: type) -> dict[str, dict[str, Field]]:
+    """The keys the records declare with an ``at`` place, by table (``""``: the top level) and
+    key, in declaration order: ``{"study": {"name": Field(...), ...}, ...}``."""
+    tables: dict[str, dict[str, Field]] = {}
+    for record in records:
+        for spec in fields_of(record).values():
+            table, _, name = spec.at.rpartition(".")
+            tables.setdefault(table, {})[name] = spec
+    return tables
 
 
 def check_table(path: Path, where: str, table: Any, fields: dict[str, Field]) -> None:
     """Refuses ``table`` (the TOML table at ``where``) unless every key is known and valid."""
     if not isinstance(table, dict):
-        raise UserError(f"{path}: {where} must be a table")
+        raise KeyProblem(f"{path}: {where} must be a table", where)
     for key in table:
         if key not in fields:
-            raise UserError(f"{path}: {where}: unknown key {key!r}{did_you_mean(key, fields)}")
+            raise KeyProblem(f"{path}: {where}: unknown key {key!r}{did_you_mean(key, fields)}",
+                             where, key)
     for key, field in fields.items():
         if key in table:
             problem = _problem(field, table[key])
             if problem:
-                raise UserError(f"{path}: {where}: {key}: {problem}")
+                raise KeyProblem(f"{path}: {where}: {key}: {problem}", where, key)
         elif field.required:
-            raise UserError(f"{path}: {where} needs '{key}'")
+            raise KeyProblem(f"{path}: {where} needs '{key}'", where)
+
+
+class KeyProblem(UserError):
+    """A refused key (or table, ``key`` None) at ``where``: the config's loader adds the line
+    it is on, which tomllib does not give (:func:`harness.config_lines.line_of`)."""
+
+    def __init__(self, message: str, where: str, key: str | None = None) -> None:
+        super().__init__(message)
+        self.where, self.key = where, key
 
 
 def did_you_mean(word: str, candidates: Any) -> str:
@@ -104,7 +114,8 @@ def did_you_mean(word: str, candidates: Any) -> str:
 def _problem(field: Field, value: Any) -> str | None:
     check = {"text": _text_problem, "count": _count_problem, "number": _number_problem,
              "flag": _flag_problem, "urls": _urls_problem, "table": _table_problem,
-             "tables": _tables_problem, "texts": _texts_problem}[field.kind]
+             "tables": _tables_problem, "texts": _texts_problem,
+             "source": _source_problem}[field.kind]
     values = value if field.kind == "texts" and isinstance(value, list) else [value]
     return check(value) or next(filter(None, (_choice_problem(field, v) for v in values)), None)
 
@@ -155,6 +166,12 @@ def _tables_problem(value: Any) -> str | None:
     if isinstance(value, list) and all(isinstance(v, dict) for v in value):
         return None
     return f"must be an array of tables ([[models]] entries), not {_shown(value)}"
+
+
+def _source_problem(value: Any) -> str | None:
+    if isinstance(value, dict) or not _text_problem(value):
+        return None
+    return f"must be a file name or a table, not {_shown(value)}"
 
 
 def _choice_problem(field: Field, value: Any) -> str | None:

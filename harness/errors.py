@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
-__all__ = ["UserError", "InputError", "first_line", "cause_line"]
+__all__ = ["UserError", "LinedError", "InputError", "first_line", "cause_line"]
 
 
 class UserError(Exception):
     """A mistake the user can fix: bad arguments, a missing file, a locked store."""
+
+
+class LinedError(UserError):
+    """A UserError whose message keeps its own lines (DuckDB's hint and caret lines under a
+    failed query): the CLI prints each of them rather than one line with ``\\n`` in it."""
 
 
 class InputError(UserError):

@@ -7,10 +7,12 @@ read one list (tests/test_vocabulary.py keeps it that way).
 
 from __future__ import annotations
 
-__all__ = ["LABELS", "LABEL_NAMES", "JUDGE_REPLIES", "LABEL_SPELLINGS"]
+__all__ = ["LABELS", "LABEL_NAMES", "LABEL_KEYS", "JUDGE_REPLIES", "LABEL_SPELLINGS"]
 
 LABELS = ("right", "partial", "wrong")  # the labels table's values, best first
 LABEL_NAMES = {"right": "Right", "partial": "Partially right", "wrong": "Wrong"}  # as people read them
+# The keys a rater presses in contam view: its rank, and the label's first letter.
+LABEL_KEYS = {label: (str(rank), label[0]) for rank, label in enumerate(LABELS, 1)}
 
 # What the judge answers with (the display names, lower-cased) -> the label stored.
 JUDGE_REPLIES = {name.lower(): label for label, name in LABEL_NAMES.items()}

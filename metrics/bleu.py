@@ -20,7 +20,7 @@ from harness.text import is_blank
 
 __all__ = [
     "tokenize", "bleu2", "bleu2_many", "bleu2_nltk", "bleu2_nltk_many",
-    "BLEU2_PARAMS", "bleu2_nltk_params",
+    "BLEU2_PARAMS", "bleu2_nltk_params", "bleu2_scorer", "bleu2_nltk_scorer",
 ]
 
 _WORD = re.compile(r"\w+")
@@ -42,6 +42,11 @@ BLEU2_PARAMS = {
 }
 
 Pair = tuple[str | None, str | None]
+
+
+def bleu2_scorer() -> tuple:
+    """(score_many, params): what the metric registry's ``bleu2`` entry names."""
+    return bleu2_many, BLEU2_PARAMS
 
 
 def tokenize(text: str) -> list[str]:
@@ -407,3 +412,8 @@ def bleu2_nltk_many(pairs: Iterable[Pair]) -> list[float | None]:
             float(sentence_bleu([tokenize(r)], tokenize(a), weights=(0.5, 0.5),
                                 smoothing_function=method4))
             for a, r in pairs]
+
+
+def bleu2_nltk_scorer() -> tuple:
+    """(score_many, params): what the metric registry's ``bleu2_nltk`` entry names."""
+    return bleu2_nltk_many, bleu2_nltk_params()

@@ -12,11 +12,11 @@ ARCHITECTURE.md, Where an addition goes.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from metrics.metric_registry import resolve
 from metrics.probes import DEFAULT_DATASET, DEFAULT_SPLIT, ProbeContext
 
 __all__ = ["ProbeOption", "ProbeContext", "ProbeFigure", "ProbeMeasure", "ProbeSpec", "PROBES", "REQUESTS",
@@ -54,12 +54,19 @@ class ProbeFigure:
 @dataclass(frozen=True)
 class ProbeMeasure:
     """One of a probe's stored metrics that the planted-contamination validation reads: its name
-    in the report, and how a planted vs not-planted comparison of it is read (``auc``: ROC-AUC;
-    ``share``: a rate each side; ``difference``: means each side and the AUC)."""
+    in the report, how a planted vs not-planted comparison of it is read (``auc``: ROC-AUC;
+    ``share``: a rate each side; ``difference``: means each side and the AUC), and its declared
+    direction: whether contamination raises it (``higher``) or lowers it (``lower``); the
+    validation's AUC reads the scores that way round."""
 
     metric: str
     label: str
     reading: str = "auc"
+    direction: str = "higher"
+
+    def __post_init__(self) -> None:
+        if self.direction not in ("higher", "lower"):
+            raise ValueError(f"{self.metric}: direction must be 'higher' or 'lower'")
 
 
 @dataclass(frozen=True)
@@ -69,7 +76,9 @@ class ProbeSpec:
     None``, ``report["probes"][name]``; ``section``: ``(part, report) -> Section``; ``tidy``:
     ``part -> {table name: rows}``; ``p_values``: (the part's list of rows, its p column) for
     Holm's correction within each model's probe family, or None; ``measures``: what the probe
-    validation (harness.report.validation) compares on planted and not-planted items."""
+    validation (harness.report.validation) compares on planted and not-planted items;
+    ``not_applicable``: ``store -> {model: reason}``, the models the probe cannot work on (its
+    measures there are shown with the reason, not as a score), or None."""
 
     name: str
     summary: str  # one line for ``contam probe --help``
@@ -82,6 +91,7 @@ class ProbeSpec:
     p_values: tuple[str, str] | None = None
     runs: str = REQUESTS
     measures: tuple[ProbeMeasure, ...] = ()
+    not_applicable: str | None = None
 
     @property
     def batchable(self) -> bool:
@@ -132,7 +142,8 @@ _TS_GUESS = ProbeSpec(
     figures=(ProbeFigure("fig_probe_tsguess", "harness.report.probe_bars:exact_match_rates",
                          "harness.report.probe_bars:TSGUESS_CAPTION"),),
     p_values=("tests", "fisher_p"),
-    measures=(ProbeMeasure("exact_match", "ts-guess exact match", "share"),))
+    measures=(ProbeMeasure("exact_match", "ts-guess exact match", "share"),),
+    not_applicable="harness.report.probe_tsguess:not_applicable")
 
 _GUIDED = ProbeSpec(
     name="guided",
@@ -152,7 +163,14 @@ _GUIDED = ProbeSpec(
     figures=(ProbeFigure("fig_probe_guided", "harness.report.probe_bars:guided_differences",
                          "harness.report.probe_bars:GUIDED_CAPTION"),),
     p_values=("differences", "p"),
-    measures=(ProbeMeasure("rouge_l_diff", "guided ROUGE-L difference", "difference"),))
+    # every score it stores: a leak raises each overlap with the true rest, and the guided one
+    # more than the general one
+    measures=(ProbeMeasure("rouge_l_guided", "guided ROUGE-L (guided)"),
+              ProbeMeasure("rouge_l_general", "guided ROUGE-L (general)"),
+              ProbeMeasure("rouge_l_diff", "guided ROUGE-L difference", "difference"),
+              ProbeMeasure("bleu2_guided", "guided BLEU-2 (guided)"),
+              ProbeMeasure("bleu2_general", "guided BLEU-2 (general)"),
+              ProbeMeasure("bleu2_diff", "guided BLEU-2 difference", "difference")))
 
 _MIN_K = ProbeSpec(
     name="min-k",
@@ -169,12 +187,6 @@ _MIN_K = ProbeSpec(
     measures=(ProbeMeasure("min_k", "Min-K%"), ProbeMeasure("min_k_pp", "Min-K%++")))
 
 PROBES: dict[str, ProbeSpec] = {spec.name: spec for spec in (_CDD, _TS_GUESS, _GUIDED, _MIN_K)}
-
-
-def resolve(path: str) -> Any:
-    """The object a dotted path names: ``"package.module:attribute"``, imported now."""
-    module, _, attribute = path.partition(":")
-    return getattr(importlib.import_module(module), attribute)
 
 
 def probe_spec(kind: str) -> ProbeSpec:

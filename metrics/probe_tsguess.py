@@ -15,12 +15,17 @@ from typing import Any, ClassVar
 from metrics.probes import ProbeContext, ProbeItem, ProbePrompt, ProbeScore
 
 __all__ = ["build", "TsGuessProbe", "Slot", "choose_slot", "mask_question", "normalise", "exact_match",
-           "masked_prompt", "RULE", "TEMPLATE", "MASK", "STOP_WORDS", "NO_ELIGIBLE_WORD"]
+           "masked_prompt", "is_fill", "fills_masks", "RULE", "TEMPLATE", "MASK", "STOP_WORDS",
+           "NO_ELIGIBLE_WORD", "MAX_FILL_WORDS", "NOT_A_FILLER"]
 
 RULE = "rarest-content-word:wordfreq-zipf-en:no-stopword-number-or-title-word:first-on-tie"
 MASK = "[MASK]"
 TEMPLATE = "Complete the sentence in one word:\n\n{masked}\nHint: {title}\nReply the answer only."
 NORMALISATION = "NFC, casefold, punctuation (Unicode P*) removed, whitespace collapsed"
+# A fill is the masked word, or a short phrase in its place; a model that answers the question
+# instead ("river quellan flows into the shallow lake marrowby") cannot match, whatever it saw.
+MAX_FILL_WORDS = 3
+NOT_A_FILLER = "not applicable on this model: it does not fill masks"
 NO_ELIGIBLE_WORD = "no eligible word: every word is a stop word, a number, one letter or a title word"
 
 # English function words: never the slot (articles, pronouns, prepositions, conjunctions,
@@ -91,6 +96,19 @@ def normalise(text: str) -> str:
     folded = unicodedata.normalize("NFC", text).casefold()
     kept = "".join(ch for ch in folded if not unicodedata.category(ch).startswith("P"))
     return " ".join(kept.split())
+
+
+def is_fill(reply: str) -> bool:
+    """Whether a reply (as stored: :func:`normalise`'d) could be a fill of the mask: at least one
+    word character, and at most :data:`MAX_FILL_WORDS` words."""
+    words = normalise(reply).split()
+    return 0 < len(words) <= MAX_FILL_WORDS and any(ch.isalnum() for ch in "".join(words))
+
+
+def fills_masks(replies: Sequence[str]) -> bool:
+    """Whether a model fills masks: at least half of its replies are fills (a model with no
+    reply is given the benefit of the doubt)."""
+    return not replies or sum(map(is_fill, replies)) * 2 >= len(replies)
 
 
 def exact_match(reply: str, word: str) -> bool:

@@ -1,6 +1,7 @@
 """The rule-based metrics a study's ``[scoring] metrics`` may name: ``exact``, ``contains``,
 ``numeric`` and ``regex``. Each takes (answer, reference) and returns 1.0 (right), 0.0 (wrong) or
-None (not scorable). See ARCHITECTURE.md, "Scoring".
+None (not scorable); each ``*_scorer`` is what its entry in :mod:`metrics.metric_registry` names.
+See ARCHITECTURE.md, "Where an addition goes" (a metric).
 
 Normalisation (``exact``, ``contains``, ``regex``) is SQuAD's, made Unicode-aware: NFKC, case
 folded, every punctuation character (Unicode category P*) and ASCII symbol removed, the whole
@@ -25,13 +26,16 @@ import re
 import string
 import unicodedata
 
+from collections.abc import Callable, Iterable
+from functools import partial
+
 from harness.errors import UserError
 from harness.text import is_blank
 
 __all__ = ["normalise", "exact", "contains", "first_number", "numeric", "regex_match",
-           "compile_answer_regex", "RULE_METRICS", "rule_params"]
+           "compile_answer_regex", "exact_scorer", "contains_scorer", "numeric_scorer",
+           "regex_scorer"]
 
-RULE_METRICS = ("exact", "contains", "numeric", "regex")
 _VERSION = 1  # bump when a rule changes: `contam score` then scores every answer again
 _ARTICLES = re.compile(r"\b(?:a|an|the)\b")
 _ASCII_SYMBOLS = frozenset(string.punctuation)
@@ -116,13 +120,36 @@ def regex_match(answer: str | None, reference: str | None, pattern: re.Pattern[s
     return 0.0 if picked is None else float(normalise(picked) == normalise(reference))
 
 
-def rule_params(metric: str, *, tolerance: float = 1e-6, regex: str | None = None) -> dict:
-    """What a score row records in ``scores.params``: a changed rule or setting re-scores."""
-    params: dict = {"implementation": "contam.metrics.rules", "version": _VERSION,
-                    "normalisation": "NFKC, casefold, punctuation and a/an/the removed"}
-    if metric == "numeric":
-        params = {"implementation": params["implementation"], "version": _VERSION,
-                  "tolerance": tolerance}
-    if metric == "regex":
-        params["regex"] = regex
-    return params
+# -- the scorers the metric registry names: (score_many, the params each row records) -----------
+
+Pair = tuple[str | None, str | None]
+Scorer = tuple[Callable[[Iterable[Pair]], list[float | None]], dict]
+_IMPLEMENTATION = "contam.metrics.rules"
+_NORMALISED = {"implementation": _IMPLEMENTATION, "version": _VERSION,
+               "normalisation": "NFKC, casefold, punctuation and a/an/the removed"}
+
+
+def _many(rule: Callable[[str | None, str | None], float | None]):
+    return lambda pairs: [rule(answer, reference) for answer, reference in pairs]
+
+
+def exact_scorer() -> Scorer:
+    return _many(exact), dict(_NORMALISED)
+
+
+def contains_scorer() -> Scorer:
+    return _many(contains), dict(_NORMALISED)
+
+
+def numeric_scorer(numeric_tolerance: float) -> Scorer:
+    params = {"implementation": _IMPLEMENTATION, "version": _VERSION, "tolerance": numeric_tolerance}
+    return _many(partial(numeric, tolerance=numeric_tolerance)), params
+
+
+def regex_scorer(regex: str | None) -> Scorer:
+    """Refused in one line, before anything is written, without a usable pattern."""
+    if not regex:
+        raise UserError("metric regex needs [scoring] regex = \"...(group)...\" in the study's "
+                        "config")
+    pattern = compile_answer_regex(regex)
+    return _many(partial(regex_match, pattern=pattern)), {**_NORMALISED, "regex": regex}

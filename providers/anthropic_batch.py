@@ -33,6 +33,7 @@ _ERROR_STATUS = {"invalid_request_error": 400, "authentication_error": 401,
 
 class AnthropicBatch(BatchProtocol):
     limits = JobLimits(max_requests=100_000, max_bytes=256_000_000)
+    tags_jobs = False  # a message batch has no metadata field for contam's tag
 
     @property
     def _batches(self) -> str:

@@ -105,6 +105,9 @@ class BatchProtocol:
 
     limits: ClassVar[JobLimits]
     line_overhead: ClassVar[int] = 200  # bytes of envelope per line, generously
+    # The job carries contam's tag, so a job whose id never reached the store is found by it.
+    # Without one (Anthropic's), the lane matches an untagged job by its results' keys.
+    tags_jobs: ClassVar[bool] = True
 
     def __init__(self, provider: HTTPProvider, client: httpx.AsyncClient) -> None:
         self.provider = provider

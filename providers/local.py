@@ -23,14 +23,14 @@ from harness.errors import first_line
 from providers.base import (
     Fatal, ModelSettings, Provider, Reply, Request, TextLogprobs, Timeout,
 )
-from providers.local_batch import Batcher, Waiting
+from providers.local_batch import SCORING_ROWS, Batcher, ScoringLimits, TextJob, Waiting
 from providers.local_cache import (
     PLANTED_PREFIX, cache_root, find_converted, finished_planting, name_architecture, save_converted,
 )
 from providers.local_generate import (
     Job, Limits, LoadedModel, Sampling, generate_blocking, torch_threads,
 )
-from providers.local_logprobs import text_logprobs_blocking
+from providers.local_logprobs import texts_logprobs_blocking
 
 __all__ = [
     "LocalProvider",
@@ -247,10 +247,28 @@ def _sentence_token_ids(tokenizer: Any) -> dict[str, frozenset[int]]:
     return {"sentence_end_ids": ends, "word_start_ids": starts}
 
 
-def _score_blocking(loaded: LoadedModel, text: str, threads: int) -> TextLogprobs:
+def _score_blocking(loaded: LoadedModel, texts: list[str],
+                    threads: int) -> list[TextLogprobs | Exception]:
+    """One forward pass over the texts; should the batch fail (a text longer than the model's
+    context, memory), each text alone, so that one text's failure is its own."""
+    def score(batch: list[str]) -> list[TextLogprobs]:
+        return texts_logprobs_blocking(loaded.model, loaded.tokenizer, batch,
+                                       device=loaded.device, served_model=loaded.served_model)
+
     with torch_threads(threads):
-        return text_logprobs_blocking(loaded.model, loaded.tokenizer, text, device=loaded.device,
-                                      served_model=loaded.served_model)
+        try:
+            return list(score(texts))
+        except Exception:
+            if len(texts) == 1:
+                raise
+        return [_alone(score, text) for text in texts]
+
+
+def _alone(score: Any, text: str) -> TextLogprobs | Exception:
+    try:
+        return score([text])[0]
+    except Exception as exc:  # handed back, to fail its own request only
+        return exc
 
 
 class LocalProvider(Provider):
@@ -292,18 +310,27 @@ class LocalProvider(Provider):
         waiting = Waiting(Job(request, self._sampling(request)), self._limits(request))
         return await self._batcher.answer(waiting, partial(self._run_batch, loaded))
 
-    async def _run_batch(self, loaded: LoadedModel, jobs: list[Job], limits: Limits) -> list[Reply]:
-        """One batch in a worker thread; its time limit is the model's timeout per row."""
-        work = partial(generate_blocking, loaded, jobs, limits)
+    async def _run_batch(self, loaded: LoadedModel, jobs: list[Any], limits: Any) -> list[Any]:
+        """One batch in a worker thread (a generation, or texts to score); its time limit is the
+        model's timeout per row."""
         rows = sum(len(job.sample_numbers()) for job in jobs)
+        if isinstance(limits, ScoringLimits):
+            work = partial(_score_blocking, loaded, [job.text for job in jobs], limits.threads)
+            scored = await self._in_thread(work, "scoring", self.spec.timeout_s * rows)
+            return [self._failed(s, "scoring") if isinstance(s, Exception) else s for s in scored]
+        work = partial(generate_blocking, loaded, jobs, limits)
         return await self._in_thread(work, "generation", self.spec.timeout_s * rows)
 
     async def text_logprobs(self, text: str) -> TextLogprobs:
-        """One forward pass (:mod:`providers.local_logprobs`); no chat template: base models too."""
+        """The text's token log-probabilities from a forward pass (:mod:`providers.local_logprobs`)
+        over it and whatever other texts wait, never beside a generation (both want every
+        thread); no chat template: base models too."""
         loaded = await self._loaded()
-        async with self._batcher.lock:  # never beside a generation: both want every thread
-            return await self._in_thread(partial(_score_blocking, loaded, text, self._threads()),
-                                         "scoring", self.spec.timeout_s)
+        waiting = Waiting(TextJob(text), ScoringLimits(self._threads()), max_rows=SCORING_ROWS)
+        return await self._batcher.answer(waiting, partial(self._run_batch, loaded))
+
+    def _failed(self, exc: Exception, what: str) -> ProviderError:
+        return Fatal(f"{self.label}: {what} failed: {first_line(exc)}")
 
     async def _in_thread(self, work: Any, what: str, timeout_s: float) -> Any:
         """``work`` in a worker thread within ``timeout_s``; its failures classified."""
@@ -315,7 +342,7 @@ class LocalProvider(Provider):
         except (Fatal, anyio.get_cancelled_exc_class()):
             raise
         except Exception as exc:  # torch out of memory, a prompt longer than the context ...
-            raise Fatal(f"{self.label}: {what} failed: {first_line(exc)}") from exc
+            raise self._failed(exc, what) from exc
 
     async def _loaded(self) -> LoadedModel:
         cached = _LOADED.get((self.artifact, self.device))

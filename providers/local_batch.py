@@ -1,7 +1,9 @@
 """The local provider's queue (:mod:`providers.local`): requests made while the model is busy wait
 here, and whichever waiting caller gets the model next answers as many of them as fit in one batch
-(:func:`providers.local_generate.generate_blocking`). No timer: a lone request goes at once, and
-batches form only when requests pile up, as they do when a lane runs several workers.
+(:func:`providers.local_generate.generate_blocking`; a min-k text to score, a :class:`TextJob`,
+goes in a batch of texts, :func:`providers.local_logprobs.texts_logprobs_blocking`). No timer: a
+lone request goes at once, and batches form only when requests pile up, as they do when a lane
+runs several workers.
 """
 
 from __future__ import annotations
@@ -11,28 +13,53 @@ from dataclasses import dataclass
 
 import anyio
 
-from providers.base import ProviderError, Reply
+from typing import Any
+
+from providers.base import ProviderError, Reply, TextLogprobs
 from providers.local_generate import Job, Limits
 
-__all__ = ["Batcher", "Waiting", "RunBatch"]
+__all__ = ["Batcher", "Waiting", "RunBatch", "TextJob", "ScoringLimits", "SCORING_ROWS"]
 
-RunBatch = Callable[[list[Job], Limits], Awaitable[list[Reply]]]
+# A scoring batch holds rows x tokens x vocabulary float32 logits, and their log-softmax:
+# 8 texts of 256 tokens over SmolLM2's 49k vocabulary is about 0.4 GB each.
+SCORING_ROWS = 8
+
+
+@dataclass(frozen=True)
+class TextJob:
+    """A text to score (the min-k probe): one row of a scoring batch."""
+
+    text: str
+
+    def sample_numbers(self) -> tuple[int, ...]:
+        return (0,)
+
+
+@dataclass(frozen=True)
+class ScoringLimits:
+    """A scoring batch's limits: its texts share the threads (and never a generation's batch)."""
+
+    threads: int
+
+
+RunBatch = Callable[[list[Any], Any], Awaitable[list[Any]]]
 
 
 @dataclass(eq=False)
 class Waiting:
     """A request waiting for the model, and what came of it."""
 
-    job: Job
-    limits: Limits
-    reply: Reply | None = None
+    job: Job | TextJob
+    limits: Limits | ScoringLimits
+    reply: Reply | TextLogprobs | None = None
     error: ProviderError | None = None
+    max_rows: int | None = None  # a batch this one leads holds at most this many rows
 
     @property
     def rows(self) -> int:
         return len(self.job.sample_numbers())
 
-    def outcome(self) -> Reply:
+    def outcome(self) -> Any:
         if self.error is not None:  # a fresh exception per request: each has its own traceback
             raise type(self.error)(str(self.error), http_status=self.error.http_status)
         assert self.reply is not None
@@ -80,14 +107,18 @@ class Batcher:
         except BaseException:  # cancelled: the others go back to the front, for the next caller
             self.queue[:0] = batch
             raise
-        for waiting, reply in zip(batch, replies):
-            waiting.reply = reply
+        for waiting, reply in zip(batch, replies):  # a row's own failure is that row's alone
+            if isinstance(reply, ProviderError):
+                waiting.error = reply
+            else:
+                waiting.reply = reply
 
     def _take(self) -> list[Waiting]:
         """The oldest waiting request and the next ones with its limits, while the rows fit."""
         first, batch, rows = self.queue[0], [], 0
+        cap = first.max_rows or self.rows
         for waiting in list(self.queue):
-            if waiting.limits == first.limits and (not batch or rows + waiting.rows <= self.rows):
+            if waiting.limits == first.limits and (not batch or rows + waiting.rows <= cap):
                 batch.append(waiting)
                 rows += waiting.rows
                 self.queue.remove(waiting)

@@ -1,5 +1,8 @@
 """The log-probabilities a local causal LM gives a text's tokens (the min-k probe), from one
-forward pass: blocking, for a worker thread (``LocalProvider.text_logprobs`` runs it there).
+forward pass over a batch of texts: blocking, for a worker thread (``LocalProvider.text_logprobs``
+runs it there, with whatever other texts are waiting). The texts are padded on the right under an
+attention mask, so each row's real tokens see exactly what they would alone (causal attention,
+positions from 0); only the float rounding of the batched matrix products can differ.
 
 The text is tokenised as the Min-K% and Min-K%++ reference code does (``tokenizer.encode(text)``:
 the tokenizer's own special tokens, a BOS where the model's tokenizer adds one), with no chat
@@ -12,11 +15,12 @@ cancellation).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from providers.base import TextLogprobs
 
-__all__ = ["text_logprobs_blocking", "token_statistics"]
+__all__ = ["text_logprobs_blocking", "texts_logprobs_blocking", "token_statistics"]
 
 
 def token_statistics(logits: Any, input_ids: Any) -> tuple[Any, Any, Any]:
@@ -37,13 +41,31 @@ def token_statistics(logits: Any, input_ids: Any) -> tuple[Any, Any, Any]:
 
 def text_logprobs_blocking(model: Any, tokenizer: Any, text: str, *, device: str,
                            served_model: str) -> TextLogprobs:
-    """One forward pass over ``text`` under ``inference_mode``."""
+    """One text's forward pass (a batch of one)."""
+    return texts_logprobs_blocking(model, tokenizer, [text], device=device,
+                                   served_model=served_model)[0]
+
+
+def texts_logprobs_blocking(model: Any, tokenizer: Any, texts: Sequence[str], *, device: str,
+                            served_model: str) -> list[TextLogprobs]:
+    """One forward pass over ``texts``, right-padded, under ``inference_mode``; a result per text."""
     import torch
 
-    ids = torch.tensor(tokenizer.encode(text), dtype=torch.long, device=device)
+    encoded = [tokenizer.encode(text) for text in texts]
+    width = max(len(ids) for ids in encoded)
+    ids = torch.zeros((len(encoded), width), dtype=torch.long, device=device)
+    mask = torch.zeros_like(ids)
+    for row, tokens in enumerate(encoded):
+        ids[row, :len(tokens)] = torch.tensor(tokens, dtype=torch.long)
+        mask[row, :len(tokens)] = 1
     with torch.inference_mode():
-        logits = model(ids.unsqueeze(0)).logits[0]
-        token_log_probs, mu, sigma = token_statistics(logits, ids)
+        logits = model(ids, attention_mask=mask).logits
+        return [_scored(tokenizer, logits[row, :len(tokens)], ids[row, :len(tokens)], served_model)
+                for row, tokens in enumerate(encoded)]
+
+
+def _scored(tokenizer: Any, logits: Any, ids: Any, served_model: str) -> TextLogprobs:
+    token_log_probs, mu, sigma = token_statistics(logits, ids)
     return TextLogprobs(tokens=tuple(tokenizer.convert_ids_to_tokens(ids[1:].tolist())),
                         logprobs=tuple(token_log_probs.tolist()), means=tuple(mu.tolist()),
                         stds=tuple(sigma.tolist()), served_model=served_model,

@@ -32,8 +32,13 @@ LAYERS = {
     "harness.config": 1,
     "harness.text": 1,
     "harness.errors": 1,
+    "harness.declare": 1,  # how an option is declared: its field and its flag, in one place
     "harness.labels": 1,  # the label vocabulary: metrics/judge.py maps the judge's replies with it
-    "harness.provider_names": 1,  # the provider names: the config checks them, providers/ builds on them
+    "harness.provider_names": 1,
+    # The metric vocabulary: plain declarations that import nothing of contam (scorers named by
+    # dotted path), read by the config's checks, the store's `cells` view and the report.
+    "metrics.metric_registry": 1,
+    "metrics.outcome": 1,  # what makes an answer correct, parsed against the registry  # the provider names: the config checks them, providers/ builds on them
     "harness": 1,  # the package itself: its version helper
 }
 # providers/ and metrics/ stay usable without the orchestration: from harness only these.

@@ -199,8 +199,10 @@ def test_no_judge_and_no_bertscore_are_omitted_with_notes(store_path):
 def test_contrast_with_other_subset_names(store_path):
     with small_store(store_path) as store:
         report = build_report(store, contrast=("canon", "hack"))
+        chosen = build_report(store)  # no pair of its own to choose: no contrast, and no error
         with pytest.raises(UserError, match="'official' has no items"):
-            build_report(store)
+            build_report(store, contrast=("official", "hack"))  # the user's own choice is checked
+    assert chosen["contrast"] is None and chosen["gap"] is None and "`--contrast A,B`" in chosen["without_contrast"]
     assert report["contrast"] == {"documented": "canon", "undocumented": "hack"}
     m1 = by_model(report["gap"])["m1"]
     assert (m1["documented_right"], m1["documented_n"], m1["undocumented_right"]) == (3, 3, 1)
@@ -303,7 +305,7 @@ def test_without_human_labels_the_surface_metrics_remain(store_path):
     assert report["overall"] is None and report["gap"] is None and report["rank_correlation"] is None
     assert [(r["model"], r["bleu2"], r["human_accuracy"]) for r in report["regimes"]] == [
         ("m1", pytest.approx(0.3), None), ("m2", pytest.approx(0.1), None)]
-    assert any(n["reason"].startswith("no human labels") for n in report["notes"])
+    assert any(r["reason"].startswith("no human labels") for r in report["not_in_report"])
 
 
 # -- without human labels: surface metrics by subset, the judge's gap, the figures' regime ---------

@@ -1,4 +1,4 @@
-"""The README's notebook example, run as written against the loopback emulator; the API's one
+"""The docs' notebook example (docs/how-to/notebook.md), run as written against the loopback emulator; the API's one
 convention for the store; nothing printed by stamina; results that read well in a notebook."""
 
 from __future__ import annotations
@@ -16,15 +16,15 @@ from harness import api
 from harness.emulator.server import EmulatorSettings, run_emulator
 from tests.runkit import model_entry, write_config
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+NOTEBOOK_PAGE = Path(__file__).resolve().parent.parent / "docs" / "how-to" / "notebook.md"
 
 
 def notebook_example() -> str:
-    section = README.read_text(encoding="utf-8").split("## From Python (a notebook)", 1)[1]
+    section = NOTEBOOK_PAGE.read_text(encoding="utf-8").split("## From Python (a notebook)", 1)[1]
     return re.search(r"```python\n(.*?)```", section, re.DOTALL).group(1)
 
 
-def test_the_readme_notebook_example_ends_in_a_frame_of_cells(tmp_path, monkeypatch):
+def test_the_docs_notebook_example_ends_in_a_frame_of_cells(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     with run_emulator(EmulatorSettings()) as emu:
         config = write_config(tmp_path, [model_entry("ollama", emu)], items=12)

@@ -134,5 +134,6 @@ def test_a_typo_through_the_cli_is_one_line_and_exit_2(tmp_path, capsys):
     path = write(tmp_path, MODEL + "rpmm = 5\n")
     assert main(["run", str(path), "--store", str(tmp_path / "s.duckdb")]) == 2
     err = capsys.readouterr().err
-    assert err == f"contam run: {path}: [[models]] #1: unknown key 'rpmm' (did you mean 'rpm'?)\n"
+    assert err == (f"contam run: {path}: [[models]] #1: unknown key 'rpmm' (did you mean 'rpm'?) "
+                   "(line 5)\n")
     assert not (tmp_path / "s.duckdb").exists()  # refused before anything was opened

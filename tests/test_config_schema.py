@@ -48,4 +48,4 @@ def test_a_misspelt_model_key_still_reads_as_one_line_with_a_suggestion(tmp_path
     with pytest.raises(UserError) as caught:
         load_config(path)
     assert str(caught.value) == (f"{path}: [[models]] #1: unknown key 'concurency' "
-                                 "(did you mean 'concurrency'?)")
+                                 "(did you mean 'concurrency'?) (line 4)")

@@ -103,8 +103,11 @@ def test_contam_demo_runs_end_to_end_and_resumes(tmp_path, contam):
     assert f"tables   {out / 'tables'}/" in stdout
     assert stdout.count("contam sql --store") == 3
 
-    before = _counts(store_file)
+    before, written = _counts(store_file), (out / "report.json").stat().st_mtime_ns
     status, stdout, err = contam("demo", "--out", out, "--no-progress")
     assert status == 0, err
     assert _counts(store_file) == before  # nothing asked, scored or imported twice
     assert "nothing to ask" in stdout
+    # nothing new: no scorer loaded to find nothing due, the same report not drawn again
+    assert "nothing new since the last demo" in stdout and "scores:" not in stdout
+    assert (out / "report.json").stat().st_mtime_ns == written

@@ -5,7 +5,6 @@ run with nothing to do is one line."""
 from __future__ import annotations
 
 import io
-import time
 
 import pytest
 from rich.console import Console
@@ -86,7 +85,7 @@ def test_the_live_display_obeys_no_color(monkeypatch):
     out = io.StringIO()
     terminal = Console(file=out, force_terminal=True, width=120)
     with open_progress(four_lanes(), console=terminal):
-        time.sleep(0.3)
+        pass  # closing the display draws it once, whether or not a refresh came first
     assert "#####" in out.getvalue() and "\x1b[3" not in out.getvalue()  # no colour codes
 
 

@@ -1,6 +1,6 @@
-"""`contam emulator --items FILE --documented SUBSET[,SUBSET]` and `--exposure COLUMN` (issue 26
-item 10): which subsets the emulated models know well, or a chance of knowing an item that rises
-with a numeric item column (harness/emulator/skill.py); bad input is one line, exit 2."""
+"""`contam emulator --items FILE --documented SUBSET[,SUBSET]` and `--exposure COLUMN`: which
+subsets the emulated models know well, or a chance of knowing an item that rises with a numeric item
+column (harness/emulator/skill.py); bad input is one line, exit 2."""
 
 from __future__ import annotations
 

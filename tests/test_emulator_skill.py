@@ -1,4 +1,4 @@
-"""Each emulated model is its own model (issue 30 item 25): its skill is drawn from its name
+"""Each emulated model is its own model: its skill is drawn from its name
 (harness/emulator/skill.py), the same in every process, and the emulator answers each model name
 by its own skill over a real socket; `contam emulator --help` states the ranges."""
 
@@ -113,8 +113,8 @@ def test_emulator_help_states_the_skill_ranges() -> None:
     assert f"{UNDOCUMENTED_RANGE[0]:g}-{UNDOCUMENTED_RANGE[1]:g}" in help_text
 
 
-def test_the_readme_walkthrough_states_each_models_drawn_skill() -> None:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+def test_the_docs_walkthrough_states_each_models_drawn_skill() -> None:
+    readme = (ROOT / "docs" / "how-to" / "providers.md").read_text(encoding="utf-8")
     rows = re.findall(r"^\| \S+ \(`([^`]+)`\) \| ([0-9.]+), ([0-9.]+) \|", readme, re.MULTILINE)
     assert sorted(model for model, _, _ in rows) == sorted(MODELS)
     for model, documented, undocumented in rows:

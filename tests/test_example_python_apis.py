@@ -1,8 +1,8 @@
-"""The second worked study, examples/python-apis (issue 26 item 12): its items file is what the
+"""The second worked study, examples/python-apis: its items file is what the
 study needs (60+ distinct items, three ordered tiers, a numeric exposure column, ISO dates) and
 imports cleanly with its extra columns kept; `contam emulator --items ... --exposure log10_pages`
 answers popular items more often than obscure ones, for each of the study's models.
-(The study.toml's [study]/[scoring]/cutoff keys load once issue 26's config lands; the
+(The study.toml's [study]/[scoring]/cutoff keys load with the study config; the
 end-to-end run is the coordinator's test.)"""
 
 from __future__ import annotations
@@ -96,10 +96,10 @@ def test_the_exposure_emulator_knows_popular_apis_better_than_obscure_ones() -> 
     assert pooled["popular"] > pooled["obscure"] + 0.3, pooled
 
 
-def test_the_readme_table_is_what_the_emulator_answers() -> None:
-    """The README's per-tier exact shares of the second study are the emulator's answers (the
+def test_the_docs_table_is_what_the_emulator_answers() -> None:
+    """The docs' (docs/tutorials/python-apis.md) per-tier exact shares of the second study are the emulator's answers (the
     answer depends on the item, the seed and the model's name, not on the prompt's wording)."""
-    readme = (STUDY.parent.parent / "README.md").read_text(encoding="utf-8")
+    readme = (STUDY.parent.parent / "docs" / "tutorials" / "python-apis.md").read_text(encoding="utf-8")
     section = readme.split("### A second worked study", 1)[1].split("\n## ", 1)[0]
     table = {cells[0]: [float(c) for c in cells[1:]] for cells in
              ([c.strip() for c in line.strip("|").split("|")] for line in section.splitlines()

@@ -1,6 +1,7 @@
 """examples/rule-metrics.toml end to end against the loopback emulator: `contam run`, then
 `contam score --config` with no --metric (the config's [scoring] metrics, tolerance and regex),
-then `contam report --by era`."""
+then `contam report --by era`, whose accuracy counts right answers by the config's
+`[study] correct = "contains"` (recorded by the run)."""
 
 from __future__ import annotations
 
@@ -57,3 +58,9 @@ def test_the_rule_metrics_example_runs_end_to_end(tmp_path, contam, monkeypatch)
     assert {r["value"] for r in report["by"]["rows"]} == {"1990s", "2000s", "2010s"}
     assert "## Accuracy by era" in (out / "report.md").read_text()
     assert (out / "tables" / "accuracy_by_item_era.csv").exists()
+    assert report["outcome"] == "contains"  # [study] correct, as the run recorded it
+    with duckdb.connect(str(store), read_only=True) as con:
+        contains = dict(con.execute("SELECT model, count(*) FILTER (WHERE contains = 1.0) FROM cells "
+                                    "GROUP BY model").fetchall())
+    assert {r["model"]: r["right"] for r in report["overall"]} == contains
+    assert "**correct = contains**" in (out / "report.md").read_text().split("## ")[0]

@@ -240,7 +240,7 @@ def test_a_duplicate_far_down_a_file_names_both_lines(loaded, tmp_path):
     assert error.line == 30_002 and "first on line 9" in str(error)
 
 
-# -- issue 22: a line without end, a key given twice in one JSON object --------------------------
+# -- a line without end, a key given twice in one JSON object --------------------------
 
 @pytest.mark.parametrize("kind", ["items", "answers", "labels"])
 @pytest.mark.parametrize("suffix", [".csv", ".jsonl"])

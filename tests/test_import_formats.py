@@ -1,4 +1,4 @@
-"""Any study's items (issue 26 items 1-2, issue 30 items 8 and 24): CSV, JSONL and Parquet, the
+"""Any study's items: CSV, JSONL and Parquet, the
 file's own column names through --map, optional title and subset, typed extra columns, one-line
 refusals that write nothing, a file without end, and the reader below the emulator and the jobs."""
 
@@ -195,7 +195,7 @@ def test_typed_jsonl_values_keep_their_json_type(store, tmp_path):
     assert json.loads(row[5]) == {"year": 1996, "ok": False, "none": None}
 
 
-# -- issue 30 item 8: a file without end --------------------------------------------------------
+# -- a file without end --------------------------------------------------------
 
 def test_dev_urandom_as_jsonl_is_refused_instead_of_hashed_for_ever(tmp_path):
     """Hashed whole before parsing, /dev/urandom never returned; hashed while parsed, it is
@@ -210,7 +210,7 @@ def test_dev_urandom_as_jsonl_is_refused_instead_of_hashed_for_ever(tmp_path):
     assert done.stderr.count("\n") == 1
 
 
-# -- issue 30 item 24: the file-format reader lives below the jobs and the emulator -------------
+# -- the file-format reader lives below the jobs and the emulator -------------
 
 def test_the_emulator_reads_items_without_importing_a_job():
     emulator = {path.name: path.read_text(encoding="utf-8")

@@ -1,4 +1,4 @@
-"""`contam init DIR` (issue 26 item 11): a study folder with a study.toml naming every study key
+"""`contam init DIR`: a study folder with a study.toml naming every study key
 (each commented, the paper's defaults), an items.csv that imports cleanly, a README with the next
 five commands; it refuses to overwrite anything, in one line, exit 2, writing nothing."""
 
@@ -16,8 +16,8 @@ from harness.config import DEFAULT_SYSTEM_PROMPT, load_config
 from harness.prompts import USER_TEMPLATE
 from metrics.probes import DEFAULT_DATASET
 
-FILES = ("study.toml", "items.csv", "README.md")
-# issue 26's keys, by table ("" is the top level); regex and rubric are shown commented out (they
+FILES = ("study.toml", "study.schema.json", "items.csv", "README.md")
+# the study's keys, by table ("" is the top level); regex and rubric are shown commented out (they
 # have no default, and a rubric must be a file of your own), and so are the question template and
 # min-k's text rule (left unset, the paper's prompt hash and min-k's parameters stay the paper's).
 KEYS = {"": ("store", "items"), "study": ("name", "subsets", "exposure", "released"),
@@ -26,7 +26,7 @@ KEYS = {"": ("store", "items"), "study": ("name", "subsets", "exposure", "releas
 COMMENTED = ("regex", "rubric", "user", "text")  # unset, these two keep the paper's bytes and hash
 
 
-def test_init_writes_the_three_files_with_every_key(tmp_path, contam) -> None:
+def test_init_writes_the_four_files_with_every_key(tmp_path, contam) -> None:
     folder = tmp_path / "my-study"
     status, out, err = contam("init", folder)
     assert status == 0, err
@@ -100,7 +100,7 @@ def test_init_refuses_to_overwrite_and_writes_nothing(tmp_path, contam) -> None:
     assert "study.toml exists" in err and "never overwrites" in err
     assert {name: (folder / name).read_bytes() for name in FILES} == before
 
-    partly = tmp_path / "partly"  # one file of the three there: the other two are not written
+    partly = tmp_path / "partly"  # one file of the four there: the other three are not written
     partly.mkdir()
     (partly / "items.csv").write_text("my own items\n", encoding="utf-8")
     assert "items.csv exists" in _one_line_refusal(contam, "init", partly)

@@ -360,7 +360,8 @@ def test_a_stopped_judge_exits_non_zero_and_leaves_cells_for_the_next_run(tmp_pa
         config = write_config(tmp_path, emu)
         status, out, err = contam("judge", config, "--store", store_path, "--no-progress")
     assert status == 1
-    assert "STOPPED (auth)" in out and "again to resume" in err
+    assert "STOPPED (auth)" in out and "again to resume" not in err
+    assert "contam judge: the judge stopped (auth): " in err and "; fix that, then run" in err
     assert KEY not in out + err
     assert query(store_path, "SELECT count(*) FROM labels") == [(0,)]
     # Requests already in flight when the first 401 came back may add more rows; none is ok.

@@ -233,9 +233,9 @@ def _walkthrough_config(folder: Path, emu) -> Path:
 
 
 def test_walkthrough_against_a_knowing_emulator_shows_a_gap(tmp_path, contam, keys) -> None:
-    """issue 22 item 18: run, judge and score against `contam emulator --items`: documented items
+    """Run, judge and score against `contam emulator --items`: documented items
     get higher BLEU-2 and more judge `right` labels than undocumented ones, BLEU-2 is not all
-    zero, and the two models (two names, two skills: issue 30 item 25) answer differently."""
+    zero, and the two models (two names, two skills) answer differently."""
     store = tmp_path / "walk.duckdb"
     settings = emulator_settings_from_args(build_parser().parse_args(["emulator", "--items", str(DEMO)]))
     with run_emulator(settings) as emu:

@@ -1,5 +1,5 @@
-"""A new user's path: the README's step-by-step study reaches `contam` (set-up puts nothing on
-PATH) and says what `contam score` needs offline; the demo's "try next" lines name a command the
+"""A new user's path: the step-by-step study (docs/tutorials/paper-study.md) reaches `contam`
+(set-up puts nothing on PATH) and says what `contam score` needs offline; the demo's "try next" lines name a command the
 user's shell can run."""
 
 from __future__ import annotations
@@ -12,15 +12,19 @@ from pathlib import Path
 import pytest
 
 from harness.cli import build_parser
+from harness.declare import from_args
 from harness.jobs import demo
+from harness.jobs.options.score import ScoreOptions
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
+STUDY_PAGE = ROOT / "docs" / "tutorials" / "paper-study.md"  # "A study, step by step"
 OFFLINE_SCORE = ("contam score --bertscore-model sentence-transformers/all-MiniLM-L6-v2 "
                  "--bertscore-layers 5")
 
 
 def step_by_step() -> list[str]:
-    section = README.read_text(encoding="utf-8").split("## A study, step by step", 1)[1]
+    section = STUDY_PAGE.read_text(encoding="utf-8").split("## A study, step by step", 1)[1]
     block = re.search(r"```bash\n(.*?)```", section, re.DOTALL).group(1)
     return block.splitlines()
 
@@ -37,15 +41,16 @@ def test_the_step_by_step_study_gives_the_offline_score_line_beside_contam_score
     offline = next(n for n, line in enumerate(lines) if OFFLINE_SCORE in line)
     assert offline in (score + 1, score + 2) and "offline" in " ".join(lines[score:offline]).lower()
     args = build_parser().parse_args(shlex.split(OFFLINE_SCORE)[1:])  # the line is one the CLI takes
-    assert (args.bertscore_model, args.bertscore_layers) == ("sentence-transformers/all-MiniLM-L6-v2", 5)
+    options = from_args(ScoreOptions, args)
+    assert (options.bertscore_model, options.layer) == ("sentence-transformers/all-MiniLM-L6-v2", 5)
 
 
 def test_the_step_by_step_study_names_the_keyless_emulator_walkthrough_first():
-    """issue 29 item 8: the keyless path is named where the section begins, and its link
+    """The keyless path is named where the section begins, and its link
     reaches the heading whose section holds the walkthrough."""
-    text = README.read_text(encoding="utf-8")
-    opening = text.split("## A study, step by step", 1)[1].split("```", 1)[0]
-    anchor = re.search(r"\[The emulator walkthrough\]\(#([a-z0-9-]+)\)", opening).group(1)
+    opening = STUDY_PAGE.read_text(encoding="utf-8").split("## A study, step by step", 1)[1].split("```", 1)[0]
+    page, anchor = re.search(r"\[The emulator walkthrough\]\(([\w./-]+)#([a-z0-9-]+)\)", opening).groups()
+    text = (STUDY_PAGE.parent / page).read_text(encoding="utf-8")
     headings = {re.sub(r"[^a-z0-9 -]", "", line.lstrip("#").strip().lower()).replace(" ", "-"): n
                 for n, line in enumerate(text.splitlines()) if line.startswith("#")}
     below = "\n".join(text.splitlines()[headings[anchor]:]).split("\n### ", 1)[0]
@@ -81,7 +86,7 @@ def test_try_next_names_the_virtualenvs_contam_when_path_lacks_it(venv, tmp_path
 
 
 def test_try_next_opens_contam_view_on_the_demos_own_store(venv, tmp_path, capsys):
-    """issue 29 item 8: the default store is runs/contam.duckdb, the demo's is OUT/contam.duckdb."""
+    """The default store is runs/contam.duckdb, the demo's is OUT/contam.duckdb."""
     demo._print_where(tmp_path / "out", [], 1.0)
     views = [shlex.split(line.split("#")[0]) for line in capsys.readouterr().out.splitlines()
              if " view " in line]

@@ -1,6 +1,6 @@
-"""The paper's study is the default and stays byte for byte what it was before studies of one's own
-(issue 26): the judge rubric's hash, and the report on the paper's data (every table and the
-Markdown report, the store's path and the generation time aside). The prompt hash is pinned in
+"""The paper's study is the default and stays byte for byte what it was before studies of one's own:
+the judge rubric's hash, and the report on the paper's data (every table and the Markdown report,
+the store's path and the generation time aside). The prompt hash is pinned in
 tests/test_study_prompt.py."""
 
 from __future__ import annotations
@@ -16,11 +16,17 @@ from metrics.judge import rubric_sha256
 PAPER_RUBRIC_SHA256 = "47c6ecfbca35766068aa772a8d94806251468acd16ff0cb87c92fd24cafc1b8e"
 # sha256 of the paper report's tables/* and report.md (normalised by report_digest) for
 # tests.paper_data's store. b8bfcd3 wrote dea0c616...; the any-study work left it unchanged. It is
-# the branch that fixed the report's statistics (issue 30 items 15-22: κ over the cells both
+# the branch that fixed the report's statistics (κ over the cells both
 # labelled, Holm within a model's probe family, ...) that moved it, to the value below, which that
 # branch alone writes too. Table 5's means then became math.fsum means (DuckDB's parallel avg had
-# moved their last digit between machines: 0.2909999999999999 on one, 0.291 on another).
-PAPER_REPORT_SHA256 = "a71f36aef4ce069e6bfb6e45a6033a9f5905a598aefd204074d5f8ca9ee7a139"
+# moved their last digit between machines: 0.2909999999999999 on one, 0.291 on another). It moved
+# once more (from a71f36ae...) when κ stopped counting blank and unanswered cells that both raters
+# had labelled (issue 35 item 11): the paper's data has one, gemma-4-31b's blank answer labelled
+# wrong by both, so the Human × judge agreement section alone changed (pooled n 1599 -> 1598,
+# 1 -> 2 imputed cells, gemma's row n 399 -> 398, exact 85.0% -> 84.9%, κ right/not 0.740 -> 0.739,
+# the confusion's wrong/wrong 710 -> 709: agreement_by_model.csv/.tex, agreement_confusion.csv/.tex
+# and the confusion caption in index.csv).
+PAPER_REPORT_SHA256 = "998640905eb5d32d6ca3a3f8d393ee23b8fd962674699578dca9b3fb6745c178"
 
 
 def report_digest(out: Path, store: Path) -> str:

@@ -128,8 +128,8 @@ def test_a_surface_metric_scores_and_writes_a_batch_at_a_time(store, monkeypatch
     scored: list[int] = []
     surface_scorer = score_job._surface_scorer
 
-    def counting_scorer(name, study):  # the metric as it is, each call's batch size noted
-        score_many, params = surface_scorer(name, study)
+    def counting_scorer(spec, study):  # the metric as it is, each call's batch size noted
+        score_many, params = surface_scorer(spec, study)
         return (lambda pairs: scored.append(len(pairs)) or score_many(pairs)), params
 
     monkeypatch.setattr(score_job, "_surface_scorer", counting_scorer)

@@ -175,7 +175,7 @@ def test_kill_9_while_saving_leaves_nothing_a_later_run_takes_for_finished(study
     with pytest.raises(Fatal, match="is not in the model cache"):
         resolve_local_model("planted:p")
     result = plant(study, options=options(epochs=(1,)))
-    assert "trained in" in result.lines[0]  # not reused: the killed one never finished
+    assert "; training " in result.lines[0]  # not reused: the killed one never finished
     assert not abandoned.exists()  # its process is gone: swept
     assert (planted_dir("p") / PLANTED_MARKER).is_file()
 
@@ -197,3 +197,39 @@ def test_the_display_shows_the_epoch_the_loss_and_the_time_left(study, monkeypat
     lines = capsys.readouterr().err.splitlines()
     assert any(re.fullmatch(r"plant p: epoch 2/2, loss \d+\.\d{3}: 3/4 \(\S+ steps/s, [\d,]+ s "
                             r"left\)", line) for line in lines), lines
+
+
+def cli(*argv: str) -> int:
+    from harness.cli import main
+
+    return main(["plant", *argv])
+
+
+@pytest.mark.parametrize(("extra", "problem"), [
+    (("--share", "1.5"), "--share must be a fraction between 0 and 1"),
+    (("--epochs", "x"), "--epochs must be whole numbers, not 'x'"),
+])
+def test_a_refusal_names_the_command_once(study, capsys, extra, problem):
+    assert cli(str(study), "--model", "base", "--as", "p", *extra) == 2
+    assert capsys.readouterr().err == f"contam plant: {problem}\n"
+
+
+def test_a_taken_name_is_refused_with_the_command_named_once(study, capsys):
+    plant(study, options=options())
+    capsys.readouterr()
+    assert cli(str(study), "--model", "base", "--as", "p", "--epochs", "2", "--seed", "9") == 2
+    *_, refusal = capsys.readouterr().err.splitlines()
+    assert refusal.startswith("contam plant: planted:p already exists in ")
+    assert refusal.count("contam plant") == 1
+    assert refusal.endswith("made with other arguments; choose another --as")
+
+
+def test_the_output_says_what_loads_and_labels_the_training_and_total_times(study, capsys):
+    assert cli(str(study), "--model", "base", "--as", "p", "--epochs", "2", "--no-progress") == 0
+    out, err = capsys.readouterr()
+    assert "plant p: loading torch and transformers" in err.splitlines()
+    assert any(line.startswith("plant p: loading base model base (") for line in err.splitlines())
+    assert re.search(r"; training \d+ s; use provider", out), out
+    assert re.fullmatch(r"done in (\d+) s in all \(training (\d+) s\)", out.splitlines()[-1])
+    total, training = map(int, re.findall(r"\d+", out.splitlines()[-1]))
+    assert total >= training

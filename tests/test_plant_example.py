@@ -1,4 +1,4 @@
-"""examples/planted and the README's "Planted contamination" walkthrough: the items are many and
+"""examples/planted and the docs' "Planted contamination" walkthrough (docs/how-to/planting.md): the items are many and
 distinct (not one template with names swapped), and the walkthrough's commands, run as written on
 a tiny model in place of SmolLM2 (to keep the suite fast), plant two doses, score them with min-k
 and give a report whose Probe validation section has the planted models and the base."""
@@ -40,8 +40,8 @@ def test_the_items_are_many_and_distinct() -> None:
 
 
 def walkthrough() -> list[str]:
-    """The `contam` lines of the README section's shell block."""
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    """The `contam` lines of the docs section's shell block."""
+    readme = (ROOT / "docs" / "how-to" / "planting.md").read_text(encoding="utf-8")
     part = readme.split("### Planted contamination", 1)[1].split("\n## ", 1)[0]
     block = part.split("```sh\n", 1)[1].split("```", 1)[0]
     return [line for line in block.splitlines() if line.startswith("contam ")]

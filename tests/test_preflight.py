@@ -1,7 +1,7 @@
 """Before a lane sends anything, each of its servers must be a URL and accept a connection: a
 provider that is down stops its model in one line within seconds (it took 34 s of timeouts and
 retries), a bad replica is left out in one line while the others answer, and the check itself sends
-nothing, so no key, to anyone (issue 22 items 11 and 23)."""
+nothing, so no key, to anyone."""
 
 from __future__ import annotations
 

@@ -62,7 +62,7 @@ def test_every_text_empty_is_not_scored_rather_than_perfectly_peaked():
     assert scores == {"peakedness": None, "flagged": None}
 
 
-def test_item20_a_blank_greedy_answer_leaves_the_cell_null_with_the_reason():
+def test_a_blank_greedy_answer_leaves_the_cell_null_with_the_reason():
     """Blank samples are 'close' to a blank greedy answer: before, some of them flagged the cell."""
     from metrics.probe_cdd import BLANK_GREEDY
 

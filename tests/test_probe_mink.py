@@ -163,3 +163,62 @@ def test_local_models_and_other_openai_compatible_servers_are_not_refused(provid
     model = str(__file__) if provider == "local" else "x"
     spec = ModelSpec(name="m", provider=provider, model=model, base_url=base_url)
     assert provider_class(spec).text_logprobs_refusal(spec) is None
+
+
+def test_texts_scored_at_once_share_forward_passes_and_score_as_alone(tiny_provider, monkeypatch):
+    """min-k's texts waiting together go in one padded forward pass (as generation batches), and
+    each text's values are those it gets alone."""
+    import providers.local as local
+
+    alone = [anyio.run(tiny_provider.text_logprobs, text) for text in TEXTS]
+    batches = []
+    real = local.texts_logprobs_blocking
+    monkeypatch.setattr(local, "texts_logprobs_blocking",
+                        lambda model, tok, texts, **kw: batches.append(len(texts)) or real(model, tok, texts, **kw))
+
+    async def all_at_once():
+        found = {}
+        async with anyio.create_task_group() as group:
+            for n, text in enumerate(TEXTS):
+                async def score(n=n, text=text):
+                    found[n] = await tiny_provider.text_logprobs(text)
+                group.start_soon(score)
+        return [found[n] for n in range(len(TEXTS))]
+
+    together = anyio.run(all_at_once)
+    assert len(batches) < len(TEXTS) and sum(batches) == len(TEXTS)
+    for one, batched in zip(alone, together):
+        assert batched.tokens == one.tokens and batched.input_tokens == one.input_tokens
+        assert batched.logprobs == pytest.approx(one.logprobs, abs=1e-5)
+        assert batched.means == pytest.approx(one.means, abs=1e-5)
+        assert batched.stds == pytest.approx(one.stds, abs=1e-5)
+
+
+def test_a_text_that_fails_fails_alone_in_its_batch(tiny_provider, monkeypatch):
+    import providers.local as local
+
+    real = local.texts_logprobs_blocking
+
+    def refusing(model, tok, texts, **kw):
+        if any("refuse" in text for text in texts):
+            raise RuntimeError("too long for the context")
+        return real(model, tok, texts, **kw)
+
+    monkeypatch.setattr(local, "texts_logprobs_blocking", refusing)
+
+    async def both():
+        outcomes = {}
+        async with anyio.create_task_group() as group:
+            for text in (TEXTS[0], "refuse this one", TEXTS[1]):
+                async def score(text=text):
+                    try:
+                        outcomes[text] = await tiny_provider.text_logprobs(text)
+                    except Fatal as exc:
+                        outcomes[text] = exc
+                group.start_soon(score)
+        return outcomes
+
+    outcomes = anyio.run(both)
+    assert isinstance(outcomes["refuse this one"], Fatal)
+    assert "scoring failed: too long for the context" in str(outcomes["refuse this one"])
+    assert isinstance(outcomes[TEXTS[0]], TextLogprobs) and isinstance(outcomes[TEXTS[1]], TextLogprobs)

@@ -106,3 +106,23 @@ def test_params_record_the_rule_template_and_limits() -> None:
     assert TsGuessProbe().params() != params
     with pytest.raises(ValueError, match="max-output-tokens"):
         TsGuessProbe(max_output_tokens=0)
+
+
+@pytest.mark.parametrize(("reply", "fill"), [
+    ("empty", True), ("Empty.", True), ("the empty one", True), ("New York", True),
+    ("river quellan flows into the shallow lake marrowby", False), ("", False), ("...", False),
+    ("It is the empty lake", False),
+])
+def test_a_reply_is_a_fill_when_it_is_a_few_words_at_most(reply, fill):
+    from metrics.probe_tsguess import is_fill
+
+    assert is_fill(reply) is fill
+
+
+def test_a_model_fills_masks_when_at_least_half_its_replies_are_fills():
+    from metrics.probe_tsguess import fills_masks
+
+    answer = "river quellan flows into the shallow lake marrowby"
+    assert fills_masks(["empty", "lake", answer, answer])
+    assert not fills_masks(["empty", answer, answer])
+    assert fills_masks([])

@@ -303,7 +303,7 @@ async def test_configured_output_limit_wins_over_the_request_default() -> None:
 
 # ----------------------------------------------------------------------------- null and empty text
 
-NULL_TEXT = {  # issue 22: Ollama's `"response": null` was stored as the answer "None"
+NULL_TEXT = {  # Ollama's `"response": null` was stored as the answer "None"
     "ollama": [{"model": "ollama-model", "response": None, "done": True}, {"model": "ollama-model"}],
     "openai": [{"model": "openai-model", "choices": [{"message": {"content": None}, "finish_reason": "stop"}]},
                {"model": "openai-model", "choices": [{"message": {"content": None, "refusal": None}}]},

@@ -58,7 +58,7 @@ async def test_preflight_reports_a_local_tag(emulator) -> None:
 
 
 async def test_preflight_says_an_emulated_cloud_tag_reaches_nothing_outside(emulator) -> None:
-    """issue 29 item 8: against contam emulator a cloud tag is not 'proxied to ollama.com'."""
+    """Against contam emulator a cloud tag is not 'proxied to ollama.com'."""
     emu = emulator()
     text = await preflight(ollama_spec(emu.url, model="gpt-oss:120b-cloud"))
     assert f"at {emu.url}: gpt-oss:120b-cloud is a cloud tag emulated by contam emulator" in text

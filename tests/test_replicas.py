@@ -135,7 +135,7 @@ def test_when_every_replicas_server_asked_for_a_wait_a_request_waits_for_the_fir
 
 
 def test_when_every_replica_backs_off_on_its_own_a_request_goes_to_the_first_to_reopen_now(sleeps):
-    """Issue 22: two replicas answering 500 stacked every task behind their growing backoffs."""
+    """Two replicas answering 500 stacked every task behind their growing backoffs."""
     replicas = replica_set(3)
     a, b, c = replicas.replicas
     for replica, failures in ((a, 3), (b, 1), (c, 2)):

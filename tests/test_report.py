@@ -18,7 +18,7 @@ from tests.test_analysis import ITEMS, judge_only_labels, make_store, small_stor
 DOCUMENTED_KEYS = {"contrast", "human_rater", "judge_rater", "overall", "per_title", "gap", "judge",
                    "agreement", "rank_correlation", "metric_validity"}
 EXTRA_KEYS = {"probes", "regimes", "mcnemar", "cmh", "logistic", "provenance", "inter_annotator", "abstention", "missing", "answer_length", "notes", "meta",
-              "judge_gap", "surface_by_subset", "validation"}
+              "judge_gap", "surface_by_subset", "validation", "not_in_report"}
 PNG, PDF = b"\x89PNG\r\n\x1a\n", b"%PDF-"
 FIGURES = ("fig1_leaderboard", "fig2_contamination_gap", "fig3_metric_disagreement", "fig4_per_title")
 
@@ -171,7 +171,8 @@ def test_report_from_imported_csv_files(contam, tmp_path):
     assert [(r["model"], r["right"], r["partial"], r["n"]) for r in report["overall"]] == [
         ("gpt-5.6-sol", 258, 9, 400), ("claude-opus-5", 214, 6, 400),
         ("gemini-3.5-flash-lite", 214, 6, 400), ("gemma-4-31b", 145, 11, 400)]
-    assert report["agreement"]["pooled"]["confusion"] == [[655, 112, 64], [2, 12, 18], [3, 23, 710]]  # + 1 imputed
+    # a blank answer is left out of the agreement (wrong by rule, not a rater's verdict); + 1 imputed
+    assert report["agreement"]["pooled"]["confusion"] == [[655, 112, 64], [2, 12, 18], [3, 23, 709]]
     assert next(r for r in report["missing"] if r["model"] == "gemma-4-31b")["empty"] == 2
     assert report["metric_validity"] is None  # no scores were imported: omitted, with notes
     assert {"metric_validity.bleu2", "metric_validity.bertscore_f1"} <= {n["section"] for n in report["notes"]}

@@ -89,7 +89,7 @@ def test_every_table_is_written_as_booktabs_latex_beside_its_tidy_csv(paper_out)
     assert r"7.5 $\times$ 10$^{-72}$" in gap and r"$\infty$" in gap and r"\begin{tabular}{lrrrrrrr}" in gap
 
 
-def test_item25_tables_csv_are_tidy_numbers_for_pandas_and_r(paper, paper_out):
+def test_tables_csv_are_tidy_numbers_for_pandas_and_r(paper, paper_out):
     folder = paper_out / "tables"
     gap = pd.read_csv(folder / "gap_by_model.csv")
     numeric = pd.api.types.is_numeric_dtype
@@ -112,7 +112,7 @@ def test_item25_tables_csv_are_tidy_numbers_for_pandas_and_r(paper, paper_out):
                 (path.name, glyph)
 
 
-def test_item25_files_are_named_by_what_they_hold(paper_out):
+def test_files_are_named_by_what_they_hold(paper_out):
     folder = paper_out / "tables"
     names = {p.stem for p in folder.glob("*.csv")}
     assert {"accuracy_by_model", "accuracy_by_title", "gap_by_model", "logistic_terms", "pooled_odds_ratio",
@@ -127,7 +127,7 @@ def test_item25_files_are_named_by_what_they_hold(paper_out):
     assert confusion["n"].sum() == 1599 and set(confusion["human"]) == {"right", "partial", "wrong"}
 
 
-def test_item25_a_table_without_tidy_data_is_written_as_displayed(tmp_path):
+def test_a_table_without_tidy_data_is_written_as_displayed(tmp_path):
     """A section another module adds without a table name still gets its .tex and a .csv."""
     from harness.report.format import Section, Table
     from harness.report.tables import write_tables

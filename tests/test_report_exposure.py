@@ -231,14 +231,15 @@ def test_an_item_without_an_exposure_value_is_left_out_with_a_note(tmp_path):
 
 
 
-def test_a_store_without_labels_has_an_exposure_section_without_fits(tmp_path):
+def test_a_store_without_labels_leaves_the_exposure_section_out_and_says_why(tmp_path):
     from harness.report.render import render_markdown
 
     build_study_store(tmp_path / "s.duckdb", labels=False)
     with Store(tmp_path / "s.duckdb", read_only=True) as store:
         report = build_report(store, contrast=("official", "obscure-hack"),
                               study=StudyInputs(StudySettings(exposure="exposure")))
-    part = report["exposure"]
-    assert part["per_model"] == [] and part["pooled"] is None and part["quintiles"] == []
-    assert part["correct"]["unlabelled"] == 180  # 90 items × 2 models, answered, never labelled
-    assert "## Exposure" in render_markdown(report) and "fig5_exposure" not in render_markdown(report)
+    assert "exposure" not in report
+    assert [r["section"] for r in report["not_in_report"] if "right or wrong" in r["reason"]] == ["Exposure"]
+    md = render_markdown(report)
+    assert "## Exposure" not in md and "fig5_exposure" not in md and "no pooled fit" not in md
+

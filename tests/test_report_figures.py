@@ -1,4 +1,4 @@
-"""Issue 22, items 7 and 24: figure labels as the tables print them and clear of every error bar
+"""Figure labels as the tables print them and clear of every error bar
 and of the next panel, a visible mark for a 0 bar, sane axes for all-zero panels, x labels inside
 the figure, and one colour per model and per subset in every figure. Checked on the drawn
 artists' window extents (what the PNG shows)."""
@@ -81,7 +81,7 @@ def overlaps(extent, box) -> bool:
 
 # -- item 7 -------------------------------------------------------------------------------------
 
-def test_item7_fig2_gap_labels_print_the_tables_rounding(paper, draw):
+def test_fig2_gap_labels_print_the_tables_rounding(paper, draw):
     fig, _ = draw(figures.contamination_gap, paper)
     labels = [t.get_text() for t in fig.axes[0].texts]
     table = next(s for s in sections(paper) if s.heading == "The contamination gap").tables[0]
@@ -90,7 +90,7 @@ def test_item7_fig2_gap_labels_print_the_tables_rounding(paper, draw):
     assert "48.5 pp" in labels  # gemma-4-31b: round(48.5) would print 48
 
 
-def test_item7_fig3_panel_a_values_sit_by_their_bars_clear_of_panel_b(paper, draw):
+def test_fig3_panel_a_values_sit_by_their_bars_clear_of_panel_b(paper, draw):
     fig, renderer = draw(figures.metric_disagreement, paper)
     panel_a, panel_b = fig.axes[:2]
     b_box = panel_b.get_tightbbox(renderer)  # its spine and tick marks included
@@ -105,7 +105,7 @@ def test_item7_fig3_panel_a_values_sit_by_their_bars_clear_of_panel_b(paper, dra
 # -- item 24 ------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("name", ["leaderboard", "contamination_gap", "metric_disagreement"])
-def test_item24_value_labels_never_touch_an_error_bar(paper, edge, draw, name):
+def test_value_labels_never_touch_an_error_bar(paper, edge, draw, name):
     for report in (paper, edge):
         fig, renderer = draw(getattr(figures, name), report)
         for ax in fig.axes:
@@ -117,7 +117,7 @@ def test_item24_value_labels_never_touch_an_error_bar(paper, edge, draw, name):
                 assert extent.y1 <= ax.bbox.y1 + 1 and extent.x1 <= fig.bbox.x1  # inside the drawing
 
 
-def test_item24_an_all_zero_score_panel_keeps_a_unit_axis(edge, draw):
+def test_an_all_zero_score_panel_keeps_a_unit_axis(edge, draw):
     fig, _ = draw(figures.metric_disagreement, edge)
     bleu = next(ax for ax in fig.axes if "BLEU-2" in ax.get_title(loc="left"))
     low, high = bleu.get_xlim()
@@ -125,7 +125,7 @@ def test_item24_an_all_zero_score_panel_keeps_a_unit_axis(edge, draw):
     assert [t.get_text() for t in bleu.texts] == ["0.000"] * 3
 
 
-def test_item24_zero_bars_get_a_visible_baseline_mark(edge, draw):
+def test_zero_bars_get_a_visible_baseline_mark(edge, draw):
     colour = model_colours(edge)[ZERO_MODEL]
     fig, _ = draw(figures.leaderboard, edge)
     (ax,) = fig.axes
@@ -139,7 +139,7 @@ def test_item24_zero_bars_get_a_visible_baseline_mark(edge, draw):
     assert len(flat) == 2 and colours == {c.lower() for c in SUBSET_COLOURS.values()}  # qwen3:8b's two 0 bars
 
 
-def test_item24_fig1_x_label_stays_inside_the_figure(edge, draw):
+def test_fig1_x_label_stays_inside_the_figure(edge, draw):
     """Without human labels fig1 names the judge in its x label: a long rater name once ran off
     both sides of the column figure."""
     fig, renderer = draw(figures.leaderboard, {**edge, "overall": None})
@@ -149,7 +149,7 @@ def test_item24_fig1_x_label_stays_inside_the_figure(edge, draw):
     assert " ".join(label.get_text().split()).startswith("strict accuracy (%), LLM judge, not human (judge:claude")
 
 
-def test_item24_one_colour_per_model_and_per_subset_in_every_figure(paper, draw):
+def test_one_colour_per_model_and_per_subset_in_every_figure(paper, draw):
     colours = model_colours(paper)
     assert not set(colours.values()) & set(SUBSET_COLOURS.values()) and set(colours.values()) <= set(MODEL_PALETTE)
     seen: dict[str, set[str]] = {m: set() for m in colours}
@@ -170,7 +170,7 @@ def test_item24_one_colour_per_model_and_per_subset_in_every_figure(paper, draw)
     assert sides == {c.lower() for c in SUBSET_COLOURS.values()}
 
 
-def test_item24_panels_come_in_one_order(store_path, draw):
+def test_panels_come_in_one_order(store_path, draw):
     """Without labels, figures 1 and 2 both show BLEU-2 then BERTScore-F1, as figure 3 does."""
     from tests.test_analysis import surface_store
 

@@ -1,5 +1,5 @@
 """Every report section on stores where some models, subsets or raters have no labels, no judge or
-no scores, and combinations of these (issue 29 item 1): the report builds, and every part of it
+no scores, and combinations of these: the report builds, and every part of it
 (report.json/md/html, tables/*.csv and .tex, every figure) is written. McNemar and the tests
 between models run over the models the human rater labelled; the others are named as unlabelled."""
 
@@ -53,7 +53,7 @@ class Case:
 
 
 CASES = {
-    "human on two of four models (the issue's case)": Case(
+    "human on two of four models (the reported case)": Case(
         human={"human": {"m1": EVERY, "m2": EVERY}}, judge={m: EVERY for m in MODELS},
         scores={"bleu2": MODELS, "bertscore_f1": MODELS}),
     "one imported label in a four-model store": Case(human={"human": {"m1": {"d0"}}}),
@@ -227,10 +227,10 @@ def _effective(item: str, model: str, case: Case, per_model: dict[str, set[str]]
     return label_of(item, model, salt)
 
 
-# -- the issue's reproductions ------------------------------------------------------------------
+# -- the reported case, reproduced --------------------------------------------------------------
 
-def test_cli_report_on_the_issues_store_exits_0(contam, tmp_path):
-    store = build_store(tmp_path / "s.duckdb", CASES["human on two of four models (the issue's case)"])
+def test_cli_report_on_the_reported_cases_store_exits_0(contam, tmp_path):
+    store = build_store(tmp_path / "s.duckdb", CASES["human on two of four models (the reported case)"])
     status, _, err = contam("report", "--store", store, "--contrast", "canon,hack", "--format", "md")
     assert status == 0, err
     assert "human (no labels for m3, m4)" in _  # the overview names the models left out

@@ -1,6 +1,6 @@
 """The ts-guess and guided parts of the report's probes section, computed from probe_scores rows:
 counts, Wilson intervals and Fisher's test for ts-guess; the paired bootstrap interval and the
-sign-flip test for guided (issue 30 items 17 and 18, checked by brute-force enumeration and scipy)."""
+sign-flip test for guided (checked by brute-force enumeration and scipy)."""
 
 from __future__ import annotations
 
@@ -94,7 +94,7 @@ def brute_force_sign_flip_p(d: list[Fraction]) -> float:
     return hits / 2 ** len(d)
 
 
-def test_item17_sign_flip_p_is_the_exact_enumeration_at_small_n() -> None:
+def test_sign_flip_p_is_the_exact_enumeration_at_small_n() -> None:
     rng = np.random.default_rng(5)
     for n in (1, 2, 3, 5, 8, 12):
         for _ in range(3):
@@ -104,7 +104,7 @@ def test_item17_sign_flip_p_is_the_exact_enumeration_at_small_n() -> None:
             assert row["p_exact"] and row["p"] == pytest.approx(brute_force_sign_flip_p(d))
 
 
-def test_item17_sign_flip_p_matches_scipys_permutation_test() -> None:
+def test_sign_flip_p_matches_scipys_permutation_test() -> None:
     """scipy flips the signs of a one-sample statistic (permutation_type='samples'); exact when its
     resamples cover every pattern."""
     rng = np.random.default_rng(2)
@@ -114,13 +114,13 @@ def test_item17_sign_flip_p_matches_scipys_permutation_test() -> None:
     assert paired_difference(d + 1, np.ones(14))["p"] == pytest.approx(scipy_p, abs=1e-12)
 
 
-def test_item17_two_items_both_better_give_a_quarter_not_the_bootstrap_floor() -> None:
+def test_two_items_both_better_give_a_quarter_not_the_bootstrap_floor() -> None:
     row = paired_difference(np.array([0.9, 0.8]), np.array([0.1, 0.2]))
     assert row["p"] == 0.25 and row["small_n"]
     assert paired_difference(np.full(10, 0.9), np.full(10, 0.1))["p"] == 1 / 2 ** 10
 
 
-def test_item17_beyond_twenty_items_monte_carlo_agrees_with_the_normal_approximation() -> None:
+def test_beyond_twenty_items_monte_carlo_agrees_with_the_normal_approximation() -> None:
     from harness.report.signflip import RESAMPLES
 
     rng = np.random.default_rng(1)
@@ -134,14 +134,14 @@ def test_item17_beyond_twenty_items_monte_carlo_agrees_with_the_normal_approxima
     assert paired_difference(guided, general) == paired_difference(guided, general)  # seeded
 
 
-def test_item17_the_false_positive_rate_at_n_8_is_at_most_alpha() -> None:
+def test_the_false_positive_rate_at_n_8_is_at_most_alpha() -> None:
     """Under a symmetric null the exact test rejects at most 5% of the time (the bootstrap: 8.5%)."""
     rng = np.random.default_rng(11)
     p = np.array([paired_difference(rng.normal(0, 1, 8), np.zeros(8))["p"] for _ in range(400)])
     assert np.mean(p < 0.05) <= 0.05 + 2 * math.sqrt(0.05 * 0.95 / 400)
 
 
-def test_item18_ties_with_the_observed_sum_count_whatever_the_rounding() -> None:
+def test_ties_with_the_observed_sum_count_whatever_the_rounding() -> None:
     """Differences on a coarse grid: many patterns sum exactly to the observed sum, and floating
     point alone would decide whether each counts. The p equals exact arithmetic's, in any order."""
     rng = np.random.default_rng(4)

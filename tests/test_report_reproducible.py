@@ -1,4 +1,4 @@
-"""Issue 22, item 6: provenance sufficient to reproduce — every imported file's name and sha256
+"""Provenance sufficient to reproduce — every imported file's name and sha256
 (migration 7's ``imports`` table), the software versions and the bootstrap's seed, and a metric
 whose every score is NULL counted as such."""
 
@@ -26,7 +26,7 @@ def sha256(path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def test_item6_every_import_records_its_file_name_and_sha256(store, tmp_path):
+def test_every_import_records_its_file_name_and_sha256(store, tmp_path):
     files = {"items": write_csv(tmp_path / "items.csv", ITEMS),
              "answers": write_jsonl(tmp_path / "answers.jsonl", ANSWERS),
              "labels": write_csv(tmp_path / "labels.csv", LABELS)}
@@ -41,7 +41,7 @@ def test_item6_every_import_records_its_file_name_and_sha256(store, tmp_path):
         ("items", str(files["items"]), sha256(files["items"]), files["items"].stat().st_size, 2, 0)]
 
 
-def test_item6_a_refused_file_leaves_no_import_record(store, tmp_path):
+def test_a_refused_file_leaves_no_import_record(store, tmp_path):
     import_file(store, "items", write_csv(tmp_path / "items.csv", ITEMS))
     bad = write_csv(tmp_path / "bad.csv", [{**ANSWERS[0], "item_id": "no-such-item"}])
     with pytest.raises(InputError):
@@ -49,7 +49,7 @@ def test_item6_a_refused_file_leaves_no_import_record(store, tmp_path):
     assert store.query("SELECT file FROM imports") == [(str(tmp_path / "items.csv"),)]
 
 
-def test_item6_report_names_files_hashes_versions_seed_and_non_null_scores(tmp_path, contam):
+def test_report_names_files_hashes_versions_seed_and_non_null_scores(tmp_path, contam):
     path = tmp_path / "s.duckdb"
     items, answers = write_csv(tmp_path / "items.csv", ITEMS), write_csv(tmp_path / "answers.csv", ANSWERS)
     for kind, file in (("items", items), ("answers", answers)):
@@ -82,7 +82,7 @@ def md_name(path) -> str:
     return str(path).replace("_", "\\_")
 
 
-def test_item6_versions_are_read_without_importing_torch(monkeypatch):
+def test_versions_are_read_without_importing_torch(monkeypatch):
     """Any import of torch or bert_score during the call fails the test (torch alone takes seconds)."""
     real_import = builtins.__import__
 
@@ -96,7 +96,7 @@ def test_item6_versions_are_read_without_importing_torch(monkeypatch):
     assert versions["torch"] == metadata.version("torch") and versions["bert-score"] == metadata.version("bert-score")
 
 
-def test_item6_a_store_from_before_migration_7_names_its_unhashed_files(tmp_path):
+def test_a_store_from_before_migration_7_names_its_unhashed_files(tmp_path):
     path = old_store(tmp_path / "old.duckdb", range(1, 7))
     with duckdb.connect(str(path)) as con:
         con.execute("INSERT INTO items (item_id, title, subset, source_file) VALUES ('a', 't', 'x', 'old.csv')")

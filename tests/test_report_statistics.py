@@ -1,4 +1,4 @@
-"""Issue 22, items 1-5: p-values from survival functions (never a bound where a value exists),
+"""P-values from survival functions (never a bound where a value exists),
 model labels holding ":", one model, a singular clustered covariance, and the test variants the
 report states."""
 
@@ -27,7 +27,7 @@ def log10_two_sided_normal(chi2: float) -> float:
 
 # -- item 1: tails by survival functions --------------------------------------------------------
 
-def test_item1_chi2_tail_is_the_survival_function_not_one_minus_cdf():
+def test_chi2_tail_is_the_survival_function_not_one_minus_cdf():
     assert 1 - sps.chi2.cdf(825.4, 1) == 0.0  # what statsmodels' test_null_odds computes
     assert stats.chi2_sf(825.4, 1) == pytest.approx(1.6208789e-181, rel=1e-6)
     assert stats.chi2_log10_sf(825.4, 1) == pytest.approx(log10_two_sided_normal(825.4), abs=1e-9)
@@ -38,7 +38,7 @@ def test_item1_chi2_tail_is_the_survival_function_not_one_minus_cdf():
     assert stats.chi2_log10_sf(3000, 4) == pytest.approx((-1500 + math.log(1501)) / math.log(10), abs=1e-9)
 
 
-def test_item1_p_values_print_their_digits_never_a_bound_where_a_value_exists():
+def test_p_values_print_their_digits_never_a_bound_where_a_value_exists():
     assert fmt_p(stats.chi2_sf(825.4, 1)) == "1.6 × 10⁻¹⁸¹"
     assert p_clause(0.0, stats.chi2_log10_sf(2000, 1)) == "p = 9.1 × 10⁻⁴³⁷"
     assert fmt_p(1e-320, -319.99) == "1.0 × 10⁻³²⁰"  # a subnormal's digits come from its log
@@ -46,8 +46,8 @@ def test_item1_p_values_print_their_digits_never_a_bound_where_a_value_exists():
     assert fmt_p(7.5e-72) == "7.5 × 10⁻⁷²" and fmt_p(0.0123) == "0.012"
 
 
-def test_item1_cmh_p_of_the_issues_case_is_printed(paper):
-    """The paper data is the issue's case: CMH χ² = 825.4, p = 1.6 × 10⁻¹⁸¹ (was "p < 10⁻³⁰⁰")."""
+def test_cmh_p_of_the_paper_data_is_printed_with_its_digits(paper):
+    """The paper data's case: CMH χ² = 825.4, p = 1.6 × 10⁻¹⁸¹ (was "p < 10⁻³⁰⁰")."""
     cmh = paper["cmh"]
     assert cmh["cmh_statistic"] == pytest.approx(825.4, abs=0.05)
     assert cmh["cmh_p"] == pytest.approx(sps.chi2.sf(cmh["cmh_statistic"], 1), rel=1e-12) and cmh["cmh_p"] > 0
@@ -58,7 +58,7 @@ def test_item1_cmh_p_of_the_issues_case_is_printed(paper):
     assert bd == pytest.approx(sps.chi2.sf(cmh["breslow_day_statistic"], 3), rel=1e-12)
 
 
-def test_item1_cmh_and_breslow_day_beyond_a_double_print_digits():
+def test_cmh_and_breslow_day_beyond_a_double_print_digits():
     """Three models with 1000 items a side each: χ² ≈ 2000, whose tail no double holds."""
     rows = [gap_row(m, 900, 1000, 100, 1000) for m in ("a", "b")] + [gap_row("c", 990, 1000, 10, 1000)]
     cmh = contamination.cmh(rows, [])
@@ -72,7 +72,7 @@ def test_item1_cmh_and_breslow_day_beyond_a_double_print_digits():
 
 # -- item 2: ":" in a model label ---------------------------------------------------------------
 
-def test_item2_colon_in_model_names_is_no_interaction_term():
+def test_colon_in_model_names_is_no_interaction_term():
     spec = {"gemma4:31b-cloud": (30, 40, 10, 40), "qwen3:8b": (25, 40, 15, 40), "llama3:70b": (28, 40, 9, 40)}
     fit = contamination.logistic(cells(spec), ("doc", "und"), list(spec), [])
     assert fit["interaction"] and fit["reference_model"] == "gemma4:31b-cloud"
@@ -84,7 +84,7 @@ def test_item2_colon_in_model_names_is_no_interaction_term():
     assert fit["terms"][3]["odds_ratio"] == pytest.approx(ratio, rel=1e-6)
 
 
-def test_item2_colon_names_in_the_main_effects_model_and_report(tmp_path):
+def test_colon_names_in_the_main_effects_model_and_report(tmp_path):
     items = [(f"d{i}", "Doc", "official") for i in range(12)] + [(f"u{i}", "Hack", "fan") for i in range(12)]
     right = {"gemma4:31b-cloud": lambda i: i.startswith("d"), "qwen3:8b": lambda i: i in ("d0", "d1", "u3")}
     answers = [(i, m, "an answer") for i, _, _ in items for m in right]
@@ -111,7 +111,7 @@ def one_model_report(tmp_path):
         return build_report(store)
 
 
-def test_item3_one_model_says_the_model_tests_need_two(tmp_path):
+def test_one_model_says_the_model_tests_need_two(tmp_path):
     report = one_model_report(tmp_path)
     md = render_markdown(report)
     for wrong in ("None interaction", "Pooled over the 1 models", "(1 tests", "1 models", "model(s)",
@@ -130,7 +130,7 @@ def test_item3_one_model_says_the_model_tests_need_two(tmp_path):
 
 # -- item 4: identical labels, a singular clustered covariance ----------------------------------
 
-def test_item4_identical_models_get_model_based_errors_not_quasi_separation():
+def test_identical_models_get_model_based_errors_not_quasi_separation():
     notes = []
     fit = contamination.logistic(cells({"a": (30, 40, 10, 40), "b": (30, 40, 10, 40)}), ("doc", "und"),
                                  ["a", "b"], notes)
@@ -147,7 +147,7 @@ def test_item4_identical_models_get_model_based_errors_not_quasi_separation():
     assert sections._logistic_table(fit).headers[2] == "95% CI (model-based)"
 
 
-def test_item4_clustered_errors_stay_where_the_covariance_is_regular():
+def test_clustered_errors_stay_where_the_covariance_is_regular():
     fit = contamination.logistic(cells({"a": (30, 40, 10, 40), "b": (25, 40, 15, 40)}), ("doc", "und"),
                                  ["a", "b"], [])
     assert fit["covariance"] == "item-clustered" and fit["cluster_correction"] == "G/(G−1)·(N−1)/(N−K)"
@@ -155,7 +155,7 @@ def test_item4_clustered_errors_stay_where_the_covariance_is_regular():
 
 # -- item 5: the test variants, stated ----------------------------------------------------------
 
-def test_item5_report_states_every_test_variant(paper):
+def test_report_states_every_test_variant(paper):
     md = render_markdown(paper)
     assert "two-sided exact binomial p on the discordant pairs, not the mid-p" in md
     assert "(1 df, no continuity correction)" in md and "(Robins–Breslow–Greenland variance)" in md
@@ -165,7 +165,7 @@ def test_item5_report_states_every_test_variant(paper):
     assert paper["cmh"]["methods"]["breslow_day"] == "Breslow–Day with Tarone's correction"
 
 
-def test_item5_mcnemar_is_the_exact_p_not_the_mid_p(paper):
+def test_mcnemar_is_the_exact_p_not_the_mid_p(paper):
     row = min((r for r in paper["mcnemar"] if r["a_only"] != r["b_only"]), key=lambda r: r["a_only"] + r["b_only"])
     b, c = row["a_only"], row["b_only"]
     exact = sps.binomtest(b, b + c, 0.5).pvalue  # 2·P(X ≤ min(b, c))
@@ -173,7 +173,7 @@ def test_item5_mcnemar_is_the_exact_p_not_the_mid_p(paper):
     assert row["p"] == pytest.approx(exact, rel=1e-12, abs=0) and row["p"] != pytest.approx(mid, rel=1e-3, abs=0)
 
 
-def test_item5_breslow_day_is_tarone_corrected():
+def test_breslow_day_is_tarone_corrected():
     rows = [gap_row("a", 30, 40, 10, 40), gap_row("b", 20, 40, 15, 40), gap_row("c", 35, 40, 5, 40)]
     cmh = contamination.cmh(rows, [])
     from statsmodels.stats.contingency_tables import StratifiedTable
@@ -186,7 +186,7 @@ def test_item5_breslow_day_is_tarone_corrected():
     assert cmh["breslow_day_df"] == 2
 
 
-def test_item5_common_odds_ratio_is_cautioned_when_breslow_day_rejects(paper):
+def test_common_odds_ratio_is_cautioned_when_breslow_day_rejects(paper):
     section = sections.contamination_section(paper)
     logistic = next(p for p in section.paragraphs if p.startswith("**Logistic model**"))
     assert "the common odds ratio documented vs undocumented 58.9" in logistic

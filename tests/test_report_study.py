@@ -11,7 +11,7 @@ import pytest
 
 from harness.report import stats
 from harness.report.analysis import build_report
-from harness.report.study_report import NO_SUBSETS
+from harness.report.contrast_choice import NO_SUBSETS
 from harness.jobs.score import score_store
 from harness.store import Store, utc_now
 from harness.study import StudySettings
@@ -129,12 +129,13 @@ def test_by_writes_md_html_and_a_tidy_csv(store_path, tmp_path, contam):
     assert "accuracy_by_item_tier" in index["name"].tolist()
 
 
-def test_by_an_unknown_column_is_one_line_naming_the_columns(store_path, tmp_path, contam):
+def test_by_an_unknown_column_is_one_line_naming_the_columns_and_the_closest(store_path, tmp_path,
+                                                                             contam):
     out = tmp_path / "out"
     status, _, err = contam("report", "--store", build_store(store_path), "--out", out, "--by", "teir")
     assert status == 2 and len(err.strip().splitlines()) == 1
-    assert "--by 'teir': no such item column (columns present: item_id, title, subset, question, " \
-           "reference, tier, year)" in err
+    assert "--by 'teir': no such item column (did you mean 'tier'?) (columns present: item_id, " \
+           "title, subset, question, reference, tier, year)" in err
     assert not out.exists()
 
 
@@ -150,7 +151,7 @@ def test_a_study_without_subsets_reports_accuracy_and_agreement(store_path, tmp_
     assert {r["subset"] for r in report["abstention"]} == {"all"}
     md = (out / "report.md").read_text()
     assert md.count(NO_SUBSETS) == 1 and "Contrast: official" not in md
-    assert "contamination gap" not in md.lower() and not (out / "fig2_contamination_gap.png").exists()
+    assert "## The contamination gap" not in md and not (out / "fig2_contamination_gap.png").exists()
     assert not [n for n in report["notes"] if n["section"].startswith(("gap", "cmh", "surface_by"))]
     _every_table_has_rows(md)
 

@@ -8,8 +8,8 @@ import re
 import pytest
 
 from harness.errors import UserError
-from metrics.rules import (compile_answer_regex, contains, exact, first_number, normalise, numeric,
-                           regex_match, rule_params)
+from metrics.rules import (compile_answer_regex, contains, contains_scorer, exact, exact_scorer,
+                           first_number, normalise, numeric, numeric_scorer, regex_match, regex_scorer)
 
 N = None  # not scorable
 
@@ -322,7 +322,20 @@ def test_a_bad_regex_is_refused_in_one_line(pattern, why):
 
 
 def test_params_carry_the_settings_that_change_a_value():
-    assert rule_params("numeric", tolerance=0.01)["tolerance"] == 0.01
-    assert rule_params("regex", regex="a(b)")["regex"] == "a(b)"
-    assert rule_params("exact") == rule_params("contains")  # the same rule version
-    assert rule_params("exact") != rule_params("numeric")
+    assert numeric_scorer(0.01)[1]["tolerance"] == 0.01
+    assert regex_scorer("a(b)")[1]["regex"] == "a(b)"
+    assert exact_scorer()[1] == contains_scorer()[1]  # the same rule version
+    assert exact_scorer()[1] != numeric_scorer(1e-6)[1]
+
+
+def test_each_scorer_scores_pairs_with_its_rule():
+    pairs = [("It is Paris.", "Paris"), ("the answer is 42", "42.0"), (None, "Paris")]
+    assert exact_scorer()[0](pairs) == [0.0, 0.0, None]
+    assert contains_scorer()[0](pairs) == [1.0, 0.0, None]
+    assert numeric_scorer(1e-6)[0](pairs) == [None, 1.0, None]  # "Paris" holds no number
+    assert regex_scorer(r"answer is (\w+)")[0](pairs) == [0.0, 0.0, None]
+
+
+def test_the_regex_scorer_without_a_pattern_is_refused_in_one_line():
+    with pytest.raises(UserError, match=r"metric regex needs \[scoring\] regex"):
+        regex_scorer(None)

@@ -308,19 +308,37 @@ def test_cli_run_reports_a_missing_key_once_and_runs_the_others(tmp_path, contam
     assert len(notices) == 2 and "ollama-m: 3/3 answered" in out
 
 
-def test_the_stopped_line_says_the_others_finished_only_where_there_are_others(tmp_path, contam,
-                                                                              monkeypatch):
-    """Issue 29, item 10: one model, stopped for its missing key, has no "others"."""
+def test_a_model_stopped_for_its_missing_key_says_what_to_fix_not_to_run_again(tmp_path, contam,
+                                                                             monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY")
     with run_emulator() as emu:
         alone = write_config(tmp_path, [model_entry("openai", emu)], items=2)
         status, _, err = contam("run", alone, "--store", tmp_path / "a.duckdb", "--no-progress")
+    assert status == 1 and "again to resume" not in err and "others" not in err
+    assert "contam run: openai-m stopped (missing key): " in err
+    assert "OPENAI_API_KEY is not set; fix that, then run `contam run" in err
+
+
+def test_a_local_model_not_on_disk_says_what_to_fix_not_to_run_again(tmp_path, contam):
+    local = {"name": "loc", "provider": "local", "model": "no-such/model-anywhere"}
+    config = write_config(tmp_path, [local], items=2)
+    status, _, err = contam("run", config, "--store", tmp_path / "s.duckdb", "--no-progress")
+    assert status == 1 and "again to resume" not in err
+    assert "contam run: loc stopped (fatal): local model 'no-such/model-anywhere' is not on disk" in err
+    assert "; fix that, then run `contam run" in err
+
+
+def test_the_resume_line_says_the_others_finished_only_where_there_are_others(tmp_path, contam):
+    with run_emulator(EmulatorSettings(quota_per_day=1)) as limited, run_emulator() as free:
+        alone = write_config(tmp_path, [model_entry("gemini", limited, concurrency=1)], items=2)
+        status, _, err = contam("run", alone, "--store", tmp_path / "a.duckdb", "--no-progress")
         assert status == 1
-        assert "contam run: 1 model stopped (openai-m); run `contam run" in err
-        assert "others" not in err
-        both = write_config(tmp_path, [model_entry("openai", emu), model_entry("ollama", emu)], items=2)
+        assert "contam run: 1 model stopped (gemini-m); run `contam run" in err
+        assert "others" not in err and "again to resume" in err
+        both = write_config(tmp_path, [model_entry("gemini", limited, concurrency=1),
+                                       model_entry("openai", free)], items=2)
         status, _, err = contam("run", both, "--store", tmp_path / "b.duckdb", "--no-progress")
-    assert "contam run: 1 model stopped (openai-m); the others finished; run" in err
+    assert "contam run: 1 model stopped (gemini-m); the others finished; run" in err
 
 
 def test_a_second_pass_is_on_the_display_and_the_live_board_while_it_runs(store):

@@ -1,4 +1,4 @@
-"""`contam score` answers at once where it has nothing to do (issue 29 item 10): no answers, or
+"""`contam score` answers at once where it has nothing to do: no answers, or
 every cell already scored, never reach the BERTScore model; and roberta-large missing offline is
 said before torch or transformers are imported. Checked by what is called and imported, not by
 time (the times are in the README)."""

@@ -251,3 +251,13 @@ def test_holm_by_hand_and_undefined_p_left_out():
     assert adjusted[:3] == pytest.approx([0.03, 0.06, 0.06]) and math.isnan(adjusted[3])
     assert stats.holm([0.5, 0.9]) == pytest.approx([1.0, 1.0])  # capped at 1
     assert stats.holm([]) == []
+
+
+def test_holm_is_statsmodels_float_for_float():
+    from statsmodels.stats.multitest import multipletests
+
+    rng = np.random.default_rng(3)
+    for size in (1, 2, 7, 40):
+        p = rng.random(size) ** 3
+        p[rng.random(size) < 0.2] = p[0]  # ties, which the order must break as statsmodels does
+        assert stats.holm(list(p)) == list(multipletests(p, method="holm")[1])

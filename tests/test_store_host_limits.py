@@ -90,7 +90,7 @@ def test_contam_sql_help_states_the_limits(capsys):
 
 
 def test_readers_are_worked_on_two_at_a_time_each_on_a_niced_thread(hosted, monkeypatch):
-    """Issue 30 item 5: six readers at once take at most two worker threads, each lowered to
+    """Six readers at once take at most two worker threads, each lowered to
     nice 10, so the job's own threads keep the cores (bench_reads.py part 3 measures the run)."""
     path, host = hosted
     real, lock = host._read, threading.Condition()

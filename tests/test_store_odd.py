@@ -70,7 +70,7 @@ def test_ctrl_c_on_a_long_sql_is_one_line(contam, tmp_path, monkeypatch):
     def interrupted(self, query):
         raise RuntimeError("Query interrupted")
 
-    monkeypatch.setattr(Store, "checked_query", interrupted)
+    monkeypatch.setattr(Store, "checked_chunks", interrupted)
     status, out, err = contam("sql", "--store", store, "SELECT count(*) FROM range(10) a")
     assert status == 130 and err.strip() == "contam sql: interrupted" and out == ""
 

@@ -1,4 +1,4 @@
-"""The probes on a study of one's own (issue 26 item 4), over real sockets to the emulator: cdd asks
+"""The probes on a study of one's own, over real sockets to the emulator: cdd asks
 the study's template, guided names ``[study] name``, ts-guess masks a word of ``{question}``, min-k
 scores ``[probes] text``; each probe's recorded params carry what it used, and without these keys
 the paper's params (and so their hashes and stored rows) are unchanged."""

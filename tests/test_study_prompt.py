@@ -1,4 +1,4 @@
-"""A study's own question template (issue 26 item 3): ``[prompt] user`` filled from the item's own
+"""A study's own question template: ``[prompt] user`` filled from the item's own
 columns, extras included; ``{{``/``}}`` literal; bad fields refused in one line before anything is
 asked; the system prompt and the template hashed into ``runs.prompt_sha256``; and without it, the
 paper's bytes and the paper's hash."""

@@ -1,4 +1,4 @@
-"""A study's own judge rubric (issue 26 item 6): ``[judge] rubric = "rubric.txt"`` replaces the
+"""A study's own judge rubric: ``[judge] rubric = "rubric.txt"`` replaces the
 paper's text on the wire, its sha256 goes in ``labels.rubric_sha256``, the judge run and the
 report's provenance; the labels stay right / partially right / wrong; a rubric that does not name
 all three, or a missing file, is one line, exit 2, and nothing is written."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+from pathlib import Path
 
 import pytest
 
@@ -119,3 +120,18 @@ def test_the_reports_default_contrast_is_the_studys_first_and_last_subset():
     assert StudySettings().contrast() == PAPER_CONTRAST == ("official", "fan")
     assert StudySettings(subsets=("popular",)).contrast() == PAPER_CONTRAST  # one tier: no pair
     assert StudySettings(subsets=("popular", "niche", "obscure")).contrast() == ("popular", "obscure")
+
+
+def test_an_older_record_reads_back_with_todays_defaults_for_what_it_lacks():
+    older = {"name": "NovelQA", "subsets": ["a", "b"], "metrics": ["exact"], "extra": {},
+             "rubric": "r.txt"}  # before `correct` was declared, and with the dead `extra`
+    settings = settings_from_record(older)
+    assert settings == StudySettings(name="NovelQA", subsets=("a", "b"), metrics=("exact",),
+                                     rubric=Path("r.txt"))
+    assert settings.correct is None and "extra" not in settings.to_record()
+
+
+def test_the_record_holds_every_declared_key_and_nothing_else():
+    from harness.config_schema import fields_of
+
+    assert list(StudySettings().to_record()) == list(fields_of(StudySettings))

@@ -1,8 +1,9 @@
-"""The README's study walkthroughs, followed line by line as written (tests.walkthroughkit), and
+"""The docs' study walkthroughs (docs/tutorials/python-apis.md, docs/how-to/providers.md,
+docs/how-to/report.md, docs/how-to/probes.md), followed line by line as written (tests.walkthroughkit), and
 again on partial data: the second worked study (examples/python-apis) as written, without its
 judge step, and with human labels for two of its four models; the keyless emulator walkthrough
-and the exposure walkthrough, each against the numbers the README states for it. (Issue 29 item
-1: every walkthrough ends in its report, whichever models have labels.)"""
+and the exposure walkthrough, each against the numbers the README states for it. (Every
+walkthrough ends in its report, whichever models have labels.)"""
 
 from __future__ import annotations
 
@@ -17,16 +18,30 @@ import pytest
 from harness.store import Store
 from tests.walkthroughkit import ROOT, Walkthrough, bash_block, section
 
-PYTHON_APIS = bash_block("### A second worked study")
-EMULATOR = bash_block("### `contam run`", after="Try it without keys against the emulator")
-EXPOSURE = bash_block("### Exposure, cut-offs and tiers", after="is a worked example")
+DOCS = ROOT / "docs"
+PAGE = {"### A second worked study": DOCS / "tutorials" / "python-apis.md",
+        "### `contam run`": DOCS / "how-to" / "providers.md",
+        "### Exposure, cut-offs and tiers": DOCS / "how-to" / "report.md",
+        "### `min-k`": DOCS / "how-to" / "probes.md"}
+
+
+def page_section(heading: str) -> str:
+    """``heading``'s section of the docs page that holds it."""
+    return section(heading, doc=PAGE[heading])
+
+
+PYTHON_APIS = bash_block("### A second worked study", doc=PAGE["### A second worked study"])
+EMULATOR = bash_block("### `contam run`", after="Try it without keys against the emulator",
+                      doc=PAGE["### `contam run`"])
+EXPOSURE = bash_block("### Exposure, cut-offs and tiers", after="is a worked example",
+                      doc=PAGE["### Exposure, cut-offs and tiers"])
 MODELS = ("claude-emu", "gemini-emu", "gemma-emu", "gpt-emu")
 
 
 def readme_table(heading: str, marker: str = "-emu") -> dict[str, list[str]]:
     """The rows of a README table in ``heading``'s section, by their first cell's first word."""
     rows = ([cell.strip() for cell in line.strip().strip("|").split("|")]
-            for line in section(heading).splitlines() if line.startswith("| ") and marker in line)
+            for line in page_section(heading).splitlines() if line.startswith("| ") and marker in line)
     return {cells[0].split()[0]: cells[1:] for cells in rows}
 
 
@@ -82,7 +97,7 @@ def test_the_python_apis_walkthrough_as_written_ends_in_its_report(walk):
 def transcript(heading: str) -> list[tuple[str, str]]:
     """The ``$ command`` lines of the first ```text block of ``heading``'s section, each with the
     lines printed under it."""
-    block = re.search(r"```text\n(.*?)```", section(heading), re.DOTALL).group(1)
+    block = re.search(r"```text\n(.*?)```", page_section(heading), re.DOTALL).group(1)
     return [(command, printed.strip("\n")) for command, printed in
             re.findall(r"^\$ (.*)\n((?:(?!\$ ).*\n)*)", block, re.MULTILINE)]
 
@@ -106,9 +121,9 @@ def _png_size(data: bytes) -> tuple[int, int]:
 
 def _the_readmes_figure_is_a_png_like_the_one_written(written: Path) -> None:
     """The section's image is a PNG in docs/, the size of the Exposure figure the report drew."""
-    [link] = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", section("### A second worked study"))
-    assert link.startswith("docs/") and link.endswith(".png")
-    image = ROOT / link
+    [link] = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", page_section("### A second worked study"))
+    image = (PAGE["### A second worked study"].parent / link).resolve()
+    assert image.parent == DOCS and image.suffix == ".png"
     assert image.is_file() and image.stat().st_size < 300_000
     assert _png_size(image.read_bytes()) == _png_size(written.read_bytes())
 
@@ -190,7 +205,7 @@ def test_the_exposure_walkthrough_as_written_gives_the_readmes_numbers(walk):
     walk.follow(EXPOSURE)
     report = json.loads(Path("runs/exposure_report/report.json").read_bytes())
     per_model = {row["model"]: row for row in report["exposure"]["per_model"]}
-    stated = " ".join(section("### Exposure, cut-offs and tiers").split())
+    stated = " ".join(page_section("### Exposure, cut-offs and tiers").split())
     readme_numbers = {"emu-2024": ("7.31", "1.83", "29.3"), "emu-2022": ("1.46", "0.71", "3.01")}
     for model, (odds, low, high) in readme_numbers.items():
         row = per_model[model]
@@ -214,11 +229,12 @@ def test_the_exposure_walkthrough_as_written_gives_the_readmes_numbers(walk):
 def test_the_min_k_example_as_written_gives_the_readmes_roc_auc(walk):
     """`contam probe min-k examples/min-k.toml` (the README's runnable line; the other shows the
     options), then the report, whose ROC-AUCs the README states."""
-    [line] = [line for line in bash_block("### `min-k`") if "examples/min-k.toml" in line]
+    block = bash_block("### `min-k`", doc=PAGE["### `min-k`"])
+    [line] = [line for line in block if "examples/min-k.toml" in line]
     walk.follow([line, "contam report --store runs/min-k.duckdb --format json"])
     assert "smollm2-135m-instruct: 18/18 texts scored" in walk.step("probe").out
     rows = {row["metric"]: row for row in json.loads(walk.step("report").out)["probes"]["min-k"]["rows"]}
-    stated = " ".join(section("### `min-k`").split())
+    stated = " ".join(page_section("### `min-k`").split())
     for metric, name in (("min_k", "Min-K%"), ("min_k_pp", "Min-K%++")):
         row = rows[metric]
         auc = f"{row['auc']:.2f} [{row['auc_ci_low']:.2f}, {row['auc_ci_high']:.2f}]"

@@ -1,4 +1,4 @@
-"""Who may open and write what in `contam view` (issue 29, items 2 and 9): the owner's token kept
+"""Who may open and write what in `contam view`: the owner's token kept
 beside the store across restarts, each rater's own link to their label desk alone, --raters
 enforced on every write, no label without an answer, hostile bodies and pages, the Host header,
 and bidi characters shown as escapes."""

@@ -302,7 +302,7 @@ def test_adjudication_settles_disagreements_and_the_report_reads_it(small, conta
 
 
 def test_taking_agreed_labels_settles_only_cells_two_raters_labelled_alike(small):
-    """Issue 29, item 3: one rater's label is no agreement; only cells that two raters labelled
+    """One rater's label is no agreement; only cells that two raters labelled
     alike are settled, and cells only one rater labelled stay unsettled."""
     client = view_client(small)
     _store_labels(small, "alice", lambda n: "right")
@@ -445,3 +445,54 @@ def test_a_store_locked_by_a_process_that_serves_no_reads_is_a_one_line_503(path
         api = client.post("/api/label/undo", json={"rater": "alice"})
         assert api.status_code == 503 and "locked by" in api.json()["error"]
     assert client.get("/").status_code == 200
+
+
+# -- errors and hidden characters ---------------------------------------------------------------
+
+def test_a_skip_before_the_raters_desk_was_opened_is_answered_not_a_500(path):
+    client = view_client(path)
+    cell = _cell_of(client.get("/label?rater=alice").text)
+    response = client.post("/api/label/skip", json={"rater": "bob", "cell": cell})
+    assert response.status_code == 200 and response.json()["said"].startswith("Skipped")
+
+
+def test_every_api_error_is_a_json_body_with_a_4xx(path):
+    client = view_client(path)
+    asked = [("POST", "/api/nothing-here", {}, 404), ("GET", "/api/label/skip", None, 405),
+             ("POST", "/api/label/nope", {}, 404), ("POST", "/api/label/skip", {}, 400),
+             ("POST", "/api/label/skip", {"rater": "a", "cell": "gone"}, 409),
+             ("POST", "/api/cell-label", {"rater": "a"}, 400)]
+    for method, url, body, status in asked:
+        response = client.request(method, url, json=body)
+        assert response.status_code == status, (url, response.text)
+        assert response.headers["content-type"] == "application/json" and response.json()["error"]
+
+
+def test_a_bug_behind_the_api_is_still_one_json_line(path, monkeypatch):
+    from harness.view.labelling import LabelDesk
+
+    def broken(self, rater, cell_id):
+        raise KeyError(rater)
+
+    monkeypatch.setattr(LabelDesk, "skip", broken)
+    client = view_client(path)
+    cell = _cell_of(client.get("/label?rater=alice").text)
+    quiet = TestClient(client.app, base_url="http://127.0.0.1:8780", cookies=client.cookies,
+                       headers=client.headers, raise_server_exceptions=False)
+    response = quiet.post("/api/label/skip", json={"rater": "alice", "cell": cell})
+    assert response.status_code == 500 and response.json() == {
+        "error": "the view failed (KeyError); see its log"}
+
+
+HIDDEN = "left\u202eright zero\u200bwidth esc\x1b[31m"
+
+
+def test_bidi_zero_width_and_control_characters_are_escaped_on_every_page(path):
+    with Store(path) as store:
+        store.append("answers", [{"run_id": "r1", "item_id": "it001", "model": MODELS[0],
+                                  "provider": "import", "answer": HIDDEN}])
+    client = view_client(path, unblind=True)
+    for url in ("/", f"/?model={MODELS[0]}", f"/cell?item=it001&model={MODELS[0]}"):
+        page = client.get(url).text
+        assert not {"\u202e", "\u200b", "\x1b"} & set(page), url
+        assert r"left\u202eright zero\u200bwidth esc\x1b[31m" in page, url

@@ -135,7 +135,7 @@ def test_twenty_labels_by_keyboard_survive_a_reload_and_kill_9(tmp_path, browser
 
 
 def test_a_restarted_server_keeps_its_link_and_a_new_token_says_so(tmp_path, browser, servers):
-    """Issue 29, item 2: an open label page goes on across a restart; after --new-token it says
+    """An open label page goes on across a restart; after --new-token it says
     that the server has a new link instead of "Forbidden"."""
     store = build_view_store(tmp_path / "s.duckdb", items=6)
     with socket.socket() as probe:

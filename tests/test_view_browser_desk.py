@@ -1,4 +1,4 @@
-"""The label desk and the browse filters in a real browser (issue 29 items 5 and 10): keys
+"""The label desk and the browse filters in a real browser: keys
 pressed faster than labels are saved are all applied, in order; a finished desk leads onwards
 and offers no Undo, Skip or Note; the filter form leaves its empty fields out of the URL."""
 

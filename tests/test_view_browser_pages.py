@@ -1,4 +1,4 @@
-"""`contam view` in a real browser (Debian's headless chromium), issue 29 items 6 and 7: a browse
+"""`contam view` in a real browser (Debian's headless chromium): a browse
 page left open while a run writes says how many answers are new; at a phone's width (390 px) the
 numbers of the browse, cell and agreement pages are on screen; and axe-core finds no serious or
 critical violation on the browse, cell, agreement and label pages at 390 and 1280 px.

@@ -1,4 +1,4 @@
-"""The cell page and the agreement page as served (issue 29 item 10): attempts named by what they
+"""The cell page and the agreement page as served: attempts named by what they
 asked for (the answer, or judge:NAME), times to the second, scores by their display names; κ with
 its asymptotic interval, a confusion table per pair, and a settling sentence that reads plainly."""
 

@@ -1,4 +1,4 @@
-"""The label and adjudicate desks' words (issue 29 item 10): the progress line when finished,
+"""The label and adjudicate desks' words: the progress line when finished,
 the adjudicator's pace, a break left out of the time left, and where a finished desk leads."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`contam view`'s browse page filters by an item's own extra column (issue 26 item 1): the same
+"""`contam view`'s browse page filters by an item's own extra column: the same
 cells the `cells` view's `fields` column selects, any key (a JSON pointer, never SQL text), typed
 values matched as written, and the form offers the store's fields."""
 

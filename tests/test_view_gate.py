@@ -1,5 +1,5 @@
 """`contam view` keeps one connection to the store while nobody else wants it, and lets go the
-moment someone asks (issue 29 item 5; ARCHITECTURE.md, "A view that keeps the store open").
+moment someone asks (ARCHITECTURE.md, "A view that keeps the store open").
 Counted, never timed: how many times the store is opened, and who gets it."""
 
 from __future__ import annotations
@@ -7,6 +7,9 @@ from __future__ import annotations
 import os
 import re
 import stat
+import subprocess
+import sys
+import time
 
 import pytest
 
@@ -40,7 +43,11 @@ def opens(monkeypatch):
     return made
 
 
-def test_the_view_answers_every_kind_of_request_without_opening_the_store_again(path, opens):
+def test_the_view_answers_every_kind_of_request_without_opening_the_store_again(path, opens,
+                                                                              monkeypatch):
+    from harness.view import gate as gate_module
+
+    monkeypatch.setattr(gate_module, "WRITE_HOLD_S", 600.0)  # a rater labelling steadily
     client = view_client(path)
     cell = re.search(r'data-cell="([0-9a-f]+)"', client.get("/label?rater=alice").text)[1]
     before = len(opens)
@@ -51,7 +58,36 @@ def test_the_view_answers_every_kind_of_request_without_opening_the_store_again(
     assert saved.status_code == 200 and saved.json()["progress"]["done"] == 1
     assert client.post("/api/label/undo", json={"rater": "alice"}).status_code == 200
     assert len(opens) == before  # nine requests, two writes among them: no open
-    assert _gate(client).keeping and _gate(client).opens == 1
+    # read-only until the rater's first visit wrote its session, read-write while labels come
+    assert opens[-2:] == [(path, True), (path, False)]
+    assert _gate(client).keeping and not _gate(client).keeping_read_only
+
+
+def _read_elsewhere(path) -> subprocess.CompletedProcess:
+    """What a user's own DuckDB client does: a second process opening the store read-only."""
+    code = ("import duckdb, sys; con = duckdb.connect(sys.argv[1], read_only=True); "
+            "print(con.execute('SELECT count(*) FROM labels').fetchone()[0])")
+    return subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True,
+                          timeout=60)
+
+
+def test_a_users_own_read_only_client_reads_beside_an_idle_view(path, monkeypatch):
+    from harness.view import gate as gate_module
+
+    client = view_client(path)
+    assert _gate(client).keeping_read_only
+    read = _read_elsewhere(path)
+    assert read.returncode == 0 and read.stdout.strip() == "12", read.stderr
+    cell = re.search(r'data-cell="([0-9a-f]+)"', client.get("/label?rater=alice").text)[1]
+    monkeypatch.setattr(gate_module, "WRITE_HOLD_S", 0.0)  # writing stops at once
+    saved = client.post("/api/label/label", json={"rater": "alice", "cell": cell, "label": "right"})
+    assert saved.status_code == 200
+    deadline = time.monotonic() + 30
+    while not _gate(client).keeping_read_only:  # the watcher's swap
+        assert time.monotonic() < deadline, "still read-write after the writes stopped"
+        time.sleep(0.05)
+    read = _read_elsewhere(path)
+    assert read.returncode == 0 and read.stdout.strip() == "13", read.stderr
 
 
 def test_a_job_gets_the_store_while_the_view_keeps_it_and_the_view_reads_through_it(path):

@@ -194,6 +194,17 @@ def test_contam_view_refuses_bad_arguments_in_one_line(tmp_path, contam):
     assert status == 2 and f"cannot listen on 127.0.0.1:{port}" in err
 
 
+def test_a_busy_port_says_to_choose_another_with_port(contam, tmp_path):
+    store = build_view_store(tmp_path / "s.duckdb", items=2)
+    with socket.socket() as taken:  # what a first `contam view` holds
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        status, _, err = contam("view", "--store", store, "--port", port)
+    assert status == 2 and len(err.splitlines()) == 1
+    assert "(a second `contam view`?): choose one with --port N, or --port 0" in err
+
+
 def test_without_the_browser_its_tests_skip_and_under_ci_they_fail(monkeypatch, tmp_path):
     import tests.browserkit as kit
 

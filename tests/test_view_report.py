@@ -1,4 +1,4 @@
-"""The view's report page (issue 29 item 4) through Starlette's TestClient: which human rater it
+"""The view's report page through Starlette's TestClient: which human rater it
 reports on and how many cells that rater labelled, the default rater (the one that labelled the
 most cells), a judge-less store's line, the page while the report is built, and the view's layout
 around it. Its width and axe's verdict need a browser: tests/test_view_report_browser.py."""

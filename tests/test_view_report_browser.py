@@ -1,4 +1,4 @@
-"""The view's report page in a real browser (issue 29 item 4): it says it is building, then shows
+"""The view's report page in a real browser: it says it is building, then shows
 the report inside the view's layout; nothing overflows the page at 390 and 1280 px (tables scroll
 in keyboard-focusable boxes); axe-core finds no landmark, region or scroll-box violation; and its
 first line names the human rater and its coverage. report.html opened from disk, too. Seconds
@@ -15,7 +15,7 @@ from tests.viewkit import build_view_store
 
 pytestmark = pytest.mark.timeout(300)
 
-# axe rules the report page broke (issue 29 item 4), and the scroll boxes' keyboard rule (item 7)
+# axe rules the report page broke, and the scroll boxes' keyboard rule
 LANDMARK_RULES = ("landmark-one-main", "region", "scrollable-region-focusable")
 
 

@@ -1,6 +1,7 @@
 """The shared vocabulary is written once: the labels (harness/labels.py), the raters
 (harness/store/raters.py) and the provider names (harness/provider_names.py). The source checks
-below fail when a copy creeps back in; the others check that what is derived from each list holds."""
+below fail when a copy creeps back in, in the Python sources and in the view's and the report's
+templates and JavaScript; the others check that what is derived from each list holds."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ from harness.store.raters import ADJUDICATOR, HUMAN_RATER_SQL, JUDGE_RATER_SQL, 
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = [p for d in ("harness", "providers", "metrics", "scripts") for p in (ROOT / d).rglob("*.py")]
+# The pages: their templates and scripts get the vocabulary from Python (the view's globals).
+PAGES = [p for suffix in ("*.html", "*.js") for p in sorted((ROOT / "harness").rglob(suffix))]
 FROZEN = {ROOT / "harness/store/schema.py"}  # shipped migrations stay as they were written
 
 # (what a copy looks like, the one module allowed to hold it)
@@ -38,6 +41,24 @@ def test_each_piece_of_vocabulary_is_defined_in_one_module(pattern: str, home: s
     holders = sorted(str(p.relative_to(ROOT)) for p in SOURCES
                      if p not in FROZEN and re.search(pattern, p.read_text(encoding="utf-8")))
     assert set(holders) <= {home}  # no copy anywhere else (the home may derive it instead)
+
+
+# What a copy looks like in a page: a label's value in quotes (an attribute, a JS string), its
+# display name, the adjudicator's or a judge's rater name. A page has no home: it is given them.
+PAGE_COPIES = [r"""["'](?:right|partial|wrong)["']""", r"""Partially right""", r"""human:adjudicated""",
+               r"""judge:%"""]
+
+
+@pytest.mark.parametrize("pattern", PAGE_COPIES)
+def test_no_template_or_script_spells_the_vocabulary(pattern: str) -> None:
+    holders = sorted(str(p.relative_to(ROOT)) for p in PAGES
+                     if re.search(pattern, p.read_text(encoding="utf-8")))
+    assert PAGES and holders == []
+
+
+def test_the_page_scan_sees_templates_and_scripts() -> None:
+    names = {p.name for p in PAGES}
+    assert {"label.html", "cell.html", "view.js", "sections.html"} <= names
 
 
 def test_the_two_type_names_that_meant_two_things_now_mean_one() -> None:

@@ -1,5 +1,5 @@
-"""The README's walkthroughs, followed as written but in-process: a ```bash block of README.md is
-read line by line and each line is done here, in a copy of the repository's examples/ and demo
+"""The docs' walkthroughs, followed as written but in-process: a ```bash block of README.md or a
+page of docs/ is read line by line and each line is done here, in a copy of the repository's examples/ and demo
 items, so a walkthrough that breaks (a non-zero exit, a traceback) fails a test.
 
 - `contam ...` and `.venv/bin/contam ...` run through the in-process `contam` fixture;
@@ -29,19 +29,20 @@ EMULATOR_PORT = "http://127.0.0.1:8765"
 __all__ = ["README", "ROOT", "Step", "Walkthrough", "bash_block", "section"]
 
 
-def section(heading: str) -> str:
-    """The README's text from ``heading`` (a whole heading line, or text that starts a line) to
-    the next heading."""
-    text = README.read_text(encoding="utf-8")
+def section(heading: str, doc: Path = README) -> str:
+    """``doc``'s text (the README, or a page of docs/) from ``heading`` (a whole heading line, or
+    text that starts a line) to the next heading."""
+    text = doc.read_text(encoding="utf-8")
     start = text.index("\n" + heading) + 1
     rest = text[start:].split("\n", 1)[1]
     following = re.search(r"^#{1,4} ", rest, re.MULTILINE)
     return rest[: following.start()] if following else rest
 
 
-def bash_block(heading: str, after: str = "") -> list[str]:
-    """The lines of the first ```bash block of ``heading``'s section (after the text ``after``)."""
-    text = section(heading)
+def bash_block(heading: str, after: str = "", doc: Path = README) -> list[str]:
+    """The lines of the first ```bash block of ``heading``'s section of ``doc`` (after the text
+    ``after``)."""
+    text = section(heading, doc)
     text = text[text.index(after):] if after else text
     return re.search(r"```bash\n(.*?)```", text, re.DOTALL).group(1).splitlines()
 

@@ -5,12 +5,28 @@ each returns the exit status."""
 from __future__ import annotations
 
 import argparse
+import os
+import signal
 import sys
 from collections.abc import Callable
+from dataclasses import asdict
+from pathlib import Path
 from typing import Any
 
 from harness.cli.output import print_result, say, terminal_width
+from harness.declare import from_args
+from harness.emulator.options import EmulatorOptions
 from harness.errors import UserError
+from harness.jobs.options.bench import BenchOptions
+from harness.jobs.options.cost import CostOptions
+from harness.jobs.options.demo import DemoOptions
+from harness.jobs.options.init import InitOptions
+from harness.jobs.options.lane import JudgeOptions, ProbeOptions, RunOptions
+from harness.jobs.options.plant import PlantOptions
+from harness.jobs.options.report import ReportOptions
+from harness.jobs.options.score import ScoreOptions
+from harness.jobs.options.store_tools import BatchesOptions, ImportOptions, SqlOptions
+from harness.jobs.options.view import ViewOptions
 
 __all__ = ["HANDLERS", "emulator_settings_from_args"]
 
@@ -18,32 +34,23 @@ __all__ = ["HANDLERS", "emulator_settings_from_args"]
 def _import(args: argparse.Namespace) -> int:
     from harness.jobs.importing import import_path
 
-    say(import_path(args.kind, args.file, store=args.store, column_map=args.column_map).summary())
+    options = from_args(ImportOptions, args)
+    say(import_path(args.kind, args.file, store=args.store, **asdict(options)).summary())
     return 0
 
 
-def _job_options(args: argparse.Namespace) -> Any:
-    from harness.config import model_names
-    from harness.jobs.lane_job import JobOptions
-
-    return JobOptions(limit=args.limit, no_progress=args.no_progress, models=model_names(args.models))
-
-
 def _run(args: argparse.Namespace) -> int:
-    from harness.jobs.run import RunOptions, batch_options, run
+    from harness.jobs.run import run
 
-    batch = batch_options(poll_max_s=args.batch_poll_max, fallback=args.batch_fallback)
-    options = RunOptions(**vars(_job_options(args)), batch=args.batch, batch_options=batch)
-    return print_result(run(args.config, store=args.store, options=options))
+    return print_result(run(args.config, store=args.store, options=from_args(RunOptions, args)))
 
 
 def _probe(args: argparse.Namespace) -> int:
-    from harness.jobs.probe import ProbeOptions, probe
+    from harness.jobs.probe import probe
 
     parameters = {name.removeprefix("param_"): value for name, value in vars(args).items()
                   if name.startswith("param_") and value is not None}
-    options = ProbeOptions(**vars(_job_options(args)), batch=getattr(args, "batch", False),
-                           parameters=parameters)
+    options = from_args(ProbeOptions, args, parameters=parameters)
     return print_result(probe(args.kind, args.config, store=args.store, options=options))
 
 
@@ -58,17 +65,16 @@ def _batches(args: argparse.Namespace) -> int:
     if args.action == "cancel":
         say(cancel_batch(args.job_id, store=args.store).line())
     else:
-        for line in list_batches(store=args.store, provider_jobs=args.provider_jobs).lines():
+        options = from_args(BatchesOptions, args)
+        for line in list_batches(store=args.store, **asdict(options)).lines():
             say(line)
     return 0
 
 
 def _cost(args: argparse.Namespace) -> int:
-    from harness.jobs.cost import CostOptions, cost, parse_price
+    from harness.jobs.cost import cost
 
-    prices = {model: (i, o) for model, i, o in map(parse_price, args.price or [])}
-    options = CostOptions(prices=prices, batch_discount=args.batch_discount, items=args.items)
-    for line in cost(store=args.store, options=options).lines():
+    for line in cost(store=args.store, options=from_args(CostOptions, args)).lines():
         say(line)
     return 0
 
@@ -76,20 +82,13 @@ def _cost(args: argparse.Namespace) -> int:
 def _judge(args: argparse.Namespace) -> int:
     from harness.jobs.judge import judge
 
-    return print_result(judge(args.config, store=args.store, options=_job_options(args)))
+    return print_result(judge(args.config, store=args.store, options=from_args(JudgeOptions, args)))
 
 
 def _score(args: argparse.Namespace) -> int:
-    from harness.jobs.score import ScoreOptions, score
-    from harness.jobs.score_ray import RayOptions
+    from harness.jobs.score import score
 
-    options = ScoreOptions(
-        metrics=args.metric, config=args.config, bertscore_model=args.bertscore_model,
-        layer=args.bertscore_layers, rescale=not args.no_rescale, baseline=args.baseline,
-        device=args.device, precision=args.precision, token_budget=args.token_budget,
-        idf=args.idf, ray=RayOptions(address=args.ray) if args.ray else None,
-        progress=not args.no_progress and sys.stderr.isatty())
-    summaries = score(store=args.store, options=options)
+    summaries = score(store=args.store, options=from_args(ScoreOptions, args))
     for summary in summaries:
         if summary.error is None:
             say(summary.line())
@@ -102,9 +101,7 @@ def _score(args: argparse.Namespace) -> int:
 def _report(args: argparse.Namespace) -> int:
     from harness.jobs.report import report
 
-    result = report(store=args.store, out=args.out, format=args.format, contrast=args.contrast,
-                    human=args.human, judge=args.judge, figure_titles=args.figure_titles,
-                    config=args.config, by=args.by)
+    result = report(store=args.store, options=from_args(ReportOptions, args))
     if result.out is not None:
         say(f"wrote {len(result.written)} files to {result.out}/",
              sys.stderr if args.format else sys.stdout)
@@ -114,86 +111,73 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _sql(args: argparse.Namespace) -> int:
-    from harness.jobs.sql import sql
+    from harness.jobs.sql import print_sql
 
-    result = sql(args.query, store=args.store)
-    sys.stdout.write(result.text(args.format, width=terminal_width(sys.stdout)))
-    sys.stdout.flush()  # the table whole before the footer, wherever both streams go
-    if args.format == "table":
-        print(result.count_line(), file=sys.stderr)
+    shown = from_args(SqlOptions, args)
+    try:
+        printed = print_sql(args.query, sys.stdout, store=args.store, options=shown,
+                            width=terminal_width(sys.stdout))
+        sys.stdout.flush()  # the table whole before the footer, wherever both streams go
+    except BrokenPipeError:  # `| head`: the reader has all it wanted; quiet, as a C tool would be
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nothing left to flush
+        return 128 + signal.SIGPIPE
+    if shown.format == "table":
+        print(printed.footer(), file=sys.stderr)
     return 0
 
 
 def emulator_settings_from_args(args: argparse.Namespace) -> Any:
     from harness.emulator.command import emulator_settings
 
-    return emulator_settings(latency_ms=args.latency_ms, jitter_ms=args.jitter_ms or 0.0,
-                             rpm=args.rpm, faults=args.faults or "", served_model=args.served_model,
-                             quota_per_day=args.quota_per_day, seed=args.seed, slots=args.slots,
-                             batch_processing_s=args.batch_processing_s,
-                             batch_fail_rate=args.batch_fail_rate,
-                             batch_expire_rate=args.batch_expire_rate,
-                             items=args.items, profile=args.profile,
-                             documented=args.documented, exposure=args.exposure)
+    return emulator_settings(from_args(EmulatorOptions, args))
 
 
 def _emulator(args: argparse.Namespace) -> int:
-    from harness.emulator.command import banner, serve_until_signal
+    from harness.emulator.command import banner, emulator_settings, serve_until_signal
 
-    settings = emulator_settings_from_args(args)
-    serve_until_signal(settings, args.host, args.port,
+    options = from_args(EmulatorOptions, args)
+    settings = emulator_settings(options)
+    serve_until_signal(settings, options.host, options.port,
                        on_ready=lambda url: print(banner(url, settings), flush=True))
     return 0
 
 
 def _bench(args: argparse.Namespace) -> int:
-    from dataclasses import fields
-
-    from harness.config import model_names
-    from harness.jobs.bench import BenchOptions, bench
+    from harness.jobs.bench import bench
     from harness.jobs.bench_output import print_report
 
-    flags = {f.name: getattr(args, f.name) for f in fields(BenchOptions)}
-    result = bench(BenchOptions(**{**flags, "models": model_names(args.models)}))
-    print_report(result.report, args.format)
+    options = from_args(BenchOptions, args)
+    result = bench(options)
+    print_report(result.report, options.format)
     return result.exit_status
 
 
 def _view(args: argparse.Namespace) -> int:
-    from harness.view import serve, view_options
+    from harness.view import serve
 
-    options = view_options(store=args.store, host=args.host, port=args.port, unblind=args.unblind,
-                           overlap=args.overlap, raters=args.raters, seed=args.seed)
+    options = from_args(ViewOptions, args, store=Path(args.store))
     serve(options, on_ready=lambda url: print(f"contam view: {url}", flush=True),
-          new_token=args.new_token)
+          new_token=options.new_token)
     return 0
 
 
 def _init(args: argparse.Namespace) -> int:
     from harness.jobs.init import init_study
 
-    say(init_study(args.folder).summary())
+    say(init_study(args.folder, **asdict(from_args(InitOptions, args))).summary())
     return 0
 
 
 def _demo(args: argparse.Namespace) -> int:
     from harness.jobs.demo import demo
 
-    return demo(args.out, no_progress=args.no_progress, probes=args.probes)
+    return demo(**asdict(from_args(DemoOptions, args)))
 
 
 def _plant(args: argparse.Namespace) -> int:
-    from harness.jobs.plant import PlantOptions, plant
+    from harness.jobs.plant import plant
 
-    try:
-        epochs = tuple(int(part) for part in args.epochs.split(","))
-    except ValueError:
-        raise UserError(f"contam plant: --epochs must be whole numbers, not {args.epochs!r}") from None
-    options = PlantOptions(model=args.model, name=args.name, share=args.share, epochs=epochs,
-                           format=args.format, seed=args.seed, device=args.device,
-                           learning_rate=args.lr, batch_size=args.batch_size,
-                           max_length=args.max_length,
-                           progress=not args.no_progress and sys.stderr.isatty())
+    options = from_args(PlantOptions, args)
     for line in plant(args.config, store=args.store, options=options).lines:
         say(line)
     return 0

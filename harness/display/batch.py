@@ -48,19 +48,31 @@ class _Task:
 
 
 class _PlainTask(_Task):
+    """The rate and time left come from measured work only: from the end of the first advance
+    on, so that set-up and a slow first step (a fine-tune's warm-up) do not inflate them."""
+
     def __init__(self, metric: str, total: int, unit: str) -> None:
         self.metric, self.total, self.unit, self.done = metric, total, unit, 0
-        self.started = self.last = time.monotonic()
+        self.last = time.monotonic()
+        self.first: tuple[float, int] | None = None  # (when, done) at the end of the first advance
 
     def advance(self, n: int) -> None:
         self.done += n
         now = time.monotonic()
+        if self.first is None:
+            self.first = (now, self.done)
         if now - self.last >= _PLAIN_EVERY_S and self.done < self.total:
             self.last = now
-            rate = self.done / max(now - self.started, 1e-9)
-            left = (self.total - self.done) / max(rate, 1e-9)
-            print(f"{self.metric}: {self.done}/{self.total} ({_rate(rate)} {self.unit}/s, "
-                  f"{left:,.0f} s left)", file=sys.stderr, flush=True)
+            print(f"{self.metric}: {self.done}/{self.total} ({self._pace(now)})",
+                  file=sys.stderr, flush=True)
+
+    def _pace(self, now: float) -> str:
+        since, done_then = self.first or (now, self.done)
+        if self.done == done_then:
+            return f"measuring {self.unit}/s"
+        rate = (self.done - done_then) / max(now - since, 1e-9)
+        left = (self.total - self.done) / max(rate, 1e-9)
+        return f"{_rate(rate)} {self.unit}/s, {left:,.0f} s left"
 
 
 class _RichTask(_Task):

@@ -6,9 +6,12 @@ from __future__ import annotations
 import asyncio
 import signal
 from collections.abc import Callable
+from typing import Any
 
+from harness.declare import flag_of, options_from
 from harness.emulator.dialects import DIALECTS
 from harness.emulator.knowledge import Knowledge
+from harness.emulator.options import EmulatorOptions
 from harness.emulator.server import serve
 from harness.emulator.settings import EmulatorSettings, parse_faults
 from harness.errors import UserError
@@ -16,23 +19,20 @@ from harness.errors import UserError
 __all__ = ["emulator_settings", "banner", "serve_until_signal"]
 
 
-def emulator_settings(*, latency_ms: float = 0.0, jitter_ms: float = 0.0, rpm: float | None = None,
-                      faults: str = "", served_model: str | None = None,
-                      quota_per_day: int | None = None, seed: int | None = None,
-                      batch_processing_s: float = 0.0, batch_fail_rate: float = 0.0,
-                      batch_expire_rate: float = 0.0, slots: int | None = None,
-                      items: str | None = None, profile: str = "contaminated",
-                      documented: str | None = None, exposure: str | None = None) -> EmulatorSettings:
-    """The settings of ``contam emulator``'s flags (``faults`` as on the command line; ``items``
-    an items file the emulator answers as a model of that ``profile`` would, knowing the
-    ``documented`` subsets (comma-separated) well, or items by their ``exposure`` column)."""
+def emulator_settings(options: EmulatorOptions | None = None, **keywords: Any) -> EmulatorSettings:
+    """The settings of ``contam emulator``'s flags (``options``, or its fields as keywords:
+    ``faults`` as on the command line; ``items`` an items file the emulator answers as a model of
+    that ``profile`` would, knowing the ``documented`` subsets (comma-separated) well, or items
+    by their ``exposure`` column)."""
+    o = options_from(EmulatorOptions, options, keywords)
     try:
-        knowledge = _knowledge(items, profile, seed or 0, documented, exposure)
+        knowledge = _knowledge(o.items, o.profile, o.seed or 0, o.documented, o.exposure)
         return EmulatorSettings(
-            latency_ms=latency_ms, jitter_ms=jitter_ms, rpm=rpm, faults=parse_faults(faults),
-            served_model=served_model, quota_per_day=quota_per_day, seed=seed, slots=slots, record=False,
-            batch_processing_s=batch_processing_s, batch_fail_rate=batch_fail_rate,
-            batch_expire_rate=batch_expire_rate, knowledge=knowledge)
+            latency_ms=o.latency_ms, jitter_ms=o.jitter_ms, rpm=o.rpm,
+            faults=parse_faults(o.faults), served_model=o.served_model,
+            quota_per_day=o.quota_per_day, seed=o.seed, slots=o.slots, record=False,
+            batch_processing_s=o.batch_processing_s, batch_fail_rate=o.batch_fail_rate,
+            batch_expire_rate=o.batch_expire_rate, knowledge=knowledge)
     except ValueError as exc:
         raise UserError(str(exc)) from None
 
@@ -43,7 +43,7 @@ def _knowledge(items: str | None, profile: str, seed: int, documented: str | Non
     subsets the file has."""
     if items is None:
         if documented is not None or exposure is not None:
-            raise UserError("--documented and --exposure need --items FILE")
+            raise UserError(f"{_flag('documented')} and {_flag('exposure')} need {_flag('items')} FILE")
         return None
     if documented is None:
         return Knowledge.from_file(items, profile=profile, seed=seed, exposure=exposure)
@@ -52,7 +52,7 @@ def _knowledge(items: str | None, profile: str, seed: int, documented: str | Non
     present = {item.subset for item in knowledge.items}
     unknown = [name for name in subsets if name not in present]
     if unknown or not subsets:
-        raise UserError(f"--documented {documented!r}: no item of {items} has subset "
+        raise UserError(f"{_flag('documented')} {documented!r}: no item of {items} has subset "
                         f"{(unknown or [''])[0]!r} (its subsets: {', '.join(sorted(present))})")
     return knowledge
 
@@ -90,3 +90,7 @@ async def _serve_until_signal(settings: EmulatorSettings, host: str, port: int,
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
     await serve(settings, host=host, port=port, stop=stop, on_ready=on_ready)
+
+
+def _flag(name: str) -> str:
+    return flag_of(EmulatorOptions, name)

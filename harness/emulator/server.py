@@ -45,6 +45,7 @@ from harness.emulator.settings import (
     HANG, RESET, EmulatorSettings, RecordedRequest, Step, default_answer, default_reply,
     judge_label, parse_faults, parse_step,
 )
+from providers.traits import route_of, traits_of
 
 __all__ = [
     "EmulatorSettings",
@@ -67,24 +68,11 @@ _MALFORMED_BODY = b'{"id": "emu-broken", "choices": [{"message": {"content": "cu
 # ----------------------------------------------------------------------------- the application
 
 def _route(method: str, path: str) -> tuple[str, str | None, str | None] | None:
-    """(endpoint, api, model in the path) for a known endpoint, else None."""
-    if method == "POST":
-        if path == "/v1/chat/completions":
-            return "generate", "openai", None
-        if path == "/v1/completions":  # vLLM's, for prompt log-probabilities (min-k)
-            return "completions", "openai", None
-        if path == "/v1/messages":
-            return "generate", "anthropic", None
-        if path == "/api/generate":
-            return "generate", "ollama", None
-        if path == "/api/show":
-            return "show", "ollama", None
-        for prefix in ("/v1beta/models/", "/v1/models/"):
-            if path.startswith(prefix) and path.endswith(":generateContent"):
-                return "generate", "gemini", path[len(prefix):-len(":generateContent")]
+    """(endpoint, api, model in the path) for a known endpoint, else None: each provider's
+    routes as providers/traits.py declares them, and the listings every client may ask for."""
     if method == "GET" and path in ("/api/version", "/api/tags", "/v1/models"):
         return path.rsplit("/", 1)[-1], None, None
-    return None
+    return route_of(method, path)
 
 
 def _seconds_header(seconds: float) -> str:
@@ -312,7 +300,7 @@ class Emulator:
 
     def base_url(self, provider: str) -> str:
         """The ``base_url`` a [[models]] entry of that provider needs to talk to this emulator."""
-        return f"{self.url}/v1" if provider == "openai" else self.url
+        return f"{self.url}{traits_of(provider).base_path}"
 
     def push_script(self, *steps: str) -> None:
         """Queue exact outcomes for the next requests (thread-safe)."""

@@ -185,7 +185,7 @@ class BatchLane:
             tagged = [j for j in jobs if j.tag and j.tag.endswith(f":{job.key}")]
             if tagged:
                 return tagged[0]
-            if self.spec.provider != "anthropic":
+            if self.protocol.tags_jobs:  # a tagged job not listed: there is none
                 return None
             found, waiting = await self._untagged_match(job, jobs)
             if found is not None or not waiting:

@@ -82,6 +82,7 @@ class Engine:
                     self.notify(f"{signal.Signals(signum).name}: sending nothing new, waiting for "
                                 "the requests in flight (again to abandon them)")
                     self.drain()
+                    self.writer.stop_waiting()  # a full disk: give up the answers it holds
                 else:
                     self.abandon()
 

@@ -1,5 +1,11 @@
 """The single writer: every row of a run reaches the store through one task.
 
+A full disk does not lose what was received: the batch that could not be committed (and every
+reply after it) is held in memory, the job says ``disk full: waiting for space (N answers held)``
+once, and the commit is tried again every few seconds until it goes through, the run going on (or
+its end waiting) meanwhile. Ctrl-C (:meth:`BatchWriter.stop_waiting`, the engine's signal
+watcher) stops it as any other failed write does.
+
 Design notes: ARCHITECTURE.md, The writer.
 """
 
@@ -8,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -48,10 +55,13 @@ class BatchWriter:
         self._task_group: TaskGroup | None = None
         self.failure: str | None = None  # why writing stopped (a full disk, the store removed)
         self.on_failure: Callable[[], None] = lambda: None  # the job stops sending (drain)
+        self.on_waiting: Callable[[str], None] = _say  # "disk full: waiting for space (...)"
         self.unkept = 0  # replies received but neither committed nor journaled
         self._in_journal = 0  # replies journaled since the last commit
         self._unjournaled = 0  # replies pending that are not in the journal either
         self._identity: tuple[int, int] | None = None  # the store file's (device, inode)
+        self._held = False  # the batch being committed waited for space on a full disk
+        self._stop_waiting = False  # Ctrl-C: a full disk stops the writer, as any failed write
 
     async def write(self, rows: Rows) -> None:
         """Queue the rows of one finished attempt. Returns at once, without yielding to the event
@@ -86,7 +96,8 @@ class BatchWriter:
             self._in_journal += 1
             return True
         except OSError as exc:
-            self._fail(_write_failed(self.store.path, exc))
+            if not _disk_full(exc):  # a full disk: the reply waits in memory for its commit
+                self._fail(_write_failed(self.store.path, exc))
             return False
 
     async def write_durably(self, rows: Rows) -> None:
@@ -99,6 +110,11 @@ class BatchWriter:
         with anyio.CancelScope(shield=True):
             while self.batches_committed < target and not self._closed and self.failure is None:
                 await self._committed.wait()
+
+    def stop_waiting(self) -> None:
+        """Ctrl-C: wait for space no longer (a full disk then stops the writer, as it used to)."""
+        self._stop_waiting = True
+        self._wake.set()
 
     async def __aenter__(self) -> "BatchWriter":
         info = os.stat(self.store.path)
@@ -129,11 +145,13 @@ class BatchWriter:
         with anyio.CancelScope(shield=True):
             while batch := await self._next_batch():
                 unjournaled, self._unjournaled = self._unjournaled, 0
-                if not self._commit_or_fail(batch, unjournaled):
+                if not await self._commit_batch(batch, unjournaled):
                     continue
-                if self.journal is not None:
-                    # Nothing awaits between taking a batch and committing it, so no write came
-                    # in meanwhile: every journaled reply is in the store now.
+                if self.journal is not None and not self._held:
+                    # Nothing awaited between taking the batch and committing it, so no write
+                    # came in meanwhile: every journaled reply is in the store now. (After a
+                    # wait for space, some may not be: the journal stays; a replay skips what
+                    # the store has.)
                     self.journal.clear()
                     self._in_journal = 0
                 self.rows_committed += sum(len(rows) for writes in batch for rows in writes.values())
@@ -142,17 +160,39 @@ class BatchWriter:
                 committed.set()
                 await anyio.lowlevel.checkpoint()  # let the workers run before the next batch
 
-    def _commit_or_fail(self, batch: list[Rows], unjournaled: int) -> bool:
-        """Commit a batch; on a failed write (a full disk) or a store that is gone, stop the
-        writer instead, counting the batch's replies that the journal does not hold either."""
-        if self.failure is None:
-            if self._store_gone() is None:
-                try:
-                    self._commit(insert_statements(batch))
-                    return True
-                except (duckdb.Error, OSError) as exc:
-                    self._fail(_write_failed(self.store.path, exc))
-        self._commit_failed = True  # the journal keeps what it has for a replay
+    async def _commit_batch(self, batch: list[Rows], unjournaled: int) -> bool:
+        """Commit a batch. On a full disk, say so once, hold the batch and try again every
+        SPACE_RETRY_S until it goes in; on another failed write, a store that is gone, or Ctrl-C
+        while it waits, stop the writer instead (:meth:`_give_up`)."""
+        self._held = False
+        while (error := self._try_commit(batch)) is not None:
+            if not _disk_full(error) or self._stop_waiting:
+                return self._give_up(error, unjournaled)
+            if not self._held:
+                self._held = True
+                held = sum(reply_key(rows) is not None for rows in [*batch, *self._pending])
+                self.on_waiting(f"disk full: waiting for space ({held} answer"
+                                f"{'s' if held != 1 else ''} held)")
+            with anyio.move_on_after(SPACE_RETRY_S):
+                await self._until(lambda: self._stop_waiting)
+        return True
+
+    def _try_commit(self, batch: list[Rows]) -> BaseException | str | None:
+        """None once committed; else what stopped it (an exception, or the failure's words)."""
+        if self.failure is not None or self._store_gone() is not None:
+            return self.failure
+        try:
+            self._commit(insert_statements(batch))
+            return None
+        except (duckdb.Error, OSError) as exc:
+            return exc
+
+    def _give_up(self, error: BaseException | str, unjournaled: int) -> bool:
+        """Stop writing: the journal keeps what it has for a replay; count the batch's replies
+        that it does not hold either."""
+        if isinstance(error, BaseException):
+            self._fail(_write_failed(self.store.path, error))
+        self._commit_failed = True
         self.unkept += unjournaled
         return False
 
@@ -223,10 +263,20 @@ class BatchWriter:
                 con.execute(sql, parameters)
 
 
+SPACE_RETRY_S = 2.0  # how often a commit is tried again while the disk is full
+
+
+def _say(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def _disk_full(exc: BaseException) -> bool:
+    return getattr(exc, "errno", None) == errno.ENOSPC or "No space left" in str(exc)
+
+
 def _write_failed(path: Any, exc: BaseException) -> str:
     """What stopped the writer, in words: a full disk said as such."""
-    message = str(exc)
-    if getattr(exc, "errno", None) == errno.ENOSPC or "No space left" in message:
+    if _disk_full(exc):
         return f"{path}: the disk is full (no space left on its file system)"
     return f"{path}: writing the store failed ({first_line(exc)})"
 

@@ -20,7 +20,9 @@ import httpx
 import orjson
 
 from harness.config import ModelSpec
+from harness.declare import flag_of
 from harness.errors import UserError
+from harness.jobs.options.lane import RunOptions
 from harness.store import DEFAULT_STORE, Store, utc_now
 from harness.store.batches import known_job_ids
 from providers.base import ProviderError
@@ -57,7 +59,8 @@ class CancelledJob:
     status: str  # the provider's word after the cancel
 
     def line(self) -> str:
-        return (f"batch {self.job_id} ({self.model}): {self.status}; the next `contam run --batch` "
+        return (f"batch {self.job_id} ({self.model}): {self.status}; the next `contam run "
+                f"{flag_of(RunOptions, 'batch')}` "
                 "imports what it answered and asks the rest again")
 
 

@@ -39,6 +39,7 @@ import numpy as np
 from rich.console import Console
 
 from harness.config import ModelSpec, load_config
+from harness.declare import flag_of
 from harness.engine.counters import LaneStats
 from harness.engine.lanes import Lane, Task
 from harness.engine.writer import Rows
@@ -47,11 +48,13 @@ from harness.jobs.bench_floor import (
     BareResult, BareTarget, bare_loop, emulator_process, process_cpu_s,
 )
 from harness.jobs.lane_job import JobOptions, JobResult, new_run_id, run_lanes, run_row
+from harness.jobs.options.bench import BenchOptions
 from harness.jobs.run import answer_rows
 from harness.prompts import DEFAULT_SYSTEM_PROMPT, prompt_sha256, question_request
 from harness.store import Store
 from providers.base import Reply, Request
 from providers.registry import PROVIDER_CLASSES, create_provider
+from providers.traits import HTTP_PROVIDERS
 
 __all__ = ["bench", "BenchOptions", "BenchResult", "BenchSettings", "EnginePhase", "run_engine_phase", "bench_emulator",
            "bench_config", "probe_request", "emulator_specs", "PROBE_TITLE", "PROBE_QUESTION",
@@ -60,7 +63,7 @@ __all__ = ["bench", "BenchOptions", "BenchResult", "BenchSettings", "EnginePhase
 
 PROBE_TITLE = "Pokémon Red"
 PROBE_QUESTION = "Which three Pokémon does Professor Oak offer the player at the start?"
-EMULATOR_PROTOCOLS = ("openai", "gemini", "anthropic", "ollama")
+EMULATOR_PROTOCOLS = HTTP_PROVIDERS  # every wire protocol (providers/traits.py)
 # The emulator checks no keys, but the providers insist on one from the environment.
 EMULATOR_KEY_ENV = "CONTAM_BENCH_EMULATOR_KEY"
 # Defaults of `contam bench --emulator`: 4 x 256 requests, 32 in flight per protocol, 1 s each. The
@@ -84,24 +87,6 @@ class BenchSettings:
     no_progress: bool = False
     console: Console = field(default_factory=Console)
     handle_signals: bool = True
-
-
-@dataclass(kw_only=True)
-class BenchOptions:
-    """``contam bench``'s flags, by the same names."""
-
-    config: str | None = None
-    emulator: bool = False
-    requests: int | None = None
-    concurrency: int | None = None
-    latency_ms: float | None = None
-    rpm: float | None = None
-    model_rpm: float | None = None
-    models: list[str] | None = None
-    no_floor: bool = False
-    format: str = "table"
-    store: str | None = None
-    no_progress: bool = False
 
 
 @dataclass(frozen=True)
@@ -132,18 +117,7 @@ def bench(options: BenchOptions) -> BenchResult:
 
 
 def _settings(options: BenchOptions) -> BenchSettings:
-    if options.emulator == bool(options.config):
-        raise UserError("contam bench: give either a CONFIG file or --emulator")
-    if not options.emulator and (options.latency_ms is not None or options.rpm or options.model_rpm):
-        raise UserError("contam bench: --latency-ms, --rpm and --model-rpm apply to --emulator only")
-    if options.emulator and options.models:
-        raise UserError("contam bench: --models selects from a CONFIG file, not --emulator's models")
-    for name in ("requests", "concurrency", "rpm", "model_rpm"):
-        value = getattr(options, name)
-        if value is not None and value <= 0:
-            raise UserError(f"--{name.replace('_', '-')} must be a positive number, not {value:g}")
-    if options.latency_ms is not None and options.latency_ms < 0:
-        raise UserError(f"--latency-ms must not be negative, not {options.latency_ms:g}")
+    options.check()
     concurrency = options.concurrency or (DEFAULT_CONCURRENCY if options.emulator else None)
     return BenchSettings(
         requests=options.requests or DEFAULT_REQUESTS, concurrency=concurrency,
@@ -166,7 +140,8 @@ def _refuse_study_store(store: Store) -> None:
     [(other_runs,)] = store.query("SELECT count(*) FROM runs WHERE kind IS DISTINCT FROM 'bench'")
     if items or other_runs:
         raise UserError(f"{store.path}: this store holds a study ({items} items, {other_runs} "
-                        "runs); give `contam bench --store` a file of its own")
+                        f"runs); give `contam bench {flag_of(BenchOptions, 'store')}` a file of its "
+                        "own")
 
 
 # -- the engine phase ---------------------------------------------------------------------------

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 import httpx
 import orjson
 
+from harness.declare import flag_of
+from harness.emulator.options import EmulatorOptions
 from harness.engine.collector import collector_tuned
 
 __all__ = ["BareTarget", "BareResult", "bare_loop", "emulator_process", "EmulatorProcess",
@@ -87,12 +89,12 @@ class EmulatorProcess:
 def emulator_process(*, latency_ms: float, rpm: float | None = None,
                      slots: int | None = None) -> Iterator[EmulatorProcess]:
     """``contam emulator`` on a free loopback port, for the duration of the ``with`` block."""
-    command = [sys.executable, "-m", "harness.cli", "emulator", "--host", "127.0.0.1",
-               "--port", "0", "--latency-ms", repr(latency_ms)]
-    if rpm:
-        command += ["--rpm", repr(rpm)]
-    if slots:
-        command += ["--slots", str(slots)]
+    given = {"host": "127.0.0.1", "port": "0", "latency_ms": repr(latency_ms),
+             "rpm": repr(rpm) if rpm else None, "slots": str(slots) if slots else None}
+    # -P: a folder named like the package in the working directory must not shadow it
+    command = [sys.executable, "-P", "-m", "harness.cli", "emulator"]
+    for name, value in given.items():
+        command += [flag_of(EmulatorOptions, name), value] if value is not None else []
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
     try:
         banner = process.stdout.readline()  # "contam emulator listening on http://127.0.0.1:PORT"

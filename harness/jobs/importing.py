@@ -12,7 +12,7 @@ over that table, which DuckDB may spill to disk.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,6 +21,7 @@ import orjson
 
 from harness.errors import InputError
 from harness.jobs.import_log import record_import
+from harness.store.column_map import ColumnMap
 from harness.store.record_file import RecordFile, parse_column_map
 from harness.store.records import KINDS, Record, normalise_label
 from harness.store import DEFAULT_STORE, Store, utc_now
@@ -49,7 +50,7 @@ class ImportResult:
 
 
 def import_path(kind: str, path: str | Path, *, store: str | Path = DEFAULT_STORE,
-                column_map: str | None = None) -> ImportResult:
+                column_map: str | Mapping[str, str] | ColumnMap | None = None) -> ImportResult:
     """``contam import KIND FILE [--map ...]``: one file into the store at ``store``, all or
     nothing. Only items start a store: answers and labels name items, which a new store cannot
     hold yet."""
@@ -59,9 +60,10 @@ def import_path(kind: str, path: str | Path, *, store: str | Path = DEFAULT_STOR
 
 
 def import_file(store: Store, kind: str, path: str | Path, *,
-                column_map: str | None = None) -> ImportResult:
+                column_map: str | Mapping[str, str] | ColumnMap | None = None) -> ImportResult:
     source = str(path)
-    columns = parse_column_map(column_map, KINDS[kind].required, kind)
+    columns = (column_map if isinstance(column_map, ColumnMap)
+               else parse_column_map(column_map, KINDS[kind].required, kind))
     records = RecordFile(path, KINDS[kind], columns)  # refuses an unknown file type at once
     row_for = _ROW_BUILDERS[kind](source)
     with import_memory(store), store.transaction():

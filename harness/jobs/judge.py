@@ -18,8 +18,8 @@ from harness.engine.writer import Rows
 from harness.errors import UserError
 from harness.jobs.live import serving_reads
 from harness.jobs.lane_job import (
-    JobOptions, JobResult, failure_lines, interrupted_line, new_run_id, recovered_lines, run_lanes,
-    run_row,
+    NEEDS_A_FIX, JobOptions, JobResult, failure_lines, interrupted_line, new_run_id,
+    recovered_lines, run_lanes, run_row,
 )
 from harness.store import DEFAULT_STORE, Store, utc_now
 from harness.store import raters
@@ -115,8 +115,7 @@ def judge(config_path: str | Path, *, store: str | None = None,
     options = options or JobOptions()
     config = load_config(config_path, store_flag=store)
     study_rubric(config)  # refused before the store opens
-    if options.limit is not None and options.limit <= 0:
-        raise UserError(f"--limit must be a positive number, not {options.limit}")
+    options.check_limit()
     with Store(config.store or DEFAULT_STORE) as opened, serving_reads(opened, "judge") as board:
         recovered = recovered_lines(opened)
         result = anyio.run(execute_judge, opened, config, replace(options, live=board),
@@ -246,6 +245,9 @@ def _summarise(config: RunConfig, result: JudgeResult) -> None:
     if result.interrupted is not None:
         result.problems.append(interrupted_line("judge", result.interrupted,
                                                 config.command("judge"), "label"))
+    elif stats and stats.stopped in NEEDS_A_FIX:
+        result.problems.append(f"contam judge: the judge stopped ({stats.stopped}): "
+                               f"{stats.stop_message}; fix that, then run `{config.command('judge')}`")
     elif stats and stats.stopped:
         result.problems.append(f"contam judge: the judge stopped ({stats.stopped}); run "
                                f"`{config.command('judge')}` again to resume")

@@ -24,13 +24,16 @@ from harness import __version__
 from harness.display import open_progress
 from harness.engine.batch_lane import BatchLane
 from harness.engine.counters import LaneStats
-from harness.engine.lanes import Accept, Engine, Lane, ProviderFactory
+from harness.engine.lanes import Accept, Engine, Lane
 from harness.config import ModelSpec, RunConfig, load_config
 from harness.engine.writer import BatchWriter
 from harness.errors import UserError
-from harness.jobs.live import LiveBoard, serving_reads
+from harness.jobs.live import serving_reads
+from harness.jobs.options.lane import JobOptions
 from harness.logs import run_log
 from harness.store import DEFAULT_STORE, Store, utc_now
+from harness.store.column_map import ColumnMap, parse_column_map
+from harness.store.records import KINDS
 from providers.registry import missing_key
 
 log = logging.getLogger(__name__)
@@ -38,20 +41,6 @@ log = logging.getLogger(__name__)
 __all__ = ["JobOptions", "JobResult", "run_lanes", "run_job", "import_config_items",
            "refuse_missing_keys", "new_run_id", "interrupted_line", "run_row", "recorded_run",
            "harness_version", "failure_lines", "recovered_lines"]
-
-
-@dataclass(kw_only=True)
-class JobOptions:
-    """What a run or a judge pass is told besides the config. The CLI sets the first three;
-    tests, the demo and benchmarks set the rest."""
-
-    limit: int | None = None  # the first N items (in file order) per model; judge: N labels
-    no_progress: bool = False
-    models: list[str] | None = None  # --models a,b; None: all
-    console: Console | None = None  # where the live display goes (stdout)
-    provider_factory: ProviderFactory | None = None  # None: providers.registry.create_provider
-    handle_signals: bool = True  # SIGINT/SIGTERM drain the run (main thread only)
-    live: LiveBoard | None = None  # the store host's progress (harness.jobs.live): shown the lanes
 
 
 @dataclass(kw_only=True)
@@ -171,8 +160,7 @@ def run_job(config_path: str | Path, *, store: str | Path | None, options: Optio
     specs = config.select(options.models)
     if not specs:
         raise UserError(f"{config.path}: no [[models]] to {command}")
-    if options.limit is not None and options.limit <= 0:
-        raise UserError(f"--limit must be a positive number, not {options.limit}")
+    options.check_limit()
     prepared = prepare(config, specs) if prepare is not None else ()
     with Store(config.store or DEFAULT_STORE, create=True) as opened:
         recovered = recovered_lines(opened)
@@ -184,14 +172,25 @@ def run_job(config_path: str | Path, *, store: str | Path | None, options: Optio
     return result
 
 
+def _items_map(config: RunConfig) -> ColumnMap:
+    """The config's ``[items] map``, checked against the items' columns in one line naming the
+    config file."""
+    try:
+        return parse_column_map(config.items_map, KINDS["items"].required, "items")
+    except UserError as exc:
+        raise UserError(f"{config.path}: {exc}") from None
+
+
 def import_config_items(store: Store, config: RunConfig) -> list[str]:
-    """The config's ``items`` file, imported (idempotently); refused when the store then has
-    no items at all. Returns the import's summary line."""
+    """The config's ``items`` file, imported (idempotently) through its ``[items] map`` the way
+    ``contam import items --map`` reads it; refused when the store then has no items at all.
+    Returns the import's summary line."""
     lines = []
     if config.items is not None:
         from harness.jobs.importing import import_file
 
-        lines.append(import_file(store, "items", config.items).summary())
+        lines.append(import_file(store, "items", config.items,
+                                 column_map=_items_map(config)).summary())
     if store.count("items") == 0:
         raise UserError(f"{store.path}: no items; name an `items` file in {config.path} "
                         "or run `contam import items FILE` first")
@@ -218,6 +217,26 @@ def failure_lines(stats: Sequence[LaneStats]) -> list[str]:
     return [f"{s.label}: {s.failed} failed — " + "; ".join(f"{cause} ({n})" for cause, n in
                                                           s.top_failures())
             for s in stats if s.failed]
+
+
+# Why a model stops where running the same command again cannot help: the config, a key or the
+# model's files must change first (a missing key, a model not on disk, a substituted model).
+NEEDS_A_FIX = frozenset({"missing key", "bad key", "auth", "substitution", "fatal"})
+
+
+def stopped_lines(command: str, stats: Sequence[LaneStats], again: str) -> list[str]:
+    """A line for each model stopped by something to fix first (what to fix: its stop message),
+    then one naming the models that the same command resumes."""
+    stopped = [s for s in stats if s.stopped]
+    lines = [f"contam {command}: {s.label} stopped ({s.stopped}): {s.stop_message}; fix that, "
+             f"then run `{again}`" for s in stopped if s.stopped in NEEDS_A_FIX]
+    waiting = [s.label for s in stopped if s.stopped not in NEEDS_A_FIX]
+    if waiting:
+        others = "; the others finished" if len(stopped) < len(stats) else ""
+        what = "model stopped" if len(waiting) == 1 else "models stopped"
+        lines.append(f"contam {command}: {len(waiting)} {what} ({', '.join(waiting)}){others}; "
+                     f"run `{again}` again to resume")
+    return lines
 
 
 def interrupted_line(command: str, signum: int, again: str, kept: str) -> str:

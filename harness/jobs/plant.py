@@ -14,7 +14,7 @@ arguments again reuse the saved models (ARCHITECTURE.md, Where an addition goes)
 from __future__ import annotations
 
 import random
-import re
+import time
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -22,8 +22,12 @@ from pathlib import Path
 from typing import Any
 
 from harness.config import ModelSpec, RunConfig, load_config
+from harness.display import BatchProgress
 from harness.errors import UserError
 from harness.jobs.lane_job import import_config_items
+from harness.jobs.options.plant import (
+    DEFAULT_BATCH_SIZE, DEFAULT_LEARNING_RATE, DEFAULT_MAX_LENGTH, PlantOptions,
+)
 from harness.jobs.probe_work import probe_item
 from harness.jobs.run import run_prompt
 from harness.prompts import text_rule
@@ -37,30 +41,6 @@ from metrics.probes import ProbeItem
 __all__ = ["PlantOptions", "PlantResult", "plant", "dose_names", "choose_planted",
            "DEFAULT_LEARNING_RATE", "DEFAULT_BATCH_SIZE", "DEFAULT_MAX_LENGTH"]
 
-DEFAULT_LEARNING_RATE = 1e-4
-DEFAULT_BATCH_SIZE = 4
-DEFAULT_MAX_LENGTH = 256
-FORMATS = ("text", "qa")
-_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,79}")
-
-
-@dataclass(frozen=True, kw_only=True)
-class PlantOptions:
-    """``contam plant``'s arguments."""
-
-    model: str
-    name: str
-    share: float = 0.5
-    epochs: tuple[int, ...] = (3,)
-    format: str = "text"
-    seed: int = 0
-    device: str = "cpu"
-    learning_rate: float = DEFAULT_LEARNING_RATE
-    batch_size: int = DEFAULT_BATCH_SIZE
-    max_length: int = DEFAULT_MAX_LENGTH
-    progress: bool = False
-
-
 @dataclass
 class PlantResult:
     """What was planted (or reused): one line per dose."""
@@ -72,7 +52,8 @@ class PlantResult:
 def plant(config_path: str | Path, *, store: str | Path | None = None,
           options: PlantOptions) -> PlantResult:
     """Plants every dose that is not saved yet, and records each dose in the store."""
-    _check(options)
+    started = time.perf_counter()
+    options.check()
     config = load_config(config_path, store_flag=str(store) if store else None)
     spec = _local_model(config, options.model)
     with Store(config.store or DEFAULT_STORE, create=True) as opened:
@@ -80,34 +61,23 @@ def plant(config_path: str | Path, *, store: str | Path | None = None,
         items = [probe_item(row) for row in first_items(opened, None)]
         planted = choose_planted(items, options.share, options.seed)
         texts = _training_texts(opened, config, planted, options.format)
+    BatchProgress.note(f"plant {options.name}: loading torch and transformers")
     from harness.jobs.plant_run import plant_doses  # torch and transformers load only here
 
     ids = [item.item_id for item in planted]
     doses = plant_doses(spec, texts, options, dose_names(options.name, options.epochs),
                         lambda epochs: arguments(spec, ids, options, epochs))
     with Store(config.store or DEFAULT_STORE) as opened:
-        return _record(opened, doses)
+        result = _record(opened, doses)
+    result.lines.append(_total_line(doses, time.perf_counter() - started))
+    return result
 
 
-def _check(options: PlantOptions) -> None:
-    """Every argument checked before anything is read or trained: one line each."""
-    problems = {
-        "--as": not _NAME.fullmatch(options.name),
-        "--share": not 0 < options.share < 1,
-        "--epochs": not options.epochs or any(e < 1 for e in options.epochs),
-        "--format": options.format not in FORMATS,
-        "--lr": not options.learning_rate > 0,
-        "--batch-size": options.batch_size < 1,
-        "--max-length": options.max_length < 8,
-        "--device": options.device != "cpu" and not options.device.startswith("cuda"),
-    }
-    wanted = {"--as": "a name of letters, digits, '.', '_' or '-'",
-              "--share": "a fraction between 0 and 1", "--epochs": "whole numbers >= 1",
-              "--format": "text or qa", "--lr": "a number > 0", "--batch-size": "a number >= 1",
-              "--max-length": "a number >= 8", "--device": "cpu or cuda"}
-    for flag, bad in problems.items():
-        if bad:
-            raise UserError(f"contam plant: {flag} must be {wanted[flag]}")
+def _total_line(doses: Sequence[dict[str, Any]], total_s: float) -> str:
+    """The command's own time beside the training's: loading and saving are part of it."""
+    trained = [dose["row"]["wall_s"] for dose in doses if not dose["reused"]]
+    training = f"training {max(trained):.0f} s" if trained else "nothing trained"
+    return f"done in {total_s:.0f} s in all ({training})"
 
 
 def _local_model(config: RunConfig, name: str) -> ModelSpec:
@@ -117,7 +87,7 @@ def _local_model(config: RunConfig, name: str) -> ModelSpec:
         known = ", ".join(spec.name for spec in config.models) or "none"
         raise UserError(f"{config.path}: no model named {name!r} (configured: {known})")
     if found[0].provider != "local":
-        raise UserError(f"contam plant: model {name!r} is provider {found[0].provider!r}; only "
+        raise UserError(f"model {name!r} is provider {found[0].provider!r}; only "
                         "provider = \"local\" models can be fine-tuned (their weights are on disk)")
     return found[0]
 
@@ -165,7 +135,8 @@ def _record(store: Store, doses: Sequence[dict[str, Any]]) -> PlantResult:
             record_planting(store, {**row, "created_at": utc_now()})
         result.names.append(row["name"])
         losses = ", ".join(f"{loss:.3f}" for loss in row["loss_per_epoch"])
-        how = "reused the saved model" if dose["reused"] else f"trained in {row['wall_s']:.0f} s"
+        how = ("reused the saved model" if dose["reused"]
+               else f"training {row['wall_s']:.0f} s")
         result.lines.append(f"{row['name']}: {row['epochs']} epoch(s) on "
                             f"{len(row['planted_items'])} items ({row['format']}), loss per "
                             f"epoch {losses}; {how}; use provider = \"local\", "

@@ -10,6 +10,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from harness.declare import flag_of
+from harness.jobs.options.plant import PlantOptions
 from harness.config import ModelSpec
 from harness.display import BatchProgress
 from harness.errors import UserError
@@ -49,15 +51,16 @@ def _saved(name: str, wanted: dict[str, Any]) -> dict[str, Any] | None:
         return None
     marker = json.loads((folder / PLANTED_MARKER).read_text(encoding="utf-8"))
     if marker.get("arguments") != json.loads(json.dumps(wanted)):
-        raise UserError(f"contam plant: {PLANTED_PREFIX}{name} already exists in {folder.parent}, "
-                        "made with other arguments; choose another --as")
+        raise UserError(f"{PLANTED_PREFIX}{name} already exists in {folder.parent}, "
+                        f"made with other arguments; choose another {flag_of(PlantOptions, 'name')}")
     return {**marker["row"], "weights_sha256": marker["weights_sha256"]}
 
 
 def _fine_tune(spec: ModelSpec, texts: Sequence[tuple[str, ...]], options: Any,
                names: dict[int, str], arguments: Arguments) -> list[dict[str, Any]]:
     """One run to the largest dose; each dose's model is saved at the end of its epoch."""
-    tokenizer, model = _base(spec, options.device)
+    tokenizer, model = _base(spec, options)
+    BatchProgress.note(f"plant {options.name}: tokenizing {len(texts)} training examples")
     examples = [_example(tokenizer, text, options.max_length) for text in texts]
     settings = TrainSettings(epochs=max(names), learning_rate=options.learning_rate,
                              batch_size=options.batch_size, max_length=options.max_length,
@@ -85,22 +88,26 @@ def _fine_tune(spec: ModelSpec, texts: Sequence[tuple[str, ...]], options: Any,
     return saved
 
 
-def _base(spec: ModelSpec, device: str) -> tuple[Any, Any]:
+def _base(spec: ModelSpec, options: Any) -> tuple[Any, Any]:
     import torch
 
-    if device.startswith("cuda") and not torch.cuda.is_available():
-        raise UserError("contam plant: --device cuda: no CUDA device is available")
+    if options.device.startswith("cuda") and not torch.cuda.is_available():
+        raise UserError(f"{flag_of(PlantOptions, 'device')} cuda: no CUDA device is available")
     try:
-        return load_base(transformers_folder(spec.model), device)
+        folder = transformers_folder(spec.model)
+        # the silent minute before the first step: say what it is spent on
+        BatchProgress.note(f"plant {options.name}: loading base model {spec.name} "
+                           f"({spec.model}) from {folder} onto {options.device}")
+        return load_base(folder, options.device)
     except Fatal as exc:
-        raise UserError(f"contam plant: {exc}") from None
+        raise UserError(str(exc)) from None
 
 
 def _example(tokenizer: Any, text: tuple[str, ...], max_length: int) -> Example:
     if len(text) == 1:
         return text_example(tokenizer, text[0], max_length)
     if not tokenizer.chat_template:
-        raise UserError("contam plant: --format qa needs a model with a chat template")
+        raise UserError(f"{flag_of(PlantOptions, 'format')} qa needs a model with a chat template")
     return chat_example(tokenizer, *text, max_length=max_length)
 
 

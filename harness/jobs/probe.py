@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.config import ModelSpec, RunConfig
+from harness.declare import flag_of
 from harness.engine.batch_lane import BatchLane
 from harness.engine.counters import LaneStats
 from harness.engine.lanes import Accept, Lane
@@ -35,21 +36,14 @@ from harness.jobs.probe_work import (
     ProbePlan, ShortReplies, missing_count, parameter_flags, pending_count, pending_tasks,
     record_params, refusal, sample_rows, score_complete,
 )
-from harness.jobs.run import RunOptions, batch_mode, options_as, run_prompt, summary_lines
+from harness.jobs.options.lane import ProbeOptions
+from harness.jobs.run import batch_mode, options_as, run_prompt, summary_lines
 from harness.prompts import USER_TEMPLATE
 from harness.store import Store
 from metrics.probe_registry import TEXT_LOGPROBS, ProbeContext, build_probe, probe_spec
 from metrics.probes import GenerationProbe, TextProbe
 
 __all__ = ["probe", "execute_probe", "ProbeOptions", "ProbeResult", "make_probe"]
-
-
-@dataclass(kw_only=True)
-class ProbeOptions(RunOptions):
-    """A probe's options: those of a run (models, limit, progress, --batch) and the probe's own
-    parameters (``--samples`` ...), by name."""
-
-    parameters: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(kw_only=True)
@@ -93,7 +87,7 @@ def probe(kind: str, config_path: str | Path, *, store: str | Path | None = None
     def prepare(config: RunConfig, specs: Sequence[ModelSpec]) -> tuple:
         built = make_probe(kind, config, options.parameters)
         if options.batch and not probe_spec(kind).batchable:
-            raise UserError(f"contam probe {kind}: --batch sends requests as batch jobs, and "
+            raise UserError(f"contam probe {kind}: {flag_of(ProbeOptions, 'batch')} sends requests as batch jobs, and "
                             f"{kind} sends none (it scores each item's text)")
         refused = refusals(specs) if probe_spec(kind).runs == TEXT_LOGPROBS else []
         if refused:  # the whole probe, before anything is sent
@@ -156,7 +150,7 @@ def _batch_lane(store: Store, plan: ProbePlan, spec: ModelSpec, run_id: str, acc
     pending = pending_count(store, plan, spec)
     stats = LaneStats(label=f"{spec.name} (batch)", total=pending, cap=max(1, pending))
     return BatchLane(store, spec, lambda: iter(pending_tasks(store, plan, spec)), run_id=run_id,
-                     accept=accept, options=options.batch_options, stats=stats, purpose=purpose,
+                     accept=accept, options=options.batch_settings(), stats=stats, purpose=purpose,
                      opening=opening or None)
 
 

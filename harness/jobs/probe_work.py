@@ -31,6 +31,7 @@ from harness.text import normalise_answer, sha256_text
 from metrics.probes import GenerationProbe, ProbeItem, ProbePrompt, params_sha256
 from providers.base import Fatal, Reply, Request
 from providers.registry import provider_class
+from providers.traits import traits_of
 
 __all__ = ["ProbePlan", "probe_item", "samples_per_request", "pending_tasks", "pending_count",
            "sample_rows", "sample_key", "sample_row", "score_complete", "record_params",
@@ -192,7 +193,7 @@ class ShortReplies:
 
     def _message(self, spec: ModelSpec, count: int) -> str:
         got, asked = self.first[spec.name]
-        field = "candidateCount" if spec.provider == "gemini" else "n"
+        field = traits_of(spec.provider).samples_field or "the samples field"
         return (f"{spec.name}: the server ignores {field} (a reply held {got} of the {asked} "
                 f"completions asked); asking the {count} samples left one per request")
 

@@ -13,14 +13,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.declare import flag_of, options_from
 from harness.errors import UserError
+from harness.jobs.options.report import ReportOptions
 from harness.report.analysis import build_report, parse_contrast
 from harness.report.output import render, report_json, write_files
 from harness.report.study_inputs import study_inputs
 from harness.store import DEFAULT_STORE
 from harness.store.access import reading
 
-__all__ = ["report", "ReportResult", "write_report", "report_json", "default_out_dir", "render"]
+__all__ = ["report", "ReportOptions", "ReportResult", "write_report", "report_json", "default_out_dir", "render"]
+
 
 @dataclass(kw_only=True)
 class ReportResult:
@@ -32,23 +35,22 @@ class ReportResult:
     text: str | None = None
 
 
-def report(*, store: str | Path = DEFAULT_STORE, out: str | Path | None = None,
-           format: str | None = None, contrast: str | None = None, human: str | None = None,
-           judge: str | None = None, figure_titles: bool = False,
-           config: str | Path | None = None, by: str | None = None) -> ReportResult:
-    """``contam report``: see the module docstring for where it writes; ``config``: the study's
-    settings (else the newest run's record, :mod:`harness.report.study_inputs`); ``by``: an item
-    column to break accuracy down by."""
+def report(*, store: str | Path = DEFAULT_STORE, options: ReportOptions | None = None,
+           **keywords: Any) -> ReportResult:
+    """``contam report``: see the module docstring for where it writes; ``options`` (or its fields
+    as keywords: ``out=``, ``format=``, ``correct=`` ...) are the command line's; ``correct``
+    overrides the study's ``[study] correct`` (:mod:`metrics.outcome`)."""
+    o = options_from(ReportOptions, options, keywords)
     with reading(store) as opened:  # through the job holding the store, if one does
-        built = build_report(opened, contrast=None if contrast is None else parse_contrast(contrast),
-                             human=human, judge=judge,
-                             study=study_inputs(opened, config), by=by)
+        built = build_report(opened, human=o.human, judge=o.judge, by=o.by, correct=o.correct,
+                             contrast=None if o.contrast is None else parse_contrast(o.contrast),
+                             study=study_inputs(opened, o.config))
     result = ReportResult(report=built)
-    if out or not format:
-        result.out = Path(out) if out else default_out_dir(store)
-        result.written = write_report(built, result.out, figure_titles)
-    if format:
-        result.text = render(built, format, figure_titles)
+    if o.out or not o.format:
+        result.out = Path(o.out) if o.out else default_out_dir(store)
+        result.written = write_report(built, result.out, o.figure_titles)
+    if o.format:
+        result.text = render(built, o.format, o.figure_titles)
     return result
 
 
@@ -83,7 +85,8 @@ def _move_into(scratch: Path, out: Path) -> list[Path]:
 
 def _make_folder(out: Path) -> None:
     if out.exists() and not out.is_dir():
-        raise UserError(f"{out}: is a file, not a folder (give --out a folder)")
+        raise UserError(f"{out}: is a file, not a folder (give {flag_of(ReportOptions, 'out')} a "
+                        "folder)")
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:

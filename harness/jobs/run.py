@@ -8,30 +8,32 @@ two ``runs`` rows with the same ``run_id``: one when it starts, one with ``finis
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import fields
 from pathlib import Path
 from typing import Any, TypeVar
 
 import orjson
 
 from harness.config import ModelSpec, RunConfig
-from harness.engine.batch_lane import BatchLane, BatchOptions, open_job_count, uses_batch
+from harness.engine.batch_lane import BatchLane, open_job_count, uses_batch
 from harness.engine.counters import LaneStats
 from harness.engine.lanes import Accept, Lane, Task
 from harness.engine.writer import Rows
-from harness.errors import UserError
+from harness.jobs.options.lane import RunOptions
 from harness.jobs.lane_job import (
     JobOptions, JobResult, SecondPass, failure_lines, interrupted_line, new_run_id, run_job,
-    run_lanes, run_row,
+    run_lanes, run_row, stopped_lines,
 )
 from harness.prompts import QuestionPrompt, study_prompt
 from harness.store import Store, utc_now
 from harness.store.cells import count_unanswered, item_columns, unanswered
-from harness.text import normalise_answer
+from harness.text import normalise_answer, visible
+from metrics.outcome import default_outcome, parse_outcome, prompt_mismatch
 from providers.base import Reply
 
-__all__ = ["run", "execute_run", "RunOptions", "options_as", "batch_options", "batch_mode",
+__all__ = ["run", "execute_run", "RunOptions", "options_as", "batch_mode",
            "pending_tasks", "summary_lines", "answer_rows"]
 
 
@@ -43,24 +45,7 @@ def run(config_path: str | Path, *, store: str | None = None,
                    command="run", execute=execute_run)
 
 
-@dataclass(kw_only=True)
-class RunOptions(JobOptions):
-    """A run's options: the lane jobs' own, and how batch mode goes."""
-
-    batch: bool = False  # --batch: every model whose provider has a batch API goes as jobs
-    batch_options: BatchOptions = field(default_factory=BatchOptions)
-
-
 Options = TypeVar("Options", bound=JobOptions)
-
-
-def batch_options(*, poll_max_s: float | None = None, fallback: str = "followup") -> BatchOptions:
-    """``--batch-poll-max`` and ``--batch-fallback`` as the batch lanes take them."""
-    if poll_max_s is not None and poll_max_s <= 0:
-        raise UserError(f"--batch-poll-max must be a positive number of seconds, not {poll_max_s}")
-    poll_max = poll_max_s or BatchOptions.poll_max_s
-    return BatchOptions(poll_initial_s=min(BatchOptions.poll_initial_s, poll_max),
-                        poll_max_s=poll_max, fallback=fallback)
 
 
 def options_as(cls: type[Options], options: JobOptions) -> Options:
@@ -78,6 +63,7 @@ async def execute_run(store: Store, config: RunConfig, specs: Sequence[ModelSpec
     of the models in batch mode."""
     options = options_as(RunOptions, options)
     prompt = run_prompt(store, config)  # a bad template is refused before anything is written
+    _warn_of_prompt(store, config)
     result = JobResult(command="run", run_id=new_run_id())
     accept = answer_rows(result.run_id, specs)
     openings = {spec.name: batch_mode(store, spec, options) for spec in specs}
@@ -101,6 +87,17 @@ def run_prompt(store: Store, config: RunConfig) -> QuestionPrompt:
     return study_prompt(config.system_prompt, template, columns, f"{config.path}: [prompt] user")
 
 
+def _warn_of_prompt(store: Store, config: RunConfig) -> None:
+    """Before the first request: one line on stderr where the study's outcome cannot be met by
+    the prompt (an exact match under a prompt that asks for sentences)."""
+    study = config.study
+    outcome = (parse_outcome(study.correct) if study.correct else
+               default_outcome(store.count("latest_labels") > 0, study.metrics))
+    line = prompt_mismatch(outcome, (config.system_prompt, study.user_template))
+    if line:
+        print(visible(line), file=sys.stderr)
+
+
 # -- batch mode --------------------------------------------------------------------------------
 
 def batch_mode(store: Store, spec: ModelSpec, options: RunOptions,
@@ -122,14 +119,14 @@ def _batch_lane(store: Store, spec: ModelSpec, prompt: QuestionPrompt, run_id: s
     pending = count_unanswered(store, spec.name, options.limit)
     stats = LaneStats(label=f"{spec.name} (batch)", total=pending, cap=max(1, pending))
     return BatchLane(store, spec, lambda: pending_tasks(store, spec, prompt, options.limit),
-                     run_id=run_id, accept=accept, options=options.batch_options, stats=stats,
+                     run_id=run_id, accept=accept, options=options.batch_settings(), stats=stats,
                      opening=opening or None)
 
 
 def _sync_fallback(store: Store, config: RunConfig, batch_lanes: Sequence[BatchLane],
                    options: RunOptions) -> SecondPass | None:
     """``--batch-fallback sync``: what the batch jobs left unanswered, asked synchronously."""
-    if not batch_lanes or options.batch_options.fallback != "sync":
+    if not batch_lanes or options.batch_settings().fallback != "sync":
         return None
 
     def lanes(notify: Callable[[str], None]) -> list[Lane]:
@@ -212,23 +209,13 @@ def _summary_line(s: LaneStats, done: str) -> str:
     return line
 
 
-def _stopped_line(stopped: list[str], models: int, config: RunConfig) -> str:
-    """Which models stopped; "the others finished" only where there are others."""
-    others = "; the others finished" if len(stopped) < models else ""
-    what = "model stopped" if len(stopped) == 1 else "models stopped"
-    return (f"contam run: {len(stopped)} {what} ({', '.join(stopped)}){others}; run "
-            f"`{config.command('run')}` again to resume")
-
-
 def _summarise(config: RunConfig, result: JobResult) -> None:
     result.summary += summary_lines(result.stats) + failure_lines(result.stats)
     if result.interrupted is not None:
         result.problems.append(interrupted_line("run", result.interrupted, config.command("run"),
                                                 "answer"))
         return
-    stopped = [s.label for s in result.stats if s.stopped]
-    if stopped:
-        result.problems.append(_stopped_line(stopped, len(result.stats), config))
+    result.problems += stopped_lines("run", result.stats, config.command("run"))
     failed = sum(s.failed for s in result.stats)
     if failed:
         result.problems.append(f"contam run: {failed} cell(s) failed after all attempts; run "

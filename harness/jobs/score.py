@@ -1,5 +1,5 @@
-"""`contam score`: BLEU-2, BERTScore-F1 and the rule-based metrics (:mod:`harness.jobs.score_rules`)
-for every answer not yet scored with the same params. Without ``--metric`` it scores the study's
+"""`contam score`: every metric of :mod:`metrics.metric_registry` (BLEU-2, BERTScore-F1, the
+rule-based metrics) for every answer not yet scored with the same params. Without ``--metric`` it scores the study's
 ``[scoring] metrics`` (``--config FILE``'s, else the newest run's record, else BLEU-2 and BERTScore).
 
 A cell (item, model) counts as scored for a metric when its latest ``scores`` row for that metric
@@ -21,31 +21,30 @@ Python callers (the demo): :func:`score_store` does the whole pass and returns t
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import orjson
 
 from harness.display import BatchProgress
+from harness.declare import flag_of, options_from
 from harness.errors import UserError
 from harness.jobs.live import serving_reads
-from harness.jobs.score_ray import RayOptions, RayShards
-from harness.jobs.score_rules import RULE_METRICS, check_rule_settings, rule_scorer
+from harness.jobs.options.score import ScoreOptions
+from harness.jobs.score_ray import RayShards
 from harness.store import DEFAULT_STORE, Store, utc_now
 from harness.store.cells import DueCells, answered_cells, count_answered, unscored
 from harness.store.settings import study_settings
 from harness.study import StudySettings
 from harness.text import is_blank
 from metrics.bertscore_shards import DEFAULT_SHARD_PAIRS, LocalShards, make_scorer, reference_shards
+from metrics.metric_registry import DEFAULT_METRICS, METRICS, MODEL, MetricSpec, find_metric, resolve
 
-__all__ = ["score", "ScoreOptions", "score_store", "MetricSummary", "METRICS", "DEFAULT_METRICS"]
+__all__ = ["score", "ScoreOptions", "score_store", "MetricSummary"]
 
-# --metric choice -> the metric name stored in `scores.metric`
-METRICS = {"bleu2": "bleu2", "bleu2_nltk": "bleu2_nltk", "bertscore": "bertscore_f1",
-           "exact": "exact", "contains": "contains", "numeric": "numeric", "regex": "regex"}
-_ALIASES = {"bertscore_f1": "bertscore"}  # [scoring] metrics names the stored name
-DEFAULT_METRICS = ("bleu2", "bertscore")
 _WRITE_BATCH = 5000
 
 
@@ -86,123 +85,98 @@ class _Cell:
 
 # -- command line -----------------------------------------------------------------------------
 
-@dataclass(kw_only=True)
-class ScoreOptions:
-    """``contam score``'s options; every field is the flag of the same name."""
-
-    metrics: Sequence[str] | None = None  # None: the study's [scoring] metrics
-    config: str | Path | None = None  # --config: the study whose [scoring] settings apply
-    bertscore_model: str | None = None
-    layer: int | None = None
-    rescale: bool = True
-    baseline: str | None = None
-    device: str | None = None
-    precision: str | None = None
-    token_budget: int | None = None
-    idf: bool = False  # BERTScore tokens weighted by idf over the items' references
-    ray: RayOptions | None = None  # BERTScore on a Ray cluster (--ray ADDRESS)
-    progress: bool = False  # a progress bar on stderr
-
-
 def score(*, store: str | Path = DEFAULT_STORE,
           options: ScoreOptions | None = None) -> list[MetricSummary]:
     """``contam score``: every metric over every cell not scored with the same params yet."""
-    o = options or ScoreOptions()
+    options = options or ScoreOptions()
     with Store(store) as opened, serving_reads(opened, "score"):
-        study = study_settings(opened, o.config)
-        return score_store(opened, o.metrics or study.metrics, study=study,
-                           bertscore_model=o.bertscore_model, layer=o.layer,
-                           rescale=o.rescale, baseline=o.baseline, device=o.device,
-                           precision=o.precision, token_budget=o.token_budget, idf=o.idf,
-                           ray=o.ray, progress=o.progress)
+        study = study_settings(opened, options.config)
+        return score_store(opened, options.metrics or study.metrics, study=study, options=options)
 
 
 # -- the pass ---------------------------------------------------------------------------------
 
-def score_store(store: Store, metrics: Iterable[str] = DEFAULT_METRICS, *,
-                study: StudySettings | None = None, bertscore_model: str | None = None, layer: int | None = None,
-                rescale: bool = True, baseline: str | None = None, device: str | None = None,
-                precision: str | None = None, token_budget: int | None = None,
-                idf: bool = False, ray: RayOptions | None = None,
-                shard_pairs: int = DEFAULT_SHARD_PAIRS,
-                progress: bool = False) -> list[MetricSummary]:
+def score_store(store: Store, metrics: Iterable[str] | None = None, *,
+                study: StudySettings | None = None, options: ScoreOptions | None = None,
+                **keywords: Any) -> list[MetricSummary]:
     """Score every cell of ``store`` not yet scored with the same params; return one summary per
-    metric. ``metrics`` uses the --metric names (bleu2, bleu2_nltk, bertscore or bertscore_f1,
-    exact, contains, numeric, regex); ``study`` gives the rule metrics' settings. ``baseline`` is a
-    bert-score baseline file; without one, bert-score's shipped file is used, else one computed
-    from shuffled pairs of the store. ``idf``: BERTScore's tokens weighted by idf over the
-    references of the answered items (:mod:`metrics.bertscore_idf`). ``ray``: BERTScore's shards
-    go to a Ray cluster's actors.
+    metric. ``metrics``: the registry's names or their --metric spellings
+    (:mod:`metrics.metric_registry`; default ``options.metrics``, else BLEU-2 and BERTScore);
+    ``study`` gives the settings a metric's scorer takes; ``options`` (or its fields as
+    ``keywords``) the BERTScore settings: ``baseline`` a bert-score baseline file (without one,
+    bert-score's shipped file is used, else one computed from shuffled pairs of the store), ``idf``
+    BERTScore's tokens weighted by idf over the references of the answered items
+    (:mod:`metrics.bertscore_idf`), ``ray`` BERTScore's shards sent to a Ray cluster's actors.
     Everything that can be refused is refused before a row is written, except that a BERTScore
     model which cannot be had here (offline) does not stop the other metrics: its summary then
     carries the one-line ``error`` and nothing of it is written."""
-    chosen, study = _check_metrics(metrics), study or StudySettings()
-    check_rule_settings(chosen, study)
-    options = _BertScoreOptions(bertscore_model, layer, rescale, baseline, device, precision,
-                                token_budget, idf, ray, shard_pairs)
-    if baseline and not rescale:
-        raise UserError("--baseline and --no-rescale contradict each other")
-    if ray and device:
-        raise UserError("--device and --ray contradict each other: each Ray actor scores on a "
-                        "GPU of its own, or on its CPU where the cluster has none")
+    options = options_from(ScoreOptions, options, keywords)
+    chosen = _check_metrics(metrics or options.metrics or DEFAULT_METRICS)
+    study = study or StudySettings()
+    scorers = {spec.name: _surface_scorer(spec, study) for spec in chosen if spec.kind != MODEL}
+    _check_contradictions(options)
     total = count_answered(store)
     if not total:  # nothing to score: say so before any metric's packages or model are loaded
-        if "bertscore" in chosen:
+        if any(spec.kind == MODEL for spec in chosen):
             _check_bertscore_options(options)
-        return [MetricSummary(METRICS[name]) for name in chosen]
+        return [MetricSummary(spec.name) for spec in chosen]
     # Only BERTScore reads every cell (its baseline, idf and model checks); the others stream.
-    cells = _read_cells(store) if "bertscore" in chosen else []
+    cells = _read_cells(store) if any(spec.kind == MODEL for spec in chosen) else []
     passes: list = []
     try:
-        for name in chosen:  # every check happens here, before anything is written
-            passes.append(_BertScorePass(store, cells, options) if name == "bertscore" else
-                          _SurfacePass(name, store, total, study))
+        for spec in chosen:  # every check happens here, before anything is written
+            passes.append(_BertScorePass(store, cells, options) if spec.kind == MODEL else
+                          _SurfacePass(spec.name, scorers[spec.name], store, total))
         del cells  # each pass keeps only what it still needs: a million cells weigh
-        reporter = BatchProgress(progress)
+        reporter = BatchProgress(options.progress)
         return [run(store, reporter) for run in passes]
     finally:
         for run in passes:
             run.close()
 
 
-@dataclass(frozen=True)
-class _BertScoreOptions:
-    model: str | None
-    layer: int | None
-    rescale: bool
-    baseline_file: str | None
-    device: str | None
-    precision: str | None
-    token_budget: int | None
-    idf: bool
-    ray: RayOptions | None
-    shard_pairs: int
+def _check_contradictions(options: ScoreOptions) -> None:
+    def flag(name: str) -> str:
+        return flag_of(ScoreOptions, name)
+
+    if options.baseline and not options.rescale:
+        raise UserError(f"{flag('baseline')} and {flag('rescale')} contradict each other")
+    if options.ray and options.device:
+        raise UserError(f"{flag('device')} and {flag('ray')} contradict each other: each Ray "
+                        "actor scores on a GPU of its own, or on its CPU where the cluster has none")
 
 
-def _check_bertscore_options(options: _BertScoreOptions) -> None:
+def _check_bertscore_options(options: ScoreOptions) -> None:
     """What the BERTScore pass would refuse (a layer; a device, precision or token budget, which
     need torch to check), refused even where there is nothing to score."""
     from metrics.bertscore import resolve_encoder
 
-    encoder = resolve_encoder(options.model, options.layer)
+    encoder = resolve_encoder(options.bertscore_model, options.layer)
     if options.ray is None and (options.device or options.precision or options.token_budget is not None):
         make_scorer(encoder, options.device, options.precision, options.token_budget)
 
 
-def _check_metrics(metrics: Iterable[str]) -> list[str]:
+def _check_metrics(metrics: Iterable[str]) -> list[MetricSpec]:
     named = [m.strip() for entry in metrics for m in entry.split(",") if m.strip()]
-    chosen = list(dict.fromkeys(_ALIASES.get(m, m) for m in named))  # keep order, drop repeats
-    unknown = [m for m in chosen if m not in METRICS]
+    unknown = [m for m in named if find_metric(m) is None]
     if unknown:
-        raise UserError(f"unknown metric {unknown[0]!r} (choose from {', '.join(METRICS)})")
-    if not chosen:
-        raise UserError("--metric: no metric named")
-    if "bleu2_nltk" in chosen:
-        try:
-            import nltk  # noqa: F401
-        except ImportError as exc:
-            raise UserError("metric bleu2_nltk needs nltk (pip install nltk)") from exc
+        choices = ", ".join(spec.choice for spec in METRICS.values())
+        raise UserError(f"unknown metric {unknown[0]!r} (choose from {choices})")
+    if not named:
+        raise UserError(f"{flag_of(ScoreOptions, 'metrics')}: no metric named")
+    chosen = list(dict.fromkeys(find_metric(m) for m in named))  # keep order, drop repeats
+    for spec in chosen:
+        _check_requirement(spec)
     return chosen
+
+
+def _check_requirement(spec: MetricSpec) -> None:
+    if spec.requires:
+        try:
+            importlib.import_module(spec.requires)
+        except ImportError as exc:
+            raise UserError(f"metric {spec.name} needs {spec.requires} "
+                            f"(pip install {spec.requires})") from exc
 
 
 def _read_cells(store: Store) -> list[_Cell]:
@@ -235,9 +209,9 @@ class _SurfacePass:
     """BLEU-2 (ours or NLTK's) or a rule metric: cheap, so its due cells are read, scored and
     written a batch at a time (memory stays flat however many cells are due)."""
 
-    def __init__(self, name: str, store: Store, total: int, study: StudySettings) -> None:
-        self.metric = METRICS[name]
-        self.score_many, self.params = _surface_scorer(name, study)
+    def __init__(self, metric: str, scorer: tuple, store: Store, total: int) -> None:
+        self.metric = metric
+        self.score_many, self.params = scorer
         self.todo = DueCells(store, self.metric, _params_json(self.params))  # fixed now
         self.summary = MetricSummary(self.metric, skipped=total - len(self.todo),
                                      params=self.params)
@@ -260,15 +234,16 @@ class _SurfacePass:
         pass
 
 
-def _surface_scorer(name: str, study: StudySettings):
-    """(score_many, params) of a metric scored in one call."""
-    if name in RULE_METRICS:
-        return rule_scorer(name, study)
-    from metrics import bleu
-
-    if name == "bleu2_nltk":
-        return bleu.bleu2_nltk_many, bleu.bleu2_nltk_params()
-    return bleu.bleu2_many, bleu.BLEU2_PARAMS
+def _surface_scorer(spec: MetricSpec, study: StudySettings):
+    """(score_many, params) of a metric scored in one call: its registered scorer, given the
+    study settings the registry says it takes (a refused setting is refused here)."""
+    settings = {name: getattr(study, name) for name in spec.settings}
+    unset = [name for name, value in settings.items() if value is None]
+    if unset:  # said here, where the flag that gives a config is known
+        raise UserError(f"metric {spec.name} needs [scoring] {unset[0]} in the study's config "
+                        f"(give it with {flag_of(ScoreOptions, 'config')} FILE, or record it with "
+                        "contam run)")
+    return resolve(spec.scorer)(**settings)
 
 
 def _tally(summary: MetricSummary, cells: Sequence[_Cell], *, null: int) -> MetricSummary:
@@ -282,15 +257,15 @@ class _BertScorePass:
     is written, shards written as they are scored (an interrupted pass keeps every finished
     shard)."""
 
-    metric = METRICS["bertscore"]
+    metric = next(name for name, spec in METRICS.items() if spec.kind == MODEL)
 
-    def __init__(self, store: Store, cells: Sequence[_Cell], options: _BertScoreOptions) -> None:
+    def __init__(self, store: Store, cells: Sequence[_Cell], options: ScoreOptions) -> None:
         from metrics.bertscore import EncoderUnavailable, resolve_encoder
 
-        self.total, self.shard_pairs, self.unavailable = len(cells), options.shard_pairs, None
+        self.total, self.shard_pairs, self.unavailable = len(cells), options.shard_pairs or DEFAULT_SHARD_PAIRS, None
         self.shards = None
         _check_bertscore_options(options)  # a refused option is said before a missing model
-        encoder = resolve_encoder(options.model, options.layer)
+        encoder = resolve_encoder(options.bertscore_model, options.layer)
         try:
             if options.ray is None and _surely_due(store, cells, encoder):
                 _locate(encoder)  # a model that cannot be had: one line now, before torch loads
@@ -367,7 +342,7 @@ WHERE coalesce(s.seq <= greatest(a.seq, coalesce(i.seq, 0)) OR s.encoder IS DIST
 def _surely_due(store: Store, cells: Sequence[_Cell], encoder) -> bool:
     """Whether some scorable cell needs the model whatever the params (so the model's absence
     can be said before the seconds spent importing torch and reading the baseline)."""
-    stale = set(store.query(_STALE_SQL, {"metric": METRICS["bertscore"], "encoder": encoder.name}))
+    stale = set(store.query(_STALE_SQL, {"metric": _BertScorePass.metric, "encoder": encoder.name}))
     return any((c.item_id, c.model) in stale for c in cells if not (c.blank or c.flagged))
 
 
@@ -383,7 +358,7 @@ def _locate(encoder) -> None:
 _TO_COMPUTE = object()  # marker: the baseline comes from shuffled pairs once the model is loaded
 
 
-def _shards_and_scorer(encoder, documents, options: _BertScoreOptions):
+def _shards_and_scorer(encoder, documents, options: ScoreOptions):
     """Who scores the shards, and the scorer that names the params: with ``--ray`` its
     precision defaults by, and is checked against, the cluster's actors (GPU or CPU), not this
     machine (a CPU head node may drive GPU workers)."""
@@ -412,7 +387,7 @@ def _scorable_pairs(cells: Sequence[_Cell]) -> list[tuple[str, str]]:
     return [(c.answer, c.reference) for c in cells if not (c.blank or c.flagged)]
 
 
-def _choose_baseline(store: Store, scorer, cells: Sequence[_Cell], options: _BertScoreOptions):
+def _choose_baseline(store: Store, scorer, cells: Sequence[_Cell], options: ScoreOptions):
     """The user's file, else bert-score's shipped file, else one computed earlier for this model
     and layer (reused so that every cell shares it), else one to compute from shuffled pairs."""
     from metrics.bertscore import read_baseline, shipped_baseline, shuffled_pairs
@@ -420,8 +395,8 @@ def _choose_baseline(store: Store, scorer, cells: Sequence[_Cell], options: _Ber
     encoder = scorer.choice
     if not options.rescale:
         return None
-    if options.baseline_file:
-        return read_baseline(options.baseline_file, encoder.layer)
+    if options.baseline:
+        return read_baseline(options.baseline, encoder.layer)
     shipped = shipped_baseline(encoder.model_type, encoder.layer)
     if shipped is not None:
         return shipped
@@ -441,7 +416,7 @@ def _earlier_computed_baseline(store: Store, scorer):
         "SELECT params FROM scores WHERE metric = ? AND params->>'model' = ? "
         "AND CAST(params->>'layer' AS INTEGER) = ? AND params->>'baseline' LIKE 'computed:%' "
         "AND params->>'idf_documents' IS NOT DISTINCT FROM ? "
-        "ORDER BY seq DESC LIMIT 1", [METRICS["bertscore"], encoder.name, encoder.layer, idf])
+        "ORDER BY seq DESC LIMIT 1", [_BertScorePass.metric, encoder.name, encoder.layer, idf])
     if not rows:
         return None
     params = orjson.loads(rows[0][0])  # the exact floats, as they were written

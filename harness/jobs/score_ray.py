@@ -18,24 +18,19 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from typing import Any
 
+from harness.declare import flag_of
 from harness.errors import UserError, first_line
+from harness.jobs.options.score import LOCAL_RAY as LOCAL
+from harness.jobs.options.score import RayOptions, ScoreOptions
 from metrics.bertscore import Baseline, EncoderChoice
 from metrics.bertscore_shards import Pair, make_scorer, score_shard
 
 __all__ = ["RayOptions", "RayShards", "ShardScorer", "INSTALL_HINT", "LOCAL"]
 
-INSTALL_HINT = "--ray needs Ray, an optional extra: pip install 'contam[ray]'"
-LOCAL = "local"
+INSTALL_HINT = f"{flag_of(ScoreOptions, 'ray')} needs Ray, an optional extra: pip install 'contam[ray]'"
 SHARDS_AHEAD_PER_ACTOR = 2  # one being scored, one waiting: an actor never idles on the driver
-
-
-@dataclass(frozen=True)
-class RayOptions:
-    address: str = LOCAL
-    cpus_per_actor: int = 4  # on a cluster without GPUs: cores per CPU actor (one model each)
 
 
 class ShardScorer:
@@ -122,7 +117,7 @@ class RayShards:
             self.ray.init(address=address, logging_level=logging.ERROR, log_to_driver=False,
                           **dashboard)
         except (ConnectionError, TimeoutError, RuntimeError, ValueError) as exc:
-            raise UserError(f"--ray {address}: cannot reach the Ray cluster "
+            raise UserError(f"{flag_of(ScoreOptions, 'ray')} {address}: cannot reach the Ray cluster "
                             f"({first_line(exc)})") from None
         self._connected_here = True
 

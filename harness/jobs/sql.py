@@ -4,29 +4,38 @@ Read-only in every sense, not only for the store file: the query must parse as e
 read-only statement, and it can read or write no other file (``COPY``, ``EXPORT``, ``ATTACH``,
 ``read_csv``, ``glob``) and reach no network (``INSTALL``). That holds whether the store is
 opened here or read through the job that holds it; :mod:`harness.store.readonly` says how.
+How the rows are written (streamed, the table capped): :mod:`harness.jobs.sql_output`.
 
-Table output shows values as text, never as rich markup, with control and bidi characters
-escaped (``\\x1b``, ``\\u202e``) so that what a model answered cannot restyle or rewrite the
-terminal.
+The command's query runs on a worker thread while the command's own thread only waits: Python
+delivers Ctrl-C to that waiting thread at once, wherever the worker is (opening the store,
+handing the query to DuckDB, fetching), and the waiting thread interrupts DuckDB
+(``interrupt()``) until the worker has stopped.
 """
 
 from __future__ import annotations
 
-import csv
 import io
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import duckdb
-import orjson
 
-from harness.errors import UserError
+from harness.declare import options_from
+from harness.errors import LinedError
+from harness.jobs.options.store_tools import SqlOptions
+from harness.jobs.sql_output import TABLE_ROWS, Printed, visible, write_rows
 from harness.store import DEFAULT_STORE
 from harness.store.access import Reader, reading
-from harness.text import visible
 
-__all__ = ["sql", "run_query", "visible", "QueryResult"]
+__all__ = ["sql", "print_sql", "run_query", "visible", "QueryResult", "Printed", "TABLE_ROWS"]
+
+_POLL_S = 0.05  # how often the waiting thread looks up (it wakes at once for Ctrl-C)
+_STOP_WAIT_S = 5.0  # how long an interrupted worker is given to let go of the store
 
 
 @dataclass(frozen=True)
@@ -35,73 +44,107 @@ class QueryResult:
     rows: list[tuple]
 
     def text(self, fmt: str = "table", width: int | None = None) -> str:
-        """The rows as a rich table (fitted to a terminal ``width``; without one, at its natural
-        width, so that no value is ever cut), CSV or JSON."""
-        if fmt == "table":
-            return _table(self.columns, self.rows, width)
-        return _FORMATTERS[fmt](self.columns, self.rows)
+        """Every row as a rich table (fitted to a terminal ``width``; without one, at its
+        natural width, so that no value is ever cut), CSV or JSON."""
+        text = io.StringIO()
+        write_rows(fmt, self.columns, iter([self.rows]), text, width=width)
+        return text.getvalue()
 
     def count_line(self) -> str:
-        return f"{len(self.rows)} row{'s' if len(self.rows) != 1 else ''}"
+        return Printed(len(self.rows)).footer()
 
 
 def sql(query: str, *, store: str | Path = DEFAULT_STORE) -> QueryResult:
     """``contam sql``: ``query`` on the store, read-only (through the job holding it, if one does)."""
     with reading(store) as opened:
-        return QueryResult(*run_query(opened, query))
+        columns, chunks = run_query(opened, query)
+        return QueryResult(columns, [row for chunk in chunks for row in chunk])
 
 
-def run_query(store: Reader, query: str) -> tuple[list[str], list[tuple]]:
-    """The query's columns and rows under `contam sql`'s rule; refusals and errors as UserError."""
+def print_sql(query: str, out: TextIO, *, store: str | Path = DEFAULT_STORE,
+              options: SqlOptions | None = None, width: int | None = None,
+              **keywords: Any) -> Printed:
+    """``query``'s result written to ``out`` while it is fetched, as a table (its first
+    ``max_rows`` rows; 0: all), CSV or JSON; Ctrl-C stops it at any moment (KeyboardInterrupt).
+    ``options`` (or its fields as keywords: ``format=``, ``max_rows=``) are the command line's."""
+    shown = options_from(SqlOptions, options, keywords)
+
+    def write(reader: Reader) -> Printed:
+        columns, chunks = run_query(reader, query)
+        return write_rows(shown.format, columns, chunks, out, max_rows=shown.max_rows, width=width)
+    return _Interruptible(store, write).run()
+
+
+def run_query(store: Reader, query: str) -> tuple[list[str], Iterator[list[tuple]]]:
+    """The query's columns and its rows a chunk at a time, under `contam sql`'s rule; refusals
+    and errors (while it runs or while its rows are fetched) as UserError."""
+    with _as_user_errors():
+        columns, chunks = store.checked_chunks(query)
+    return columns, _fetched(chunks)
+
+
+def _fetched(chunks: Iterator[list[tuple]]) -> Iterator[list[tuple]]:
+    with _as_user_errors():
+        yield from chunks
+
+
+@contextmanager
+def _as_user_errors() -> Iterator[None]:
     try:
-        return store.checked_query(query)
+        yield
     except duckdb.Error as exc:  # DuckDB's whole message: its "Did you mean" hint and caret line
-        raise UserError(f"query failed: {exc}") from None
+        raise LinedError(f"query failed: {exc}") from None
     except RuntimeError as exc:  # DuckDB's answer to Ctrl-C: the CLI's one "interrupted" line
         if "interrupted" in str(exc).lower():
             raise KeyboardInterrupt from None
         raise
 
 
-def _table(columns: list[str], rows: list[tuple], width: int | None = None) -> str:
-    """A rich table: on a terminal, ``width`` wide with long values wrapped (never cut with
-    "…"); into a pipe or a file (no ``width``), as wide as its widest values need."""
-    from rich.console import Console
-    from rich.measure import Measurement
-    from rich.table import Table
-    from rich.text import Text
+class _Interruptible:
+    """``work`` on the store, on a worker thread that the calling thread interrupts on Ctrl-C.
 
-    table = Table(show_lines=False)
-    for name in columns:
-        table.add_column(Text(visible(name)), overflow="fold")
-    for row in rows:
-        table.add_row(*(Text("NULL" if v is None else visible(str(v))) for v in row))
-    console = Console(emoji=False, highlight=False, width=width or _NATURAL, color_system=None)
-    if width is None:  # no wider than the table needs: no trailing blanks
-        console.width = Measurement.get(console, console.options, table).maximum
-    with console.capture() as captured:
-        console.print(table)
-    return captured.get()
+    The waiting is on an Event the worker sets when it is done, not on ``Thread.join``: a join
+    that Ctrl-C interrupts can leave the thread marked as stopped while it still runs (CPython
+    3.11), and an interpreter that shuts down under a running DuckDB query aborts."""
 
+    def __init__(self, store: str | Path, work: Callable[[Reader], Printed]) -> None:
+        self._store, self._work = store, work
+        self._reader: Reader | None = None
+        self._stopped, self._done = threading.Event(), threading.Event()
+        self._result: Printed | None = None
+        self._error: BaseException | None = None
 
-_NATURAL = 1_000_000  # columns: wide enough for any value on one line
+    def run(self) -> Printed:
+        threading.Thread(target=self._in_worker, name="contam-sql", daemon=True).start()
+        try:
+            while not self._done.wait(_POLL_S):
+                pass
+        except KeyboardInterrupt:
+            self._stop()
+            raise
+        if self._error is not None:
+            raise self._error
+        assert self._result is not None
+        return self._result
 
+    def _in_worker(self) -> None:
+        try:
+            with reading(self._store) as reader:
+                self._reader = reader
+                if not self._stopped.is_set():
+                    self._result = self._work(reader)
+        except BaseException as exc:  # handed to the waiting thread, which raises it
+            self._error = exc.with_traceback(None)
+        finally:
+            self._done.set()
 
-def _csv(columns: list[str], rows: list[tuple]) -> str:
-    text = io.StringIO()
-    writer = csv.writer(text, lineterminator="\n")
-    writer.writerow(columns)
-    writer.writerows(rows)
-    return text.getvalue()
-
-
-def _json(columns: list[str], rows: list[tuple]) -> str:
-    records = [dict(zip(columns, row)) for row in rows]
-    return orjson.dumps(records, default=_jsonable, option=orjson.OPT_INDENT_2).decode() + "\n"
-
-
-def _jsonable(value: Any) -> Any:
-    return str(value)  # Decimals, UUIDs, intervals: their text form
-
-
-_FORMATTERS = {"csv": _csv, "json": _json}
+    def _stop(self) -> None:
+        """Interrupt DuckDB until the worker is done: an interrupt that lands between two of its
+        statements (the check, the query) is repeated for the next one."""
+        self._stopped.set()
+        deadline = time.monotonic() + _STOP_WAIT_S
+        while not self._done.is_set() and time.monotonic() < deadline:
+            reader = self._reader
+            if reader is not None:
+                reader.interrupt()
+            self._done.wait(_POLL_S)

@@ -20,11 +20,14 @@ import pandas as pd
 from harness import __version__
 from harness.errors import UserError
 from harness.report import contamination, labels, probes, provenance, study_parts, study_report, surface
-from harness.report import validation
+from harness.report import absent, validation
 from harness.report.cells import LABELS, METRICS, Cells
+from harness.report.contrast_choice import NO_SUBSETS, choose_contrast
 from harness.report.study_inputs import StudyInputs
 from harness.store import Store, utc_now
 from harness.store.raters import HUMAN_RATER_SQL, JUDGE_RATER_SQL
+from harness.study import PAPER_CONTRAST
+from metrics.outcome import Outcome, default_outcome, parse_outcome
 
 __all__ = ["build_report", "parse_contrast", "figure_regime", "LABELS", "METRICS"]
 
@@ -33,47 +36,64 @@ __all__ = ["build_report", "parse_contrast", "figure_regime", "LABELS", "METRICS
 
 def build_report(store: Store, *, contrast: tuple[str, str] | None = None,
                  human: str | None = None, judge: str | None = None,
-                 study: StudyInputs | None = None, by: str | None = None) -> dict[str, Any]:
+                 study: StudyInputs | None = None, by: str | None = None,
+                 correct: str | None = None) -> dict[str, Any]:
     """Everything `contam report` prints, as one JSON-ready dict (see ARCHITECTURE.md, The report);
     ``study``: the settings of the study sections (:mod:`harness.report.study_parts`); ``by``: an
     item column to break accuracy down by (:mod:`harness.report.study_report`); ``contrast``:
-    documented,undocumented subsets, by default the study's first and last (else official,fan)."""
+    documented,undocumented subsets, else the report's own choice
+    (:mod:`harness.report.contrast_choice`), which may be none: then no contrast section is built;
+    ``correct``: what makes an answer correct (``--correct``, :mod:`metrics.outcome`), by default
+    the study's ``[study] correct``, else :func:`metrics.outcome.default_outcome`."""
     _require_data(store)
     study = study or StudyInputs()
-    contrast = contrast or study.settings.contrast()
-    subsets = _require_subsets(store, contrast)
+    outcome = _outcome(store, correct, study.settings)  # a refused --correct before anything else
+    choice = choose_contrast(_store_subsets(store), contrast, study.settings.subsets)
     notes: list[dict[str, str]] = []
     human = _human_rater(store, human, notes)
     judge = _judge_rater(store, judge, notes)
-    cells = Cells(store, human, judge)
-    report = _sections(store, cells, contrast, human, judge, notes)
-    report.update(study_parts.build(store, cells, report, study, notes))
+    cells = Cells(store, human, judge, outcome)
+    titled = _titled(store)
+    report = _sections(store, cells, choice.pair, (human, judge, titled), notes)
+    if outcome is None or not outcome.labels:  # the paper's report (labels) keeps its keys
+        report["outcome"] = str(outcome) if outcome else None
+    parts, left_out = study_parts.build(store, cells, report, study, notes)
+    report.update(parts)
     report.update(study_report.build(store, cells, report, by, notes))
-    if not subsets:
-        study_report.drop_contrast(store, cells, report, notes)
+    if choice.missing:  # the overview's one line: no subsets at all, or no pair the report could pick
+        report["without_subsets" if choice.missing == NO_SUBSETS else "without_contrast"] = choice.missing
     report["notes"] = notes
+    report["not_in_report"] = [*absent.core_sections(report, titled), *left_out]
     return report
 
 
-def _sections(store, cells, contrast, human, judge, notes) -> dict[str, Any]:
-    overall = labels.overall(cells) if human else None
+def _sections(store, cells, contrast, shape, notes) -> dict[str, Any]:
+    """The accuracy sections count right answers under the outcome (``cells``' ``human``
+    column); agreement, κ and metric validity compare with the labels whatever the outcome.
+    ``contrast``: the (documented, undocumented) pair, or None: no section compares subsets;
+    ``shape``: the human and the judge rater (or None) and whether any item has a title."""
+    human, judge, titled = shape
+    scored = human if cells.outcome.labels else str(cells.outcome)
+    overall = labels.overall(cells) if scored else None
     judge_rows = labels.judge(cells, overall) if judge else None
     frame, order = cells.frame(), labels.model_order(overall)
+    labelled = cells.labelled()
     report: dict[str, Any] = {
-        "contrast": {"documented": contrast[0], "undocumented": contrast[1]},
+        "contrast": {"documented": contrast[0], "undocumented": contrast[1]} if contrast else None,
         "human_rater": human, "judge_rater": judge, "overall": overall,
-        "per_title": labels.per_title(cells, order, contrast) if human else None,
-        "gap": labels.gap(cells, contrast, notes=notes) if human else None,
+        "per_title": labels.per_title(cells, order, contrast or ()) if scored and titled else None,
+        "gap": labels.gap(cells, contrast, notes=notes) if scored and contrast else None,
         "judge": judge_rows,
-        "agreement": labels.agreement(cells, order) if human and judge else None,
+        "agreement": labels.agreement(labelled, order) if human and judge else None,
     }
     every = _every_model(order, frame)
     regimes = surface.regimes(frame, every, overall, judge_rows)
-    report["rank_correlation"] = surface.rank_correlation(regimes, notes) if human else None
-    report["metric_validity"] = surface.metric_validity(frame, contrast, order, notes) if human else None
-    report.update(_extras(store, cells, frame, contrast, (human, judge), regimes, every, notes))
+    by_labels = human and cells.outcome.labels  # rank correlation is with the human ranking
+    report["rank_correlation"] = surface.rank_correlation(regimes, notes) if by_labels else None
+    report["metric_validity"] = (surface.metric_validity(labelled.frame(), contrast or (), order, notes)
+                                 if human else None)
+    report.update(_extras(store, cells, frame, contrast, (scored, judge), regimes, every, notes))
     report.update(_across_models(report["gap"], frame, contrast, order, notes))
-    _note_missing_sections(human, judge, notes)
     return report
 
 
@@ -88,19 +108,19 @@ def _extras(store, cells, frame, contrast, raters, regimes, order, notes) -> dic
     missing = labels.missing(cells, order)
     _note_missing_data(missing, notes, human)
     return {
-        "judge_gap": labels.gap(cells, contrast, "judge", notes) if judge else None,
-        "surface_by_subset": surface.surface_by_subset(frame, order, contrast, notes),
+        "judge_gap": labels.gap(cells, contrast, "judge", notes) if judge and contrast else None,
+        "surface_by_subset": surface.surface_by_subset(frame, order, contrast, notes) if contrast else None,
         "regimes": regimes,
-        "mcnemar": labels.mcnemar(frame, contrast, order) if human else None,
+        "mcnemar": labels.mcnemar(frame, contrast or (), order) if human else None,
         "inter_annotator": labels.inter_annotator(store, notes),
-        "abstention": labels.abstention(cells, order, contrast) if human else None,
+        "abstention": labels.abstention(cells, order, contrast or ()) if human else None,
         "missing": missing,
         "answer_length": labels.answer_length(cells, order),
         "meta": {**_meta(store, frame), "unlabelled": _unlabelled(frame, raters, notes),
                  "raters": _coverage(store)},
         "provenance": provenance.provenance(store),
-        "probes": probes.build(store, contrast, notes),
-        "validation": validation.build(store),
+        "probes": probes.build(store, contrast or PAPER_CONTRAST, notes),  # none: no rows of its own
+        "validation": validation.build(store, cells.outcome),
     }
 
 
@@ -112,6 +132,16 @@ def _across_models(gap: list[dict] | None, frame, contrast, order, notes) -> dic
 
 
 # -- validating the request ---------------------------------------------------------------------
+
+def _outcome(store: Store, wanted: str | None, settings) -> Outcome | None:
+    """``--correct``, else ``[study] correct``, else the default (labels where the store has
+    them, else the first rule metric of ``[scoring] metrics``, else none)."""
+    if wanted:
+        return parse_outcome(wanted, "--correct")
+    if settings.correct:
+        return parse_outcome(settings.correct)
+    return default_outcome(store.count("latest_labels") > 0, settings.metrics)
+
 
 def parse_contrast(text: str) -> tuple[str, str]:
     parts = [p.strip() for p in (text or "").split(",")]
@@ -128,16 +158,13 @@ def _require_data(store: Store) -> None:
                         "report on")
 
 
-def _require_subsets(store: Store, contrast: tuple[str, str]) -> bool:
-    """False for a study without subsets (no item has one: no contrast to draw)."""
-    present = [r[0] for r in store.query("SELECT DISTINCT subset FROM latest_items ORDER BY 1")]
-    if not any(present):
-        return False
-    for name in contrast:
-        if name not in present:
-            raise UserError(f"--contrast: subset {name!r} has no items "
-                            f"(subsets in the store: {', '.join(map(str, present)) or 'none'})")
-    return True
+def _titled(store: Store) -> bool:
+    return bool(store.query("SELECT count(*) FROM latest_items WHERE title IS NOT NULL AND title <> ''")[0][0])
+
+
+def _store_subsets(store: Store) -> list[str]:
+    return [r[0] for r in store.query(
+        "SELECT DISTINCT subset FROM latest_items WHERE subset IS NOT NULL AND subset <> '' ORDER BY 1")]
 
 
 def _raters(store: Store, where: str) -> list[tuple[str, int]]:
@@ -214,16 +241,6 @@ def _unlabelled(frame: pd.DataFrame, raters: tuple[str | None, str | None], note
                 f"{rater!r} labelled no answer of {', '.join(result[side])}: left out of "
                 f"{_SIDE_SECTIONS[side]}; label them to include them")})
     return result
-
-
-def _note_missing_sections(human: str | None, judge: str | None, notes: list) -> None:
-    if not human:
-        notes.append({"section": "overall, per_title, gap, agreement, rank_correlation, metric_validity, "
-                      "mcnemar, cmh, logistic, abstention",
-                      "reason": "no human labels in the store (rater 'human' or 'human:<name>')"})
-    if not judge:
-        notes.append({"section": "judge, agreement, rank_correlation.judge",
-                      "reason": "no judge labels in the store (rater 'judge:<model>')"})
 
 
 def _note_missing_data(missing: list[dict], notes: list, human: str | None) -> None:

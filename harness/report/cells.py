@@ -22,11 +22,14 @@ from harness.config_schema import METRIC_DISPLAY
 from harness.labels import LABELS
 from harness.report import stats
 from harness.store import Store
+from metrics.metric_registry import DEFAULT_METRICS
+from metrics.outcome import Outcome
 
 __all__ = ["LABELS", "METRICS", "Cells", "sort_value", "nan_if_none", "nan_if_infinite", "mean",
            "share", "ratio", "json_ratio", "plain", "subset_rank", "contrast_2x2"]
 
-METRICS = {metric: METRIC_DISPLAY[metric] for metric in ("bleu2", "bertscore_f1")}
+# The paper's surface metrics, the ones `contam score` computes by default.
+METRICS = {metric: METRIC_DISPLAY[metric] for metric in DEFAULT_METRICS}
 
 # One row per (item, model) with the effective human and judge labels ($1 human rater, $2 judge
 # rater). An empty answer is wrong whatever its label says; an item with neither an answer nor a
@@ -42,7 +45,7 @@ raw AS (
            a.item_id IS NOT NULL AND coalesce(trim(a.answer), '') <> '' AS answered,
            c.answer_words, coalesce(c.abstained, false) AS abstained, c.bleu2, c.bertscore_f1,
            coalesce(c.reference_empty, false) AS reference_empty,
-           h.label AS human_raw, j.label AS judge_raw
+           {human_raw} AS human_raw, j.label AS judge_raw
     FROM grid g
     LEFT JOIN latest_answers a USING (item_id, model)
     LEFT JOIN cells c USING (item_id, model)
@@ -62,16 +65,36 @@ FROM rated
 
 
 class Cells:
-    """The effective-label cells as a CTE, queried with GROUP BY for every count."""
+    """The effective-label cells as a CTE, queried with GROUP BY for every count.
 
-    def __init__(self, store: Store, human: str | None, judge: str | None) -> None:
+    ``outcome`` (:mod:`metrics.outcome`) says what a right answer is. Under labels the ``human``
+    column is the human rater's label; under a metric it is that metric's call, 'right' or
+    'wrong' (NULL where it did not score), and every section that counts right answers reads it
+    so: this is the one place a metric's value becomes right or wrong. ``judge`` stays the judge's."""
+
+    def __init__(self, store: Store, human: str | None, judge: str | None,
+                 outcome: Outcome | None = None) -> None:
         self.store, self.params = store, [human or "", judge or ""]
+        self.outcome = outcome or Outcome()
+        self.sql = _CELLS_SQL.replace("{human_raw}", _human_raw(self.outcome))
 
     def query(self, select: str, extra: Sequence[Any] = ()) -> list[dict[str, Any]]:
-        return self.store.query_dicts(f"WITH c AS ({_CELLS_SQL}) {select}", [*self.params, *extra])
+        return self.store.query_dicts(f"WITH c AS ({self.sql}) {select}", [*self.params, *extra])
 
     def frame(self) -> pd.DataFrame:
-        return self.store.query_df(f"{_CELLS_SQL} ORDER BY model, item_seq", self.params)
+        return self.store.query_df(f"{self.sql} ORDER BY model, item_seq", self.params)
+
+    def labelled(self) -> "Cells":
+        """The same cells with the labels as the outcome: agreement, κ and metric validity
+        compare with the labels whatever the outcome."""
+        return self if self.outcome.labels else Cells(self.store, *self.params)
+
+
+def _human_raw(outcome: Outcome) -> str:
+    """The ``human_raw`` column: the human rater's label, or a metric's call on the cell."""
+    if outcome.labels:
+        return "h.label"
+    return outcome.call_sql(f"c.{outcome.metric}")  # a registry name: an identifier
 
 
 # -- small numeric helpers ----------------------------------------------------------------------
@@ -121,17 +144,21 @@ def contrast_2x2(dk: int, dn: int, uk: int, un: int, *, count: str, share: str,
     ``un`` undocumented): per side ``{side}_n``, ``{side}_{count}``, ``{side}_{share}`` and its
     Wilson interval ``{side}_ci_low`` / ``_high``; the ``difference`` of the shares with Newcombe's
     hybrid score interval ``{interval}_low`` / ``_high``; the odds ratio ad/bc (:func:`json_ratio`)
-    and Fisher's two-sided exact p. The gap table, cdd's and ts-guess's contrasts are this row."""
+    and Fisher's two-sided exact p. The gap table, cdd's and ts-guess's contrasts are this row. A
+    side without items leaves no table to test: the odds ratio and p are then None (not Fisher's
+    p of 1), so the row stays out of any Holm family."""
     row: dict[str, Any] = {}
     for side, k, n in (("documented", dk, dn), ("undocumented", uk, un)):
         low, high = stats.wilson_interval(k, n)
         row |= {f"{side}_n": n, f"{side}_{count}": k, f"{side}_{share}": stats.proportion(k, n),
                 f"{side}_ci_low": low, f"{side}_ci_high": high}
     low, high = stats.newcombe_interval(dk, dn, uk, un)
+    row |= {difference: row[f"documented_{share}"] - row[f"undocumented_{share}"],
+            f"{interval}_low": low, f"{interval}_high": high}
+    if not (dn and un):
+        return {**row, "odds_ratio": None, "fisher_p": None}
     fisher = stats.fisher_exact_2x2(dk, dn - dk, uk, un - uk)
-    return {**row, difference: row[f"documented_{share}"] - row[f"undocumented_{share}"],
-            f"{interval}_low": low, f"{interval}_high": high,
-            "odds_ratio": json_ratio(fisher.odds_ratio), "fisher_p": fisher.p}
+    return {**row, "odds_ratio": json_ratio(fisher.odds_ratio), "fisher_p": fisher.p}
 
 
 def plain(value: Any) -> Any:

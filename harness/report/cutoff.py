@@ -18,6 +18,7 @@ import pandas as pd
 from harness.report import stats
 from harness.report.cells import contrast_2x2, nan_if_none
 from harness.report.correct import correct_cells, source_counts
+from metrics.outcome import Outcome
 from harness.report.format import plural
 from harness.report.item_fields import date_column
 
@@ -28,17 +29,17 @@ _SIDES = {"documented": "before", "undocumented": "after"}  # contrast_2x2's nam
 
 
 def cutoff(frame: pd.DataFrame, items: pd.DataFrame, column: str, cutoffs: dict[str, datetime.date],
-           order: list[str], notes: list) -> dict[str, Any]:
+           order: list[str], notes: list, outcome: Outcome | None = None) -> dict[str, Any]:
     """The section's numbers; raises UserError on a date that does not parse."""
     released = date_column(items, column, KEY)
     known = frame[frame["item_id"].map(released).notna()]
-    data = correct_cells(known)
+    data = correct_cells(known, outcome)
     data = data.assign(released=data["item_id"].map(released))
     _note_left_out(released, column, order, cutoffs, set(data["model"]), notes)
     rows = [_model_row(m, cutoffs[m], data[data["model"] == m]) for m in order
             if m in cutoffs and m in set(data["model"])]
     _add_holm(rows)
-    return {"column": column, "correct": source_counts(data, known),
+    return {"column": column, "correct": source_counts(data, known, outcome),
             "items": int(data["item_id"].nunique()), "items_without_date": int(released.isna().sum()),
             "per_model": rows}
 
@@ -57,8 +58,10 @@ def _renamed(key: str) -> str:
 
 
 def _add_holm(rows: list[dict[str, Any]]) -> None:
+    """Holm over the models with items on both sides; a model with an empty side has no p."""
     adjusted = stats.holm([nan_if_none(r["fisher_p"]) for r in rows])
-    family = f"Fisher, one test per model ({plural(len(rows), 'test')})"
+    tested = sum(r["fisher_p"] is not None for r in rows)
+    family = f"Fisher, one test per model with items on both sides ({plural(tested, 'test')})"
     for row, p in zip(rows, adjusted):
         row["fisher_p_holm"], row["holm_family"] = p, family
 

@@ -29,6 +29,7 @@ from harness.report.cells import nan_if_infinite
 from harness.report.correct import correct_cells, source_counts
 from harness.report.item_fields import numeric_column
 from harness.report.logistic import CLUSTER_CORRECTION
+from metrics.outcome import Outcome
 
 __all__ = ["exposure", "model_fit", "pooled_fit", "quintiles", "KEY", "FIGURE"]
 
@@ -39,21 +40,25 @@ _FIT_KEYS = ("intercept", "slope", "odds_ratio", "ci_low", "ci_high", "wald_p", 
 
 
 def exposure(frame: pd.DataFrame, items: pd.DataFrame, column: str, order: list[str],
-             notes: list) -> dict[str, Any]:
-    """The section's numbers; raises UserError on a value that is not a number."""
+             notes: list, outcome: Outcome | None = None) -> dict[str, Any] | None:
+    """The section's numbers, or None when every item's value is blank (a note says so); raises
+    UserError on a value that is not a number."""
     values = numeric_column(items, column, KEY)
+    if values.isna().all():
+        notes.append({"section": "exposure", "reason": f"every item's {column!r} value is blank: no exposure fit"})
+        return None
     known = frame[frame["item_id"].map(values).notna()]
-    data = correct_cells(known)
+    data = correct_cells(known, outcome)
     data = data.assign(exposure=data["item_id"].map(values).astype(float))
     without = int(values.isna().sum())
     if without:
         notes.append({"section": "exposure", "reason": f"{without} item(s) have no {column!r} value and "
                       "are left out of the exposure fits"})
     models = [m for m in order if m in set(data["model"])]
-    return {"column": column, "correct": source_counts(data, known), "items": int(data["item_id"].nunique()),
+    return {"column": column, "correct": source_counts(data, known, outcome), "items": int(data["item_id"].nunique()),
             "items_without_value": without,
             "per_model": [model_fit(model, data[data["model"] == model]) for model in models],
-            "pooled": pooled_fit(data, models, notes), "quintiles": quintiles(data, models)}
+            "pooled": pooled_fit(data, models, notes) if models else None, "quintiles": quintiles(data, models)}
 
 
 # -- one model ------------------------------------------------------------------------------------
@@ -112,6 +117,9 @@ def pooled_fit(data: pd.DataFrame, models: list[str], notes: list) -> dict[str, 
     if reason:
         notes.append({"section": "exposure", "reason": f"no pooled fit: {reason}"})
         return None
+    if _separated(cells, usable):
+        return _not_estimable(cells, usable, "not estimable: separation (within every model the right "
+                                             "answers' exposures do not overlap the others')")
     try:
         return _pooled_result(cells, usable)
     except (np.linalg.LinAlgError, ValueError) as exc:  # a singular design: statsmodels raises
@@ -127,6 +135,33 @@ def _pooled_unfit_reason(cells: pd.DataFrame) -> str | None:
     return unfit_reason(cells["exposure"].to_numpy(float), cells["correct"].to_numpy(int))
 
 
+def _separation_side(x: np.ndarray, y: np.ndarray) -> int:
+    """+1 when every right answer's exposure is at or above every wrong one's, -1 below, else 0."""
+    right, wrong = x[y == 1], x[y == 0]
+    return 1 if wrong.max() <= right.min() else -1 if right.max() <= wrong.min() else 0
+
+
+def _separated(cells: pd.DataFrame, models: list[str]) -> bool:
+    """The per-model check, pooled: with a fixed effect per model the slope has no finite estimate
+    exactly when every model is separated by exposure, all in the same direction."""
+    sides = {_separation_side(cells.loc[cells["model"] == m, "exposure"].to_numpy(float),
+                              cells.loc[cells["model"] == m, "correct"].to_numpy(int)) for m in models}
+    return len(sides) == 1 and 0 not in sides
+
+
+def _pooled_row(cells: pd.DataFrame, models: list[str]) -> dict[str, Any]:
+    """What every pooled row says of its fit, estimable or not."""
+    return {"formula": "correct ~ exposure + model" if len(models) > 1 else "correct ~ exposure",
+            "models": models, "reference_model": models[0], "n": len(cells),
+            "items": int(cells["item_id"].nunique()), "covariance": "item-clustered",
+            "cluster_correction": CLUSTER_CORRECTION}
+
+
+def _not_estimable(cells: pd.DataFrame, models: list[str], reason: str) -> dict[str, Any]:
+    return {**_pooled_row(cells, models), **dict.fromkeys(("slope", "se", "odds_ratio", "ci_low", "ci_high",
+                                                           "wald_p"), NAN), "reason": reason}
+
+
 def design(cells: pd.DataFrame, models: list[str]) -> np.ndarray:
     """Columns: the intercept, exposure, then one indicator per model after the first."""
     dummies = [(cells["model"] == m).to_numpy(float) for m in models[1:]]
@@ -137,14 +172,13 @@ def _pooled_result(cells: pd.DataFrame, models: list[str]) -> dict[str, Any] | N
     groups = pd.factorize(cells["item_id"])[0]
     result = _quietly(sm.Logit(cells["correct"].to_numpy(int), design(cells, models)),
                       cov_type="cluster", cov_kwds={"groups": groups, "use_correction": True})
+    if not result.mle_retvals.get("converged", True):
+        return _not_estimable(cells, models, "not estimable: the fit did not converge")
     low, high = result.conf_int()[1]
-    return {"formula": "correct ~ exposure + model" if len(models) > 1 else "correct ~ exposure",
-            "models": models, "reference_model": models[0], "n": int(result.nobs),
-            "items": int(cells["item_id"].nunique()), "covariance": "item-clustered",
-            "cluster_correction": CLUSTER_CORRECTION, "slope": float(result.params[1]),
+    return {**_pooled_row(cells, models), "slope": float(result.params[1]),
             "se": float(result.bse[1]), "odds_ratio": nan_if_infinite(np.exp(result.params[1])),
             "ci_low": nan_if_infinite(np.exp(low)), "ci_high": nan_if_infinite(np.exp(high)),
-            "wald_p": float(result.pvalues[1])}
+            "wald_p": float(result.pvalues[1]), "reason": None}
 
 
 # -- accuracy in quintiles ------------------------------------------------------------------------

@@ -29,12 +29,13 @@ matplotlib.use("Agg")  # files only, never a window; must precede pyplot
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
+from harness.report.absent import has_regimes  # noqa: E402
 from harness.report.analysis import METRICS, figure_regime  # noqa: E402
 from harness.report.cells import subset_rank  # noqa: E402
 from harness.report.figure_style import (BAR, COLUMN, FULL, NEUTRAL, STYLE, SUBSET_COLOURS,  # noqa: E402
                                          empty_panel, errors, fit, grid, model_colours, row_value,
                                          score_limits, value_labels, zero_marks)
-from harness.report.format import PNG_DPI, fmt_pp, is_missing  # noqa: E402
+from harness.report.format import PNG_DPI, contrast_names, fmt_pp, is_missing  # noqa: E402
 
 __all__ = ["FIGURES", "TITLES", "COLUMN", "FULL", "STYLE", "draw_figures", "export", "export_drawn",
            "png_bytes", "save_pdf", "close"]
@@ -64,11 +65,16 @@ def leaderboard(report: dict) -> Figure:
         return fig
     _accuracy_bars(ax, rows, model_colours(report))
     if regime == "human":
-        ax.set_xlabel("strict accuracy (%), human labels")
+        ax.set_xlabel(f"strict accuracy (%), {_rated_by(report)}")
     else:  # wrapped: centred under an axes that long model names push right, it must still fit
         ax.set_xlabel(fit(f"strict accuracy (%), LLM judge, not human ({report['judge_rater']})",
                           _XLABEL_CHARS, lines=3))
     return fig
+
+
+def _rated_by(report: dict) -> str:
+    """Who says an answer is right in figures 1 and 2: the human labels, or the study's outcome."""
+    return f"correct = {report['outcome']}" if "outcome" in report else "human labels"
 
 
 def _best_first(rows: list[dict]) -> list[dict]:
@@ -117,11 +123,11 @@ def contamination_gap(report: dict) -> Figure:
     if regime is None or not rows:
         empty_panel(ax, "Contamination gap", NO_HUMAN)
         return fig
-    _subset_bars(fig, ax, rows, report["contrast"], "accuracy", 100, lambda r: fmt_pp(r["gap"]))
+    _subset_bars(fig, ax, rows, contrast_names(report), "accuracy", 100, lambda r: fmt_pp(r["gap"]))
     ax.set_ylim(0, 115)
     ax.set_yticks([0, 25, 50, 75, 100])
     _narrow(ax, len(rows))
-    who = "human labels" if regime == "human" else "LLM judge, not human"
+    who = _rated_by(report) if regime == "human" else "LLM judge, not human"
     ax.set_ylabel(f"strict accuracy (%), {who}")
     return fig
 
@@ -160,7 +166,7 @@ def _surface_gap(report: dict) -> Figure:
             empty_panel(ax, METRICS[metric], f"no {METRICS[metric]} scores in the store")
             continue
         picked = [rows[m] for m in order if m in rows]
-        _subset_bars(fig, ax, picked, report["contrast"], "mean", 1, _ratio_label)
+        _subset_bars(fig, ax, picked, contrast_names(report), "mean", 1, _ratio_label)
         _pad_top(ax)
         _narrow(ax, len(order))
         ax.axhline(0, color="black", linewidth=0.6)
@@ -239,7 +245,9 @@ def metric_disagreement(report: dict) -> Figure:
         return fig
     y, colours = list(range(len(rows))), model_colours(report)
     for letter, ax, panel in zip("abcd", flat, panels):
-        _regime_panel(ax, rows, y, colours, (f"({letter}) {panel[0]}", *panel[1:]))
+        title = panel[0] if panel[1] != "human_accuracy" or "outcome" not in report else (
+            f"correct = {report['outcome']}: strict accuracy (%)")
+        _regime_panel(ax, rows, y, colours, (f"({letter}) {title}", *panel[1:]))
     for ax in flat[len(panels):]:
         fig.delaxes(ax)
     flat[0].set_yticks(y, [fit(r["model"]) for r in rows])
@@ -276,7 +284,7 @@ def _regime_panel(ax, rows, y, colours: dict[str, str], panel: tuple) -> None:
 def per_title(report: dict) -> Figure:
     """Accuracy per title, one bar per model (each in its colour), the documented subset's titles first."""
     rows = report.get("per_title") or []
-    titles = _titles_by_subset(rows, report["contrast"])
+    titles = _titles_by_subset(rows, contrast_names(report))
     models = list(dict.fromkeys(r["model"] for r in rows))
     fig, ax = plt.subplots(figsize=(FULL, 2.9), layout="constrained")
     if not rows:
@@ -292,7 +300,7 @@ def per_title(report: dict) -> Figure:
                color=colour, label=fit(model, 30), **{**BAR, "capsize": 1.5})
         zero_marks(ax, x, [v if p else None for v, p in zip(values, picked)], [colour] * len(x), horizontal=False,
                    span=width * 0.92)
-    _subset_dividers(ax, titles, report["contrast"])
+    _subset_dividers(ax, titles, contrast_names(report))
     ax.set_xticks(range(len(titles)), [fit(t, 20) for t, _ in titles], rotation=20 if len(titles) > 4 else 0,
                   ha="right" if len(titles) > 4 else "center", rotation_mode="anchor")
     ax.set_ylim(0, 112)
@@ -345,14 +353,22 @@ def draw_figures(report: dict, titles: bool = False) -> dict[str, Figure]:
     save time and must see the style too."""
     drawn = {}
     for name, draw in FIGURES.items():
-        if name == "fig4_per_title" and not report.get("per_title"):
-            continue
-        if name == "fig2_contamination_gap" and report.get("without_subsets"):
-            continue  # no subsets, no contrast to draw
-        drawn[name] = draw(report)
+        if _has_data(name, report):
+            drawn[name] = draw(report)
         if titles:
             drawn[name].suptitle(TITLES[name], fontsize=9)
     return drawn
+
+
+def _has_data(name: str, report: dict) -> bool:
+    """A figure is drawn only where it has something to show: no empty panel stands in for a section."""
+    if name == "fig1_leaderboard":
+        return figure_regime(report) is not None
+    if name == "fig2_contamination_gap":
+        return bool(report.get("contrast")) and figure_regime(report) is not None
+    if name == "fig3_metric_disagreement":
+        return has_regimes(report)
+    return bool(report.get("per_title"))
 
 
 def export(report: dict, titles: bool = False, out: Path | None = None) -> dict[str, bytes]:

@@ -3,7 +3,8 @@
 Percentages carry one decimal; p-values are written ``7.5 × 10⁻⁷²`` (from their log10 where a
 double cannot hold them: a value that exists is never printed as a bound); an infinite odds
 ratio is ``∞``; a statistic that is undefined is ``—``. :func:`user` makes a user- or
-model-supplied value safe inside Markdown (no raw HTML, code, emphasis, table break or link).
+model-supplied value safe inside Markdown (no raw HTML, code, emphasis, table break or link) and
+leaves it plain: no HTML entities, no backslash that changes nothing.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["DASH", "PNG_DPI", "is_missing", "Table", "Section", "fmt_pct", "fmt_ci", "fmt_num_ci", "fmt_p",
+__all__ = ["DASH", "contrast_names", "PNG_DPI", "is_missing", "Table", "Section", "fmt_pct", "fmt_ci", "fmt_num_ci", "fmt_p",
            "p_clause", "fmt_or", "fmt_num", "fmt_pp", "fmt_sides", "fmt_params", "plural", "md_cell",
            "user"]
 
@@ -103,6 +104,12 @@ def plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
+def contrast_names(report: dict[str, Any]) -> dict[str, str]:
+    """``{"documented": A, "undocumented": B}``: the report's contrast, or the two sides' own names
+    where it has none (then no section has rows of either side)."""
+    return report.get("contrast") or {"documented": "documented", "undocumented": "undocumented"}
+
+
 # -- structure ----------------------------------------------------------------------------------
 
 _NUMERIC = re.compile(r"^(?:[-+−]?\d|\[-?\d|<\s|∞$|—$|$)")
@@ -134,16 +141,16 @@ class Section:
     figures: list[str] = field(default_factory=list)
 
 
-_MD_SPECIAL = re.compile(r"([\\`*_|])")
-_MD_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
+# Only what Markdown could read as markup: backslash, backtick, asterisk, underscore and pipe; a
+# "<" that opens a tag or an autolink; a "&" that spells an entity; a "]" that opens a link target.
+# (An underscore inside a word is no emphasis, but the paper's pinned report escapes every one.)
+_MD_SPECIAL = re.compile(r"[\\`*_|]|<(?=[A-Za-z/!?])|&(?=#?\w+;)|\](?=\()")
 
 
 def md_cell(text: str) -> str:
-    """Markdown-safe text: no raw HTML (``& < >`` as entities), no code, emphasis, table break or
-    inline link (``\\ ` * _ |`` backslash-escaped, ``](`` broken)."""
-    text = _MD_SPECIAL.sub(r"\\\1", str(text))
-    text = "".join(_MD_ENTITIES.get(c, c) for c in text)
-    return text.replace("](", "]\\(").replace("\n", " ")
+    """Plain, Markdown-safe text on one line: no raw HTML, code, emphasis, table break or inline
+    link, with a backslash before only the characters that would start one (no HTML entities)."""
+    return _MD_SPECIAL.sub(lambda m: "\\" + m.group(0), str(text)).replace("\n", " ")
 
 
 def user(text: object) -> str:

@@ -13,7 +13,7 @@ import jinja2
 from markdown_it import MarkdownIt
 from markupsafe import Markup
 
-from harness.report.format import PNG_DPI, Section
+from harness.report.format import DASH, PNG_DPI, Section
 
 __all__ = ["TEMPLATES", "Figure", "ReportPage", "markdown", "environment", "report_page", "render_html"]
 
@@ -58,11 +58,16 @@ class ReportPage:
         return [self.figures[name] for name in section.figures if name in self.figures]
 
 
+def _dash_for_none(value: Any) -> Any:
+    return DASH if value is None else value
+
+
 def environment(*more: Path) -> jinja2.Environment:
     """An autoescaping environment over ``more`` folders (searched first), then ``TEMPLATES``,
-    with the ``markdown`` filter the sections use."""
+    with the ``markdown`` filter the sections use. A missing value (an item without a title, say)
+    prints as the report's dash, never as "None"."""
     env = jinja2.Environment(loader=jinja2.FileSystemLoader([*more, TEMPLATES]), autoescape=True,
-                             undefined=jinja2.StrictUndefined)
+                             undefined=jinja2.StrictUndefined, finalize=_dash_for_none)
     env.filters["markdown"] = markdown
     return env
 

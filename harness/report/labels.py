@@ -104,13 +104,13 @@ def judge(cells: Cells, overall_rows: list[dict] | None) -> list[dict[str, Any]]
 
 
 def agreement(cells: Cells, order: list[str]) -> dict[str, Any]:
-    """Human × judge κ over the cells both raters labelled, their labels as given (as `contam
-    view` has it); ``imputed``: the cells whose effective label on either side is the lower-bound
-    rule's (a blank answer, an unanswered item), counted and left out of κ."""
+    """Human × judge κ over the answered cells both raters labelled, their labels as given (as
+    `contam view` has it); ``imputed``: the blank and unanswered cells both sides count (the
+    lower-bound rule's, whatever labels they carry), counted apart and left out of κ."""
     counts = cells.query("SELECT model, human_raw AS human, judge_raw AS judge, count(*) AS n FROM c "
-                         "WHERE human_raw IS NOT NULL AND judge_raw IS NOT NULL GROUP BY ALL")
+                         "WHERE human_raw IS NOT NULL AND judge_raw IS NOT NULL AND answered GROUP BY ALL")
     imputed = cells.query("SELECT count(*) AS n FROM c WHERE human IS NOT NULL AND judge IS NOT NULL "
-                          "AND (human_raw IS NULL OR judge_raw IS NULL)")[0]["n"]
+                          "AND NOT (answered AND human_raw IS NOT NULL AND judge_raw IS NOT NULL)")[0]["n"]
     pooled = [[0] * 3 for _ in LABELS]
     per_model: dict[str, list[list[int]]] = {m: [[0] * 3 for _ in LABELS] for m in order
                                              if any(r["model"] == m for r in counts)}
@@ -182,7 +182,9 @@ def abstention(cells: Cells, order: list[str], contrast) -> list[dict[str, Any]]
         "count(*) FILTER (WHERE answered AND human = 'wrong' AND NOT abstained) AS confabulated "
         "FROM c WHERE model IN (SELECT model FROM c WHERE human IS NOT NULL) GROUP BY model, subset")
     rows.sort(key=lambda r: (order.index(r["model"]), subset_rank(r["subset"], contrast), str(r["subset"])))
+    every = all(r["subset"] is None for r in rows)  # no item has a subset: one row per model, every item
     for r in rows:
+        r["subset"] = "all" if every else r["subset"]
         r["abstention_rate"] = stats.proportion(r["abstained"], r["n"])
         r["confabulation_rate"] = stats.proportion(r["confabulated"], r["n"])
     return rows

@@ -41,6 +41,7 @@ _LEVEL = re.compile(r"\[T\.(m\d+)\]")
 def logistic(frame: pd.DataFrame, contrast: tuple[str, str], order: list[str], notes: list) -> dict | None:
     """The model the data allow (see the module docstring), or None and a note saying why."""
     data, labels = _design(frame, contrast, order)
+    _note_one_sided(frame, contrast, order, labels, notes)
     reason = _unfit_reason(data)
     if reason:
         notes.append({"section": "logistic", "reason": reason})
@@ -53,7 +54,8 @@ def _design(frame: pd.DataFrame, contrast: tuple[str, str], order: list[str]) ->
     """One row per labelled (item, model) cell of the two subsets; the first model is the reference.
     Returns the frame (models as codes) and code -> model label."""
     cells = frame[frame["human"].notna() & frame["subset"].isin(contrast)]
-    used = [m for m in order if m in set(cells["model"])]
+    used = _two_sided(cells, order)
+    cells = cells[cells["model"].isin(used)]
     labels = {f"m{i}": model for i, model in enumerate(used)}
     codes = {model: code for code, model in labels.items()}
     data = pd.DataFrame({"right": (cells["human"] == "right").astype(int).to_numpy(),
@@ -61,6 +63,22 @@ def _design(frame: pd.DataFrame, contrast: tuple[str, str], order: list[str]) ->
                          "model": pd.Categorical(cells["model"].map(codes), categories=list(labels)),
                          "item": cells["item_id"].to_numpy()})
     return data, labels
+
+
+def _two_sided(cells: pd.DataFrame, order: list[str]) -> list[str]:
+    """The models with labelled cells on both subsets: one labelled on one side only would make the
+    design singular (its subset effect cannot be told from its model effect)."""
+    sides = cells.groupby("model")["subset"].nunique()
+    return [m for m in order if sides.get(m, 0) == 2]
+
+
+def _note_one_sided(frame: pd.DataFrame, contrast: tuple[str, str], order: list[str], labels: dict,
+                    notes: list) -> None:
+    labelled = set(frame.loc[frame["human"].notna() & frame["subset"].isin(contrast), "model"])
+    one_sided = [m for m in order if m in labelled and m not in labels.values()]
+    if one_sided:
+        notes.append({"section": "logistic", "reason": f"{', '.join(one_sided)} labelled on one subset only: "
+                      "left out of the logistic model (no gap to model); the other models are fitted"})
 
 
 def _unfit_reason(data: pd.DataFrame) -> str | None:

@@ -15,7 +15,7 @@ from matplotlib.figure import Figure
 
 from harness.report.figure_style import (BAR, COLUMN, FULL, SUBSET_COLOURS, errors, grid, row_value,
                                          zero_marks)
-from harness.report.format import fmt_p, p_clause
+from harness.report.format import contrast_names, fmt_p, p_clause
 from harness.report import probe_guided, probe_tsguess
 from harness.report.probe_guided import MEASURE_NAMES, MEASURES
 
@@ -59,7 +59,7 @@ def exact_match_rates(report: dict) -> Figure:
     part = report["probes"][probe_tsguess.KIND]
     return share_bars(sorted({r["model"] for r in part["rates"]}),
                       {(r["model"], r["subset"]): r for r in part["rates"]},
-                      {r["model"]: r["fisher_p"] for r in part["tests"]}, report["contrast"],
+                      {r["model"]: r["fisher_p"] for r in part["tests"]}, contrast_names(report),
                       value="rate", ylabel="masked words guessed (%)")
 
 
@@ -83,7 +83,7 @@ def share_bars(models: list[str], rows: dict[tuple[str, str], dict], fisher: dic
 
 
 def guided_differences(report: dict) -> Figure:
-    part, contrast = report["probes"][probe_guided.KIND], report["contrast"]
+    part, contrast = report["probes"][probe_guided.KIND], contrast_names(report)
     models = sorted({r["model"] for r in part["differences"]})
     by_key = {(r["model"], r["subset"], r["measure"]): r for r in part["differences"]}
     fig = Figure(figsize=(FULL, 2.8), layout="constrained")

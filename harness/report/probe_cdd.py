@@ -20,8 +20,8 @@ from __future__ import annotations
 from typing import Any
 
 from harness.report.cells import contrast_2x2
-from harness.report.format import (Section, Table, fmt_ci, fmt_num, fmt_or, fmt_p, fmt_pct, fmt_pp,
-                                   fmt_sides, user)
+from harness.report.format import (Section, Table, contrast_names, fmt_ci, fmt_num, fmt_or, fmt_p,
+                                   fmt_pct, fmt_pp, fmt_sides, user)
 from harness.report.probe_holm import HOLM_CAPTION
 from harness.report.probe_rows import chosen_params, other_params_note
 from harness.report.stats import proportion, wilson_interval
@@ -99,8 +99,7 @@ def tidy(part: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
 # -- rendering ---------------------------------------------------------------------------------
 
 def section(part: dict[str, Any], report: dict[str, Any]) -> Section:
-    contrast = report["contrast"]
-    doc, undoc = contrast["documented"], contrast["undocumented"]
+    doc, undoc = contrast_names(report).values()
     return Section("Probe: cdd (output peakedness)", _paragraphs(part), [
         _share_table(part["per_model"], "Per model, every item.", "probe_cdd_by_model"),
         _share_table(part["per_subset"], "Per model and subset.", "probe_cdd_by_model_subset",

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from matplotlib.figure import Figure
 
+from harness.report.format import contrast_names
 from harness.report.probe_bars import share_bars
 from harness.report.probe_cdd import KIND
 
@@ -19,5 +20,5 @@ def flagged_shares(report: dict) -> Figure:
     part = report["probes"][KIND]
     return share_bars([r["model"] for r in part["per_model"]],
                       {(r["model"], r["subset"]): r for r in part["per_subset"]},
-                      {r["model"]: r["fisher_p"] for r in part["contrast"]}, report["contrast"],
+                      {r["model"]: r["fisher_p"] for r in part["contrast"]}, contrast_names(report),
                       value="flagged_share", ylabel="items flagged as peaked (%)")

@@ -28,7 +28,7 @@ import numpy as np
 import orjson
 from scipy import stats as sps
 
-from harness.report.format import Section, Table, fmt_num, fmt_num_ci, fmt_p, user
+from harness.report.format import Section, Table, contrast_names, fmt_num, fmt_num_ci, fmt_p, user
 from harness.report.probe_holm import HOLM_CAPTION
 from harness.report.probe_rows import other_params_note
 from harness.report.stats import bootstrap, roc_auc_test
@@ -138,7 +138,7 @@ def tidy(part: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
 # -- rendering ------------------------------------------------------------------------------------
 
 def section(part: dict[str, Any], report: dict[str, Any]) -> Section:
-    contrast = report["contrast"]
+    contrast = contrast_names(report)
     paragraphs = [
         f"**Min-K% and Min-K%++** (Shi et al. 2023; Zhang et al. 2024): the mean log-probability "
         "(Min-K%++: standardised against the model's next-token distribution) of the k% least "

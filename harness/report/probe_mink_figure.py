@@ -9,7 +9,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from harness.report.figure_style import COLUMN, FULL, SUBSET_COLOURS, empty_panel, grid
-from harness.report.format import is_missing
+from harness.report.format import contrast_names, is_missing
 from harness.report.probe_mink import KIND, NAMES
 
 __all__ = ["distributions", "CAPTION"]
@@ -22,7 +22,7 @@ _JITTER_SEED = 0  # the points' horizontal spread: the same drawing every time
 
 
 def distributions(report: dict) -> Figure:
-    rows, contrast = report["probes"][KIND]["rows"], report["contrast"]
+    rows, contrast = report["probes"][KIND]["rows"], contrast_names(report)
     models = list(dict.fromkeys(r["model"] for r in rows))
     scores = list(dict.fromkeys((r["metric"], r["k"]) for r in rows))
     width = min(FULL, max(COLUMN, 1.8 * len(models)))

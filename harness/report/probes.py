@@ -37,5 +37,5 @@ def sections(report: dict) -> list[Section]:
     built = [resolve(spec.section)(probes[kind], report)
              for kind, spec in PROBES.items() if kind in probes]
     if built:
-        built[0].paragraphs.append(probe_holm.SENTENCE)
+        built[0].paragraphs.append(probe_holm.family_sentence(probes))
     return built

@@ -8,6 +8,7 @@ paragraph goes through :func:`user`; every table cell is escaped by each rendere
 from __future__ import annotations
 
 from harness.labels import LABEL_NAMES, LABELS
+from harness.report.absent import has_regimes
 from harness.report.analysis import METRICS, figure_regime
 from harness.report.format import (DASH, Section, Table, fmt_ci, fmt_num, fmt_or, fmt_p, fmt_pct,
                                    fmt_pp, fmt_sides, md_cell, plural, user)
@@ -46,6 +47,32 @@ _CAPTIONS = {
 
 
 def figure_caption(name: str, report: dict) -> str:
+    """The figure's caption; under a metric outcome it names it ("correct = contains")."""
+    caption = _figure_caption(name, report)
+    if not outcome_named(report):
+        return caption
+    plain = caption.replace("human-labelled ", "").replace("human-accuracy order", "accuracy order")
+    return f"{plain} Correct = {report['outcome']}."
+
+
+def outcome_named(report: dict) -> bool:
+    """Whether the report names its outcome: any but labels, the paper's (whose report is
+    unchanged)."""
+    return "outcome" in report
+
+
+def _outcome_line(report: dict) -> list[str]:
+    """The report's first line under a metric outcome (or none)."""
+    if not outcome_named(report):
+        return []
+    if report["outcome"] is None:
+        return ["**correct = none**: no labels in the store and no rule metric among [scoring] "
+                "metrics; set `[study] correct` or give `--correct`."]
+    return [f"**correct = {report['outcome']}**: an answer is right when {report['outcome']} "
+            "says so, right or not (no partial credit); empty and unanswered answers are wrong."]
+
+
+def _figure_caption(name: str, report: dict) -> str:
     regime = figure_regime(report)
     if name == "fig3_metric_disagreement" and regime != "human":
         return ("Figure 3. The same answers under each scoring regime in the store, one panel each, models "
@@ -65,23 +92,32 @@ def sections(report: dict) -> list[Section]:
     builders = [_overview, *leading, contamination_section, study_sections.sections, surface_section,
                 _mcnemar, _regimes, study_section.sections,
                 *([_judge] if regime == "human" else []), _agreement, _inter_annotator, _metric_validity,
-                _abstention, _missing_data, probes.sections, validation.section, provenance_section, _notes]
+                _abstention, _missing_data, probes.sections, validation.section, provenance_section, _notes,
+                _not_in_report]
     built = [build(report) for build in builders]  # a Section, None, or a list (the probes')
     return [s for b in built for s in (b if isinstance(b, list) else [b]) if s is not None]
 
 
 def _overview(report: dict) -> Section:
-    meta, contrast = report.get("meta") or {}, report["contrast"]
+    meta = report.get("meta") or {}
     return Section("contam report", [
+        *_outcome_line(report),
         *_no_human_note(report),
         f"Store {user(meta.get('store', '?'))}: {_count(meta, 'items', 'item')}, "
         f"{_count(meta, 'models', 'model')}; "
         f"generated {meta.get('generated_at', '?')} (contam {meta.get('harness_version') or '?'}).",
         f"Human rater: {_rater(report, 'human')}. Judge rater: {_rater(report, 'judge')}. "
-        + (report.get("without_subsets") or f"Contrast: {user(contrast['documented'])} (documented) vs "
-           f"{user(contrast['undocumented'])} (undocumented)."),
+        + _contrast_line(report),
         "All intervals are 95%. Empty answers and unanswered items count as wrong (a lower bound); "
         "see Missing data."])
+
+
+def _contrast_line(report: dict) -> str:
+    contrast = report["contrast"]
+    if not contrast:
+        return report.get("without_subsets") or report["without_contrast"]
+    return (f"Contrast: {user(contrast['documented'])} (documented) vs {user(contrast['undocumented'])} "
+            "(undocumented).")
 
 
 def _rater(report: dict, side: str) -> str:
@@ -105,7 +141,7 @@ _STAND_IN = {
 
 def _no_human_note(report: dict) -> list[str]:
     """The first thing a reader of a label-less report (the demo's) needs to know."""
-    if report["human_rater"]:
+    if report["human_rater"] or report.get("outcome"):  # a metric outcome stands in for labels
         return []
     how = "accuracy sections need human labels: `contam import labels FILE`"
     if not report["judge_rater"]:
@@ -117,10 +153,11 @@ def _no_human_note(report: dict) -> list[str]:
 def _overall(report: dict) -> Section | None:
     if not report["overall"]:
         return None
-    return Section("Overall accuracy", [], [_accuracy_table(
-        report["overall"], "accuracy_by_model",
-        "Human annotation; partial credit counts a partially right answer as one half.")],
-        figures=["fig1_leaderboard"])
+    caption = (f"Correct = {report['outcome']}: right or not, no partial credit."
+               if outcome_named(report) else
+               "Human annotation; partial credit counts a partially right answer as one half.")
+    return Section("Overall accuracy", [], [_accuracy_table(report["overall"], "accuracy_by_model",
+                                                            caption)], figures=["fig1_leaderboard"])
 
 
 def _accuracy_table(rows: list[dict], name: str, caption: str = "") -> Table:
@@ -140,7 +177,7 @@ def _per_title(report: dict) -> Section | None:
     models = list(dict.fromkeys(r["model"] for r in report["per_title"]))
     rows = [[m] + [_title_cell(cell.get((m, t))) for t, _ in titles] for m in models]
     return Section("Per-title accuracy", [], [Table(
-        ["Model"] + [f"{t} ({s})" for t, s in titles], rows, "Strict accuracy [95% Wilson interval].",
+        ["Model"] + [t if s is None else f"{t} ({s})" for t, s in titles], rows, "Strict accuracy [95% Wilson interval].",
         "accuracy_by_title")],
         figures=["fig4_per_title"])
 
@@ -194,7 +231,7 @@ def _mcnemar(report: dict) -> Section | None:
 
 
 def _regimes(report: dict) -> Section | None:
-    if not report.get("regimes"):
+    if not has_regimes(report):  # answer lengths alone: the table would be dashes
         return None
     rows = [[r["model"], fmt_pct(r["human_accuracy"]), fmt_pct(r["judge_accuracy"]),
              fmt_pct(r["judge_partial_credit"]), fmt_num(r["bleu2"]), fmt_num(r["bertscore_f1"]),
@@ -327,6 +364,13 @@ _WORDS = {"overall": "overall accuracy", "per_title": "per-title accuracy", "gap
           "bertscore_f1": "BERTScore-F1", "judge_partial_credit": "judge partial credit",
           "cmh": "pooled odds ratio (CMH)", "logistic": "logistic model", "unlabelled": "unlabelled models",
           "human": "human labels", "judge_gap": "contamination gap under the judge"}
+
+
+def _not_in_report(report: dict) -> Section | None:
+    rows = report.get("not_in_report")
+    if not rows:
+        return None
+    return Section("Not in this report", ["\n".join(f"- **{row['section']}**: {row['reason']}." for row in rows)])
 
 
 def note_heading(section: str) -> str:

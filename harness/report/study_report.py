@@ -1,7 +1,7 @@
 """The report's parts for a study of one's own: accuracy under each rule-based metric
 (``exact``, ``contains``, ``numeric``, ``regex``) beside the human and judge accuracy, each rule
-metric's agreement with the human labels (also added to ``metric_validity``), accuracy broken down
-by an item column (``contam report --by COLUMN``), and a study without subsets. Rendered by
+metric's agreement with the human labels (also added to ``metric_validity``), and accuracy broken down
+by an item column (``contam report --by COLUMN``). Rendered by
 :mod:`harness.report.study_section`. See ARCHITECTURE.md, "The report".
 
 Counting follows the report's lower-bound rule: an empty answer or an unanswered item is wrong
@@ -16,27 +16,27 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from harness.config_schema import METRIC_DISPLAY
+from harness.config_schema import did_you_mean
 from harness.errors import UserError
 from harness.report import labels, stats
 from harness.report.cells import Cells
 from harness.report.surface import _validity
 from harness.store import Store
+from metrics.metric_registry import metric_labels, rule_metrics
 
-__all__ = ["RULE_METRICS", "CORE_COLUMNS", "NO_SUBSETS", "build", "drop_contrast", "item_columns"]
+__all__ = ["RULE_METRICS", "CORE_COLUMNS", "build", "item_columns"]
 
-RULE_METRICS = {metric: METRIC_DISPLAY[metric] for metric in ("exact", "contains", "numeric", "regex")}
+# both from the registry as it is now (a label table built earlier may predate a metric added since)
+RULE_METRICS = {metric: metric_labels()[metric] for metric in rule_metrics()}
 CORE_COLUMNS = ("item_id", "title", "subset", "question", "reference")
-NO_SUBSETS = ("No item has a subset: the documented-vs-undocumented contrast (gap, its tests and "
-              "figure) needs subsets; this report gives accuracy and agreement only.")
-# The sections that compare the two subsets of --contrast; without subsets they are left out.
-_CONTRAST_KEYS = ("per_title", "gap", "judge_gap", "surface_by_subset", "cmh", "logistic")
 
 
 def build(store: Store, cells: Cells, report: dict[str, Any], by: str | None,
           notes: list) -> dict[str, Any]:
     """The new report keys, each only where it has data (so a paper-style report is unchanged):
-    ``rule_metrics``, ``rule_accuracy``, ``by``; the rule metrics join ``metric_validity``."""
+    ``rule_metrics``, ``rule_accuracy``, ``by``; the rule metrics join ``metric_validity``. The
+    labels here are the labels whatever the study's outcome; a metric outcome is one more regime
+    of ``by`` (``outcome``)."""
     frame = _frame(store, cells, by)
     present = [m for m in RULE_METRICS if frame[m].notna().any()]
     regimes = _regimes(report, present)
@@ -55,15 +55,20 @@ def _models(report: dict, frame: pd.DataFrame) -> list[str]:
 
 
 def _regimes(report: dict, present: list[str]) -> list[str]:
-    """What a right answer means in each column: the human's label, the judge's, each metric."""
-    return [*(["human"] if report.get("human_rater") else []),
+    """What a right answer means in each column: the study's outcome where it is a metric, the
+    human's label, the judge's, each rule metric."""
+    return [*(["outcome"] if report.get("outcome") else []),
+            *(["human"] if report.get("human_rater") else []),
             *(["judge"] if report.get("judge_rater") else []), *present]
 
 
 # -- the cells with their rule values and the --by column ---------------------------------------
 
 def _frame(store: Store, cells: Cells, by: str | None) -> pd.DataFrame:
-    frame = cells.frame()
+    frame = cells.labelled().frame()
+    if not cells.outcome.labels:  # the outcome's call, beside the labels
+        calls = cells.frame()[["item_id", "model", "human"]].rename(columns={"human": "outcome"})
+        frame = frame.merge(calls, on=["item_id", "model"], how="left")
     rules = store.query_df(f"SELECT item_id, model, {', '.join(RULE_METRICS)} FROM cells")
     frame = frame.merge(rules, on=["item_id", "model"], how="left")
     if by:
@@ -81,8 +86,8 @@ def item_columns(store: Store) -> list[str]:
 def _column_values(store: Store, column: str) -> pd.DataFrame:
     known = item_columns(store)
     if column not in known:
-        raise UserError(f"--by {column!r}: no such item column (columns present: "
-                        f"{', '.join(known)})")
+        raise UserError(f"--by {column!r}: no such item column{did_you_mean(column, known)} "
+                        f"(columns present: {', '.join(known)})")
     value = column if column in CORE_COLUMNS else "json_extract_string(extra, ?)"
     params = [] if column in CORE_COLUMNS else [f'$."{column}"']
     return store.query_df(f"SELECT item_id, {value} AS by_value FROM latest_items", params)
@@ -92,7 +97,7 @@ def _column_values(store: Store, column: str) -> pd.DataFrame:
 
 def _right_counts(cells: pd.DataFrame, regime: str) -> tuple[int, int, int]:
     """(right, counted, left out) under ``regime`` (a rater column or a rule metric)."""
-    if regime in ("human", "judge"):
+    if regime in ("outcome", "human", "judge"):
         counted = cells[regime].notna()
         return int((cells[regime] == "right").sum()), int(counted.sum()), int((~counted).sum())
     lost = (cells["empty"] | ~cells["has_answer"]) & cells[regime].isna()  # wrong: lower bound
@@ -162,18 +167,3 @@ def _agreement(cells: pd.DataFrame, metric: str) -> dict[str, Any]:
 def _share(flags: np.ndarray) -> float:
     return float(flags.mean()) if len(flags) else float("nan")
 
-
-# -- a study without subsets --------------------------------------------------------------------
-
-def drop_contrast(store: Store, cells: Cells, report: dict[str, Any], notes: list) -> None:
-    """No item has a subset: leave out every subset comparison (and the notes about them),
-    McNemar over all items only, and say so in one line (``without_subsets``)."""
-    for key in _CONTRAST_KEYS:
-        report[key] = None
-    if report.get("mcnemar"):
-        frame = cells.frame()
-        report["mcnemar"] = labels.mcnemar(frame, (), _models(report, frame))
-    for row in report.get("abstention") or []:
-        row["subset"] = "all"  # one row per model: every item, none of which has a subset
-    notes[:] = [n for n in notes if not n["section"].startswith(_CONTRAST_KEYS)]
-    report["without_subsets"] = NO_SUBSETS  # the overview's one line

@@ -32,7 +32,9 @@ def _cell(r: dict | None) -> str:
     return f"{fmt_pct(r['accuracy'])} {fmt_ci(r['ci_low'], r['ci_high'])} ({r['right']}/{r['n']})"
 
 
-def _regime_name(regime: str) -> str:
+def _regime_name(regime: str, report: dict) -> str:
+    if regime == "outcome":
+        return f"correct = {report['outcome']}"
     return _RATERS.get(regime) or RULE_METRICS.get(regime, regime)
 
 
@@ -103,7 +105,7 @@ def _by_section(report: dict) -> Section | None:
     body = [[DASH if value is None else str(value), str(items), model,
              *(_cell(regimes.get(r)) for r in by["regimes"])]
             for (value, items, model), regimes in cells.items()]
-    headers = [by["column"], "Items", "Model", *(_regime_name(r) for r in by["regimes"])]
+    headers = [by["column"], "Items", "Model", *(_regime_name(r, report) for r in by["regimes"])]
     return Section(heading, [f"Strict accuracy per value of the item column {user(by['column'])}, "
                              "per model and regime, in the order the values first occur. " + _COUNTING],
                    [Table(headers, body, "Strict accuracy [95% Wilson interval] (right/n).",

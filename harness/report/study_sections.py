@@ -13,7 +13,7 @@ from harness.report.exposure import FIGURE
 from harness.report.format import (DASH, Section, Table, fmt_ci, fmt_num, fmt_or, fmt_p, fmt_pct, fmt_pp,
                                    is_missing, p_clause, plural, user)
 
-__all__ = ["sections", "exposure_section", "cutoff_section", "tiers_section", "TIDY"]
+__all__ = ["sections", "exposure_section", "cutoff_section", "tiers_section", "pooled_label", "TIDY"]
 
 
 def sections(report: dict) -> list[Section]:
@@ -60,11 +60,21 @@ def exposure_section(report: dict) -> Section | None:
 
 def _pooled_reading(fit: dict) -> str:
     models = fit["models"]
-    fixed = f"a fixed effect for each of the {len(models)} models" if len(models) > 1 else "one model"
-    return (f"**Pooled** ({fit['formula']}, {fixed}; {fit['n']} cells on {fit['items']} items; standard errors "
-            f"clustered by item, small-sample correction {fit['cluster_correction']}, normal reference): "
-            f"odds ratio per unit of exposure {_ratio(fit['odds_ratio'])}, 95% CI {_ratio_ci(fit)}, "
-            f"{p_clause(fit['wald_p'])} (Wald).")
+    fixed = (f"a fixed effect for each of the {len(models)} models" if len(models) > 1 else
+             f"one model, {user(models[0])}: its own fit with item-clustered errors")
+    head = (f"**Pooled** ({fit['formula']}, {fixed}; {fit['n']} cells on {fit['items']} items; standard errors "
+            f"clustered by item, small-sample correction {fit['cluster_correction']}, normal reference): ")
+    if fit.get("reason"):
+        return head + f"{fit['reason']}: no finite odds ratio."
+    return head + (f"odds ratio per unit of exposure {_ratio(fit['odds_ratio'])}, 95% CI {_ratio_ci(fit)}, "
+                   f"{p_clause(fit['wald_p'])} (Wald).")
+
+
+def pooled_label(fit: dict) -> str:
+    """The pooled row's name: a fixed effect per model, or with one model that model's own fit."""
+    if len(fit["models"]) == 1:
+        return f"{fit['models'][0]} (item-clustered fit)"
+    return "pooled (model fixed effects)"
 
 
 def _exposure_table(part: dict) -> Table:
@@ -73,8 +83,9 @@ def _exposure_table(part: dict) -> Table:
             for r in part["per_model"]]
     pooled = part.get("pooled")
     if pooled:
-        rows.append(["pooled (model fixed effects)", str(pooled["n"]), DASH, DASH, _ratio(pooled["odds_ratio"]),
-                     _ratio_ci(pooled), fmt_p(pooled["wald_p"]), DASH, "item-clustered standard errors"])
+        rows.append([pooled_label(pooled), str(pooled["n"]), DASH, DASH, _ratio(pooled["odds_ratio"]),
+                     _ratio_ci(pooled), fmt_p(pooled["wald_p"]), DASH,
+                     pooled.get("reason") or "item-clustered standard errors"])
     return Table(["Model", "n", "Right", "Exposure range", "Odds ratio per unit", "95% CI", "Wald p", "LR p",
                   "Note"], rows, f"Logistic regression of correct on {part['column']}, per model and pooled.",
                  "exposure_by_model")
@@ -101,9 +112,6 @@ def cutoff_section(report: dict) -> Section | None:
                   "Newcombe's hybrid score interval of the difference (before − after), the odds ratio "
                   "and Fisher's two-sided exact p, Holm-adjusted across models.",
                   source_sentence(part["correct"])]
-    if not part["per_model"]:
-        paragraphs.append("No model in the store has a cut-off: give each `[[models]]` a `cutoff`.")
-        return Section("Before and after the training cut-off", paragraphs)
     return Section("Before and after the training cut-off", paragraphs, [_cutoff_table(part)])
 
 
@@ -118,7 +126,12 @@ def _cutoff_table(part: dict) -> Table:
              fmt_p(r["fisher_p"]), fmt_p(r["fisher_p_holm"])] for r in part["per_model"]]
     return Table(["Model", "Cut-off", "Before", "95% CI (before)", "After", "95% CI (after)", "Difference",
                   "95% CI (Newcombe)", "Odds ratio", "Fisher p", "Holm p"], rows,
-                 "Items released on or before the model's cut-off vs after it.", "cutoff_by_model")
+                 "Items released on or before the model's cut-off vs after it; Holm p within the family "
+                 f"{_holm_family(part)}.", "cutoff_by_model")
+
+
+def _holm_family(part: dict) -> str:
+    return part["per_model"][0]["holm_family"] if part["per_model"] else ""
 
 
 # -- ordered tiers ----------------------------------------------------------------------------------

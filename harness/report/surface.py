@@ -94,8 +94,7 @@ def _validity(cells: pd.DataFrame, metric: str, contrast) -> dict[str, Any]:
     score = cells[metric].astype(float).to_numpy()
     right = (cells["human"] == "right").to_numpy()
     words = cells["answer_words"].astype(float).to_numpy()
-    documented = score[(cells["subset"] == contrast[0]).to_numpy()]
-    undocumented = score[(cells["subset"] == contrast[1]).to_numpy()]
+    documented, undocumented = (score[(cells["subset"] == side).to_numpy()] for side in contrast or ("", ""))
     return {
         "n": len(score), "n_right": int(right.sum()),
         "mean": mean(score), "mean_right": mean(score[right]), "mean_not_right": mean(score[~right]),

@@ -18,7 +18,8 @@ def surface_section(report: dict) -> Section | None:
         return None
     contrast = report["contrast"]
     tables = [_surface_table(surface[metric], contrast, metric) for metric in METRICS if surface.get(metric)]
-    tables.append(_surface_title_table(surface["per_title"]))
+    if surface["per_title"]:  # no titled item: no per-title table
+        tables.append(_surface_title_table(surface["per_title"]))
     return Section("Surface metrics by subset", [
         "Mean score of every scored answer, labels or not: the seed paper's §4.3 evidence that the "
         "contamination signal survives every scoring regime. Each mean has a 95% BCa bootstrap interval "

@@ -21,28 +21,29 @@ from scipy import stats as sps
 from harness.errors import UserError
 from harness.report import stats
 from harness.report.correct import correct_cells, source_counts
+from metrics.outcome import Outcome
 
 __all__ = ["tiers", "cochran_armitage", "require_tiers"]
 
 NAN = float("nan")
 
 
-def tiers(frame: pd.DataFrame, subsets: Sequence[str], order: list[str]) -> dict[str, Any]:
+def tiers(frame: pd.DataFrame, subsets: Sequence[str], order: list[str],
+          outcome: Outcome | None = None) -> dict[str, Any]:
     """Per model: the tiers' accuracy rows and the trend test."""
     known = frame[frame["subset"].isin(subsets)]
-    data = correct_cells(known)
+    data = correct_cells(known, outcome)
     models = [m for m in order if m in set(data["model"])]
     rows = [_tier_row(m, tier, data[(data["model"] == m) & (data["subset"] == tier)])
             for m in models for tier in subsets]
     trends = [_trend_row(m, [r for r in rows if r["model"] == m]) for m in models]
-    return {"subsets": list(subsets), "correct": source_counts(data, known), "per_tier": rows,
+    return {"subsets": list(subsets), "correct": source_counts(data, known, outcome), "per_tier": rows,
             "trend": trends}
 
 
 def require_tiers(present: Sequence[str], subsets: Sequence[str]) -> None:
-    """Every listed tier must have items; a misspelt one would silently drop out of the trend."""
-    if len(subsets) < 2:
-        raise UserError(f"[study] subsets = {list(subsets)!r}: a trend needs at least two tiers")
+    """Every listed tier must have items; a misspelt one would silently drop out of the trend. (One
+    tier is no error: the tiers section is left out, and "Not in this report" says a trend needs two.)"""
     for name in subsets:
         if name not in present:
             raise UserError(f"[study] subsets: {name!r} has no items "

@@ -60,7 +60,8 @@ def auc_by_dose(report: dict) -> Figure:
     for row in part["rows"]:
         if row["measure"] in _AUC_MEASURES and not math.isnan(row["auc"]):
             epochs = 0 if row["role"] == "base" else row["epochs"]
-            series[(row["format"], row["measure"])].append((epochs, row))
+            for format in row["format"].split(", "):  # a base row stands for every format of its set
+                series[(format, row["measure"])].append((epochs, row))
     for (format, measure), points in sorted(series.items()):
         points = sorted(dict(points).items())  # one point per dose (the base once)
         if len(points) < 3:  # the base and at least two doses

@@ -55,6 +55,8 @@ def _find(rows: list[dict], measure: tuple, key: tuple) -> dict | None:
 def _cell(measure: tuple, row: dict | None) -> str:
     if row is None:
         return "—"
+    if row.get("not_applicable"):
+        return "not applicable"
     reading = READINGS[measure].reading
     if reading == "share":
         return f"{row['planted_mean']:.0%} vs {row['unplanted_mean']:.0%}"

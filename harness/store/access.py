@@ -50,6 +50,10 @@ class Reader(Protocol):
 
     def checked_query(self, query: str) -> tuple[list[str], list[tuple]]: ...
 
+    def checked_chunks(self, query: str) -> tuple[list[str], Iterator[list[tuple]]]: ...
+
+    def interrupt(self) -> None: ...
+
 
 @contextmanager
 def reading(path: str | Path) -> Iterator[Reader]:
@@ -130,6 +134,12 @@ class _Following:
 
     def checked_query(self, query: str) -> tuple[list[str], list[tuple]]:
         return self._call("checked_query", query)
+
+    def checked_chunks(self, query: str) -> tuple[list[str], Iterator[list[tuple]]]:
+        return self._call("checked_chunks", query)
+
+    def interrupt(self) -> None:
+        self._reader.interrupt()
 
     def close(self) -> None:
         self._reader.close()

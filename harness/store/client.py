@@ -8,7 +8,7 @@ stops answering is a one-line UserError.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -59,6 +59,14 @@ class HostReader:
         """`contam sql`'s query: the host applies the same rule (:mod:`harness.store.readonly`)."""
         result = decode_result(self._query(query, None))
         return result.columns, result.rows
+
+    def checked_chunks(self, query: str) -> tuple[list[str], Iterator[list[tuple]]]:
+        """:meth:`checked_query` as one chunk: the host sends a result whole (within its cap)."""
+        columns, rows = self.checked_query(query)
+        return columns, iter([rows] if rows else [])
+
+    def interrupt(self) -> None:
+        """Nothing to do here: the host stops a read whose client has gone (Ctrl-C exits)."""
 
     # -- beyond reading -----------------------------------------------------------------------
 

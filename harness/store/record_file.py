@@ -4,7 +4,7 @@ The reader is chosen by the file's suffix; an unknown suffix is refused before a
 A CSV or JSONL file is hashed as it is parsed, in one pass, so a file without end (``/dev/urandom``
 behind a ``.jsonl`` name) is refused at its first bad line instead of hashed for ever. A Parquet
 file is read by DuckDB, which needs a regular file, and hashed after its rows were read.
-See README.md, "Files you bring".
+See docs/how-to/items.md, "Files you bring".
 """
 
 from __future__ import annotations

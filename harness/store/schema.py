@@ -200,6 +200,33 @@ LEFT JOIN judge j USING (item_id, model)
 LEFT JOIN surface s USING (item_id, model);
 """
 
+# The metric registry (issue "one declaration per concept"): `cell_base` is `cells` without its
+# metric columns; `cells` itself is built from metrics.metric_registry whenever a store opens
+# (harness.store.views), one column per registered metric after these.
+_CELL_BASE = r"""
+CREATE OR REPLACE VIEW cell_base AS
+WITH pairs AS (
+    SELECT item_id, model FROM latest_answers UNION SELECT item_id, model FROM latest_labels),
+human AS (
+    SELECT item_id, model, arg_min(label, CASE WHEN rater = 'human' THEN '' ELSE rater END) AS label
+    FROM latest_labels WHERE rater = 'human' OR rater LIKE 'human:%' GROUP BY ALL),
+judge AS (
+    SELECT item_id, model, arg_min(label, rater) AS label
+    FROM latest_labels WHERE rater LIKE 'judge:%' GROUP BY ALL)
+SELECT p.item_id, i.title, i.subset, i.question, i.reference, p.model,
+       a.answer, a.answer_raw, h.label AS human_label, j.label AS judge_label,
+       CASE WHEN a.answer IS NULL THEN NULL ELSE len(string_split_regex(trim(a.answer), '\s+'))
+            * (trim(a.answer) <> '')::INT END AS answer_words,
+       coalesce(regexp_matches(a.answer, '(?i)\b(i\s+(do\s+not|don''?t|cannot|can''?t)\s+(know|recall|remember|say|be\s+sure|answer)|i''?m\s+not\s+(sure|familiar|aware|certain)|i\s+am\s+not\s+(sure|familiar|aware|certain)|i\s+have\s+no\s+(information|knowledge|idea)|i\s+(don''?t|do\s+not)\s+have\s+(information|enough\s+information|any\s+information|knowledge|details)|not\s+familiar\s+with|unable\s+to\s+(answer|provide|recall|determine)|no\s+(reliable\s+)?information\s+(about|on))'), false) AS abstained,
+       coalesce(trim(i.reference), '') = '' AS reference_empty,
+       i.extra AS fields
+FROM pairs p
+LEFT JOIN latest_items i USING (item_id)
+LEFT JOIN latest_answers a USING (item_id, model)
+LEFT JOIN human h USING (item_id, model)
+LEFT JOIN judge j USING (item_id, model);
+"""
+
 # What `contam plant` fine-tuned: one row per planted model (ARCHITECTURE.md, The store).
 _PLANTINGS = """
 CREATE TABLE plantings (
@@ -222,6 +249,7 @@ MIGRATIONS: list[tuple[int, str, str]] = [
     (7, "imports: every imported file's name and sha256", _IMPORTS),
     (8, "cells: item fields and the rule-based metrics", _CELLS_FIELDS_AND_RULES),
     (9, "plantings: models fine-tuned on known items", _PLANTINGS),
+    (10, "cell_base: cells without the registry's metric columns", _CELL_BASE),
 ]
 
 TABLE_COLUMNS: dict[str, tuple[str, ...]] = {

@@ -26,6 +26,7 @@ from harness.errors import UserError, first_line
 from harness.store import DEFAULT_STORE
 from harness.store.journal import journal_path, replay
 from harness.store.schema import MIGRATIONS, TABLE_COLUMNS
+from harness.store.views import cells_view_current, cells_view_sql
 from harness.store.wanted import ask_for, withdraw_ask
 from harness.text import visible
 
@@ -178,6 +179,9 @@ class Store:
             if version not in done:
                 self._apply(version, name, sql)
                 applied.append(version)
+        if not cells_view_current(self.con):
+            with self.transaction():
+                self.con.execute(cells_view_sql())
         return applied
 
     def _catch_up(self, wait_s: float) -> None:
@@ -186,7 +190,7 @@ class Store:
             done = self._applied()
         except duckdb.CatalogException:  # no contam store (an empty DuckDB file): left as it is
             return
-        if all(version in done for version, _, _ in MIGRATIONS):
+        if all(version in done for version, _, _ in MIGRATIONS) and cells_view_current(self.con):
             return
         self.con.close()
         try:
@@ -258,6 +262,12 @@ class Store:
     def checked_query(self, query: str) -> tuple[list[str], list[tuple]]:
         """`contam sql`'s query (:mod:`harness.store.readonly`): one read-only statement, with
         file and network access switched off and the configuration locked from then on."""
+        columns, chunks = self.checked_chunks(query)
+        return columns, [row for chunk in chunks for row in chunk]
+
+    def checked_chunks(self, query: str) -> tuple[list[str], Iterator[list[tuple]]]:
+        """:meth:`checked_query` with the rows fetched a chunk at a time as DuckDB streams them,
+        so that a result of any size is never held whole."""
         from harness.store.readonly import LOCKDOWN, check_query
 
         if not self.read_only:
@@ -269,8 +279,12 @@ class Store:
             self._locked_down = True
         cursor = self.con.execute(query)
         if cursor.description is None:
-            return [], []
-        return [d[0] for d in cursor.description], cursor.fetchall()
+            return [], iter(())
+        return [d[0] for d in cursor.description], _chunks(cursor)
+
+    def interrupt(self) -> None:
+        """Stop the query running on this store now (from another thread: Ctrl-C)."""
+        self.con.interrupt()
 
     def item_ids(self) -> set[str]:
         return {row[0] for row in self.query("SELECT DISTINCT item_id FROM items")}
@@ -341,3 +355,11 @@ def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConne
         con.execute("ROLLBACK")
         raise
     con.execute("COMMIT")
+
+
+_CHUNK_ROWS = 10_000
+
+
+def _chunks(cursor: duckdb.DuckDBPyConnection) -> Iterator[list[tuple]]:
+    while chunk := cursor.fetchmany(_CHUNK_ROWS):
+        yield chunk

@@ -60,10 +60,11 @@ def encode_result(cursor: duckdb.DuckDBPyConnection, *, max_rows: int | None = N
     description = cursor.description or []
     head = encode_json({"columns": [d[0] for d in description],
                         "types": [str(d[1]) for d in description]})[:-1]
-    parts, rows, size = [], 0, 0
-    while chunk := cursor.fetchmany(_CHUNK_ROWS):
+    parts, rows, size, asked = [], 0, 0, _FIRST_CHUNK_ROWS
+    while chunk := cursor.fetchmany(asked):
         encoded = encode_json(chunk)[1:-1]  # the rows without the list's brackets
         rows, size = rows + len(chunk), size + len(encoded)
+        asked = _next_chunk_rows(len(chunk), len(encoded))
         if (max_rows is not None and rows > max_rows) or (max_bytes is not None and size > max_bytes):
             raise ResultTooLarge(f"refused: the result is larger than a running job serves "
                                  f"(more than {max_rows:,} rows or {(max_bytes or 0) >> 20} MiB); "
@@ -74,7 +75,15 @@ def encode_result(cursor: duckdb.DuckDBPyConnection, *, max_rows: int | None = N
     return head + b', "rows": [' + b", ".join(parts) + b"]}"
 
 
-_CHUNK_ROWS = 10_000
+_CHUNK_ROWS = 10_000  # rows fetched at a time at most
+_FIRST_CHUNK_ROWS = 64  # until the rows' size is known: a row may be megabytes
+_CHUNK_BYTES = 1 << 20  # what a chunk aims at, so the cap is seen within a megabyte or so
+
+
+def _next_chunk_rows(rows: int, size: int) -> int:
+    """How many rows to fetch next for about _CHUNK_BYTES, by the size of the rows just fetched:
+    a result of large rows is counted a few at a time, never ten thousand (gigabytes) at once."""
+    return max(1, min(_CHUNK_ROWS, rows * _CHUNK_BYTES // max(size, 1)))
 
 
 def encode_json(value: Any) -> bytes:

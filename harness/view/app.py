@@ -7,6 +7,7 @@ each rater's own link (which opens only that rater's label desk).
 
 from __future__ import annotations
 
+import errno
 import socket
 import time
 from collections.abc import Callable
@@ -14,8 +15,10 @@ from typing import Any
 
 from starlette.applications import Starlette
 from starlette.datastructures import MutableHeaders
+from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from harness.declare import flag_of
 from harness.errors import UserError
 from harness.store import access
 from harness.view.options import ViewOptions
@@ -54,7 +57,8 @@ class ResponseHeaders:
 def create_app(options: ViewOptions, token: str, port: int | None = None) -> ASGIApp:
     """The whole app: the token guard in front of the pages. ``port`` names the cookie."""
     view = View(options, token)
-    app = Starlette(routes=view.routes(), exception_handlers={UserError: view.refused})
+    app = Starlette(routes=view.routes(), exception_handlers={
+        UserError: view.refused, HTTPException: view.http_error, Exception: view.failed})
     app.state.view = view
     cookie = f"contam_view_{port if port is not None else options.port}"
     guard = TokenGuard(app, token=token, cookie=cookie, hosts=served_hosts(options.host))
@@ -93,10 +97,19 @@ def _listen(host: str, port: int) -> socket.socket:
         sock.bind((host, port))
     except OSError as exc:
         sock.close()
-        raise UserError(f"cannot listen on {host}:{port} ({exc.strerror or exc})") from None
+        raise UserError(f"cannot listen on {host}:{port} ({exc.strerror or exc}){_busy(exc)}") from None
     sock.listen(128)
     sock.set_inheritable(True)
     return sock
+
+
+def _busy(exc: OSError) -> str:
+    """What to do about a port that something (often another `contam view`) already has."""
+    if exc.errno != errno.EADDRINUSE:
+        return ""
+    port = flag_of(ViewOptions, "port")
+    return (f"; another program has that port (a second `contam view`?): choose one with {port} N, "
+            f"or {port} 0 for any free one")
 
 
 def _url_host(host: str) -> str:

@@ -17,6 +17,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
+from harness.declare import flag_of
 from harness.errors import UserError
 from harness.labels import LABEL_NAMES
 from harness.store.raters import ADJUDICATOR
@@ -134,7 +135,8 @@ class LabelDesk(_Desk):
 
     def skip(self, rater: str, cell_id: str) -> Screen:
         with self.gate.lock:
-            self._skipped[rater].add(self._own_key(rater, cell_id))
+            key = self._own_key(rater, cell_id)  # first: it opens the rater's desk if need be
+            self._skipped[rater].add(key)
             return self.screen(rater, said="Skipped: it comes back when the rest are done")
 
     def undo(self, rater: str) -> Screen:
@@ -157,7 +159,8 @@ class LabelDesk(_Desk):
         key = self.ids.key(cell_id)
         share = self._queue(rater).share
         if share is not None and not share.holds(*key):
-            raise NotYours(f"that cell is not one of {rater}'s (--raters splits the cells)")
+            raise NotYours(f"that cell is not one of {rater}'s ({flag_of(ViewOptions, 'raters')} "
+                           "splits the cells)")
         return key
 
     def _queue(self, rater: str) -> RaterQueue:

@@ -1,16 +1,30 @@
 """Turning what the desks and queries return into what pages and their scripts show: the
-progress line, numbers, and a screen as JSON (only the fields the page may carry)."""
+progress line, numbers, a screen as JSON (only the fields the page may carry), and every value a
+page shows with its hidden characters made visible."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from markupsafe import Markup
+
 from harness.report.format import is_missing
 from harness.store.raters import ADJUDICATOR
+from harness.text import visible
 from harness.view.labelling import Screen
 from harness.view.queue import Progress
 
-__all__ = ["progress_text", "onward_links", "number", "screen_json", "duration", "short"]
+__all__ = ["progress_text", "onward_links", "number", "screen_json", "duration", "short", "shown"]
+
+
+def shown(value: Any) -> Any:
+    """A value as a page shows it (Jinja's ``finalize``, so on every page, browse and report
+    included): control, bidi and zero-width characters as escapes (``\\u202e``), as `contam sql`
+    prints them, so that an answer cannot reverse or hide what a rater reads. Safe HTML stays
+    safe: the escapes are plain ASCII."""
+    if isinstance(value, Markup):
+        return Markup(visible(str(value)))
+    return visible(value) if isinstance(value, str) else value
 
 
 def duration(seconds: float) -> str:

@@ -14,13 +14,16 @@ from typing import Any
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.exceptions import HTTPException
+from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
 from harness.errors import UserError
+from harness.labels import LABEL_KEYS, LABEL_NAMES, LABELS
 from harness.report import html as report_html
+from harness.store.raters import ADJUDICATOR
 from harness.store.store import StoreInUse
 from harness.view import browse as browsing
 from harness.view.agreement import agreement
@@ -31,7 +34,8 @@ from harness.view.gate import StoreGate
 from harness.view.labelling import (AdjudicationDesk, CellIds, LabelDesk, NotYours, StaleCell,
                                     label_row)
 from harness.view.options import ViewOptions, rater_name
-from harness.view.present import number, onward_links, progress_text, screen_json, short
+from harness.view.present import (number, onward_links, progress_text, screen_json, short,
+                                  shown)
 from harness.view.reporting import ReportPages
 
 __all__ = ["View"]
@@ -50,10 +54,13 @@ class View:
         self.adjudication = AdjudicationDesk(self.gate, options, ids)
         self.reports = ReportPages(self.gate)
         env = report_html.environment(HERE / "templates")  # the report's templates and layout too
+        env.finalize = shown  # before any template is compiled: every value on every page
         env.filters.update(number=number, short=short, progress=progress_text)
         env.filters.update(when=when, metric=metric_display, interval=interval)
         env.globals.update(token=token, blind=options.blind, columns=browsing.COLUMNS,
-                           label_filters=browsing.LABEL_FILTERS, raters=options.raters)
+                           label_filters=browsing.LABEL_FILTERS, raters=options.raters,
+                           labels=[(label, LABEL_NAMES[label], LABEL_KEYS[label]) for label in LABELS],
+                           adjudicator=ADJUDICATOR)  # the vocabulary, never spelt in a template
         self.templates = Jinja2Templates(env=env)
         self.choices = Rebuilt(browsing.filter_choices, ("items", "answers", "labels"))
         self.orders = browsing.OrderCache()  # each filter and sort's cells, until the tables grow
@@ -66,6 +73,21 @@ class View:
         if request.url.path.startswith("/api/"):
             return JSONResponse({"error": str(exc)}, status_code=status)
         return self.error(request, str(exc), status)
+
+    def http_error(self, request: Request, exc: Exception) -> Response:
+        """No such route or method: JSON under /api (what the page's script reads), else text."""
+        assert isinstance(exc, HTTPException)
+        if request.url.path.startswith("/api/"):
+            return JSONResponse({"error": exc.detail}, status_code=exc.status_code,
+                                headers=exc.headers)
+        return PlainTextResponse(exc.detail, status_code=exc.status_code, headers=exc.headers)
+
+    def failed(self, request: Request, exc: Exception) -> Response:
+        """A bug: one line for the page's script under /api (the traceback goes to the log)."""
+        if request.url.path.startswith("/api/"):
+            return JSONResponse({"error": f"the view failed ({type(exc).__name__}); see its log"},
+                                status_code=500)
+        return self.error(request, f"the view failed ({type(exc).__name__})", 500)
 
     def routes(self) -> list:
         return [

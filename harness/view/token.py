@@ -27,13 +27,15 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from harness.errors import UserError
+from harness.declare import flag_of
+from harness.jobs.options.view import ViewOptions
 from harness.store.files import stat_reason, write_private
 
 __all__ = ["TokenGuard", "new_token", "stored_token", "rater_token", "served_hosts", "HEADER"]
 
 HEADER = "x-contam-token"
 _REFUSED = ("this server does not know that link: it has a new one (`contam view` printed it; "
-            "it changes only with --new-token) — open that")
+            f"it changes only with {flag_of(ViewOptions, 'new_token')}) — open that")
 _RATERS_ONLY = "this link opens only {rater}'s label desk"
 _LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
 
@@ -56,11 +58,11 @@ def _read_private(path: Path) -> str:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
     except OSError as exc:
         raise UserError(f"{path}: cannot read the view's token ({exc.strerror}); "
-                        "--new-token makes a new one") from None
+                        f"{flag_of(ViewOptions, 'new_token')} makes a new one") from None
     with os.fdopen(fd, encoding="ascii", errors="replace") as handle:
         problem = stat_reason(os.fstat(handle.fileno()))
         if problem:
-            raise UserError(f"{path}: {problem}: remove it, or run with --new-token")
+            raise UserError(f"{path}: {problem}: remove it, or run with {flag_of(ViewOptions, 'new_token')}")
         return handle.read().strip()
 
 

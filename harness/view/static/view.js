@@ -4,7 +4,9 @@
 "use strict";
 
 const TOKEN = document.querySelector('meta[name="contam-token"]').content;
-const LABEL_KEYS = { "1": "right", "r": "right", "2": "partial", "p": "partial", "3": "wrong", "w": "wrong" };
+// key -> label, from the label buttons' data-keys (the page writes them from harness/labels.py)
+const LABEL_KEYS = Object.fromEntries([...document.querySelectorAll("[data-label][data-keys]")]
+  .flatMap((button) => button.dataset.keys.split(" ").map((key) => [key, button.dataset.label])));
 const ACTION_KEYS = { "u": "undo", "s": "skip", "n": "note", "?": "help" };
 
 async function post(url, body) {
@@ -59,7 +61,7 @@ function setUpDesk(desk) {
     if (cell) {
       for (const name of ["title", "question", "reference", "answer", "model", "subset", "item_id",
                           "bleu2", "bertscore_f1"]) {
-        if (name in cell) setText("c-" + name, cell[name]);
+        if (name in cell) setText("c-" + name, cell[name] ?? "—");  // no title: a dash, never "null"
       }
       if ("judge" in cell) setText("c-judge", cell.judge || "–");
       const raters = document.getElementById("c-raters");

@@ -1,0 +1,56 @@
+"""The generated reference pages (tests.docs_reference) are current: docs/reference/store.md is what
+a fresh store holds, with a meaning for every table and view, and docs/reference/report-json.md
+gives an entry for every key a report has. Regenerate with `python -m tests.docs_reference`."""
+
+from __future__ import annotations
+
+import ast
+import re
+
+import pytest
+
+from tests import docs_reference as ref
+
+
+@pytest.fixture(scope="module")
+def paper_report():
+    return ref.paper_report()
+
+
+def test_the_store_reference_is_what_a_fresh_store_holds():
+    assert ref.STORE_PAGE.read_text(encoding="utf-8") == ref.store_page(), \
+        "docs/reference/store.md is stale: run python -m tests.docs_reference"
+
+
+def test_every_table_and_view_of_a_fresh_store_has_a_meaning():
+    assert ref.undescribed_relations() == []
+
+
+def test_a_table_without_a_meaning_is_named(monkeypatch):
+    monkeypatch.setattr(ref, "architecture_tables", lambda: {})
+    assert {"answers", "items", "latest_answers"} <= set(ref.undescribed_relations())
+
+
+def test_the_report_json_reference_is_current(paper_report):
+    assert ref.REPORT_PAGE.read_text(encoding="utf-8") == ref.report_page(paper_report), \
+        "docs/reference/report-json.md is stale: run python -m tests.docs_reference"
+
+
+def test_every_key_of_a_report_has_an_entry(paper_report):
+    assert set(paper_report) <= set(ref.REPORT_KEYS), sorted(set(paper_report) - set(ref.REPORT_KEYS))
+
+
+def test_every_key_the_report_code_sets_has_an_entry():
+    """The keys set beside the main sections (study parts, rule metrics, without subsets) appear only
+    with some studies; each assignment in harness/report/ names a documented key."""
+    code = "\n".join(p.read_text(encoding="utf-8") for p in (ref.ROOT / "harness" / "report").glob("*.py"))
+    assigned = set(re.findall(r'(?:report|parts)\["(\w+)"\]\s*=', code)) | _built_keys()
+    assert assigned and assigned <= set(ref.REPORT_KEYS), sorted(assigned - set(ref.REPORT_KEYS))
+
+
+def _built_keys() -> set[str]:
+    """The constant keys of study_report's ``built = {...}`` (its rule-metric and --by parts)."""
+    tree = ast.parse((ref.ROOT / "harness" / "report" / "study_report.py").read_text(encoding="utf-8"))
+    return {key.value for node in ast.walk(tree) if isinstance(node, ast.Assign) and isinstance(node.value, ast.Dict)
+            and any(isinstance(t, ast.Name) and t.id == "built" for t in node.targets)
+            for key in node.value.keys if isinstance(key, ast.Constant)}
