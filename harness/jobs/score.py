@@ -36,7 +36,7 @@ from harness.jobs.live import serving_reads
 from harness.jobs.options.score import ScoreOptions
 from harness.jobs.score_ray import RayShards
 from harness.store import DEFAULT_STORE, Store, utc_now
-from harness.store.cells import answered_cells, unscored
+from harness.store.cells import DueCells, answered_cells, count_answered, unscored
 from harness.store.settings import study_settings
 from harness.study import StudySettings
 from harness.text import is_blank
@@ -115,16 +115,18 @@ def score_store(store: Store, metrics: Iterable[str] | None = None, *,
     study = study or StudySettings()
     scorers = {spec.name: _surface_scorer(spec, study) for spec in chosen if spec.kind != MODEL}
     _check_contradictions(options)
-    cells = _read_cells(store)
-    if not cells:  # nothing to score: say so before any metric's packages or model are loaded
+    total = count_answered(store)
+    if not total:  # nothing to score: say so before any metric's packages or model are loaded
         if any(spec.kind == MODEL for spec in chosen):
             _check_bertscore_options(options)
         return [MetricSummary(spec.name) for spec in chosen]
+    # Only BERTScore reads every cell (its baseline, idf and model checks); the others stream.
+    cells = _read_cells(store) if any(spec.kind == MODEL for spec in chosen) else []
     passes: list = []
     try:
         for spec in chosen:  # every check happens here, before anything is written
             passes.append(_BertScorePass(store, cells, options) if spec.kind == MODEL else
-                          _SurfacePass(spec.name, scorers[spec.name], store, cells))
+                          _SurfacePass(spec.name, scorers[spec.name], store, total))
         del cells  # each pass keeps only what it still needs: a million cells weigh
         reporter = BatchProgress(options.progress)
         return [run(store, reporter) for run in passes]
@@ -204,23 +206,29 @@ def _append(store: Store, rows: list[dict]) -> None:
 
 
 class _SurfacePass:
-    """BLEU-2 (ours or NLTK's) or a rule metric: cheap, computed in one call, written in batches."""
+    """BLEU-2 (ours or NLTK's) or a rule metric: cheap, so its due cells are read, scored and
+    written a batch at a time (memory stays flat however many cells are due)."""
 
-    def __init__(self, metric: str, scorer: tuple, store: Store, cells: Sequence[_Cell]) -> None:
+    def __init__(self, metric: str, scorer: tuple, store: Store, total: int) -> None:
         self.metric = metric
         self.score_many, self.params = scorer
-        self.todo = _pending(store, self.metric, self.params)
-        self.summary = MetricSummary(self.metric, skipped=len(cells) - len(self.todo),
+        self.todo = DueCells(store, self.metric, _params_json(self.params))  # fixed now
+        self.summary = MetricSummary(self.metric, skipped=total - len(self.todo),
                                      params=self.params)
 
     def __call__(self, store: Store, reporter: BatchProgress) -> MetricSummary:
-        values = self.score_many([(c.answer, c.reference) for c in self.todo])
         with reporter.task(self.metric, len(self.todo)) as advance:
-            for start in range(0, len(self.todo), _WRITE_BATCH):
-                batch = slice(start, start + _WRITE_BATCH)
-                _append(store, _rows(self.metric, self.params, self.todo[batch], values[batch]))
-                advance(len(self.todo[batch]))
-        return _tally(self.summary, self.todo, null=sum(v is None for v in values))
+            for rows in self.todo.chunks(_WRITE_BATCH):
+                self._score_batch(store, [_Cell(*row) for row in rows])
+                advance(len(rows))
+        return self.summary
+
+    def _score_batch(self, store: Store, cells: list[_Cell]) -> None:
+        values = self.score_many([(c.answer, c.reference) for c in cells])
+        _append(store, _rows(self.metric, self.params, cells, values))
+        self.summary.scored += len(cells)
+        self.summary.null += sum(v is None for v in values)
+        self.summary.flagged += sum(c.flagged for c in cells)
 
     def close(self) -> None:
         pass

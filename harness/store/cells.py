@@ -9,6 +9,7 @@ Each function takes the job's :class:`Store`, so that jobs ask by name (ARCHITEC
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -16,10 +17,11 @@ if TYPE_CHECKING:
     from harness.store.store import Store
 
 __all__ = ["count_unanswered", "unanswered", "item_columns", "unjudged", "answered_cells", "unscored",
+           "DueCells", "count_answered",
            "first_items", "unscored_items", "Expected", "missing_samples", "complete_unscored",
            "probe_texts"]
 
-_PAGE = 512  # rows fetched at a time: a run's task list is never held in memory
+_PAGE = 2048  # items a page of a run's pending work holds: its task list is never held whole
 
 # -- the scope: the first ``limit`` items in file order (all when None) -------------------------
 
@@ -49,27 +51,58 @@ def _scoped_params(limit: int | None, **params: Any) -> dict[str, Any]:
 
 # -- run: the items a model has no answer to ----------------------------------------------------
 
-_UNANSWERED = """WHERE NOT EXISTS (SELECT 1 FROM answers a
-                  WHERE a.model = $model AND a.item_id = s.item_id)"""
+# The latest row of each unanswered item in scope, in item order: narrow on purpose. Joined with
+# ``latest_items`` (a window over every column of every item) the same question had DuckDB hold
+# hundreds of MB at a million items before the first row came back.
+_UNANSWERED_SEQS = """
+WITH ordered AS (SELECT item_id, min(seq) AS first_seq, max(seq) AS last_seq
+                 FROM items GROUP BY item_id),
+     scope AS (SELECT * FROM ordered ORDER BY first_seq {limit})
+SELECT {columns} FROM scope s
+WHERE NOT EXISTS (SELECT 1 FROM answers a WHERE a.model = $model AND a.item_id = s.item_id)
+{order}
+"""
+
+# The item rows of one page of those seqs, in the page's order.
+_ITEMS_BY_SEQ = """
+SELECT i.item_id, i.title, i.subset, i.question, i.extra::VARCHAR
+FROM (SELECT unnest($seqs) AS seq, unnest(range(len($seqs))) AS ord) p JOIN items i USING (seq)
+ORDER BY p.ord
+"""
+
+
+def _unanswered_sql(columns: str, limit: int | None, *, order: bool) -> str:
+    return _UNANSWERED_SEQS.format(columns=columns, limit="LIMIT $limit" if limit else "",
+                                   order="ORDER BY s.first_seq" if order else "")
 
 
 def count_unanswered(store: Store, model: str, limit: int | None) -> int:
     """Items among the first ``limit`` (all when None) that ``model`` has no answer to."""
-    sql = _scoped_sql("count(*)", _UNANSWERED, limit, order=False)
+    sql = _unanswered_sql("count(*)", limit, order=False)
     return store.query(sql, _scoped_params(limit, model=model))[0][0]  # leaves no open result
 
 
-def unanswered(store: Store, model: str,
-               limit: int | None) -> Iterator[tuple[str, str | None, str | None, str | None, Any]]:
-    """(item_id, title, subset, question, extra JSON text) of those items, lazily, in item order.
-    Read on a cursor of its own: the batch writer commits through ``store.con`` between two
-    pages, and an execute there discards any result still open on it."""
-    con = store.con.cursor()
-    con.execute(_scoped_sql("i.item_id, i.title, i.subset, i.question, i.extra::VARCHAR",
-                            _UNANSWERED, limit),
-                _scoped_params(limit, model=model))
-    while rows := con.fetchmany(_PAGE):
-        yield from rows
+def unanswered(store: Store, model: str, limit: int | None, *,
+               page: int = _PAGE) -> Iterator[tuple[str, str | None, str | None, str | None, Any]]:
+    """(item_id, title, subset, question, extra JSON text) of those items, lazily, in item order,
+    ``page`` items at a time. Only the pending items' seqs are held whole (8 bytes each); their
+    columns are read page by page. Each read is on a cursor of its own: the run's writer commits
+    through ``store.con`` between two pages, and an execute there discards any result open on it."""
+    [seqs] = _seq_columns(store, _unanswered_sql("s.last_seq", limit, order=True),
+                          _scoped_params(limit, model=model), 1)
+    for start in range(0, len(seqs), page):
+        chunk = seqs[start:start + page].tolist()
+        yield from store.con.cursor().execute(_ITEMS_BY_SEQ, {"seqs": chunk}).fetchall()
+
+
+def _seq_columns(store: Store, sql: str, params: dict[str, Any], width: int) -> list[array]:
+    """The ``width`` integer columns of ``sql``, each a compact array (8 bytes a row), fetched
+    a page at a time on a cursor of its own."""
+    cursor, columns = store.con.cursor().execute(sql, params), [array("q") for _ in range(width)]
+    while rows := cursor.fetchmany(_PAGE):
+        for column, values in zip(columns, zip(*rows)):
+            column.extend(values)
+    return columns
 
 
 _ITEM_COLUMNS_SQL = """
@@ -119,11 +152,55 @@ SELECT a.item_id, a.model, a.answer, i.reference, greatest(a.seq, coalesce(i.seq
 FROM latest_answers a LEFT JOIN latest_items i USING (item_id)
 """
 
-_UNSCORED_SQL = _ANSWERED_CELLS_SQL + """
+_DUE = """
 LEFT JOIN latest_scores s ON s.item_id = a.item_id AND s.model = a.model AND s.metric = $metric
 WHERE NOT coalesce(s.seq > greatest(a.seq, coalesce(i.seq, 0))
                    AND json(s.params) = json($params), false)
 """
+
+_UNSCORED_SQL = _ANSWERED_CELLS_SQL + _DUE
+
+
+# The seqs of each due cell's answer row and item row (0: no item), in cell order: narrow, so
+# that a million due cells weigh 16 bytes each until their rows are read a chunk at a time.
+_UNSCORED_SEQS_SQL = """
+SELECT a.seq AS answer_seq, coalesce(i.seq, 0) AS item_seq
+FROM latest_answers a LEFT JOIN latest_items i USING (item_id)
+""" + _DUE + "ORDER BY a.item_id, a.model"
+
+_CELLS_BY_SEQ_SQL = """
+SELECT a.item_id, a.model, a.answer, i.reference, greatest(a.seq, coalesce(i.seq, 0))
+FROM (SELECT unnest($answers) AS answer_seq, unnest($items) AS item_seq,
+             unnest(range(len($answers))) AS ord) p
+JOIN answers a ON a.seq = p.answer_seq LEFT JOIN items i ON i.seq = p.item_seq
+ORDER BY p.ord
+"""
+
+
+class DueCells:
+    """The cells :func:`unscored` names, as seqs fixed when made, their rows read ``chunk`` at a
+    time (on a cursor of their own, so that scores appended between chunks change nothing)."""
+
+    def __init__(self, store: Store, metric: str, params_json: str) -> None:
+        self.store = store
+        self.answer_seqs, self.item_seqs = _seq_columns(
+            store, _UNSCORED_SEQS_SQL, {"metric": metric, "params": params_json}, 2)
+
+    def __len__(self) -> int:
+        return len(self.answer_seqs)
+
+    def chunks(self, size: int) -> Iterator[list[tuple]]:
+        """(item_id, model, answer, reference, source_seq) rows, ``size`` at most at a time."""
+        for start in range(0, len(self), size):
+            where = slice(start, start + size)
+            params = {"answers": self.answer_seqs[where].tolist(),
+                      "items": self.item_seqs[where].tolist()}
+            yield self.store.con.cursor().execute(_CELLS_BY_SEQ_SQL, params).fetchall()
+
+
+def count_answered(store: Store) -> int:
+    """How many cells have an answer."""
+    return store.query("SELECT count(*) FROM (SELECT DISTINCT item_id, model FROM answers)")[0][0]
 
 
 def answered_cells(store: Store) -> list[tuple]:

@@ -1,0 +1,87 @@
+"""Peak memory of `contam run`, `contam score --metric bleu2` and `contam report` as the run grows.
+
+For each size: one model (openai protocol) asks every item of a fresh store against a `contam
+emulator` subprocess with no latency, then scores BLEU-2 and writes the report; each command is a
+child process of its own, and its peak RSS is read from the kernel (``os.wait4``) when it ends.
+Memory that does not grow with the run stays flat from the smallest size to the largest.
+
+    .venv/bin/python scripts/bench_memory.py [--cells 200000 1000000] [--concurrency 64]
+
+It prints one line per size: cells, and per command its wall seconds and peak RSS in MB.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from harness.jobs.bench_floor import emulator_process
+
+COMMANDS = {"run": ["run", "{config}", "--no-progress"],
+            "score": ["score", "--metric", "bleu2", "--no-progress"],
+            "report": ["report", "--out", "{folder}/report"]}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cells", type=int, nargs="+", default=[200_000, 1_000_000])
+    parser.add_argument("--concurrency", type=int, default=64)
+    args = parser.parse_args()
+    os.environ["OPENAI_API_KEY"] = "sk-bench"
+    with emulator_process(latency_ms=0) as emulator:
+        for cells in args.cells:
+            print(_line(cells, _measure(cells, emulator.base_url("openai"), args.concurrency)), flush=True)
+    return 0
+
+
+def _measure(cells: int, base_url: str, concurrency: int) -> dict[str, tuple[float, float]]:
+    """(wall s, peak RSS MB) of each command over a fresh store of ``cells`` items."""
+    with tempfile.TemporaryDirectory() as name:
+        folder = Path(name)
+        _write_items(folder / "items.csv", cells)
+        config = folder / "run.toml"
+        config.write_text(f'items = "items.csv"\n\n[[models]]\nname = "m"\nprovider = "openai"\n'
+                          f'model = "bench"\nbase_url = "{base_url}"\n'
+                          f"concurrency = {concurrency}\n", encoding="utf-8")
+        store = folder / "bench.duckdb"
+        _contam(["import", "items", str(folder / "items.csv")], store)
+        return {name: _contam([a.format(config=config, folder=folder) for a in argv], store)
+                for name, argv in COMMANDS.items()}
+
+
+def _write_items(path: Path, n: int) -> None:
+    """``n`` items, alternately of the report's two default subsets (official, fan)."""
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["item_id", "title", "subset", "question", "reference"])
+        writer.writerows([f"q{i:07d}", "Bench", ("official", "fan")[i % 2], f"Question {i}?",
+                          f"Reference {i}"] for i in range(n))
+
+
+def _contam(argv: list[str], store: Path) -> tuple[float, float]:
+    """Run one contam command as a child; its wall seconds and peak RSS (MB). Raises on failure."""
+    command = [sys.executable, "-m", "harness.cli", *argv, "--store", str(store)]
+    started = time.perf_counter()
+    child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(child.pid, 0)
+    wall = time.perf_counter() - started
+    errors = child.stderr.read().decode(errors="replace").strip().splitlines()
+    child.stderr.close()
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"contam {argv[0]} failed: {errors[-1] if errors else 'no message'}")
+    return wall, usage.ru_maxrss / 1024  # KiB on Linux
+
+
+def _line(cells: int, figures: dict[str, tuple[float, float]]) -> str:
+    parts = [f"{name} {wall:7.1f} s {rss:7.1f} MB" for name, (wall, rss) in figures.items()]
+    return f"cells {cells:>9,}   " + "   ".join(parts)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
