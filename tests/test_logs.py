@@ -76,7 +76,7 @@ def test_a_stopped_model_is_in_the_log_with_its_cause(tmp_path, contam):
         config = write_config(tmp_path, [model_entry("anthropic", emu, concurrency=1)], items=2)
         status, out, err = contam("run", config, "--store", store, "--no-progress")
     assert status != 0
-    assert f"contam run {config} --store {store}` again" in err  # the resume hint keeps --store
+    assert f"then run `contam run {config} --store {store}`" in err  # the hint keeps --store
     log = Path(out.strip().splitlines()[-1].removeprefix("log: "))
     assert "WARNING harness.engine.lanes: anthropic-m: STOPPED (auth)" in log.read_text(encoding="utf-8")
 

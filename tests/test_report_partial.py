@@ -115,6 +115,10 @@ def _probe_metrics(kind: str, item: str, model: str) -> dict[str, float]:
             "min-k": {"min_k": -2.0 + seen + 0.1 * n}}[kind]
 
 
+# ts-guess's reply to the mask, one word: a model that fills masks (else the probe does not apply).
+_DETAILS = {"ts-guess": json.dumps({"reply": "cerulean"})}
+
+
 def _append_probes(store: Store, probes: dict[str, dict[str, set[str]]]) -> None:
     for kind, per_model in probes.items():
         sha = f"{sorted(_PROBE_PARAMS).index(kind)}" * 64
@@ -122,7 +126,7 @@ def _append_probes(store: Store, probes: dict[str, dict[str, set[str]]]) -> None
                                        "params": json.dumps(_PROBE_PARAMS[kind])}])
         store.append("probe_scores", [
             {"run_id": "p", "probe": kind, "params_sha256": sha, "item_id": i, "model": m,
-             "metric": metric, "value": value}
+             "metric": metric, "value": value, "detail": _DETAILS.get(kind)}
             for m, items in per_model.items() for i in sorted(items)
             for metric, value in _probe_metrics(kind, i, m).items()])
 

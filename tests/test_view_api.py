@@ -379,8 +379,10 @@ def test_the_report_page_is_the_reports_html_with_its_figures(small):
     assert "data:image/png;base64," in response.text and "human:alice" in response.text
     assert "img-src 'self' data:" in response.headers["content-security-policy"]
     assert "'unsafe-inline'" not in response.headers["content-security-policy"]
-    missing = report_page(client, "/report")
-    assert missing.status_code == 400 and "subset &#39;official&#39; has no items" in missing.text
+    chosen = report_page(client, "/report")  # no contrast the store has: built without one
+    assert chosen.status_code == 200 and "Not in this report" in chosen.text
+    named = report_page(client, "/report?contrast=official,fan")  # a contrast asked for is checked
+    assert named.status_code == 400 and "subset &#39;official&#39; has no items" in named.text
 
 
 def test_the_report_page_is_built_again_once_a_probe_has_scored(small):

@@ -54,7 +54,9 @@ class View:
         self.adjudication = AdjudicationDesk(self.gate, options, ids)
         self.reports = ReportPages(self.gate)
         env = report_html.environment(HERE / "templates")  # the report's templates and layout too
-        env.finalize = shown  # before any template is compiled: every value on every page
+        dash = env.finalize  # the report's: a missing value (None) prints as its dash
+        # before any template is compiled, every value on every page: the dash, then the escapes
+        env.finalize = lambda value: shown(dash(value))
         env.filters.update(number=number, short=short, progress=progress_text)
         env.filters.update(when=when, metric=metric_display, interval=interval)
         env.globals.update(token=token, blind=options.blind, columns=browsing.COLUMNS,
