@@ -1,6 +1,6 @@
 """The jobs as a Python API, with the CLI's options, for notebooks and scripts::
 
-    from harness import api
+    from contam.harness import api
     api.import_path("items", "items.csv", store="runs/study.duckdb")
     api.run("study.toml", store="runs/study.duckdb", options=api.JobOptions(limit=10))
     api.run("study.toml", store="runs/study.duckdb", options=api.RunOptions(batch=True))
@@ -15,7 +15,7 @@
 
 One convention, the command line's: what ``contam`` takes as arguments comes first, by position
 (a config, a file, a query, a job id); the store is the keyword ``store=`` (``--store``), and the
-options the command's dataclass (``options=``), its fields the flags (harness.jobs.options);
+options the command's dataclass (``options=``), its fields the flags (contam.harness.jobs.options);
 report also takes them as keywords (``out=``, ``format=`` ...).
 Each call returns the job's result object (what ``contam`` prints); nothing is printed but a lane
 job's progress, and stamina's retry warnings are off while one runs (the store records each retry).
@@ -28,21 +28,21 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness.jobs.batches import BatchJobs, CancelledJob, cancel_batch, list_batches
-from harness.jobs.cost import CostOptions, CostResult, cost
-from harness.jobs.importing import ImportResult, import_path
-from harness.jobs.judge import JudgeResult, judge
-from harness.jobs.lane_job import JobOptions, JobResult
-from harness.jobs.options.lane import JudgeOptions
-from harness.jobs.plant import PlantOptions, PlantResult, plant
-from harness.jobs.probe import ProbeOptions, ProbeResult, probe
-from harness.jobs.report import ReportOptions, ReportResult, report
-from harness.jobs.run import RunOptions, run
-from harness.jobs.score import MetricSummary, ScoreOptions, score
-from harness.jobs.score_ray import RayOptions
-from harness.jobs.sql import QueryResult, sql
-from harness.store import DEFAULT_STORE
-from harness.store.access import reading
+from contam.harness.jobs.batches import BatchJobs, CancelledJob, cancel_batch, list_batches
+from contam.harness.jobs.cost import CostOptions, CostResult, cost
+from contam.harness.jobs.importing import ImportResult, import_path
+from contam.harness.jobs.judge import JudgeResult, judge
+from contam.harness.jobs.lane_job import JobOptions, JobResult
+from contam.harness.jobs.options.lane import JudgeOptions
+from contam.harness.jobs.plant import PlantOptions, PlantResult, plant
+from contam.harness.jobs.probe import ProbeOptions, ProbeResult, probe
+from contam.harness.jobs.report import ReportOptions, ReportResult, report
+from contam.harness.jobs.run import RunOptions, run
+from contam.harness.jobs.score import MetricSummary, ScoreOptions, score
+from contam.harness.jobs.score_ray import RayOptions
+from contam.harness.jobs.sql import QueryResult, sql
+from contam.harness.store import DEFAULT_STORE
+from contam.harness.store.access import reading
 
 __all__ = ["import_path", "run", "probe", "probe_min_k", "MinKOptions", "judge", "score", "report", "sql", "cells", "list_batches",
            "cancel_batch", "cost", "JobOptions", "RunOptions", "ProbeOptions", "ScoreOptions",

@@ -11,15 +11,15 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from harness.config_lines import line_of
-from harness.config_schema import (PROVIDERS, Field, KeyProblem, check_table, did_you_mean,
+from contam.harness.config_lines import line_of
+from contam.harness.config_schema import (PROVIDERS, Field, KeyProblem, check_table, did_you_mean,
                                    fields_of, key, tables_of)
-from harness.errors import UserError
-from harness.provider_names import BATCH_PROVIDERS
-from harness.study import StudySettings
-from harness.text import visible
-from metrics.metric_registry import METRICS
-from metrics.outcome import parse_outcome
+from contam.harness.errors import UserError
+from contam.harness.provider_names import BATCH_PROVIDERS
+from contam.harness.study import StudySettings
+from contam.harness.text import visible
+from contam.metrics.metric_registry import METRICS
+from contam.metrics.outcome import parse_outcome
 
 __all__ = ["ModelSpec", "RunConfig", "ItemsSource", "CONFIG_TABLES", "load_config", "model_names",
            "parse_model", "PROVIDERS", "BATCH_PROVIDERS", "DEFAULT_SYSTEM_PROMPT"]
@@ -243,7 +243,7 @@ def _typed(path: Path, spec: Field, value: Any) -> Any:
 
 
 def _answer_regex(path: Path, study: StudySettings) -> None:
-    """``[scoring] regex``: it must compile and have a group 1 (the answer). (metrics.rules
+    """``[scoring] regex``: it must compile and have a group 1 (the answer). (contam.metrics.rules
     compiles it again when scoring.)"""
     pattern = study.regex
     if pattern is None:

@@ -1,7 +1,7 @@
 """The config's declaration (harness/config.py, harness/study.py) written out for people and
 editors: the JSON Schema of study.toml (harness/data/study.schema.json, read by taplo and Even
 Better TOML through a first line ``#:schema ./study.schema.json``) and docs/reference/config.md.
-Both files are generated and committed; ``python -m harness.config_reference`` rewrites them, and
+Both files are generated and committed; ``python -m contam.harness.config_reference`` rewrites them, and
 tests/test_config_reference.py fails when either is stale.
 """
 
@@ -14,9 +14,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from harness.config import CONFIG_TABLES, ItemsSource, ModelSpec, RunConfig
-from harness.config_schema import Field, fields_of
-from harness.study import StudySettings
+from contam.harness.config import CONFIG_TABLES, ItemsSource, ModelSpec, RunConfig
+from contam.harness.config_schema import Field, fields_of
+from contam.harness.study import StudySettings
 
 __all__ = ["SCHEMA_FILE", "SCHEMA_NAME", "declared_keys", "json_schema", "reference_markdown",
            "schema_text"]
@@ -117,7 +117,7 @@ def reference_markdown() -> str:
     """The reference page: one table per TOML table, each key's type, default and meaning."""
     lines = ["# Config reference", "",
              "Every key of a study's `study.toml`, generated from the declaration in "
-             "`harness/config.py` and `harness/study.py` by `python -m harness.config_reference` "
+             "`harness/config.py` and `harness/study.py` by `python -m contam.harness.config_reference` "
              "(a test fails when this page is stale). Paths are relative to the config file. "
              f"Editors that read JSON Schema (taplo, Even Better TOML) check the file against "
              f"`{SCHEMA_NAME}` through its first line `#:schema ./{SCHEMA_NAME}`, which "

@@ -17,14 +17,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.errors import UserError
-from harness.provider_names import PROVIDERS
-from metrics.metric_registry import metric_labels, study_metrics
+from contam.harness.errors import UserError
+from contam.harness.provider_names import PROVIDERS
+from contam.metrics.metric_registry import metric_labels, study_metrics
 
 __all__ = ["Field", "key", "fields_of", "tables_of", "METRIC_NAMES", "METRIC_DISPLAY",
            "metric_display", "PROVIDERS", "check_table", "did_you_mean", "KeyProblem"]
 
-# What [scoring] metrics may name (metrics.metric_registry).
+# What [scoring] metrics may name (contam.metrics.metric_registry).
 METRIC_NAMES = study_metrics()
 # What people read for each stored metric name (report tables, the view's pages): the registry's
 # labels, and guided prompting's ROUGE-L, a probe's metric.
@@ -98,7 +98,7 @@ def check_table(path: Path, where: str, table: Any, fields: dict[str, Field]) ->
 
 class KeyProblem(UserError):
     """A refused key (or table, ``key`` None) at ``where``: the config's loader adds the line
-    it is on, which tomllib does not give (:func:`harness.config_lines.line_of`)."""
+    it is on, which tomllib does not give (:func:`contam.harness.config_lines.line_of`)."""
 
     def __init__(self, message: str, where: str, key: str | None = None) -> None:
         super().__init__(message)

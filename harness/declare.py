@@ -1,7 +1,7 @@
 """Each command's options declared once. A field of a command's options dataclass carries, in its
 metadata, how it appears on the command line (:class:`Flag`: the flag, its help, metavar,
-choices ...); `harness.cli` builds the argparse parser from those fields, the job takes the
-dataclass, and `harness.api` takes its fields as keywords. A flag is spelled only in its field
+choices ...); `contam.harness.cli` builds the argparse parser from those fields, the job takes the
+dataclass, and `contam.harness.api` takes its fields as keywords. A flag is spelled only in its field
 (other modules name it through :func:`flag_of`)."""
 
 from __future__ import annotations

@@ -6,8 +6,8 @@ summary lines tell the story); ``-v`` shows INFO records on stderr, ``-vv`` DEBU
 judge pass also writes its INFO records (every retry with its cause, every server hint and
 cool-down, every stop) to ``<store stem>.<run_id>.log`` beside the store.
 
-Every record passes :func:`providers.base.redact` before any handler writes it, so an API key
-never reaches a log, then :func:`harness.text.visible`, so no ESC or bidi character does.
+Every record passes :func:`contam.providers.base.redact` before any handler writes it, so an API key
+never reaches a log, then :func:`contam.harness.text.visible`, so no ESC or bidi character does.
 """
 
 from __future__ import annotations
@@ -20,13 +20,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from harness.store.files import open_own
-from harness.text import visible
-from providers.base import redact
+from contam.harness.store.files import open_own
+from contam.harness.text import visible
+from contam.providers.base import redact
 
 __all__ = ["PACKAGES", "configure_logging", "run_log", "run_log_path"]
 
-PACKAGES = ("harness", "providers", "metrics")
+PACKAGES = ("contam.harness", "contam.providers", "contam.metrics")
 _FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 
@@ -54,7 +54,7 @@ class _CurrentStderr(logging.StreamHandler):
 
 class _OwnFileHandler(logging.FileHandler):
     """Appends to the user's own 0600 log, or a new one: never through a link another user
-    planted beside the store (:func:`harness.store.files.open_own`)."""
+    planted beside the store (:func:`contam.harness.store.files.open_own`)."""
 
     def _open(self):  # noqa: ANN202 - the base class's method
         return io.TextIOWrapper(open_own(Path(self.baseFilename)), encoding="utf-8",

@@ -2,12 +2,12 @@
 
 Without ``[prompt] user`` the user turn is the seed paper's ``Game: {title}\\nQuestion: {question}``
 and the hash is the paper's. A study's own template (:func:`study_prompt`) fills ``{column}``
-fields from one item's own columns, extra ones included (:mod:`metrics.template`).
+fields from one item's own columns, extra ones included (:mod:`contam.metrics.template`).
 
 R1 holds by construction: a request is filled from one item's values and nothing else; it cannot
 see another row, another model's answer or any statistic, and a question template may not name the
 item's ``reference`` (the answer) or ``item_id`` (an id may spell the answer or the stratum). The
-judge's rubric request is :func:`metrics.judge.judge_request`. See ARCHITECTURE.md, "A study's
+judge's rubric request is :func:`contam.metrics.judge.judge_request`. See ARCHITECTURE.md, "A study's
 settings".
 """
 
@@ -17,11 +17,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from harness.config import DEFAULT_SYSTEM_PROMPT
-from harness.errors import UserError
-from harness.text import sha256_text
-from metrics.template import fill_template, template_fields, unknown_field_problem
-from providers.base import Request
+from contam.harness.config import DEFAULT_SYSTEM_PROMPT
+from contam.harness.errors import UserError
+from contam.harness.text import sha256_text
+from contam.metrics.template import fill_template, template_fields, unknown_field_problem
+from contam.providers.base import Request
 
 __all__ = ["DEFAULT_SYSTEM_PROMPT", "USER_TEMPLATE", "QuestionPrompt", "study_prompt",
            "text_rule", "question_request", "prompt_sha256", "HIDDEN_FIELDS"]

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.config_schema import METRIC_NAMES, fields_of, key
-from metrics.metric_registry import DEFAULT_METRICS
+from contam.harness.config_schema import METRIC_NAMES, fields_of, key
+from contam.metrics.metric_registry import DEFAULT_METRICS
 
 __all__ = ["DEFAULT_METRICS", "DEFAULT_NUMERIC_TOLERANCE", "PAPER_CONTRAST", "StudySettings",
            "settings_from_record"]

@@ -12,13 +12,13 @@ from pathlib import Path
 
 import numpy as np
 
-from harness.errors import UserError, first_line
-from harness.text import is_blank
-from metrics.bertscore_encoder import (Encoder, check_precision, default_precision, load_encoder,
+from contam.harness.errors import UserError, first_line
+from contam.harness.text import is_blank
+from contam.metrics.bertscore_encoder import (Encoder, check_precision, default_precision, load_encoder,
                                        resolve_devices)
-from metrics.bertscore_hub import EncoderUnavailable, locate_model
-from metrics.bertscore_idf import corpus_label, with_idf
-from metrics.bertscore_pass import score_chunks, score_pairs
+from contam.metrics.bertscore_hub import EncoderUnavailable, locate_model
+from contam.metrics.bertscore_idf import corpus_label, with_idf
+from contam.metrics.bertscore_pass import score_chunks, score_pairs
 
 __all__ = [
     "DEFAULT_MODEL", "DEFAULT_LAYER", "OFFLINE_ENCODER", "BASELINE_PAIRS", "EncoderChoice", "Baseline", "BertScore",

@@ -11,7 +11,7 @@ length-sorted batches under a token budget on one or several devices.
 * :func:`embed` returns unit-length float32 token embeddings, one flat ``(tokens, dim)`` tensor on
   the encoder's first device, with the weight of each token (0 for ``[CLS]``/``[SEP]``-like ids, 1
   otherwise: bert-score's weights with idf off; the token's idf where the encoder carries an idf
-  table, :mod:`metrics.bertscore_idf`).
+  table, :mod:`contam.metrics.bertscore_idf`).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from itertools import chain
 
 import numpy as np
 
-from harness.errors import UserError
+from contam.harness.errors import UserError
 
 __all__ = ["PRECISIONS", "Encoder", "load_encoder", "resolve_devices", "default_precision",
            "tokenize", "embed", "token_batches", "Embedded"]
@@ -49,7 +49,7 @@ class Encoder:
     special_ids: frozenset[int]
     prefix_space: bool  # bert-score's add_prefix_space for GPT-2 / RoBERTa tokenizers
     batch_tokenizer_ok: bool = True  # False after a batched call disagreed with sent_encode
-    idf: np.ndarray | None = None  # float32 weight per token id (metrics.bertscore_idf); None: 1
+    idf: np.ndarray | None = None  # float32 weight per token id (contam.metrics.bertscore_idf); None: 1
 
     @property
     def device(self):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.errors import UserError
+from contam.harness.errors import UserError
 
 __all__ = ["EncoderUnavailable", "locate_model", "PROBE_TIMEOUT_S"]
 

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from metrics.bertscore_encoder import Encoder, tokenize
+from contam.metrics.bertscore_encoder import Encoder, tokenize
 
 __all__ = ["idf_table", "with_idf", "corpus_label"]
 

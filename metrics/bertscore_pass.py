@@ -13,8 +13,8 @@ from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 
-from metrics.bertscore_encoder import Embedded, Encoder, embed, tokenize
-from metrics.bertscore_match import MATCH_BUDGET, greedy_match
+from contam.metrics.bertscore_encoder import Embedded, Encoder, embed, tokenize
+from contam.metrics.bertscore_match import MATCH_BUDGET, greedy_match
 
 __all__ = ["score_pairs", "score_chunks", "DEFAULT_CHUNK_PAIRS"]
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
-from metrics.bertscore import Baseline, BertScore, EncoderChoice
+from contam.metrics.bertscore import Baseline, BertScore, EncoderChoice
 
 __all__ = ["DEFAULT_SHARD_PAIRS", "Pair", "reference_shards", "make_scorer", "score_shard",
            "LocalShards"]

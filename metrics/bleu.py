@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from harness.text import is_blank
+from contam.harness.text import is_blank
 
 __all__ = [
     "tokenize", "bleu2", "bleu2_many", "bleu2_nltk", "bleu2_nltk_many",

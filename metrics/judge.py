@@ -2,7 +2,7 @@
 
 R1 holds by construction: :func:`judge_request` takes the rubric, one reference and one answer
 and nothing else; it cannot see an item id, another row, another model's answer or any
-statistic. The judge *run* (cells, resume, the engine) is :mod:`harness.jobs.judge`.
+statistic. The judge *run* (cells, resume, the engine) is :mod:`contam.harness.jobs.judge`.
 
 - A reply must be exactly one of the rubric's labels once whitespace, case and trailing
   punctuation are ignored. Anything else is :class:`MalformedLabel`: a retryable error, recorded
@@ -18,14 +18,14 @@ from __future__ import annotations
 import re
 from importlib import resources
 
-from harness.labels import JUDGE_REPLIES
-from harness.text import sha256_text
-from providers.base import Request, Transient
+from contam.harness.labels import JUDGE_REPLIES
+from contam.harness.text import sha256_text
+from contam.providers.base import Request, Transient
 
 __all__ = ["JUDGE_RUBRIC", "MalformedLabel", "judge_request", "parse_label",
            "rubric_sha256", "missing_labels"]
 
-JUDGE_RUBRIC = resources.files("metrics").joinpath("judge_rubric.txt").read_text(encoding="utf-8")
+JUDGE_RUBRIC = resources.files("contam.metrics").joinpath("judge_rubric.txt").read_text(encoding="utf-8")
 
 # Only these may trail a bare label. Not "?": "right?" is a doubt, not a label.
 _TRAILING_PUNCTUATION = ".!,;:"

@@ -67,15 +67,15 @@ class MetricSpec:
         return f"right when {self.name} passes a threshold the study states ({self.name} >= 0.5)"
 
 
-_BLEU2 = MetricSpec("bleu2", "BLEU-2", GRADED, "metrics.bleu:bleu2_scorer", default=True)
-_BLEU2_NLTK = MetricSpec("bleu2_nltk", "BLEU-2 (NLTK)", GRADED, "metrics.bleu:bleu2_nltk_scorer",
+_BLEU2 = MetricSpec("bleu2", "BLEU-2", GRADED, "contam.metrics.bleu:bleu2_scorer", default=True)
+_BLEU2_NLTK = MetricSpec("bleu2_nltk", "BLEU-2 (NLTK)", GRADED, "contam.metrics.bleu:bleu2_nltk_scorer",
                          requires="nltk", in_study=False)
 _BERTSCORE = MetricSpec("bertscore_f1", "BERTScore-F1", MODEL, None, flag="bertscore", default=True)
-_EXACT = MetricSpec("exact", "Exact match", RULE, "metrics.rules:exact_scorer", answer_alone=True)
-_CONTAINS = MetricSpec("contains", "Contains", RULE, "metrics.rules:contains_scorer")
-_NUMERIC = MetricSpec("numeric", "Numeric", RULE, "metrics.rules:numeric_scorer",
+_EXACT = MetricSpec("exact", "Exact match", RULE, "contam.metrics.rules:exact_scorer", answer_alone=True)
+_CONTAINS = MetricSpec("contains", "Contains", RULE, "contam.metrics.rules:contains_scorer")
+_NUMERIC = MetricSpec("numeric", "Numeric", RULE, "contam.metrics.rules:numeric_scorer",
                       settings=("numeric_tolerance",))
-_REGEX = MetricSpec("regex", "Regex + exact", RULE, "metrics.rules:regex_scorer", settings=("regex",))
+_REGEX = MetricSpec("regex", "Regex + exact", RULE, "contam.metrics.rules:regex_scorer", settings=("regex",))
 
 METRICS: dict[str, MetricSpec] = {spec.name: spec for spec in (
     _BLEU2, _BLEU2_NLTK, _BERTSCORE, _EXACT, _CONTAINS, _NUMERIC, _REGEX)}

@@ -1,5 +1,5 @@
 """The study's outcome: what makes an answer correct (``[study] correct``, ``contam report
---correct``), parsed against :mod:`metrics.metric_registry`.
+--correct``), parsed against :mod:`contam.metrics.metric_registry`.
 
 One of: ``labels`` (the human rater's label, else the judge's), a rule metric's name (right when
 its value is 1.0), or a graded metric with one comparison against a number (``bleu2 >= 0.5``;
@@ -12,8 +12,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from harness.errors import UserError
-from metrics.metric_registry import METRICS, RULE, MetricSpec, rule_metrics, study_metrics
+from contam.harness.errors import UserError
+from contam.metrics.metric_registry import METRICS, RULE, MetricSpec, rule_metrics, study_metrics
 
 __all__ = ["LABELS", "Outcome", "parse_outcome", "default_outcome", "accepted_outcomes",
            "prompt_mismatch"]
@@ -47,7 +47,7 @@ class Outcome:
     def call_sql(self, column: str) -> str:
         """A metric's call on a cell in SQL: 'right' or 'wrong' from ``column`` (its value), NULL
         where it has none. The one place a value becomes right or wrong: the report's cells
-        (harness.report.cells) and the probe validation's density rows read it."""
+        (contam.harness.report.cells) and the probe validation's density rows read it."""
         if self.comparison is None:
             test = f"{column} = 1.0"
         else:

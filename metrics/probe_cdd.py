@@ -11,8 +11,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from metrics.probes import ProbeContext, ProbeItem, ProbePrompt, ProbeScore
-from metrics.template import fill_template
+from contam.metrics.probes import ProbeContext, ProbeItem, ProbePrompt, ProbeScore
+from contam.metrics.template import fill_template
 
 __all__ = ["build", "CDDProbe", "Peak", "peakedness", "tokens", "COMPARED_TOKENS", "TOKEN_PATTERN",
            "BLANK_GREEDY"]

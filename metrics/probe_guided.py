@@ -12,8 +12,8 @@ from typing import Any, ClassVar
 
 from rapidfuzz.distance import LCSseq
 
-from metrics.bleu import bleu2_many, tokenize
-from metrics.probes import (
+from contam.metrics.bleu import bleu2_many, tokenize
+from contam.metrics.probes import (
     DEFAULT_DATASET, DEFAULT_SPLIT, ProbeContext, ProbeItem, ProbePrompt, ProbeScore,
 )
 

@@ -1,5 +1,5 @@
 """Min-K% and Min-K%++: how likely a model finds the least likely tokens of a text. Pure: the
-log-probabilities come from a provider (``providers.base.TextLogprobs``), the rows are the job's.
+log-probabilities come from a provider (``contam.providers.base.TextLogprobs``), the rows are the job's.
 
 Design notes: ARCHITECTURE.md, Probe: min-k.
 """
@@ -11,9 +11,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from metrics.probes import ProbeContext, ProbeItem, ProbeScore
-from metrics.template import fill_template
-from providers.base import TextLogprobs
+from contam.metrics.probes import ProbeContext, ProbeItem, ProbeScore
+from contam.metrics.template import fill_template
+from contam.providers.base import TextLogprobs
 
 __all__ = ["build", "MinKProbe", "KIND", "DEFAULT_K", "TEXT_RULE", "METRICS", "scored_text", "min_k", "min_k_pp",
            "standardised", "lowest_count", "probe_params", "probe_scores", "check_k"]
@@ -116,7 +116,7 @@ def _score(metric: str, value: float | None, detail: dict[str, Any]) -> ProbeSco
 
 @dataclass(frozen=True)
 class MinKProbe:
-    """min-k as the job runs it (a ``metrics.probes.TextProbe``): each item's text, its Min-K%
+    """min-k as the job runs it (a ``contam.metrics.probes.TextProbe``): each item's text, its Min-K%
     and Min-K%++ at ``k``."""
 
     kind: ClassVar[str] = KIND

@@ -3,7 +3,7 @@
 A spec is the whole slice of its probe: its options (each a flag of ``contam probe KIND``), how it
 runs (:data:`REQUESTS` through the lanes of ``contam run``, or :data:`TEXT_LOGPROBS`, each item's
 text scored by token log-probabilities), the builder of its scorer, and its report part, figures
-and tidy tables. Those are named by dotted path (``"harness.report.probe_cdd:section"``) and
+and tidy tables. Those are named by dotted path (``"contam.harness.report.probe_cdd:section"``) and
 imported only when used (:func:`resolve`): the command line reads this module to build its parser,
 and ``metrics/`` imports nothing above it. The command line, the jobs, ``contam demo --probes`` and
 the report all walk :data:`PROBES`; adding a probe is one entry here and its module(s). See
@@ -16,14 +16,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from metrics.metric_registry import resolve
-from metrics.probes import DEFAULT_DATASET, DEFAULT_SPLIT, ProbeContext
+from contam.metrics.metric_registry import resolve
+from contam.metrics.probes import DEFAULT_DATASET, DEFAULT_SPLIT, ProbeContext
 
 __all__ = ["ProbeOption", "ProbeContext", "ProbeFigure", "ProbeMeasure", "ProbeSpec", "PROBES", "REQUESTS",
            "TEXT_LOGPROBS", "build_probe", "probe_spec", "resolve"]
 
 # How a probe runs: what its job sends each model.
-REQUESTS = "requests"  # prompts, whose completions it scores (metrics.probes.GenerationProbe)
+REQUESTS = "requests"  # prompts, whose completions it scores (contam.metrics.probes.GenerationProbe)
 TEXT_LOGPROBS = "text_logprobs"  # each item's text, scored by log-probabilities (TextProbe)
 
 
@@ -76,7 +76,7 @@ class ProbeSpec:
     None``, ``report["probes"][name]``; ``section``: ``(part, report) -> Section``; ``tidy``:
     ``part -> {table name: rows}``; ``p_values``: (the part's list of rows, its p column) for
     Holm's correction within each model's probe family, or None; ``measures``: what the probe
-    validation (harness.report.validation) compares on planted and not-planted items;
+    validation (contam.harness.report.validation) compares on planted and not-planted items;
     ``not_applicable``: ``store -> {model: reason}``, the models the probe cannot work on (its
     measures there are shown with the reason, not as a score), or None."""
 
@@ -124,10 +124,10 @@ _CDD = ProbeSpec(
                     "(default 0.01)"),
         _max_tokens(128, "answer"),
     ),
-    build="metrics.probe_cdd:build",
-    **_report_part("harness.report.probe_cdd"),
-    figures=(ProbeFigure("fig_probe_cdd", "harness.report.probe_cdd_figure:flagged_shares",
-                         "harness.report.probe_cdd_figure:CAPTION"),),
+    build="contam.metrics.probe_cdd:build",
+    **_report_part("contam.harness.report.probe_cdd"),
+    figures=(ProbeFigure("fig_probe_cdd", "contam.harness.report.probe_cdd_figure:flagged_shares",
+                         "contam.harness.report.probe_cdd_figure:CAPTION"),),
     p_values=("contrast", "fisher_p"),
     measures=(ProbeMeasure("peakedness", "cdd peakedness"),
               ProbeMeasure("flagged", "cdd flagged", "share")))
@@ -137,20 +137,20 @@ _TS_GUESS = ProbeSpec(
     summary="testset slot guessing: mask the question's rarest content word, ask for it "
             "(Deng et al. 2023)",
     options=(_max_tokens(16, "reply"),),
-    build="metrics.probe_tsguess:build",
-    **_report_part("harness.report.probe_tsguess"),
-    figures=(ProbeFigure("fig_probe_tsguess", "harness.report.probe_bars:exact_match_rates",
-                         "harness.report.probe_bars:TSGUESS_CAPTION"),),
+    build="contam.metrics.probe_tsguess:build",
+    **_report_part("contam.harness.report.probe_tsguess"),
+    figures=(ProbeFigure("fig_probe_tsguess", "contam.harness.report.probe_bars:exact_match_rates",
+                         "contam.harness.report.probe_bars:TSGUESS_CAPTION"),),
     p_values=("tests", "fisher_p"),
     measures=(ProbeMeasure("exact_match", "ts-guess exact match", "share"),),
-    not_applicable="harness.report.probe_tsguess:not_applicable")
+    not_applicable="contam.harness.report.probe_tsguess:not_applicable")
 
 _GUIDED = ProbeSpec(
     name="guided",
     summary="guided vs general instruction: complete the question's first half with and "
             "without naming the benchmark (Golchin & Surdeanu 2023)",
     options=(
-        # None: the study's [study] name, else DEFAULT_DATASET (metrics.probe_guided.build)
+        # None: the study's [study] name, else DEFAULT_DATASET (contam.metrics.probe_guided.build)
         ProbeOption("dataset", str, None,
                     "the benchmark's name in the guided instruction, as it is publicly known "
                     f"(default: the study's [study] name, else {DEFAULT_DATASET!r})"),
@@ -158,10 +158,10 @@ _GUIDED = ProbeSpec(
                     f"the split the guided instruction names (default {DEFAULT_SPLIT!r})"),
         _max_tokens(64, "completion"),
     ),
-    build="metrics.probe_guided:build",
-    **_report_part("harness.report.probe_guided"),
-    figures=(ProbeFigure("fig_probe_guided", "harness.report.probe_bars:guided_differences",
-                         "harness.report.probe_bars:GUIDED_CAPTION"),),
+    build="contam.metrics.probe_guided:build",
+    **_report_part("contam.harness.report.probe_guided"),
+    figures=(ProbeFigure("fig_probe_guided", "contam.harness.report.probe_bars:guided_differences",
+                         "contam.harness.report.probe_bars:GUIDED_CAPTION"),),
     p_values=("differences", "p"),
     # every score it stores: a leak raises each overlap with the true rest, and the guided one
     # more than the general one
@@ -178,10 +178,10 @@ _MIN_K = ProbeSpec(
             "local, vLLM)",
     options=(ProbeOption("k", float, 0.2, "the fraction of least likely tokens averaged "
                          "(default 0.2)"),),
-    build="metrics.probe_mink:build",
-    **_report_part("harness.report.probe_mink"),
-    figures=(ProbeFigure("fig_probe_min_k", "harness.report.probe_mink_figure:distributions",
-                         "harness.report.probe_mink_figure:CAPTION"),),
+    build="contam.metrics.probe_mink:build",
+    **_report_part("contam.harness.report.probe_mink"),
+    figures=(ProbeFigure("fig_probe_min_k", "contam.harness.report.probe_mink_figure:distributions",
+                         "contam.harness.report.probe_mink_figure:CAPTION"),),
     p_values=("rows", "mannwhitney_p"),
     runs=TEXT_LOGPROBS,
     measures=(ProbeMeasure("min_k", "Min-K%"), ProbeMeasure("min_k_pp", "Min-K%++")))

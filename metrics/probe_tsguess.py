@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from importlib.metadata import version
 from typing import Any, ClassVar
 
-from metrics.probes import ProbeContext, ProbeItem, ProbePrompt, ProbeScore
+from contam.metrics.probes import ProbeContext, ProbeItem, ProbePrompt, ProbeScore
 
 __all__ = ["build", "TsGuessProbe", "Slot", "choose_slot", "mask_question", "normalise", "exact_match",
            "masked_prompt", "is_fill", "fills_masks", "RULE", "TEMPLATE", "MASK", "STOP_WORDS",

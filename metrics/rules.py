@@ -1,6 +1,6 @@
 """The rule-based metrics a study's ``[scoring] metrics`` may name: ``exact``, ``contains``,
 ``numeric`` and ``regex``. Each takes (answer, reference) and returns 1.0 (right), 0.0 (wrong) or
-None (not scorable); each ``*_scorer`` is what its entry in :mod:`metrics.metric_registry` names.
+None (not scorable); each ``*_scorer`` is what its entry in :mod:`contam.metrics.metric_registry` names.
 See ARCHITECTURE.md, "Where an addition goes" (a metric).
 
 Normalisation (``exact``, ``contains``, ``regex``) is SQuAD's, made Unicode-aware: NFKC, case
@@ -29,8 +29,8 @@ import unicodedata
 from collections.abc import Callable, Iterable
 from functools import partial
 
-from harness.errors import UserError
-from harness.text import is_blank
+from contam.harness.errors import UserError
+from contam.harness.text import is_blank
 
 __all__ = ["normalise", "exact", "contains", "first_number", "numeric", "regex_match",
            "compile_answer_regex", "exact_scorer", "contains_scorer", "numeric_scorer",

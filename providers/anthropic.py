@@ -15,9 +15,9 @@ from typing import Any
 
 import httpx
 
-from providers.base import ProviderError, Reply, Request
-from providers.hints import first_header_hint, longest, seconds_from_retry_after, seconds_until_timestamp
-from providers.transport import HTTPProvider, answer_text, error_for_status
+from contam.providers.base import ProviderError, Reply, Request
+from contam.providers.hints import first_header_hint, longest, seconds_from_retry_after, seconds_until_timestamp
+from contam.providers.transport import HTTPProvider, answer_text, error_for_status
 
 __all__ = ["AnthropicProvider", "ANTHROPIC_VERSION", "DEFAULT_MAX_TOKENS"]
 

@@ -3,7 +3,7 @@
 ``params`` is the synchronous request's bytes. A job holds at most 100,000 requests and 256 MB.
 The API has no metadata or display name: a job is found again by its id (written to the store
 the moment it is returned) or, after a kill in that instant, by the custom ids of its results
-(see ``harness.engine.batch_lane``). Results are a JSONL file at ``results_url`` once the job has ended.
+(see ``contam.harness.engine.batch_lane``). Results are a JSONL file at ``results_url`` once the job has ended.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 
-from providers.batch import (
+from contam.providers.batch import (
     BatchLine,
     BatchProtocol,
     CancelledLine,

@@ -43,7 +43,7 @@ __all__ = [
 
 
 class ModelSettings(Protocol):
-    """What a provider reads of one configured model (``harness.config.ModelSpec`` fits it)."""
+    """What a provider reads of one configured model (``contam.harness.config.ModelSpec`` fits it)."""
 
     name: str  # the user's label, stored in `model`
     provider: str

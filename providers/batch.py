@@ -17,9 +17,9 @@ from typing import Any, ClassVar
 import httpx
 import orjson
 
-from harness.provider_names import BATCH_PROVIDERS, class_prefix
-from providers.base import ProviderError, Reply, Request, Transient
-from providers.transport import HTTPProvider, decode_json, http_failures, reply_shape, send
+from contam.harness.provider_names import BATCH_PROVIDERS, class_prefix
+from contam.providers.base import ProviderError, Reply, Request, Transient
+from contam.providers.transport import HTTPProvider, decode_json, http_failures, reply_shape, send
 
 __all__ = ["BatchLine", "JobState", "LineResult", "JobLimits", "BatchProtocol", "request_body",
            "split_lines", "BATCH_PROTOCOLS", "create_batch_protocol", "line_error", "jsonl",
@@ -27,7 +27,7 @@ __all__ = ["BatchLine", "JobState", "LineResult", "JobLimits", "BatchProtocol", 
 
 
 def request_body(provider: HTTPProvider, request: Request) -> bytes:
-    """The body the synchronous path sends for ``request`` (:func:`providers.transport.send`)."""
+    """The body the synchronous path sends for ``request`` (:func:`contam.providers.transport.send`)."""
     provider.check_samples(request)
     return orjson.dumps(provider.payload(request))
 
@@ -62,7 +62,7 @@ class JobState:
 @dataclass(frozen=True, slots=True)
 class LineResult:
     """One line's outcome: a reply, or the classified error (expired and cancelled lines are
-    :class:`~providers.base.Transient`: asking again can help)."""
+    :class:`~contam.providers.base.Transient`: asking again can help)."""
 
     custom_id: str
     reply: Reply | None = None
@@ -194,7 +194,7 @@ def jsonl(content: bytes) -> Iterator[Any]:
 
 # provider -> (module, class), from the one list: providers/<name>_batch.py holds <Name>Batch.
 BATCH_PROTOCOLS: dict[str, tuple[str, str]] = {
-    name: (f"providers.{name}_batch", f"{class_prefix(name)}Batch") for name in BATCH_PROVIDERS}
+    name: (f"contam.providers.{name}_batch", f"{class_prefix(name)}Batch") for name in BATCH_PROVIDERS}
 
 
 def create_batch_protocol(provider: HTTPProvider, client: httpx.AsyncClient) -> BatchProtocol:

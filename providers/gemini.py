@@ -17,9 +17,9 @@ from typing import Any
 
 import httpx
 
-from providers.base import ProviderError, Reply, Request
-from providers.hints import seconds_from_duration, seconds_from_retry_after
-from providers.transport import HTTPProvider, answer_text, error_for_status
+from contam.providers.base import ProviderError, Reply, Request
+from contam.providers.hints import seconds_from_duration, seconds_from_retry_after
+from contam.providers.transport import HTTPProvider, answer_text, error_for_status
 
 __all__ = ["GeminiProvider"]
 

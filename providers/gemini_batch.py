@@ -14,8 +14,8 @@ from typing import Any
 
 import orjson
 
-from providers.base import Fatal, Transient
-from providers.batch import (
+from contam.providers.base import Fatal, Transient
+from contam.providers.batch import (
     BatchLine,
     BatchProtocol,
     ExpiredLine,
@@ -24,7 +24,7 @@ from providers.batch import (
     LineResult,
     jsonl,
 )
-from providers.transport import http_failures
+from contam.providers.transport import http_failures
 
 __all__ = ["GeminiBatch"]
 

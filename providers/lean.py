@@ -9,7 +9,7 @@ engine's connection pools) and reads the reply whole: about a fifth less CPU per
 transport, its connection pools and TLS, its exceptions, its default headers, the ``Request`` and
 ``Response`` objects the providers read. Proxies are the transport's business, as they are for any
 httpx client given a transport of its own (httpx then ignores ``HTTPS_PROXY`` and the like): the
-engine's transport (:mod:`harness.engine.pool`) reads them from the environment itself.
+engine's transport (:mod:`contam.harness.engine.pool`) reads them from the environment itself.
 """
 
 from __future__ import annotations

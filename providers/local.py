@@ -19,18 +19,18 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
-from harness.errors import first_line
-from providers.base import (
+from contam.harness.errors import first_line
+from contam.providers.base import (
     Fatal, ModelSettings, Provider, Reply, Request, TextLogprobs, Timeout,
 )
-from providers.local_batch import SCORING_ROWS, Batcher, ScoringLimits, TextJob, Waiting
-from providers.local_cache import (
+from contam.providers.local_batch import SCORING_ROWS, Batcher, ScoringLimits, TextJob, Waiting
+from contam.providers.local_cache import (
     PLANTED_PREFIX, cache_root, find_converted, finished_planting, name_architecture, save_converted,
 )
-from providers.local_generate import (
+from contam.providers.local_generate import (
     Job, Limits, LoadedModel, Sampling, generate_blocking, torch_threads,
 )
-from providers.local_logprobs import texts_logprobs_blocking
+from contam.providers.local_logprobs import texts_logprobs_blocking
 
 __all__ = [
     "LocalProvider",
@@ -172,7 +172,7 @@ def _load_uncached(artifact: LocalArtifact, device: str) -> LoadedModel:
 
 def _from_disk(artifact: LocalArtifact, device: str) -> tuple[Any, Any]:
     """Tokenizer and model, from local files only. A GGUF file is de-quantised on its first load
-    and read from the converted copy (:mod:`providers.local_cache`) after that."""
+    and read from the converted copy (:mod:`contam.providers.local_cache`) after that."""
     _go_offline()
     from transformers.utils import logging as hf_logging
 
@@ -322,7 +322,7 @@ class LocalProvider(Provider):
         return await self._in_thread(work, "generation", self.spec.timeout_s * rows)
 
     async def text_logprobs(self, text: str) -> TextLogprobs:
-        """The text's token log-probabilities from a forward pass (:mod:`providers.local_logprobs`)
+        """The text's token log-probabilities from a forward pass (:mod:`contam.providers.local_logprobs`)
         over it and whatever other texts wait, never beside a generation (both want every
         thread); no chat template: base models too."""
         loaded = await self._loaded()

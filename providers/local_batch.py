@@ -1,7 +1,7 @@
-"""The local provider's queue (:mod:`providers.local`): requests made while the model is busy wait
+"""The local provider's queue (:mod:`contam.providers.local`): requests made while the model is busy wait
 here, and whichever waiting caller gets the model next answers as many of them as fit in one batch
-(:func:`providers.local_generate.generate_blocking`; a min-k text to score, a :class:`TextJob`,
-goes in a batch of texts, :func:`providers.local_logprobs.texts_logprobs_blocking`). No timer: a
+(:func:`contam.providers.local_generate.generate_blocking`; a min-k text to score, a :class:`TextJob`,
+goes in a batch of texts, :func:`contam.providers.local_logprobs.texts_logprobs_blocking`). No timer: a
 lone request goes at once, and batches form only when requests pile up, as they do when a lane
 runs several workers.
 """
@@ -15,8 +15,8 @@ import anyio
 
 from typing import Any
 
-from providers.base import ProviderError, Reply, TextLogprobs
-from providers.local_generate import Job, Limits
+from contam.providers.base import ProviderError, Reply, TextLogprobs
+from contam.providers.local_generate import Job, Limits
 
 __all__ = ["Batcher", "Waiting", "RunBatch", "TextJob", "ScoringLimits", "SCORING_ROWS"]
 

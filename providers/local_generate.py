@@ -1,4 +1,4 @@
-"""Generation for the local provider (:mod:`providers.local`): blocking, for a worker thread.
+"""Generation for the local provider (:mod:`contam.providers.local`): blocking, for a worker thread.
 
 One call of :func:`generate_blocking` answers several requests in one ``model.generate``: every
 request's prompt, tokenised alone with the model's chat template, is repeated once per sample it
@@ -24,7 +24,7 @@ from typing import Any
 
 import anyio.from_thread
 
-from providers.base import Reply, Request
+from contam.providers.base import Reply, Request
 
 __all__ = ["LoadedModel", "Limits", "Sampling", "Job", "generate_blocking", "torch_threads",
            "stopping_criteria", "chat_inputs"]

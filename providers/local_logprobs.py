@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from providers.base import TextLogprobs
+from contam.providers.base import TextLogprobs
 
 __all__ = ["text_logprobs_blocking", "texts_logprobs_blocking", "token_statistics"]
 

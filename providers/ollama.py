@@ -18,11 +18,11 @@ from typing import Any
 
 import httpx
 
-from providers.base import (
+from contam.providers.base import (
     Fatal, ModelSettings, ProviderError, Reply, Request, Transient, Unreachable, resolve_api_key,
 )
-from providers.hints import seconds_from_retry_after
-from providers.transport import HTTPProvider, answer_text, decode_json, error_for_status, send
+from contam.providers.hints import seconds_from_retry_after
+from contam.providers.transport import HTTPProvider, answer_text, decode_json, error_for_status, send
 
 __all__ = ["OllamaProvider", "normalise_model_id", "DEFAULT_KEY_ENV"]
 

@@ -5,7 +5,7 @@ includes ``/v1``) is all it takes to point this provider elsewhere. Sampling ``p
 top-level fields (``temperature``, ``seed``, ``top_p``, ``max_completion_tokens`` ...). A probe's
 request adds its own ``temperature`` (over the config's) and ``n``: that many choices of one prompt,
 which is paid for once (at most 128, the API's limit). The min-k probe's prompt log-probabilities
-come from vLLM's ``/completions`` instead (:mod:`providers.openai_logprobs`); OpenAI's own API has
+come from vLLM's ``/completions`` instead (:mod:`contam.providers.openai_logprobs`); OpenAI's own API has
 none and is refused.
 """
 
@@ -16,15 +16,15 @@ from typing import Any
 
 import httpx
 
-from providers import openai_logprobs
-from providers.base import ModelSettings, ProviderError, Reply, Request, TextLogprobs
-from providers.hints import (
+from contam.providers import openai_logprobs
+from contam.providers.base import ModelSettings, ProviderError, Reply, Request, TextLogprobs
+from contam.providers.hints import (
     first_header_hint,
     longest,
     seconds_from_duration,
     seconds_from_retry_after,
 )
-from providers.transport import HTTPProvider, answer_text, error_for_status
+from contam.providers.transport import HTTPProvider, answer_text, error_for_status
 
 __all__ = ["OpenAIProvider"]
 
@@ -78,7 +78,7 @@ class OpenAIProvider(HTTPProvider):
         return openai_logprobs.refusal(spec, cls.default_base_url)
 
     async def text_logprobs(self, text: str) -> TextLogprobs:
-        """vLLM's ``/completions`` with ``prompt_logprobs`` (:mod:`providers.openai_logprobs`)."""
+        """vLLM's ``/completions`` with ``prompt_logprobs`` (:mod:`contam.providers.openai_logprobs`)."""
         return await self.post_json(f"{self.base_url}/completions",
                                openai_logprobs.payload(self.spec.model, text),
                                lambda body: openai_logprobs.text_logprobs_from(body, self.label))

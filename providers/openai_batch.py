@@ -12,8 +12,8 @@ from typing import Any
 
 import orjson
 
-from providers.base import Fatal
-from providers.batch import (
+from contam.providers.base import Fatal
+from contam.providers.batch import (
     BatchLine,
     BatchProtocol,
     CancelledLine,
@@ -23,7 +23,7 @@ from providers.batch import (
     LineResult,
     jsonl,
 )
-from providers.transport import http_failures
+from contam.providers.transport import http_failures
 
 __all__ = ["OpenAIBatch", "TAG_KEY"]
 

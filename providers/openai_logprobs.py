@@ -21,7 +21,7 @@ from __future__ import annotations
 import urllib.parse
 from typing import Any
 
-from providers.base import Fatal, ModelSettings, TextLogprobs
+from contam.providers.base import Fatal, ModelSettings, TextLogprobs
 
 __all__ = ["refusal", "payload", "text_logprobs_from", "OPENAI_HOSTS"]
 

@@ -15,7 +15,7 @@ import urllib.request
 import anyio
 import httpx
 
-from providers.base import Fatal, Transient
+from contam.providers.base import Fatal, Transient
 
 __all__ = ["check_reachable", "url_problem", "environment_proxy", "CONNECT_CHECK_S"]
 

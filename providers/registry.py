@@ -10,8 +10,8 @@ import importlib
 
 import httpx
 
-from harness.provider_names import PROVIDERS, class_prefix
-from providers.base import (
+from contam.harness.provider_names import PROVIDERS, class_prefix
+from contam.providers.base import (
     BadKey, Fatal, MissingKey, ModelSettings, Provider, Reply, ServedModelMismatch,
     served_model_matches,
 )
@@ -21,7 +21,7 @@ __all__ = ["create_provider", "provider_class", "missing_key", "served_model_id"
 # provider name -> (module, class), from the one list of names: providers/<name>.py holds exactly
 # one provider class, <Name>Provider (tests/test_providers_ollama.py imports each).
 PROVIDER_CLASSES: dict[str, tuple[str, str]] = {
-    name: (f"providers.{name}", f"{class_prefix(name)}Provider") for name in PROVIDERS}
+    name: (f"contam.providers.{name}", f"{class_prefix(name)}Provider") for name in PROVIDERS}
 
 
 def create_provider(spec: ModelSettings, client: httpx.AsyncClient | None) -> Provider:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from harness.provider_names import PROVIDERS
+from contam.harness.provider_names import PROVIDERS
 
 __all__ = ["Route", "Traits", "TRAITS", "HTTP_PROVIDERS", "traits_of", "route_of"]
 

@@ -1,7 +1,7 @@
 """HTTP plumbing shared by the four wire-protocol providers.
 
 Everything that is the same for every provider lives here, once: sending a request and translating
-httpx's exceptions into the error hierarchy of :mod:`providers.base` (the only place in the package
+httpx's exceptions into the error hierarchy of :mod:`contam.providers.base` (the only place in the package
 that catches them), decoding a JSON body, mapping an HTTP status onto a retry decision, and refusing
 sampling parameters that would break R1 or R2. :class:`HTTPProvider` strings them together; each
 provider module subclasses it and supplies only its own dialect: URL, headers, payload, reply
@@ -17,8 +17,8 @@ from typing import Any, ClassVar, TypeVar
 import httpx
 import orjson
 
-from providers.lean import LeanClient
-from providers.base import (
+from contam.providers.lean import LeanClient
+from contam.providers.base import (
     Fatal,
     ModelSettings,
     Provider,
@@ -32,7 +32,7 @@ from providers.base import (
     redact,
     resolve_api_key,
 )
-from providers.reach import CONNECT_CHECK_S, check_reachable
+from contam.providers.reach import CONNECT_CHECK_S, check_reachable
 
 __all__ = [
     "HTTPProvider",
@@ -185,7 +185,7 @@ class HTTPProvider(Provider):
         return resolve_api_key(spec, cls.key_env, required=cls.key_required)
 
     async def preflight(self) -> str | None:
-        """A quick connection check of the server (:func:`providers.reach.check_reachable`): one
+        """A quick connection check of the server (:func:`contam.providers.reach.check_reachable`): one
         that is down would take every request's timeout and retries to say so; nothing is sent."""
         await check_reachable(self.base_url, label=self.label,
                               timeout=min(self.spec.timeout_s, CONNECT_CHECK_S))

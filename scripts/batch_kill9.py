@@ -24,7 +24,7 @@ from pathlib import Path
 
 from batchkit import KEYS, PROVIDERS, answers, failed_attempts, server_key, write_setup  # scripts/batchkit.py
 
-from harness.emulator.server import EmulatorSettings, run_emulator
+from contam.harness.emulator.server import EmulatorSettings, run_emulator
 
 _CREATES = ("/v1/batches", "/v1/messages/batches")
 
@@ -36,7 +36,7 @@ def creates(emu) -> int:
 
 def start_run(config: Path, store: Path) -> subprocess.Popen:
     env = {**os.environ, **KEYS, "PYTHONPATH": os.getcwd()}
-    return subprocess.Popen([sys.executable, "-m", "harness.cli", "run", str(config), "--batch",
+    return subprocess.Popen([sys.executable, "-m", "contam.harness.cli", "run", str(config), "--batch",
                              "--store", str(store), "--batch-poll-max", "0.3", "--no-progress"],
                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from harness.prompts import DEFAULT_SYSTEM_PROMPT, question_request
-from harness.provider_names import BATCH_PROVIDERS
-from harness.store import Store
+from contam.harness.prompts import DEFAULT_SYSTEM_PROMPT, question_request
+from contam.harness.provider_names import BATCH_PROVIDERS
+from contam.harness.store import Store
 
 PROVIDERS = BATCH_PROVIDERS  # every provider with a batch API
 KEYS = {"OPENAI_API_KEY": "sk-batch-bench", "GEMINI_API_KEY": "gm-batch-bench",

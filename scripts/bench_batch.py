@@ -20,9 +20,9 @@ import time
 from contextlib import redirect_stdout
 from pathlib import Path
 
-from harness.cli import main as contam
-from harness.store import Store
-from harness.emulator.server import EmulatorSettings, run_emulator
+from contam.harness.cli import main as contam
+from contam.harness.store import Store
+from contam.harness.emulator.server import EmulatorSettings, run_emulator
 from batchkit import KEYS, PROVIDERS, answers, write_setup  # scripts/batchkit.py
 
 

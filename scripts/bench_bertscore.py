@@ -32,7 +32,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "scripts")]
 
 from bench_bleu import store_shaped_pairs  # noqa: E402
 
-from metrics.bertscore import offline_encoder_dir  # noqa: E402
+from contam.metrics.bertscore import offline_encoder_dir  # noqa: E402
 
 SHAPES = {  # (layers, hidden, heads, intermediate, layer scored)
     "large": (24, 1024, 16, 4096, 17),  # roberta-large's shape, bert-score's layer for it
@@ -81,7 +81,7 @@ def compare(args: argparse.Namespace, model_dir: str, layer: int) -> None:
     import torch
     from bert_score import BERTScorer
 
-    from metrics.bertscore_encoder import resolve_devices
+    from contam.metrics.bertscore_encoder import resolve_devices
 
     pairs = [(a, r) for a, r in store_shaped_pairs(args.pairs * 2, 4, 1) if a.strip()][:args.pairs]
     cands, refs = [a for a, _ in pairs], [r for _, r in pairs]
@@ -108,8 +108,8 @@ def ours_against(args, model_dir: str, layer: int, precision: str | None, cands,
     """Time contam's pass at one precision; print its rate and its distance to bert-score's."""
     import numpy as np
 
-    from metrics.bertscore_encoder import load_encoder
-    from metrics.bertscore_pass import score_pairs
+    from contam.metrics.bertscore_encoder import load_encoder
+    from contam.metrics.bertscore_pass import score_pairs
 
     load_s, encoder = timed(load_encoder, model_dir, layer, args.device, precision,
                             args.token_budget)
@@ -129,7 +129,7 @@ def matmul_bound(encoder, texts, theirs_s: float) -> None:
     rate a large fp32 matmul reaches here."""
     import torch
 
-    from metrics.bertscore_encoder import tokenize
+    from contam.metrics.bertscore_encoder import tokenize
 
     tokens = sum(len(ids) for ids in tokenize(encoder, texts))
     config = encoder.models[0].config
@@ -165,7 +165,7 @@ import sys
 import pandas as pd
 sys.path[:0] = [sys.argv[3], sys.argv[3] + "/scripts"]
 from bench_bleu import store_shaped_pairs
-from harness.store import Store, utc_now
+from contam.harness.store import Store, utc_now
 n, models = int(sys.argv[2]), 10
 now = utc_now()
 with Store(sys.argv[1], create=True) as store:
@@ -190,7 +190,7 @@ def million(args: argparse.Namespace, folder: Path) -> None:
     store = folder / "million.duckdb"
     build_s, _ = timed(subprocess.run, [sys.executable, "-c", BUILD_STORE, str(store),
                                         str(args.pairs), str(ROOT)], check=True)
-    command = [sys.executable, "-m", "harness.cli", "score", "--store", str(store), "--metric",
+    command = [sys.executable, "-m", "contam.harness.cli", "score", "--store", str(store), "--metric",
                "bertscore", "--bertscore-model", model_dir, "--bertscore-layers", str(layer),
                "--no-rescale", "--device", args.device or "cpu", "--no-progress"]
     start = time.perf_counter()
@@ -201,7 +201,7 @@ def million(args: argparse.Namespace, folder: Path) -> None:
           f"bertscore` ({args.synthetic_encoder or 'small'} synthetic encoder, layer {layer}, "
           f"{args.device or 'cpu'}): exit {os.waitstatus_to_exitcode(status)}, {score_s:.0f} s, "
           f"{args.pairs / score_s:,.0f} pairs/s, peak RSS {usage.ru_maxrss / 1024:,.0f} MiB")
-    from harness.store import Store
+    from contam.harness.store import Store
 
     with Store(store, read_only=True) as opened:
         print("scores rows stored:", opened.count("scores"))

@@ -1,4 +1,4 @@
-"""Throughput of `metrics.bleu.bleu2_many` against NLTK's `sentence_bleu` called once per pair.
+"""Throughput of `contam.metrics.bleu.bleu2_many` against NLTK's `sentence_bleu` called once per pair.
 
 The pairs are shaped like a store: items with short references (median 3 tokens, as in the seed
 paper), each answered by several models with answers of varied length that share some words with
@@ -15,7 +15,7 @@ import argparse
 import random
 import time
 
-from metrics.bleu import bleu2_many, tokenize
+from contam.metrics.bleu import bleu2_many, tokenize
 
 WORDS = ("the a of to in badge gym leader pewter city cerulean brock misty flash rock type "
          "pokémon pokédex tm34 bide surf cut strength route cave island professor oak elm "

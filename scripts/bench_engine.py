@@ -31,10 +31,10 @@ from pathlib import Path
 
 from batchkit import write_items  # scripts/batchkit.py
 
-from harness.cli import main as contam
-from harness.emulator.server import EmulatorSettings, run_emulator
-from harness.jobs.bench_floor import emulator_process
-from harness.store import Store
+from contam.harness.cli import main as contam
+from contam.harness.emulator.server import EmulatorSettings, run_emulator
+from contam.harness.jobs.bench_floor import emulator_process
+from contam.harness.store import Store
 
 PROVIDERS = ("openai", "gemini", "anthropic", "ollama")
 KEYS = {"OPENAI_API_KEY": "sk-bench", "GEMINI_API_KEY": "gm-bench", "ANTHROPIC_API_KEY": "an-bench"}

@@ -35,7 +35,7 @@ def main() -> None:
         store = folder / "bench.duckdb"
         for kind in ("items", "answers", "labels"):
             started = time.perf_counter()
-            peak_mb, cpu_s = _run_measured([sys.executable, "-m", "harness.cli", "import", kind,
+            peak_mb, cpu_s = _run_measured([sys.executable, "-m", "contam.harness.cli", "import", kind,
                                             str(paths[kind]), "--store", str(store)])
             seconds = time.perf_counter() - started
             print(f"{kind:8s} {_rows(paths[kind]):>9,d} rows  {seconds:6.2f} s (whole process, "

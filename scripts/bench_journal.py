@@ -14,8 +14,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from harness.store import utc_now  # noqa: E402
-from harness.store.journal import Journal, reply_key  # noqa: E402
+from contam.harness.store import utc_now  # noqa: E402
+from contam.harness.store.journal import Journal, reply_key  # noqa: E402
 
 BATCH = 50
 

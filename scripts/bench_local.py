@@ -34,12 +34,12 @@ from importlib import resources
 
 import anyio
 
-from harness.config import ModelSpec
-from harness.prompts import DEFAULT_SYSTEM_PROMPT, question_request
-from providers.base import Reply, Request
-from providers.local import DEFAULT_LOCAL_MODEL, LocalProvider, transformers_folder
-from providers.local_batch import SCORING_ROWS
-from providers.local_generate import torch_threads
+from contam.harness.config import ModelSpec
+from contam.harness.prompts import DEFAULT_SYSTEM_PROMPT, question_request
+from contam.providers.base import Reply, Request
+from contam.providers.local import DEFAULT_LOCAL_MODEL, LocalProvider, transformers_folder
+from contam.providers.local_batch import SCORING_ROWS
+from contam.providers.local_generate import torch_threads
 
 
 def provider(max_new_tokens: int, batch_size: int) -> LocalProvider:
@@ -50,7 +50,7 @@ def provider(max_new_tokens: int, batch_size: int) -> LocalProvider:
 
 
 def demo_rows(count: int) -> list[dict[str, str]]:
-    path = resources.files("harness").joinpath("data/demo_items.csv")
+    path = resources.files("contam.harness").joinpath("data/demo_items.csv")
     with path.open(encoding="utf-8", newline="") as handle:
         return list(csv.DictReader(handle))[:count]
 

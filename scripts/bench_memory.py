@@ -21,7 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness.jobs.bench_floor import emulator_process
+from contam.harness.jobs.bench_floor import emulator_process
 
 COMMANDS = {"run": ["run", "{config}", "--no-progress"],
             "score": ["score", "--metric", "bleu2", "--no-progress"],
@@ -66,7 +66,7 @@ def _write_items(path: Path, n: int) -> None:
 
 def _contam(argv: list[str], store: Path) -> tuple[float, float]:
     """Run one contam command as a child; its wall seconds and peak RSS (MB). Raises on failure."""
-    command = [sys.executable, "-m", "harness.cli", *argv, "--store", str(store)]
+    command = [sys.executable, "-m", "contam.harness.cli", *argv, "--store", str(store)]
     started = time.perf_counter()
     child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(child.pid, 0)

@@ -26,11 +26,11 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from harness.config import load_config
-from harness.emulator.server import EmulatorSettings, run_emulator
-from harness.jobs.probe import make_probe
-from harness.jobs.probe_work import ProbePlan, missing_count
-from harness.store import Store
+from contam.harness.config import load_config
+from contam.harness.emulator.server import EmulatorSettings, run_emulator
+from contam.harness.jobs.probe import make_probe
+from contam.harness.jobs.probe_work import ProbePlan, missing_count
+from contam.harness.store import Store
 
 KEYS = {"OPENAI_API_KEY": "sk-bench-probe-0000", "GEMINI_API_KEY": "gemini-bench-probe-0000",
         "ANTHROPIC_API_KEY": "anthropic-bench-probe-0000"}
@@ -80,7 +80,7 @@ class Ledger:
 
 def start_probe(config: Path, store: Path, samples: int) -> subprocess.Popen:
     env = {**os.environ, **KEYS, "PYTHONPATH": os.getcwd()}
-    return subprocess.Popen([sys.executable, "-m", "harness.cli", "probe", "cdd", str(config),
+    return subprocess.Popen([sys.executable, "-m", "contam.harness.cli", "probe", "cdd", str(config),
                              "--store", str(store), "--samples", str(samples), "--no-progress"],
                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 

@@ -34,16 +34,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from harness.jobs.bench_floor import emulator_process  # noqa: E402
-from harness.store import Store  # noqa: E402
-from harness.store.access import reading  # noqa: E402
+from contam.harness.jobs.bench_floor import emulator_process  # noqa: E402
+from contam.harness.store import Store  # noqa: E402
+from contam.harness.store.access import reading  # noqa: E402
 
 KEYS = {"OPENAI_API_KEY": "sk-bench", "ANTHROPIC_API_KEY": "an-bench"}
 SIMPLE = "SELECT count(*) FROM answers"
 HOLDER = """
 import sys, time
-from harness.store import Store
-from harness.store.host import StoreHost
+from contam.harness.store import Store
+from contam.harness.store.host import StoreHost
 with Store(sys.argv[1]) as store, StoreHost(store, command="bench"):
     print("serving", flush=True)
     sys.stdin.read()
@@ -53,8 +53,8 @@ HEAVY = "SELECT count(*), sum(hash(a.range * b.range)) FROM range(20000) a, rang
 HAMMER = """
 import statistics, sys, time
 from pathlib import Path
-from harness.store.access import reading
-from harness.store.discovery import find_holder
+from contam.harness.store.access import reading
+from contam.harness.store.discovery import find_holder
 store = Path(sys.argv[1])
 print("ready", flush=True)
 while find_holder(store) is None:
@@ -161,7 +161,7 @@ def _one_run(store: Path, config: Path, hammered: bool) -> str:
                                stdout=subprocess.PIPE, env={**os.environ, "PYTHONPATH": str(ROOT)})
               if hammered else None)
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "harness.cli", "run", str(config), "--no-progress"],
+    done = subprocess.run([sys.executable, "-m", "contam.harness.cli", "run", str(config), "--no-progress"],
                           cwd=ROOT, env={**os.environ, **KEYS, "PYTHONPATH": str(ROOT)},
                           capture_output=True, text=True)
     wall = time.perf_counter() - start
@@ -201,7 +201,7 @@ def _heavy_run(store: Path, config: Path, readers: int) -> tuple[float, int, int
     for hammer in hammers:  # their imports done: the run competes with their reads only
         assert hammer.stdout.readline().strip() == "ready"
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "harness.cli", "run", str(config), "--no-progress"],
+    done = subprocess.run([sys.executable, "-m", "contam.harness.cli", "run", str(config), "--no-progress"],
                           cwd=ROOT, env={**env, **KEYS}, capture_output=True, text=True)
     wall = time.perf_counter() - start
     reads = sum(_reads_done(hammer.communicate(timeout=300)[0]) for hammer in hammers)

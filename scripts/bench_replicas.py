@@ -28,9 +28,9 @@ from pathlib import Path
 
 from batchkit import write_items  # scripts/batchkit.py
 
-from harness.cli import main as contam
-from harness.jobs.bench_floor import emulator_process
-from harness.store import Store
+from contam.harness.cli import main as contam
+from contam.harness.jobs.bench_floor import emulator_process
+from contam.harness.store import Store
 
 
 def write_config(path: Path, base_urls: list[str], concurrency: int) -> None:

@@ -29,12 +29,12 @@ from pathlib import Path
 import anyio
 from rich.console import Console
 
-from harness.config import ModelSpec
-from harness.jobs.bench import EMULATOR_KEY_ENV, BenchSettings, model_rows, run_engine_phase
-from harness.jobs.bench_floor import emulator_process
-from harness.jobs.bench_output import models_table
-from harness.prompts import DEFAULT_SYSTEM_PROMPT
-from harness.store import Store
+from contam.harness.config import ModelSpec
+from contam.harness.jobs.bench import EMULATOR_KEY_ENV, BenchSettings, model_rows, run_engine_phase
+from contam.harness.jobs.bench_floor import emulator_process
+from contam.harness.jobs.bench_output import models_table
+from contam.harness.prompts import DEFAULT_SYSTEM_PROMPT
+from contam.harness.store import Store
 
 PROTOCOLS = ("openai", "gemini", "anthropic", "ollama")
 

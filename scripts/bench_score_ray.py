@@ -25,10 +25,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness.jobs.score import score_store
-from harness.jobs.score_ray import RayOptions
-from harness.store import Store, utc_now
-from metrics.bertscore import OFFLINE_ENCODER
+from contam.harness.jobs.score import score_store
+from contam.harness.jobs.score_ray import RayOptions
+from contam.harness.store import Store, utc_now
+from contam.metrics.bertscore import OFFLINE_ENCODER
 
 WORDS = ("pokemon red blue gym badge brock misty surf flash cut strength tm hm city route cave "
          "trainer rival oak lab potion ball master great ultra").split()

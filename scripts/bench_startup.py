@@ -26,7 +26,7 @@ from scripts.filesets import write_fileset  # noqa: E402
 
 MODELS = ["gpt", "claude", "gemini", "gemma"]
 N_ITEMS = 400
-CONTAM = [sys.executable, "-m", "harness.cli"]
+CONTAM = [sys.executable, "-m", "contam.harness.cli"]
 
 
 def main() -> None:

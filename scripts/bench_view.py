@@ -31,7 +31,7 @@ from pathlib import Path
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from harness.store import Store  # noqa: E402
+from contam.harness.store import Store  # noqa: E402
 from viewserver import CHROMEDRIVER, CHROMIUM, ViewServer, chromium  # noqa: E402
 
 FILTERED = "/?subset=fan&label=none&rater=human:ann&sort=bleu2&desc=1&page={page}"

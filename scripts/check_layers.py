@@ -16,42 +16,42 @@ PACKAGES = ("harness", "providers", "metrics")
 # Module prefix -> layer; the longest matching prefix wins. A module may import its own layer
 # or any lower one (circles are caught separately).
 LAYERS = {
-    "harness.cli": 7,
-    "harness.view": 6,  # the web app: over report/ and store.access
-    "harness.jobs": 5,
-    "harness.api": 5,
-    "harness.emulator": 5,
-    "harness.display": 4,
-    "harness.logs": 4,  # console and run-file logging: redacts with providers.base
-    "harness.engine": 3,
-    "harness.report": 3,
-    "harness.prompts": 3,
-    "metrics": 3,
-    "providers": 2,
-    "harness.store": 2,
-    "harness.config": 1,
-    "harness.text": 1,
-    "harness.errors": 1,
-    "harness.declare": 1,  # how an option is declared: its field and its flag, in one place
-    "harness.labels": 1,  # the label vocabulary: metrics/judge.py maps the judge's replies with it
-    "harness.provider_names": 1,
+    "contam.harness.cli": 7,
+    "contam.harness.view": 6,  # the web app: over report/ and store.access
+    "contam.harness.jobs": 5,
+    "contam.harness.api": 5,
+    "contam.harness.emulator": 5,
+    "contam.harness.display": 4,
+    "contam.harness.logs": 4,  # console and run-file logging: redacts with contam.providers.base
+    "contam.harness.engine": 3,
+    "contam.harness.report": 3,
+    "contam.harness.prompts": 3,
+    "contam.metrics": 3,
+    "contam.providers": 2,
+    "contam.harness.store": 2,
+    "contam.harness.config": 1,
+    "contam.harness.text": 1,
+    "contam.harness.errors": 1,
+    "contam.harness.declare": 1,  # how an option is declared: its field and its flag, in one place
+    "contam.harness.labels": 1,  # the label vocabulary: metrics/judge.py maps the judge's replies with it
+    "contam.harness.provider_names": 1,
     # The metric vocabulary: plain declarations that import nothing of contam (scorers named by
     # dotted path), read by the config's checks, the store's `cells` view and the report.
-    "metrics.metric_registry": 1,
-    "metrics.outcome": 1,  # what makes an answer correct, parsed against the registry  # the provider names: the config checks them, providers/ builds on them
-    "harness": 1,  # the package itself: its version helper
+    "contam.metrics.metric_registry": 1,
+    "contam.metrics.outcome": 1,  # what makes an answer correct, parsed against the registry  # the provider names: the config checks them, providers/ builds on them
+    "contam.harness": 1,  # the package itself: its version helper
 }
 # providers/ and metrics/ stay usable without the orchestration: from harness only these.
-LEAF_PACKAGES = ("providers", "metrics")
+LEAF_PACKAGES = ("contam.providers", "contam.metrics")
 # The two vocabularies are plain constants with no imports, so a leaf package stays standalone.
-LEAF_MAY_IMPORT = ("harness", "harness.errors", "harness.text", "harness.labels", "harness.provider_names")
+LEAF_MAY_IMPORT = ("contam.harness", "contam.harness.errors", "contam.harness.text", "contam.harness.labels", "contam.harness.provider_names")
 
 
 def module_name(root: Path, path: Path) -> str:
     parts = list(path.relative_to(root).with_suffix("").parts)
     if parts[-1] == "__init__":
         parts.pop()
-    return ".".join(parts)
+    return ".".join(["contam", *parts])  # the import name: contam.harness.cli
 
 
 def imported_modules(tree: ast.Module, importer: str, is_package: bool) -> Iterator[str]:
@@ -97,8 +97,13 @@ def upward_imports(graph: dict[str, set[str]]) -> list[str]:
     return found
 
 
+def _package(module: str) -> str:
+    """contam.harness.jobs.run -> contam.harness."""
+    return ".".join(module.split(".")[:2])
+
+
 def _is_upward(importer: str, target: str) -> bool:
-    if importer.split(".")[0] in LEAF_PACKAGES and target.split(".")[0] == "harness":
+    if _package(importer) in LEAF_PACKAGES and _package(target) == "contam.harness":
         return target not in LEAF_MAY_IMPORT
     # A package's __init__ re-exporting its own modules is not a step up.
     if target.startswith(importer + "."):

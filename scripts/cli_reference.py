@@ -1,5 +1,5 @@
 """Write docs/reference/cli.md, the command-line reference, from the commands' declarations
-(harness.cli.parser's COMMANDS, each options class's fields, the probe registry): every command
+(contam.harness.cli.parser's COMMANDS, each options class's fields, the probe registry): every command
 and every argument with its value, default and help. Never edited by hand.
 
 Usage: python scripts/cli_reference.py            (rewrites docs/reference/cli.md)
@@ -14,13 +14,13 @@ from contextlib import redirect_stdout, suppress
 from io import StringIO
 from pathlib import Path
 
-from harness.cli import parse_args
-from harness.cli.flags import ShownFlag, command_flags, parser_default
-from harness.cli.parser import COMMANDS, CONFIG, DESCRIPTION, TOP_DOCS, VERBOSE_HELP, VERSION_HELP, Command
-from harness.declare import Flag
-from harness.jobs.options.lane import ProbeOptions
-from harness.jobs.options.store import store_flag
-from metrics.probe_registry import PROBES, ProbeSpec
+from contam.harness.cli import parse_args
+from contam.harness.cli.flags import ShownFlag, command_flags, parser_default
+from contam.harness.cli.parser import COMMANDS, CONFIG, DESCRIPTION, TOP_DOCS, VERBOSE_HELP, VERSION_HELP, Command
+from contam.harness.declare import Flag
+from contam.harness.jobs.options.lane import ProbeOptions
+from contam.harness.jobs.options.store import store_flag
+from contam.metrics.probe_registry import PROBES, ProbeSpec
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "docs/reference/cli.md"

@@ -6,7 +6,7 @@ import csv
 import random
 from pathlib import Path
 
-from harness.labels import LABEL_NAMES
+from contam.harness.labels import LABEL_NAMES
 
 __all__ = ["write_fileset"]
 

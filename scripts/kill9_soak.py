@@ -35,7 +35,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from harness.store import Store  # noqa: E402
+from contam.harness.store import Store  # noqa: E402
 
 PROTOCOLS = ("openai", "gemini", "anthropic", "ollama")
 SERIAL = re.compile(r"\[reply (\d+)\]")
@@ -44,7 +44,7 @@ SERIAL = re.compile(r"\[reply (\d+)\]")
 # with the time its request had arrived and the time it went out.
 EMULATOR = """
 import itertools, re, sys, time
-from harness.emulator.server import EmulatorSettings, default_answer, run_emulator
+from contam.harness.emulator.server import EmulatorSettings, default_answer, run_emulator
 
 log = open(sys.argv[1], "a", buffering=1)
 serials = itertools.count()
@@ -120,7 +120,7 @@ def _kill_and_resume(config: Path, store: Path, args: argparse.Namespace, rng: r
                      env: dict[str, str]) -> tuple[list[float], int]:
     """Start `contam run`, SIGKILL it after a random 1.5-4 s (startup included) until
     ``args.kills`` kills landed mid-run; then one run to the end. Returns the kill times."""
-    command = [sys.executable, "-m", "harness.cli", "run", str(config), "--store", str(store),
+    command = [sys.executable, "-m", "contam.harness.cli", "run", str(config), "--store", str(store),
                "--no-progress"]
     kills: list[float] = []
     runs = 0

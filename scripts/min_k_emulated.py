@@ -19,9 +19,9 @@ import os
 import time
 from pathlib import Path
 
-from harness.cli import main
-from harness.emulator.knowledge import Knowledge
-from harness.emulator.server import EmulatorSettings, run_emulator
+from contam.harness.cli import main
+from contam.harness.emulator.knowledge import Knowledge
+from contam.harness.emulator.server import EmulatorSettings, run_emulator
 
 SEED = 7
 

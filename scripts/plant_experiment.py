@@ -43,7 +43,7 @@ def contam(*args: str) -> float:
     started = time.perf_counter()
     env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1",
            "TRANSFORMERS_OFFLINE": "1"}
-    subprocess.run([sys.executable, "-m", "harness.cli", *args, "--no-progress"], check=True,
+    subprocess.run([sys.executable, "-m", "contam.harness.cli", *args, "--no-progress"], check=True,
                    env=env, cwd=ROOT)
     seconds = time.perf_counter() - started
     print(f"## contam {' '.join(args)}: {seconds:.0f} s", flush=True)
@@ -68,8 +68,8 @@ def run_all(config: Path) -> None:
 
 
 def print_table(store: Path) -> None:
-    """The probe validation table, from the store (harness.report.validation)."""
-    from harness.report.validation_table import markdown_table
+    """The probe validation table, from the store (contam.harness.report.validation)."""
+    from contam.harness.report.validation_table import markdown_table
 
     print(markdown_table(store))
 

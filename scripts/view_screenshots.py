@@ -19,7 +19,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from harness.store import Store, utc_now  # noqa: E402
+from contam.harness.store import Store, utc_now  # noqa: E402
 from viewserver import ViewServer, chromium  # noqa: E402  (scripts/viewserver.py)
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -65,7 +65,7 @@ class ViewServer:
             self._stderr.close()
         self._stderr = tempfile.TemporaryFile("w+")
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "harness.cli", "view", "--store", str(self.store), "--port", "0",
+            [sys.executable, "-m", "contam.harness.cli", "view", "--store", str(self.store), "--port", "0",
              *self.args], stdout=subprocess.PIPE, stderr=self._stderr, text=True, env=env)
         line = _first_line(self.process, timeout)
         if not line.startswith("contam view: http://"):

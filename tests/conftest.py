@@ -55,7 +55,7 @@ def store_path(tmp_path):
 @pytest.fixture
 def contam(capsys):
     """Run `contam ARGS...` in-process; returns (exit status, stdout, stderr)."""
-    from harness.cli import main
+    from contam.harness.cli import main
 
     def run(*args: str) -> tuple[int, str, str]:
         status = main([str(a) for a in args])
@@ -68,7 +68,7 @@ def contam(capsys):
 @pytest.fixture
 def store(store_path):
     """An open, migrated store."""
-    from harness.store import Store
+    from contam.harness.store import Store
 
     with Store(store_path, create=True) as opened:
         yield opened
@@ -77,7 +77,7 @@ def store(store_path):
 @pytest.fixture
 def emulator():
     """A factory: ``emulator(**settings)`` starts a loopback emulator, stopped after the test."""
-    from harness.emulator.server import EmulatorSettings, run_emulator
+    from contam.harness.emulator.server import EmulatorSettings, run_emulator
 
     with contextlib.ExitStack() as stack:
         yield lambda **settings: stack.enter_context(run_emulator(EmulatorSettings(**settings)))
@@ -109,8 +109,8 @@ def paper_path(tmp_path_factory):
 @pytest.fixture(scope="session")
 def paper(paper_path):
     """build_report of the paper's store."""
-    from harness.report.analysis import build_report
-    from harness.store import Store
+    from contam.harness.report.analysis import build_report
+    from contam.harness.store import Store
 
     with Store(paper_path, read_only=True) as store:
         return build_report(store)
@@ -119,7 +119,7 @@ def paper(paper_path):
 @pytest.fixture(scope="session")
 def paper_out(paper_path, tmp_path_factory):
     """The folder `contam report` writes for the paper's store."""
-    from harness.cli import main
+    from contam.harness.cli import main
 
     out = tmp_path_factory.mktemp("report")
     assert main(["report", "--store", str(paper_path), "--out", str(out)]) == 0
@@ -130,7 +130,7 @@ def paper_out(paper_path, tmp_path_factory):
 def encoders():
     """Real BERTScore encoders, each (model, layer, precision, token budget) loaded once for the
     whole session on the CPU: loading one is seconds, and several test modules score with it."""
-    from metrics.bertscore_encoder import load_encoder  # the real loader, whatever tests patch later
+    from contam.metrics.bertscore_encoder import load_encoder  # the real loader, whatever tests patch later
 
     loaded = {}
 
@@ -148,7 +148,7 @@ def bert_scorer():
     reference the BERTScore tests compare contam's pass with."""
     from bert_score import BERTScorer
 
-    from metrics.bertscore import offline_encoder_dir
+    from contam.metrics.bertscore import offline_encoder_dir
 
     return BERTScorer(model_type=str(offline_encoder_dir()), num_layers=5, device="cpu")
 

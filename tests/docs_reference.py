@@ -77,7 +77,7 @@ REPORT_KEYS = {
 
 def _fresh_store_relations() -> tuple[dict[str, str], dict[str, list[tuple[str, str]]]]:
     """Each relation's kind ('BASE TABLE' or 'VIEW') and its (column, type)s, from a new store."""
-    from harness.store import Store
+    from contam.harness.store import Store
 
     with tempfile.TemporaryDirectory() as folder, Store(Path(folder) / "fresh.duckdb", create=True) as store:
         kinds = dict(store.query("SELECT table_name, table_type FROM information_schema.tables"))
@@ -130,9 +130,9 @@ def store_page() -> str:
 
 def paper_report() -> dict[str, Any]:
     """report.json of tests.paper_data's store, as JSON gives it back."""
-    from harness.report.analysis import build_report
-    from harness.report.output import report_json
-    from harness.store import Store
+    from contam.harness.report.analysis import build_report
+    from contam.harness.report.output import report_json
+    from contam.harness.store import Store
     from tests.paper_data import build_paper_store
 
     with tempfile.TemporaryDirectory() as folder:

@@ -8,10 +8,10 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from harness.cli.parser import COMMANDS
-from harness.declare import declared
-from harness.jobs.options.lane import ProbeOptions
-from metrics.probe_registry import PROBES
+from contam.harness.cli.parser import COMMANDS
+from contam.harness.declare import declared
+from contam.harness.jobs.options.lane import ProbeOptions
+from contam.metrics.probe_registry import PROBES
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = ("harness", "metrics", "providers")

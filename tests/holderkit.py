@@ -15,8 +15,8 @@ __all__ = ["held_elsewhere"]
 ROOT = Path(__file__).resolve().parents[1]
 _HOLD = """
 import contextlib, sys
-from harness.store import Store
-from harness.store.host import StoreHost
+from contam.harness.store import Store
+from contam.harness.store.host import StoreHost
 with Store(sys.argv[1]) as store:  # waits LOCK_WAIT_S for the store, asking a view to let go
     with StoreHost(store, command="run") if sys.argv[2] == "serve" else contextlib.nullcontext():
         print("held", flush=True)
@@ -27,7 +27,7 @@ with Store(sys.argv[1]) as store:  # waits LOCK_WAIT_S for the store, asking a v
 @contextmanager
 def held_elsewhere(path: Path, *, serve: bool = False) -> Iterator[subprocess.Popen]:
     """A child process holding ``path`` open for writing for the length of the ``with``; with
-    ``serve``, serving its reads as a job does (:mod:`harness.store.host`)."""
+    ``serve``, serving its reads as a job does (:mod:`contam.harness.store.host`)."""
     child = subprocess.Popen([sys.executable, "-c", _HOLD, str(path), "serve" if serve else "-"], stdin=subprocess.PIPE,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                              env={**os.environ, "PYTHONPATH": str(ROOT)})

@@ -6,8 +6,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from harness.jobs.importing import import_file
-from harness.store import Store
+from contam.harness.jobs.importing import import_file
+from contam.harness.store import Store
 
 __all__ = ["EXAMPLE", "MAP", "SYSTEM", "TEMPLATE", "example_config", "import_example_items"]
 

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from harness.store import Store, utc_now
+from contam.harness.store import Store, utc_now
 
 __all__ = ["MODELS", "TITLES", "JUDGE", "CONFUSION", "build_paper_rows", "build_paper_store"]
 

@@ -14,12 +14,12 @@ import anyio
 import pytest
 from rich.console import Console
 
-from harness.cli import print_result
-from harness.config import load_config
-from harness.jobs.demo import demo_items_path
-from harness.jobs.importing import import_file
-from harness.jobs.probe import ProbeOptions, ProbeResult, execute_probe, make_probe
-from harness.store import Store
+from contam.harness.cli import print_result
+from contam.harness.config import load_config
+from contam.harness.jobs.demo import demo_items_path
+from contam.harness.jobs.importing import import_file
+from contam.harness.jobs.probe import ProbeOptions, ProbeResult, execute_probe, make_probe
+from contam.harness.store import Store
 from tests.runkit import model_entry, write_config
 
 __all__ = ["GENERATE_PATHS", "demo_config", "probe_inprocess", "ProbeRun", "generate_calls",
@@ -81,8 +81,8 @@ def probe_two_profiles(folder: Path, kinds: list[tuple[str, dict[str, Any]]],
     """A store probed with each (kind, parameters) on a contaminated ("dirty", OpenAI protocol) and
     a clean ("clean", ``clean_provider``) emulated model, both knowing the demo items; the
     providers' fake keys are set for the probes only."""
-    from harness.emulator.knowledge import Knowledge
-    from harness.emulator.server import EmulatorSettings, run_emulator
+    from contam.harness.emulator.knowledge import Knowledge
+    from contam.harness.emulator.server import EmulatorSettings, run_emulator
     from tests.runkit import KEYS
 
     knowledge = {p: Knowledge.from_file(demo_items_path(), profile=p) for p in ("contaminated", "clean")}

@@ -15,13 +15,13 @@ from typing import Any
 import anyio
 from rich.console import Console
 
-from harness.cli import print_result
-from harness.config import load_config
-from harness.jobs.importing import import_file
-from harness.jobs.run import RunOptions, execute_run
-from harness.store import Store
-from providers.base import Provider, RateLimited, Reply, Request
-from providers.registry import create_provider
+from contam.harness.cli import print_result
+from contam.harness.config import load_config
+from contam.harness.jobs.importing import import_file
+from contam.harness.jobs.run import RunOptions, execute_run
+from contam.harness.store import Store
+from contam.providers.base import Provider, RateLimited, Reply, Request
+from contam.providers.registry import create_provider
 
 __all__ = ["KEYS", "write_items", "model_entry", "write_config", "run_inprocess",
            "RunResult", "Recorder", "store_text", "question_number"]

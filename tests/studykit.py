@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import orjson
 
-from harness.store import Store, utc_now
+from contam.harness.store import Store, utc_now
 
 __all__ = ["MODELS", "TIERS", "CUTOFFS", "Truth", "build_study_store", "write_study_config"]
 

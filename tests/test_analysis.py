@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from harness.errors import UserError
-from harness.report.analysis import build_report, parse_contrast
-from harness.store import Store, utc_now
+from contam.harness.errors import UserError
+from contam.harness.report.analysis import build_report, parse_contrast
+from contam.harness.store import Store, utc_now
 from tests.paper_data import CLAUDE, GEMINI, GEMMA, GPT, JUDGE, MODELS
 
 TABLE_6 = [[655, 112, 64], [2, 12, 18], [3, 23, 711]]
@@ -391,7 +391,7 @@ def test_judge_gap_without_human_labels(store_path):
 
 
 def test_figure_regime_picks_the_best_available(store_path, tmp_path):
-    from harness.report.analysis import figure_regime
+    from contam.harness.report.analysis import figure_regime
 
     with surface_store(store_path) as store:
         assert figure_regime(build_report(store, contrast=("canon", "hack"))) == "surface"

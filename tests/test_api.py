@@ -12,8 +12,8 @@ import pandas as pd
 import pytest
 from stamina.instrumentation import get_on_retry_hooks, set_on_retry_hooks
 
-from harness import api
-from harness.emulator.server import EmulatorSettings, run_emulator
+from contam.harness import api
+from contam.harness.emulator.server import EmulatorSettings, run_emulator
 from tests.runkit import model_entry, write_config
 
 NOTEBOOK_PAGE = Path(__file__).resolve().parent.parent / "docs" / "how-to" / "notebook.md"
@@ -94,7 +94,7 @@ def test_a_job_results_repr_shows_its_values_and_no_function(tmp_path):
 
 
 def test_the_api_runs_a_probe_with_its_parameters(tmp_path):
-    from harness import api
+    from contam.harness import api
 
     store = tmp_path / "s.duckdb"
     with run_emulator(EmulatorSettings()) as emu:

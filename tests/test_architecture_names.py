@@ -1,6 +1,6 @@
 """ARCHITECTURE.md names only what exists: every module, class, function or constant it writes in
-backticks as a dotted name (``harness.engine.pool``, ``prompts.QuestionPrompt.request``,
-``"harness.report.probe_cdd:section"``) imports and resolves, a ``Class.member`` is defined in
+backticks as a dotted name (``contam.harness.engine.pool``, ``prompts.QuestionPrompt.request``,
+``"contam.harness.report.probe_cdd:section"``) imports and resolves, a ``Class.member`` is defined in
 that class of the code, and every file it names (``jobs/run.py``, ``layout.css``) is a file of the
 repository."""
 
@@ -103,9 +103,9 @@ def test_every_file_architecture_md_names_is_in_the_repository():
 
 
 def test_a_wrong_name_or_path_is_caught():
-    assert resolves("harness.prompts.question_request") is True
+    assert resolves("contam.harness.prompts.question_request") is True
     assert resolves("prompts.QuestionPrompt.request") is True
     assert resolves("prompts.no_such_function") is False
-    assert resolves("harness.engine.no_such_module") is False
+    assert resolves("contam.harness.engine.no_such_module") is False
     assert not path_exists("jobs/no_such_job.py", _files())
     assert "write_durably" in class_members()["BatchWriter"]

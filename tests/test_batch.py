@@ -10,12 +10,12 @@ import anyio
 import httpx
 import pytest
 
-from harness.config import ModelSpec
-from harness.engine.batch_lane import BatchLane, BatchOptions
-from harness.prompts import question_request
-from harness.store import Store
-from providers.batch import BatchLine, JobLimits, create_batch_protocol, split_lines
-from providers.registry import create_provider
+from contam.harness.config import ModelSpec
+from contam.harness.engine.batch_lane import BatchLane, BatchOptions
+from contam.harness.prompts import question_request
+from contam.harness.store import Store
+from contam.providers.batch import BatchLine, JobLimits, create_batch_protocol, split_lines
+from contam.providers.registry import create_provider
 from tests.runkit import KEYS, model_entry, run_inprocess, store_text, write_config
 
 PROVIDERS = ("openai", "anthropic", "gemini")
@@ -169,9 +169,9 @@ def _run_cancelled_once_submitted(config: Path, store_path: Path, jobs: int = 3)
 
     from rich.console import Console
 
-    from harness.config import load_config
-    from harness.jobs.importing import import_file
-    from harness.jobs.run import RunOptions, execute_run
+    from contam.harness.config import load_config
+    from contam.harness.jobs.importing import import_file
+    from contam.harness.jobs.run import RunOptions, execute_run
 
     loaded = load_config(config)
     options = RunOptions(no_progress=True, console=Console(file=io.StringIO()), batch=True,
@@ -305,7 +305,7 @@ def test_cost_compares_synchronous_and_batch_at_given_prices(tmp_path, contam, e
 def test_write_durably_commits_at_once(tmp_path) -> None:
     """A job id must survive a kill the instant after the provider returned it: write_durably
     returns only once its rows are committed, though the writer would gather for seconds."""
-    from harness.engine.writer import BatchWriter
+    from contam.harness.engine.writer import BatchWriter
 
     row = {"batch_key": "k1", "model": "m", "status": "submitting"}
 
@@ -321,14 +321,14 @@ def test_write_durably_commits_at_once(tmp_path) -> None:
 
 
 def test_the_config_knows_exactly_the_providers_with_a_batch_protocol() -> None:
-    from harness.config import BATCH_PROVIDERS
-    from providers.batch import BATCH_PROTOCOLS
+    from contam.harness.config import BATCH_PROVIDERS
+    from contam.providers.batch import BATCH_PROTOCOLS
 
     assert set(BATCH_PROVIDERS) == set(BATCH_PROTOCOLS)
 
 
 def test_an_unreadable_job_reply_stops_that_model_only(tmp_path, monkeypatch, emulator) -> None:
-    from providers.openai_batch import OpenAIBatch
+    from contam.providers.openai_batch import OpenAIBatch
 
     def garbled(self, body):
         raise KeyError("id")
@@ -346,10 +346,10 @@ def test_a_submit_whose_reply_was_lost_is_found_not_sent_again(tmp_path, monkeyp
                                                                 emulator) -> None:
     """The provider created the job but its reply never came (a timeout): the lane looks the job
     up (by tag, or for Anthropic by its results) before it would submit again."""
-    from providers.anthropic_batch import AnthropicBatch
-    from providers.base import Timeout
-    from providers.gemini_batch import GeminiBatch
-    from providers.openai_batch import OpenAIBatch
+    from contam.providers.anthropic_batch import AnthropicBatch
+    from contam.providers.base import Timeout
+    from contam.providers.gemini_batch import GeminiBatch
+    from contam.providers.openai_batch import OpenAIBatch
 
     for protocol in (OpenAIBatch, AnthropicBatch, GeminiBatch):
         real_submit = protocol.submit
@@ -369,7 +369,7 @@ def test_a_submit_whose_reply_was_lost_is_found_not_sent_again(tmp_path, monkeyp
 
 
 def test_a_large_gemini_job_goes_as_an_uploaded_file(tmp_path, monkeypatch, emulator) -> None:
-    from providers.gemini_batch import GeminiBatch
+    from contam.providers.gemini_batch import GeminiBatch
 
     monkeypatch.setattr(GeminiBatch, "inline_max_bytes", 1000)  # 12 requests are larger
     emu = emulator()
@@ -408,7 +408,7 @@ def test_a_batch_model_without_its_key_is_refused_before_anything_is_sent(
 
 
 def test_the_api_runs_batch_mode_and_lists_and_prices_its_jobs(tmp_path, emulator) -> None:
-    from harness import api
+    from contam.harness import api
 
     emu = emulator()
     store = tmp_path / "s.duckdb"

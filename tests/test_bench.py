@@ -7,11 +7,11 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from harness.cli import main as contam
-from harness.emulator.server import EmulatorSettings, run_emulator
-from harness.jobs.bench import EMULATOR_KEY_ENV, PROBE_QUESTION, PROBE_TITLE
-from harness.prompts import DEFAULT_SYSTEM_PROMPT
-from harness.store import Store
+from contam.harness.cli import main as contam
+from contam.harness.emulator.server import EmulatorSettings, run_emulator
+from contam.harness.jobs.bench import EMULATOR_KEY_ENV, PROBE_QUESTION, PROBE_TITLE
+from contam.harness.prompts import DEFAULT_SYSTEM_PROMPT
+from contam.harness.store import Store
 from tests.runkit import model_entry, write_config
 
 MODEL_KEYS = {"model", "provider", "requests", "ok", "rate_limited", "failed", "retries", "wall_s",

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from metrics.bertscore import offline_encoder_dir
+from contam.metrics.bertscore import offline_encoder_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",

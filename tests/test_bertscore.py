@@ -18,11 +18,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-import metrics.bertscore as bertscore
-from harness.errors import UserError
-from harness.jobs.score import score_store
-from harness.store import Store, utc_now
-from metrics.bertscore import (OFFLINE_ENCODER, Baseline, BertScore, offline_encoder_dir,
+import contam.metrics.bertscore as bertscore
+from contam.harness.errors import UserError
+from contam.harness.jobs.score import score_store
+from contam.harness.store import Store, utc_now
+from contam.metrics.bertscore import (OFFLINE_ENCODER, Baseline, BertScore, offline_encoder_dir,
                                read_baseline, rescale, resolve_encoder, shipped_baseline,
                                shipped_baseline_path)
 
@@ -182,7 +182,7 @@ def test_offline_default_model_fails_at_once_and_bleu2_is_still_stored(store_pat
     env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")}
     env.update(HF_HOME=str(tmp_path / "hf"), PYTHONPATH=str(Path(__file__).resolve().parents[1]))
     with counting_hub() as (endpoint, connections):
-        done = subprocess.run([sys.executable, "-m", "harness.cli", "score", "--store", store_path,
+        done = subprocess.run([sys.executable, "-m", "contam.harness.cli", "score", "--store", store_path,
                                "--no-progress"], env={**env, "HF_ENDPOINT": endpoint},
                               capture_output=True, text=True, timeout=300)
     assert done.returncode == 2, done.stderr
@@ -217,7 +217,7 @@ def test_hub_offline_is_refused_at_once_without_a_request(store_path, contam, mo
 def spied(encoders, monkeypatch):
     """Every encoder `contam score` loads comes from the module cache; ``seen`` gathers every text
     that reached the tokenizer, ``loads`` counts the loads asked for."""
-    import metrics.bertscore_pass as bertscore_pass
+    import contam.metrics.bertscore_pass as bertscore_pass
 
     spy = type("Spy", (), {})()
     spy.seen, spy.loads = [], 0

@@ -11,11 +11,11 @@ import random
 import numpy as np
 import pytest
 
-import metrics.bertscore_encoder as bertscore_encoder
-from metrics.bertscore import offline_encoder_dir
-from metrics.bertscore_encoder import load_encoder, token_batches, tokenize
-from metrics.bertscore_idf import with_idf
-from metrics.bertscore_pass import score_chunks, score_pairs
+import contam.metrics.bertscore_encoder as bertscore_encoder
+from contam.metrics.bertscore import offline_encoder_dir
+from contam.metrics.bertscore_encoder import load_encoder, token_batches, tokenize
+from contam.metrics.bertscore_idf import with_idf
+from contam.metrics.bertscore_pass import score_chunks, score_pairs
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.filterwarnings("ignore:The given NumPy array is not writable")]
@@ -175,7 +175,7 @@ def test_matching_floors_negative_cosines_at_zero_as_bert_scores_padding_does():
     it 0, not its best cosine -0.6. Special tokens take part in the maxima but weigh 0."""
     import torch
 
-    from metrics.bertscore_match import greedy_match
+    from contam.metrics.bertscore_match import greedy_match
 
     vectors = torch.tensor([[1.0, 0], [1, 0], [-1, 0], [1, 0],   # cand: CLS, x, -x, SEP
                             [1.0, 0], [0.6, 0.8], [1, 0]])      # ref:  CLS, y, SEP

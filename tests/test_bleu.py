@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from nltk.translate.bleu_score import SmoothingFunction, sentence_bleu
 
-from metrics import bleu as bleu_module
-from metrics.bleu import (_Batch, _digits, _Grams, _lower_table, _normal_code_points,
+from contam.metrics import bleu as bleu_module
+from contam.metrics.bleu import (_Batch, _digits, _Grams, _lower_table, _normal_code_points,
                           _tokenize_together, bleu2, bleu2_many, bleu2_nltk, bleu2_nltk_many,
                           tokenize)
 

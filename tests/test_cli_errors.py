@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from harness.cli import HANDLERS, main
-from harness.errors import cause_line
-from providers.base import Provider, Reply, Request
-from providers.registry import create_provider
+from contam.harness.cli import HANDLERS, main
+from contam.harness.errors import cause_line
+from contam.providers.base import Provider, Reply, Request
+from contam.providers.registry import create_provider
 from tests.runkit import model_entry, run_inprocess, write_config
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from harness.cli import parse_args
-from harness.emulator.server import EmulatorSettings, run_emulator
-from harness.logs import configure_logging
+from contam.harness.cli import parse_args
+from contam.harness.emulator.server import EmulatorSettings, run_emulator
+from contam.harness.logs import configure_logging
 from tests.runkit import model_entry, write_config
 
 
@@ -47,4 +47,4 @@ def test_contam_dash_v_run_logs_the_run_on_stderr(where, tmp_path, contam):
     configure_logging(0)  # the console handler back to silent for the tests after this one
     assert status == 0, err
     assert "ollama-m: 2/2 answered" in out
-    assert " INFO harness." in err  # -v took effect: the run's story on stderr
+    assert " INFO contam.harness." in err  # -v took effect: the run's story on stderr

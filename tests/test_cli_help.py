@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import parse_args
-from harness.cli.parser import COMMANDS, TOP_DOCS
-from metrics.probe_registry import PROBES
+from contam.harness.cli import parse_args
+from contam.harness.cli.parser import COMMANDS, TOP_DOCS
+from contam.metrics.probe_registry import PROBES
 
 ROOT = Path(__file__).resolve().parents[1]
 RECORDED = json.loads((ROOT / "tests/data/cli_help.json").read_text(encoding="utf-8"))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.cli.parser import COMMANDS
+from contam.harness.cli.parser import COMMANDS
 from scripts import cli_reference
 
 

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.config import load_config
-from harness.errors import UserError
-from harness.prompts import DEFAULT_SYSTEM_PROMPT
+from contam.harness.config import load_config
+from contam.harness.errors import UserError
+from contam.harness.prompts import DEFAULT_SYSTEM_PROMPT
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
@@ -129,7 +129,7 @@ def test_absolute_store_stays_absolute(tmp_path):
 
 
 def test_a_typo_through_the_cli_is_one_line_and_exit_2(tmp_path, capsys):
-    from harness.cli import main
+    from contam.harness.cli import main
 
     path = write(tmp_path, MODEL + "rpmm = 5\n")
     assert main(["run", str(path), "--store", str(tmp_path / "s.duckdb")]) == 2

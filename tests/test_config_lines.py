@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.config import load_config
-from harness.config_lines import line_of
-from harness.errors import UserError
+from contam.harness.config import load_config
+from contam.harness.config_lines import line_of
+from contam.harness.errors import UserError
 
 MODELS = '[[models]]\nprovider = "openai"\nmodel = "a"\n\n[[models]]\nprovider = "openai"\n'
 

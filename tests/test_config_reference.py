@@ -11,13 +11,13 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from harness.config import load_config
-from harness.config_reference import (SCHEMA_FILE, declared_keys, json_schema,
+from contam.harness.config import load_config
+from contam.harness.config_reference import (SCHEMA_FILE, declared_keys, json_schema,
                                       reference_markdown, schema_text)
-from harness.errors import UserError
+from contam.harness.errors import UserError
 
 ROOT = Path(__file__).resolve().parent.parent
-REGENERATE = "stale: run `python -m harness.config_reference` and commit what it writes"
+REGENERATE = "stale: run `python -m contam.harness.config_reference` and commit what it writes"
 EXAMPLE_CONFIGS = sorted(p for p in (ROOT / "examples").rglob("*.toml"))
 
 

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.config import JUDGE_FIELDS, MODEL_FIELDS, ModelSpec, load_config
-from harness.config_schema import Field, check_table, fields_of, key
-from harness.errors import UserError
-from harness.provider_names import PROVIDERS
+from contam.harness.config import JUDGE_FIELDS, MODEL_FIELDS, ModelSpec, load_config
+from contam.harness.config_schema import Field, check_table, fields_of, key
+from contam.harness.errors import UserError
+from contam.harness.provider_names import PROVIDERS
 
 
 def test_every_model_spec_field_is_a_key_of_the_models_table_in_field_order() -> None:

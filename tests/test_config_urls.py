@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness.config import load_config
-from harness.errors import UserError
+from contam.harness.config import load_config
+from contam.harness.errors import UserError
 
 ESC_URL = "http://127.0.0.1\u001b[31m:8080/v1"
 

@@ -7,13 +7,13 @@ import re
 import duckdb
 import pytest
 
-from harness.config import load_config
-from harness.jobs.demo import (
+from contam.harness.config import load_config
+from contam.harness.jobs.demo import (
     DEMO_MAX_NEW_TOKENS, DEMO_MODEL_LABEL, demo_items_path, write_demo_config,
 )
-from harness.jobs.importing import import_file
-from harness.store import Store
-from providers.local import DEFAULT_LOCAL_MODEL
+from contam.harness.jobs.importing import import_file
+from contam.harness.store import Store
+from contam.providers.local import DEFAULT_LOCAL_MODEL
 
 TITLES = {"Pokémon Red": "official", "Pokémon Crystal": "official",
           "Pokémon Brown": "fan", "Pokémon Prism": "fan"}

@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import pytest
 
-from harness.cli import build_parser
-from harness.jobs.demo import demo_items_path
-from harness.jobs.demo_probes import EMULATED_MODELS, MIN_K_CLEAN, demo_probes
-from harness.jobs.importing import import_file
-from harness.prompts import DEFAULT_SYSTEM_PROMPT
-from harness.report.analysis import build_report
-from harness.store import Store
-from metrics.probe_registry import PROBES
+from contam.harness.cli import build_parser
+from contam.harness.jobs.demo import demo_items_path
+from contam.harness.jobs.demo_probes import EMULATED_MODELS, MIN_K_CLEAN, demo_probes
+from contam.harness.jobs.importing import import_file
+from contam.harness.prompts import DEFAULT_SYSTEM_PROMPT
+from contam.harness.report.analysis import build_report
+from contam.harness.store import Store
+from contam.metrics.probe_registry import PROBES
 
 
 def test_demo_probes_runs_every_probe_on_both_emulated_models_and_feeds_the_report(store, capsys):

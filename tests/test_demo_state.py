@@ -3,9 +3,9 @@ the report of this store, so a rerun with nothing new skips scoring and reportin
 
 from __future__ import annotations
 
-from harness.jobs import demo_state
-from harness.jobs.demo_state import remember_report, unchanged_since_last_report
-from harness.store import Store
+from contam.harness.jobs import demo_state
+from contam.harness.jobs.demo_state import remember_report, unchanged_since_last_report
+from contam.harness.store import Store
 
 
 def _answer(store: Store, item: str) -> None:

@@ -9,7 +9,7 @@ import io
 import pytest
 from rich.console import Console
 
-from harness.display import LaneStats, RateMeter, open_progress, plain_lines, rate_text, render_table
+from contam.harness.display import LaneStats, RateMeter, open_progress, plain_lines, rate_text, render_table
 
 NOW = 1000.0
 
@@ -176,8 +176,8 @@ def test_summary_lines_wrap_at_words_on_a_terminal(monkeypatch, width):
     """The terminal broke summary lines mid-word at 80 columns."""
     import os
 
-    from harness.cli import print_result
-    from harness.jobs.lane_job import JobResult
+    from contam.harness.cli import print_result
+    from contam.harness.jobs.lane_job import JobResult
 
     monkeypatch.setattr(os, "get_terminal_size", lambda fd: os.terminal_size((width, 24)))
     out, err = _Terminal(), _Terminal()
@@ -191,8 +191,8 @@ def test_summary_lines_wrap_at_words_on_a_terminal(monkeypatch, width):
 
 
 def test_summary_lines_into_a_pipe_stay_whole():
-    from harness.cli import print_result
-    from harness.jobs.lane_job import JobResult
+    from contam.harness.cli import print_result
+    from contam.harness.jobs.lane_job import JobResult
 
     out = io.StringIO()
     print_result(JobResult(command="run", run_id="r", summary=[SUMMARY]), out, io.StringIO())

@@ -13,11 +13,11 @@ import httpx
 import orjson
 import pytest
 
-from harness.cli import build_parser, emulator_settings_from_args
-from harness.errors import UserError
-from harness.store import Store, utc_now
-from metrics.judge import JUDGE_RUBRIC, judge_request
-from harness.emulator.server import (
+from contam.harness.cli import build_parser, emulator_settings_from_args
+from contam.harness.errors import UserError
+from contam.harness.store import Store, utc_now
+from contam.metrics.judge import JUDGE_RUBRIC, judge_request
+from contam.harness.emulator.server import (
     EmulatorSettings,
     Step,
     default_answer,
@@ -385,7 +385,7 @@ def test_hundreds_of_concurrent_connections(emulator) -> None:
 
 def test_contam_emulator_command_serves_until_sigterm() -> None:
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    process = subprocess.Popen([sys.executable, "-m", "harness.cli", "emulator", "--port", "0",
+    process = subprocess.Popen([sys.executable, "-m", "contam.harness.cli", "emulator", "--port", "0",
                                 "--served-model", "stand-in"], stdout=subprocess.PIPE, text=True, env=env)
     try:
         first_line = process.stdout.readline()

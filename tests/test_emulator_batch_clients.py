@@ -13,7 +13,7 @@ import pytest
 from google import genai
 from google.genai import types as genai_types
 
-from harness.emulator.server import default_answer
+from contam.harness.emulator.server import default_answer
 
 QUESTION = "Game: Pokemon Gold\nQuestion: Which region follows Johto?"
 ANSWER = default_answer(QUESTION)

@@ -14,7 +14,7 @@ from google import genai
 from google.genai import errors as genai_errors
 from google.genai import types as genai_types
 
-from harness.emulator.server import EmulatorSettings, default_answer, run_emulator
+from contam.harness.emulator.server import EmulatorSettings, default_answer, run_emulator
 
 QUESTION = "Game: Pokemon Gold\nQuestion: Which region follows Johto?"
 ANSWER = default_answer(QUESTION)

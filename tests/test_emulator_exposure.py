@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import build_parser, emulator_settings_from_args
-from harness.emulator.knowledge import Knowledge
-from harness.emulator.skill import EXPOSURE_SLOPE, exposure_weights, skill_for
+from contam.harness.cli import build_parser, emulator_settings_from_args
+from contam.harness.emulator.knowledge import Knowledge
+from contam.harness.emulator.skill import EXPOSURE_SLOPE, exposure_weights, skill_for
 from tests.test_knowledge import question_user
 
 WORDS = ["lantern", "harbour", "quartz", "meadow", "falcon", "cobalt", "saddle", "ember"]

@@ -12,12 +12,12 @@ from pathlib import Path
 import httpx
 import pytest
 
-from harness.cli import build_parser, emulator_settings_from_args
-from harness.config import DEFAULT_SYSTEM_PROMPT
-from harness.emulator.command import banner
-from harness.emulator.knowledge import Knowledge
-from harness.emulator.server import EmulatorSettings, run_emulator
-from harness.emulator.skill import (BASE_SKILL, DOCUMENTED_RANGE, UNDOCUMENTED_RANGE, Skill,
+from contam.harness.cli import build_parser, emulator_settings_from_args
+from contam.harness.config import DEFAULT_SYSTEM_PROMPT
+from contam.harness.emulator.command import banner
+from contam.harness.emulator.knowledge import Knowledge
+from contam.harness.emulator.server import EmulatorSettings, run_emulator
+from contam.harness.emulator.skill import (BASE_SKILL, DOCUMENTED_RANGE, UNDOCUMENTED_RANGE, Skill,
                                     skill_for)
 from tests.test_knowledge import many_items, question_user
 
@@ -26,7 +26,7 @@ MODELS = ("gpt-5.6-sol", "gemini-3.5-flash-lite", "claude-opus-5", "gemma4:31b-c
 
 
 def test_the_same_name_has_the_same_skill_in_another_process() -> None:
-    code = ("from harness.emulator.skill import skill_for; "
+    code = ("from contam.harness.emulator.skill import skill_for; "
             f"print(*[(s.documented, s.undocumented) for s in map(skill_for, {MODELS!r})])")
     env_seeds = ("0", "12345")  # str hashing differs per PYTHONHASHSEED; the skill must not
     printed = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

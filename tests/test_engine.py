@@ -8,11 +8,11 @@ import gc
 import anyio
 import pytest
 
-from harness.config import ModelSpec
-from harness.engine.lanes import Engine, Lane, Task, stop_reason
-from harness.engine.writer import BatchWriter
-from harness.store import Store
-from providers.base import (
+from contam.harness.config import ModelSpec
+from contam.harness.engine.lanes import Engine, Lane, Task, stop_reason
+from contam.harness.engine.writer import BatchWriter
+from contam.harness.store import Store
+from contam.providers.base import (
     Fatal, MissingKey, Provider, QuotaExhausted, RateLimited, Reply, Request, ServedModelMismatch, Transient,
 )
 
@@ -230,7 +230,7 @@ class Hanging(Provider):
 
 
 def test_a_request_past_its_deadline_is_a_timeout_attempt_and_retried(store, monkeypatch):
-    monkeypatch.setattr("harness.engine.attempts.DEADLINE_MARGIN_S", 0.0)
+    monkeypatch.setattr("contam.harness.engine.attempts.DEADLINE_MARGIN_S", 0.0)
     lane_spec = spec(concurrency=1, max_attempts=2, timeout_s=0.05)
     provider = Hanging(lane_spec)
     engine = run(store, [Lane(spec=lane_spec, tasks=tasks("fake", 1), total=1, provider=provider)])

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.config import load_config
-from harness.emulator.knowledge import Knowledge
-from harness.store import Store, utc_now
+from contam.harness.config import load_config
+from contam.harness.emulator.knowledge import Knowledge
+from contam.harness.store import Store, utc_now
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "exposure"
 

@@ -16,9 +16,9 @@ from pathlib import Path
 import duckdb
 import httpx
 
-from harness.cli import build_parser, emulator_settings_from_args
-from harness.emulator.knowledge import Knowledge
-from harness.emulator.server import run_emulator
+from contam.harness.cli import build_parser, emulator_settings_from_args
+from contam.harness.emulator.knowledge import Knowledge
+from contam.harness.emulator.server import run_emulator
 
 STUDY = Path(__file__).resolve().parent.parent / "examples" / "python-apis"
 TIERS = ("popular", "niche", "obscure")

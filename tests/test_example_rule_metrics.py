@@ -10,9 +10,9 @@ from pathlib import Path
 
 import duckdb
 
-from harness.cli.handlers import emulator_settings_from_args
-from harness.cli.parser import build_parser
-from harness.emulator.server import run_emulator
+from contam.harness.cli.handlers import emulator_settings_from_args
+from contam.harness.cli.parser import build_parser
+from contam.harness.emulator.server import run_emulator
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 

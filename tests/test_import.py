@@ -7,10 +7,10 @@ import json
 
 import pytest
 
-from harness.errors import InputError
-from harness.jobs.importing import import_file
-from harness.store.records import MAX_LINE_BYTES, file_sha256
-from harness.store import Store
+from contam.harness.errors import InputError
+from contam.harness.jobs.importing import import_file
+from contam.harness.store.records import MAX_LINE_BYTES, file_sha256
+from contam.harness.store import Store
 
 ITEMS = [
     {"item_id": "red-01", "title": "Pokémon Red", "subset": "official",
@@ -246,7 +246,7 @@ def test_a_duplicate_far_down_a_file_names_both_lines(loaded, tmp_path):
 @pytest.mark.parametrize("suffix", [".csv", ".jsonl"])
 def test_an_endless_line_is_refused_at_its_line(loaded, tmp_path, kind, suffix):
     """/dev/zero behind a .jsonl name: without a bound on a line, the import never ended."""
-    from harness.store.records import MAX_LINE_BYTES
+    from contam.harness.store.records import MAX_LINE_BYTES
 
     zero = tmp_path / f"zero{suffix}"
     zero.symlink_to("/dev/zero")
@@ -256,7 +256,7 @@ def test_an_endless_line_is_refused_at_its_line(loaded, tmp_path, kind, suffix):
 
 @pytest.mark.parametrize("suffix", [".csv", ".jsonl"])
 def test_a_line_over_the_limit_is_refused_at_its_line(loaded, tmp_path, suffix):
-    from harness.store.records import MAX_LINE_BYTES
+    from contam.harness.store.records import MAX_LINE_BYTES
 
     rows = write_csv(tmp_path / "rows.csv", ANSWERS) if suffix == ".csv" else \
         write_jsonl(tmp_path / "rows.jsonl", ANSWERS)
@@ -268,7 +268,7 @@ def test_a_line_over_the_limit_is_refused_at_its_line(loaded, tmp_path, suffix):
 
 
 def test_a_jsonl_line_of_exactly_the_limit_is_read(loaded, tmp_path):
-    from harness.store.records import MAX_LINE_BYTES
+    from contam.harness.store.records import MAX_LINE_BYTES
 
     prefix, end = '{"item_id": "brown-01", "model": "m1", "answer": "', '"}'
     line = prefix + "x" * (MAX_LINE_BYTES - len(prefix) - len(end)) + end

@@ -14,9 +14,9 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from harness.errors import InputError, UserError
-from harness.jobs.importing import import_file
-from harness.store import Store
+from contam.harness.errors import InputError, UserError
+from contam.harness.jobs.importing import import_file
+from contam.harness.store import Store
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "own-items"
@@ -203,7 +203,7 @@ def test_dev_urandom_as_jsonl_is_refused_instead_of_hashed_for_ever(tmp_path):
     endless = tmp_path / "urandom.jsonl"
     endless.symlink_to("/dev/urandom")
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    done = subprocess.run([sys.executable, "-m", "harness.cli", "import", "items", str(endless),
+    done = subprocess.run([sys.executable, "-m", "contam.harness.cli", "import", "items", str(endless),
                            "--store", str(tmp_path / "s.duckdb")], capture_output=True, text=True,
                           env=env, timeout=120)
     assert done.returncode == 2 and done.stderr.startswith(f"contam import: {endless}:")
@@ -215,8 +215,8 @@ def test_dev_urandom_as_jsonl_is_refused_instead_of_hashed_for_ever(tmp_path):
 def test_the_emulator_reads_items_without_importing_a_job():
     emulator = {path.name: path.read_text(encoding="utf-8")
                 for path in (ROOT / "harness" / "emulator").glob("*.py")}
-    assert not [name for name, text in emulator.items() if "harness.jobs" in text]
-    assert "harness.store.record_file" in emulator["items.py"]  # the emulator's items reader
+    assert not [name for name, text in emulator.items() if "contam.harness.jobs" in text]
+    assert "contam.harness.store.record_file" in emulator["items.py"]  # the emulator's items reader
     done = subprocess.run([sys.executable, "scripts/check_layers.py"], cwd=ROOT,
                           capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert done.returncode == 0 and "0 circles, 0 upward imports" in done.stdout
@@ -228,7 +228,7 @@ def test_bad_map_errors_are_user_errors(store):
 
 
 def test_the_emulator_knows_items_from_a_parquet_file(tmp_path):
-    from harness.emulator.knowledge import Knowledge
+    from contam.harness.emulator.knowledge import Knowledge
 
     path = write_parquet(tmp_path / "items.parquet", "SELECT * FROM read_csv('"
                          f"{EXAMPLE / 'items-contam.csv'}')")

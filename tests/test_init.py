@@ -11,10 +11,10 @@ import tomllib
 
 import duckdb
 
-from harness.cli import build_parser
-from harness.config import DEFAULT_SYSTEM_PROMPT, load_config
-from harness.prompts import USER_TEMPLATE
-from metrics.probes import DEFAULT_DATASET
+from contam.harness.cli import build_parser
+from contam.harness.config import DEFAULT_SYSTEM_PROMPT, load_config
+from contam.harness.prompts import USER_TEMPLATE
+from contam.metrics.probes import DEFAULT_DATASET
 
 FILES = ("study.toml", "study.schema.json", "items.csv", "README.md")
 # the study's keys, by table ("" is the top level); regex and rubric are shown commented out (they

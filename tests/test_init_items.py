@@ -16,10 +16,10 @@ import duckdb
 import jsonschema
 import pytest
 
-from harness.cli import build_parser
-from harness.config import DEFAULT_SYSTEM_PROMPT, load_config
-from harness.config_reference import SCHEMA_FILE
-from harness.jobs.init_plan import ANSWER_ALONE_PROMPT, guess_map
+from contam.harness.cli import build_parser
+from contam.harness.config import DEFAULT_SYSTEM_PROMPT, load_config
+from contam.harness.config_reference import SCHEMA_FILE
+from contam.harness.jobs.init_plan import ANSWER_ALONE_PROMPT, guess_map
 
 OWN = Path(__file__).resolve().parents[1] / "examples" / "own-items"
 CSV = """\
@@ -154,7 +154,7 @@ def test_the_map_guess_keeps_contams_own_names_and_takes_each_column_once() -> N
 
 
 def test_the_prompt_init_writes_for_exact_draws_no_mismatch_warning() -> None:
-    from metrics.outcome import parse_outcome, prompt_mismatch
+    from contam.metrics.outcome import parse_outcome, prompt_mismatch
 
     assert prompt_mismatch(parse_outcome("exact"), (ANSWER_ALONE_PROMPT, None)) is None
     assert prompt_mismatch(parse_outcome("exact"), (DEFAULT_SYSTEM_PROMPT, None))  # the paper's

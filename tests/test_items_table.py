@@ -10,7 +10,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from harness.config import load_config
+from contam.harness.config import load_config
 from tests.ownitemskit import EXAMPLE, MAP
 
 FROM_FILE = EXAMPLE / "from-file.toml"  # the worked example of [items] path and map

@@ -10,9 +10,9 @@ from pathlib import Path
 import anyio
 import orjson
 
-from harness.store.journal import Journal, journal_path
-from harness.store import Store, utc_now
-from harness.engine.writer import BatchWriter
+from contam.harness.store.journal import Journal, journal_path
+from contam.harness.store import Store, utc_now
+from contam.harness.engine.writer import BatchWriter
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -112,8 +112,8 @@ def test_a_reader_leaves_the_journal_for_the_next_writer(store_path):
 
 CHILD = textwrap.dedent("""
     import sys, time, anyio
-    from harness.store import Store
-    from harness.engine.writer import BatchWriter
+    from contam.harness.store import Store
+    from contam.harness.engine.writer import BatchWriter
     from tests.test_journal import reply
 
     async def main():
@@ -144,7 +144,7 @@ def test_replies_survive_a_kill_9_before_their_commit(store_path):
 
 def test_contam_run_recovers_a_killed_runs_replies_and_asks_only_the_rest(tmp_path, contam,
                                                                          monkeypatch):
-    from harness.emulator.server import run_emulator
+    from contam.harness.emulator.server import run_emulator
     from tests.runkit import KEYS, model_entry, write_config
 
     monkeypatch.setenv("OPENAI_API_KEY", KEYS["OPENAI_API_KEY"])

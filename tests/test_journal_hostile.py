@@ -9,9 +9,9 @@ import os
 import orjson
 import pytest
 
-from harness.errors import UserError
-from harness.store import Store
-from harness.store.journal import Journal, journal_path
+from contam.harness.errors import UserError
+from contam.harness.store import Store
+from contam.harness.store.journal import Journal, journal_path
 from tests.test_import import ITEMS, write_csv
 from tests.test_journal import answers, reply
 

@@ -15,13 +15,13 @@ import orjson
 import pytest
 from rich.console import Console
 
-from harness.cli import print_result
-from harness.config import load_config
-from harness.emulator.server import EmulatorSettings, run_emulator
-from harness.jobs.judge import BYPASS_SOURCE, execute_judge
-from harness.jobs.run import RunOptions
-from harness.store import Store, utc_now
-from metrics.judge import JUDGE_RUBRIC, MalformedLabel, parse_label, rubric_sha256
+from contam.harness.cli import print_result
+from contam.harness.config import load_config
+from contam.harness.emulator.server import EmulatorSettings, run_emulator
+from contam.harness.jobs.judge import BYPASS_SOURCE, execute_judge
+from contam.harness.jobs.run import RunOptions
+from contam.harness.store import Store, utc_now
+from contam.metrics.judge import JUDGE_RUBRIC, MalformedLabel, parse_label, rubric_sha256
 
 KEY_ENV, KEY = "CONTAM_TEST_JUDGE_KEY", "sk-judge-test-9f8e7d"
 JUDGE_MODELS = {"openai": "gpt-emu-judge", "anthropic": "claude-emu-judge",

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.config import ModelSpec
-from harness.emulator.server import EmulatorSettings, run_emulator
-from harness.logs import configure_logging
-from providers.base import BadKey, redact, register_secret, resolve_api_key, secret_forms
+from contam.harness.config import ModelSpec
+from contam.harness.emulator.server import EmulatorSettings, run_emulator
+from contam.harness.logs import configure_logging
+from contam.providers.base import BadKey, redact, register_secret, resolve_api_key, secret_forms
 from tests.runkit import model_entry, run_inprocess, store_text, write_config
 
 CANARY = "CANARYd0n0tl3ak7f3a"
@@ -110,8 +110,8 @@ def test_a_header_httpx_cannot_encode_is_fatal_without_its_value():
     import anyio
     import httpx
 
-    from providers.base import Fatal
-    from providers.transport import send
+    from contam.providers.base import Fatal
+    from contam.providers.transport import send
 
     async def main() -> str:
         transport = httpx.MockTransport(lambda request: httpx.Response(200))

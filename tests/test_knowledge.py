@@ -10,16 +10,16 @@ import duckdb
 import httpx
 import pytest
 
-from harness.cli import build_parser, emulator_settings_from_args
-from harness.config import DEFAULT_SYSTEM_PROMPT
-from harness.emulator.knowledge import Knowledge, KnownItem
-from harness.emulator.server import EmulatorSettings, default_answer, judge_label, run_emulator
-from harness.errors import InputError, UserError
-from harness.prompts import question_request
-from metrics.judge import JUDGE_RUBRIC, judge_request
-from metrics.probe_guided import GuidedProbe, split_question
-from metrics.probe_tsguess import TsGuessProbe, choose_slot
-from metrics.probes import ProbeItem
+from contam.harness.cli import build_parser, emulator_settings_from_args
+from contam.harness.config import DEFAULT_SYSTEM_PROMPT
+from contam.harness.emulator.knowledge import Knowledge, KnownItem
+from contam.harness.emulator.server import EmulatorSettings, default_answer, judge_label, run_emulator
+from contam.harness.errors import InputError, UserError
+from contam.harness.prompts import question_request
+from contam.metrics.judge import JUDGE_RUBRIC, judge_request
+from contam.metrics.probe_guided import GuidedProbe, split_question
+from contam.metrics.probe_tsguess import TsGuessProbe, choose_slot
+from contam.metrics.probes import ProbeItem
 from tests.runkit import KEYS
 
 DEMO = Path(__file__).resolve().parent.parent / "harness" / "data" / "demo_items.csv"

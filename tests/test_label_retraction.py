@@ -7,8 +7,8 @@ from __future__ import annotations
 import duckdb
 import pytest
 
-from harness.store import MIGRATIONS, Store, utc_now
-from harness.store.cells import unjudged
+from contam.harness.store import MIGRATIONS, Store, utc_now
+from contam.harness.store.cells import unjudged
 from tests.test_store import old_store
 
 ITEMS = [("i1", "Red", "official"), ("i2", "Red", "official"), ("i3", "Prism", "fan"),
@@ -65,7 +65,7 @@ def test_a_label_given_again_after_its_retraction_counts(store_path):
 
 
 def test_the_report_leaves_a_retracted_cell_out_as_unlabelled(store_path):
-    from harness.report.analysis import build_report
+    from contam.harness.report.analysis import build_report
 
     with _new(store_path) as store:
         _fill(store)

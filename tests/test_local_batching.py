@@ -12,10 +12,10 @@ from importlib import resources
 import anyio
 import pytest
 
-from harness.config import ModelSpec
-from harness.prompts import DEFAULT_SYSTEM_PROMPT, question_request
-from providers.base import Request, Timeout
-from providers.local import DEFAULT_LOCAL_MODEL, LocalProvider
+from contam.harness.config import ModelSpec
+from contam.harness.prompts import DEFAULT_SYSTEM_PROMPT, question_request
+from contam.providers.base import Request, Timeout
+from contam.providers.local import DEFAULT_LOCAL_MODEL, LocalProvider
 from tests.tiny_lm import tiny_model_folder
 
 WORDS = ["misty", "what badge does brock award ?", "pallet town", "who is the gym leader in cerulean city ?",
@@ -35,7 +35,7 @@ def local(model: str, **params) -> LocalProvider:
 @pytest.fixture
 def batches(monkeypatch):
     """The rows of every ``generate`` the provider ran, one list per call."""
-    import providers.local as local_module
+    import contam.providers.local as local_module
 
     seen: list[list[int]] = []
     real = local_module.generate_blocking
@@ -93,7 +93,7 @@ def test_the_sentence_cap_cuts_each_row_of_a_batch_at_its_own_sentence():
     """Toy vocabulary: 0 = a stop token, 1 = "Brock.", 2 = " He", 3 = "3.", 4 = "5", 7 = "x"."""
     import torch
 
-    from providers.local_generate import LoadedModel, stopping_criteria
+    from contam.providers.local_generate import LoadedModel, stopping_criteria
 
     loaded = LoadedModel(model=None, tokenizer=None, device="cpu", served_model="x",
                          stop_token_ids=frozenset({0}), sentence_end_ids=frozenset({1, 3}),
@@ -119,7 +119,7 @@ def test_a_batch_holds_at_most_batch_size_rows_and_one_set_of_limits(tiny_chat, 
 
 
 def test_a_cancelled_caller_leaves_the_others_of_its_batch_answered(tiny_chat, monkeypatch):
-    import providers.local as local_module
+    import contam.providers.local as local_module
 
     real = local_module.generate_blocking
 
@@ -179,7 +179,7 @@ def test_a_batch_past_its_time_limit_fails_each_of_its_requests_with_timeout(tin
 # -- the packaged model: slow --------------------------------------------------------------------
 
 def demo_questions(count: int) -> list[Request]:
-    path = resources.files("harness").joinpath("data/demo_items.csv")
+    path = resources.files("contam.harness").joinpath("data/demo_items.csv")
     with path.open(encoding="utf-8", newline="") as handle:
         rows = list(csv.DictReader(handle))[:count]
     return [question_request(DEFAULT_SYSTEM_PROMPT, row["title"], row["question"]) for row in rows]

@@ -8,10 +8,10 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from harness.config import ModelSpec
-from harness.store import Store
-from providers.base import Fatal, Request
-from providers.local import LocalProvider
+from contam.harness.config import ModelSpec
+from contam.harness.store import Store
+from contam.providers.base import Fatal, Request
+from contam.providers.local import LocalProvider
 from tests.probekit import demo_config, probe_inprocess
 from tests.tiny_lm import tiny_model_folder
 
@@ -95,7 +95,7 @@ def test_the_configured_temperature_applies_to_a_plain_question(tiny_chat):
 def test_top_p_draws_only_from_the_nucleus():
     import torch
 
-    from providers.local_generate import Sampling, _draw
+    from contam.providers.local_generate import Sampling, _draw
 
     logits = torch.log(torch.tensor([0.5, 0.3, 0.15, 0.05]))
     generator = torch.Generator().manual_seed(0)

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-import harness
-from harness.cli import EXAMPLES, HANDLERS, main
-from harness.emulator.server import EmulatorSettings, run_emulator
-from harness.logs import configure_logging, run_log, run_log_path
-from providers.base import resolve_api_key
+import contam.harness
+from contam.harness.cli import EXAMPLES, HANDLERS, main
+from contam.harness.emulator.server import EmulatorSettings, run_emulator
+from contam.harness.logs import configure_logging, run_log, run_log_path
+from contam.providers.base import resolve_api_key
 from tests.runkit import KEYS, model_entry, write_config
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -31,9 +31,9 @@ def test_version_is_the_package_version(capsys):
     with pytest.raises(SystemExit) as done:
         main(["--version"])
     assert done.value.code == 0
-    assert capsys.readouterr().out.strip() == f"contam {harness.__version__}"
+    assert capsys.readouterr().out.strip() == f"contam {contam.harness.__version__}"
     pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
-    assert pyproject["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "harness.__version__"}
+    assert pyproject["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "contam.harness.__version__"}
 
 
 @pytest.mark.parametrize("command", sorted(EXAMPLES))
@@ -78,11 +78,11 @@ def test_a_stopped_model_is_in_the_log_with_its_cause(tmp_path, contam):
     assert status != 0
     assert f"then run `contam run {config} --store {store}`" in err  # the hint keeps --store
     log = Path(out.strip().splitlines()[-1].removeprefix("log: "))
-    assert "WARNING harness.engine.lanes: anthropic-m: STOPPED (auth)" in log.read_text(encoding="utf-8")
+    assert "WARNING contam.harness.engine.lanes: anthropic-m: STOPPED (auth)" in log.read_text(encoding="utf-8")
 
 
 def test_verbose_shows_the_story_on_stderr_and_quiet_shows_none(capsys):
-    log = logging.getLogger("harness.engine.lanes")
+    log = logging.getLogger("contam.harness.engine.lanes")
     configure_logging(0)
     log.info("quiet line")
     assert capsys.readouterr().err == ""
@@ -107,6 +107,6 @@ def test_no_key_reaches_a_log_even_when_a_message_carries_one(tmp_path, capsys, 
     resolve_api_key(Spec())  # registers the key for redaction, as a provider does
     configure_logging(1)
     with run_log(tmp_path / "s.duckdb", "r1") as path:
-        logging.getLogger("providers.openai").info("header was %s", secret)
+        logging.getLogger("contam.providers.openai").info("header was %s", secret)
     assert secret not in path.read_text(encoding="utf-8") and "[REDACTED]" in path.read_text()
     assert secret not in capsys.readouterr().err

@@ -1,6 +1,6 @@
 """A new metric is one module and one registry entry. This module is a whole toy metric, "initial"
 (a rule: right when the answer's first letter is the reference's), registered in
-``metrics.metric_registry.METRICS`` for the test only; ``contam score --metric initial`` then
+``contam.metrics.metric_registry.METRICS`` for the test only; ``contam score --metric initial`` then
 scores it, the store's ``cells`` view has its column, and ``contam report --correct initial``
 counts right answers by it, with no other file touched. The last test checks the same of the real
 rule metrics: each is named as a string only by the registry and its scorer's module (and the
@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.store import Store, utc_now
-from metrics.metric_registry import METRICS, RULE, MetricSpec, rule_metrics
+from contam.harness.store import Store, utc_now
+from contam.metrics.metric_registry import METRICS, RULE, MetricSpec, rule_metrics
 
 ROOT = Path(__file__).resolve().parents[1]
 NAME = "initial"
@@ -106,7 +106,7 @@ def _named_metrics(path: Path) -> set[str]:
 
 
 def _scorer_file(metric: str) -> str:
-    return METRICS[metric].scorer.partition(":")[0].replace(".", "/") + ".py"
+    return METRICS[metric].scorer.partition(":")[0].removeprefix("contam.").replace(".", "/") + ".py"
 
 
 def test_each_rule_metric_is_spelt_only_in_the_registry():

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import build_parser
-from harness.declare import from_args
-from harness.jobs import demo
-from harness.jobs.options.score import ScoreOptions
+from contam.harness.cli import build_parser
+from contam.harness.declare import from_args
+from contam.harness.jobs import demo
+from contam.harness.jobs.options.score import ScoreOptions
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"

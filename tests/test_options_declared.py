@@ -14,10 +14,10 @@ from dataclasses import dataclass
 
 import pytest
 
-from harness.cli import OneLineParser, parse_args
-from harness.cli.flags import add_options
-from harness.declare import flag_of, from_args, option
-from harness.jobs.options.score import RayOptions, ScoreOptions
+from contam.harness.cli import OneLineParser, parse_args
+from contam.harness.cli.flags import add_options
+from contam.harness.declare import flag_of, from_args, option
+from contam.harness.jobs.options.score import RayOptions, ScoreOptions
 from tests.flagcount import ROOT, spelled_outside_declarations
 
 TOY_FIELD = '    toy: int = option("--toy", default=0, type=int, help="a toy option, declared once")\n'
@@ -27,9 +27,9 @@ ANCHOR = "    progress: bool = progress_option()"
 # job (its `score` replaced by a recorder), and as score_store's keyword on an empty real store.
 TOY_PROBE = """
 import contextlib, io, json, sys
-import harness.jobs.score as job
-from harness.cli import main, parse_args
-from harness.store import Store
+import contam.harness.jobs.score as job
+from contam.harness.cli import main, parse_args
+from contam.harness.store import Store
 
 seen = {}
 

@@ -12,15 +12,15 @@ import numpy as np
 import pytest
 import statsmodels.api as sm
 
-from harness.config import load_config
-from harness.errors import UserError
-from harness.jobs.score import score_store
-from harness.report.analysis import build_report
-from harness.report.render import figure_caption
-from harness.report.study_inputs import StudyInputs
-from harness.store import Store
-from harness.study import StudySettings, settings_from_record
-from metrics.outcome import Outcome, default_outcome, parse_outcome
+from contam.harness.config import load_config
+from contam.harness.errors import UserError
+from contam.harness.jobs.score import score_store
+from contam.harness.report.analysis import build_report
+from contam.harness.report.render import figure_caption
+from contam.harness.report.study_inputs import StudyInputs
+from contam.harness.store import Store
+from contam.harness.study import StudySettings, settings_from_record
+from contam.metrics.outcome import Outcome, default_outcome, parse_outcome
 from tests.studykit import MODELS, TIERS, build_study_store
 
 RULES = StudySettings(exposure="exposure", subsets=TIERS, metrics=("contains", "exact"))
@@ -181,7 +181,7 @@ def _run(tmp_path, emulator, study: str):
 
 
 def test_a_run_by_exact_match_under_a_prompt_asking_for_sentences_warns_first(tmp_path, emulator, keys):
-    from harness.store.settings import recorded_study
+    from contam.harness.store.settings import recorded_study
 
     result = _run(tmp_path, emulator, '[study]\ncorrect = "exact"\n')
     assert result.status == 0, result.err

@@ -9,7 +9,7 @@ import hashlib
 import re
 from pathlib import Path
 
-from metrics.judge import rubric_sha256
+from contam.metrics.judge import rubric_sha256
 
 # Computed on main before study settings had any behaviour (commit b8bfcd3): the paper's rubric
 # hash, which every stored paper label carries.

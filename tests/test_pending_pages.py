@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from harness.store import Store
-from harness.jobs import score as score_job
-from harness.store.cells import DueCells, count_unanswered, unanswered, unscored
+from contam.harness.store import Store
+from contam.harness.jobs import score as score_job
+from contam.harness.store.cells import DueCells, count_unanswered, unanswered, unscored
 
 ITEMS = 23
 

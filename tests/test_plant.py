@@ -14,15 +14,15 @@ from pathlib import Path
 
 import pytest
 
-from harness.errors import UserError
-from harness.jobs import plant_train
-from harness.jobs.plant import PlantOptions, choose_planted, plant
-from harness.store import Store
-from harness.store.plantings import plantings
-from metrics.probes import ProbeItem
-from providers.base import Fatal
-from providers.local import resolve_local_model
-from providers.local_cache import PLANTED_MARKER, planted_dir, planted_root
+from contam.harness.errors import UserError
+from contam.harness.jobs import plant_train
+from contam.harness.jobs.plant import PlantOptions, choose_planted, plant
+from contam.harness.store import Store
+from contam.harness.store.plantings import plantings
+from contam.metrics.probes import ProbeItem
+from contam.providers.base import Fatal
+from contam.providers.local import resolve_local_model
+from contam.providers.local_cache import PLANTED_MARKER, planted_dir, planted_root
 from tests.plantkit import item_words, plant_config, tiny_folder, write_items
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -86,7 +86,7 @@ def test_the_same_arguments_again_reuse_the_saved_model(study, monkeypatch):
         raise AssertionError("a saved model was trained again")
 
     monkeypatch.setattr(plant_train, "train", no_training)
-    monkeypatch.setattr("harness.jobs.plant_run.train", no_training)
+    monkeypatch.setattr("contam.harness.jobs.plant_run.train", no_training)
     again = plant(study, options=options())
     assert "reused the saved model" in again.lines[0]
     assert weights.stat().st_mtime_ns == written
@@ -121,7 +121,7 @@ def test_a_model_that_is_not_local_is_refused_in_one_line(study, tmp_path):
     config = tmp_path / "remote.toml"
     config.write_text(study.read_text() + '\n[[models]]\nname = "gpt"\nprovider = "openai"\n'
                       'model = "gpt-4o"\napi_key_env = "OPENAI_API_KEY"\n')
-    done = subprocess.run([sys.executable, "-m", "harness.cli", "plant", str(config), "--model",
+    done = subprocess.run([sys.executable, "-m", "contam.harness.cli", "plant", str(config), "--model",
                            "gpt", "--as", "x"], capture_output=True, text=True, cwd=ROOT,
                           env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert done.returncode == 2
@@ -153,8 +153,8 @@ def test_an_interrupted_plant_leaves_nothing_usable(study, monkeypatch):
 
 _KILLED_WHILE_SAVING = """
 import os, signal, sys
-from harness.jobs import plant_train
-from harness.jobs.plant import PlantOptions, plant
+from contam.harness.jobs import plant_train
+from contam.harness.jobs.plant import PlantOptions, plant
 
 def killed(folder):
     os.kill(os.getpid(), signal.SIGKILL)  # the weights are written, the marker not yet
@@ -192,7 +192,7 @@ def test_bad_arguments_are_one_line_each(study, flag, value, problem):
 
 
 def test_the_display_shows_the_epoch_the_loss_and_the_time_left(study, monkeypatch, capsys):
-    monkeypatch.setattr("harness.display.batch._PLAIN_EVERY_S", 0.0)  # a line at every step
+    monkeypatch.setattr("contam.harness.display.batch._PLAIN_EVERY_S", 0.0)  # a line at every step
     plant(study, options=options())
     lines = capsys.readouterr().err.splitlines()
     assert any(re.fullmatch(r"plant p: epoch 2/2, loss \d+\.\d{3}: 3/4 \(\S+ steps/s, [\d,]+ s "
@@ -200,7 +200,7 @@ def test_the_display_shows_the_epoch_the_loss_and_the_time_left(study, monkeypat
 
 
 def cli(*argv: str) -> int:
-    from harness.cli import main
+    from contam.harness.cli import main
 
     return main(["plant", *argv])
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import main
+from contam.harness.cli import main
 from tests.plantkit import item_words, tiny_folder
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 from sklearn.metrics import roc_auc_score, roc_curve
 
-from harness.jobs.report import report
-from harness.report.validation import build, section, tpr_at_fpr
-from harness.store import Store, utc_now
-from harness.store.plantings import record_planting
+from contam.harness.jobs.report import report
+from contam.harness.report.validation import build, section, tpr_at_fpr
+from contam.harness.store import Store, utc_now
+from contam.harness.store.plantings import record_planting
 
 ITEMS = [f"i{n:02d}" for n in range(30)]
 PLANTED = ITEMS[::2]
@@ -199,7 +199,7 @@ def test_guided_shows_every_score_it_stores_in_the_family(tmp_path):
 def test_a_measure_declared_lower_is_read_that_way_round(tmp_path, monkeypatch):
     from dataclasses import replace
 
-    from harness.report import validation
+    from contam.harness.report import validation
 
     _build_store(tmp_path / "s.duckdb", doses=(3,))
     higher = next(r for r in _part(tmp_path / "s.duckdb")["rows"]

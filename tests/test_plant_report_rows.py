@@ -14,9 +14,9 @@ import pytest
 from scipy.stats import mannwhitneyu
 from sklearn.metrics import roc_auc_score, roc_curve
 
-from harness.report.validation import MAX_FPR, MEASURES, READINGS, build, section
-from harness.store import Store, utc_now
-from harness.store.plantings import record_planting
+from contam.harness.report.validation import MAX_FPR, MEASURES, READINGS, build, section
+from contam.harness.store import Store, utc_now
+from contam.harness.store.plantings import record_planting
 
 ITEMS = [f"q{n:02d}" for n in range(63)]
 PLANTED = [item for n, item in enumerate(ITEMS) if n % 3 != 1]  # 42 and 21: 20 answered, so FPR 5% is a step

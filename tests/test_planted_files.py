@@ -8,10 +8,10 @@ import stat
 
 import pytest
 
-from harness.errors import UserError
-from harness.logs import run_log, run_log_path
-from harness.store.discovery import Holder, discovery_path, find_holder, publish
-from harness.store.journal import Journal, journal_path
+from contam.harness.errors import UserError
+from contam.harness.logs import run_log, run_log_path
+from contam.harness.store.discovery import Holder, discovery_path, find_holder, publish
+from contam.harness.store.journal import Journal, journal_path
 from tests.test_journal import reply
 
 SECRET = b"my own precious file\n"
@@ -81,7 +81,7 @@ def test_the_run_log_is_a_0600_file_and_appends_on_resume(tmp_path):
     store = tmp_path / "s.duckdb"
     for word in ("first", "second"):
         with run_log(store, "r1") as path:
-            logging.getLogger("harness.test").info(word)
+            logging.getLogger("contam.harness.test").info(word)
     assert mode(path) == 0o600
     text = path.read_text()
     assert "first" in text and "second" in text
@@ -100,7 +100,7 @@ def test_a_planted_link_beside_a_store_never_reaches_through_contam_run(tmp_path
                                                                        monkeypatch):
     """End to end: links planted at every name a run writes beside the store (but the journal
     and log, which are refused) leave the linked file as it was."""
-    from harness.emulator.server import run_emulator
+    from contam.harness.emulator.server import run_emulator
     from tests.runkit import KEYS, model_entry, write_config
 
     monkeypatch.setenv("OPENAI_API_KEY", KEYS["OPENAI_API_KEY"])

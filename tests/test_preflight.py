@@ -14,10 +14,10 @@ from collections.abc import Iterator
 import anyio
 import pytest
 
-from harness.emulator.server import run_emulator
-from harness.store import Store
-from providers.base import Fatal, Transient
-from providers.reach import check_reachable, url_problem
+from contam.harness.emulator.server import run_emulator
+from contam.harness.store import Store
+from contam.providers.base import Fatal, Transient
+from contam.providers.reach import check_reachable, url_problem
 from tests.runkit import model_entry, run_inprocess, write_config
 
 

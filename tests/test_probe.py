@@ -10,11 +10,11 @@ import shlex
 import orjson
 import pytest
 
-from harness.emulator.knowledge import Knowledge
-from harness.jobs.demo import demo_items_path
-from harness.store import Store
-from providers.base import Provider, Reply, Request
-from providers.registry import create_provider
+from contam.harness.emulator.knowledge import Knowledge
+from contam.harness.jobs.demo import demo_items_path
+from contam.harness.store import Store
+from contam.providers.base import Provider, Reply, Request
+from contam.providers.registry import create_provider
 from tests.probekit import asked_samples, demo_config, generate_calls, model_entry, probe_inprocess
 
 
@@ -210,7 +210,7 @@ def test_command_line_probe_with_parameters_and_a_bad_one(tmp_path, emulator, co
 def test_journal_replay_tells_two_requests_of_one_cell_apart(tmp_path):
     """Two replies of one (run, item, model, attempt 1) that differ in prompt or samples: the
     store has the first; replay adds the second instead of taking it for the first."""
-    from harness.store.journal import Journal, journal_path
+    from contam.harness.store.journal import Journal, journal_path
 
     store_path = tmp_path / "s.duckdb"
     attempt = {"run_id": "r", "item_id": "i", "model": "m", "attempt": 1, "outcome": "ok"}
@@ -241,7 +241,7 @@ def test_samples_per_request_lowers_the_apis_limit(tmp_path, emulator):
 
 
 def test_a_greedy_only_model_is_refused_in_one_line_before_anything_is_sent(tmp_path, monkeypatch):
-    from providers.local import LocalProvider
+    from contam.providers.local import LocalProvider
 
     monkeypatch.setattr(LocalProvider, "can_sample", False)  # no provider is greedy-only today
     config = demo_config(tmp_path, [{"name": "smol", "provider": "local", "model": "smollm2",

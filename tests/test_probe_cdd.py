@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from metrics.probe_cdd import COMPARED_TOKENS, CDDProbe, peakedness, tokens
-from metrics.probe_registry import PROBES, ProbeContext, build_probe
-from metrics.probes import ProbeItem, params_sha256
+from contam.metrics.probe_cdd import COMPARED_TOKENS, CDDProbe, peakedness, tokens
+from contam.metrics.probe_registry import PROBES, ProbeContext, build_probe
+from contam.metrics.probes import ProbeItem, params_sha256
 
 CONTEXT = ProbeContext(system_prompt="Answer from memory.",
                        question_template="Game: {title}\nQuestion: {question}")
@@ -64,7 +64,7 @@ def test_every_text_empty_is_not_scored_rather_than_perfectly_peaked():
 
 def test_a_blank_greedy_answer_leaves_the_cell_null_with_the_reason():
     """Blank samples are 'close' to a blank greedy answer: before, some of them flagged the cell."""
-    from metrics.probe_cdd import BLANK_GREEDY
+    from contam.metrics.probe_cdd import BLANK_GREEDY
 
     for samples in (["", "", "Brock"], ["Boulder Badge", ""], ["\n"] * 20):
         scores = {s.metric: s for s in probe().score(ITEM, {"greedy": ["  "], "sample": samples})}

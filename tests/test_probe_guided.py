@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from metrics.bleu import bleu2
-from metrics.probe_guided import (
+from contam.metrics.bleu import bleu2
+from contam.metrics.probe_guided import (
     METRICS, NOT_SPLITTABLE, GuidedProbe, rouge_l, split_question,
 )
-from metrics.probes import ProbeItem
+from contam.metrics.probes import ProbeItem
 
 QUESTION = "Which Badge does Brock award after his defeat?"
 

@@ -9,8 +9,8 @@ import httpx
 import orjson
 import pytest
 
-from harness.store import Store
-from providers.registry import create_provider
+from contam.harness.store import Store
+from contam.providers.registry import create_provider
 from tests.probekit import asked_samples, demo_config, generate_calls, model_entry, probe_inprocess
 
 

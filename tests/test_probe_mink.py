@@ -9,14 +9,14 @@ import math
 import anyio
 import pytest
 
-from harness.config import ModelSpec
-from metrics.probe_mink import (
+from contam.harness.config import ModelSpec
+from contam.metrics.probe_mink import (
     DEFAULT_K, TEXT_RULE, check_k, lowest_count, min_k, min_k_pp, probe_params, probe_scores,
     scored_text, standardised,
 )
-from metrics.probes import ProbeItem
-from providers.base import Fatal, TextLogprobs
-from providers.registry import provider_class
+from contam.metrics.probes import ProbeItem
+from contam.providers.base import Fatal, TextLogprobs
+from contam.providers.registry import provider_class
 from tests.tiny_lm import reference_min_k_scores, tiny_model_folder
 
 ITEM = ProbeItem(item_id="red-01", title=" Pokémon Red ", subset="official",
@@ -98,7 +98,7 @@ def tiny_folder(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def tiny_provider(tiny_folder):
-    from providers.local import LocalProvider
+    from contam.providers.local import LocalProvider
 
     return LocalProvider(ModelSpec(name="tiny", provider="local", model=str(tiny_folder),
                                    params={"device": "cpu"}))
@@ -137,7 +137,7 @@ def test_local_log_probabilities_equal_a_direct_torch_computation(tiny_folder, t
 
 
 def test_a_model_without_chat_template_is_scored_but_not_asked(tiny_provider):
-    from harness.prompts import question_request
+    from contam.harness.prompts import question_request
 
     assert anyio.run(tiny_provider.text_logprobs, "pokémon red").logprobs  # one scored token
     with pytest.raises(Fatal, match="no chat template"):
@@ -168,7 +168,7 @@ def test_local_models_and_other_openai_compatible_servers_are_not_refused(provid
 def test_texts_scored_at_once_share_forward_passes_and_score_as_alone(tiny_provider, monkeypatch):
     """min-k's texts waiting together go in one padded forward pass (as generation batches), and
     each text's values are those it gets alone."""
-    import providers.local as local
+    import contam.providers.local as local
 
     alone = [anyio.run(tiny_provider.text_logprobs, text) for text in TEXTS]
     batches = []
@@ -195,7 +195,7 @@ def test_texts_scored_at_once_share_forward_passes_and_score_as_alone(tiny_provi
 
 
 def test_a_text_that_fails_fails_alone_in_its_batch(tiny_provider, monkeypatch):
-    import providers.local as local
+    import contam.providers.local as local
 
     real = local.texts_logprobs_blocking
 

@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from harness.emulator.knowledge import Knowledge
-from harness.store import Store
+from contam.harness.emulator.knowledge import Knowledge
+from contam.harness.store import Store
 from tests.runkit import write_items
 
 N_ITEMS = 80  # 40 official, 40 fan
@@ -28,7 +28,7 @@ def _setup(tmp_path, emu, models=("vllm-a", "vllm-b")):
 
 
 def _part(tmp_path):
-    from harness.report.probe_mink import build
+    from contam.harness.report.probe_mink import build
 
     with Store(tmp_path / "store.duckdb", read_only=True) as store:
         return build(store)

@@ -8,10 +8,10 @@ import json
 import anyio
 import pytest
 
-from harness.config import ModelSpec
-from harness.store import Store
-from metrics.probe_mink import min_k, min_k_pp, probe_params
-from metrics.probes import params_sha256
+from contam.harness.config import ModelSpec
+from contam.harness.store import Store
+from contam.metrics.probe_mink import min_k, min_k_pp, probe_params
+from contam.metrics.probes import params_sha256
 from tests.tiny_lm import tiny_model_folder
 
 ITEMS = [("red-01", "Pokémon Red", "official", "Which badge does Brock award after his defeat?",
@@ -116,7 +116,7 @@ def test_bad_options_are_one_line_errors(tmp_path, tiny_folder, contam, args, me
 
 @pytest.mark.parametrize("args", [["probe", "--help"], ["probe", "min-k", "--help"]])
 def test_the_help_names_min_k_and_its_k(args, capsys):
-    from harness.cli import main
+    from contam.harness.cli import main
 
     with pytest.raises(SystemExit) as done:
         main(args)
@@ -127,7 +127,7 @@ def test_the_help_names_min_k_and_its_k(args, capsys):
 
 
 def test_the_api_probes_min_k_and_returns_the_summary(tmp_path, tiny_folder, capsys):
-    from harness import api
+    from contam.harness import api
 
     options = api.MinKOptions(k=0.5, no_progress=True, limit=2, handle_signals=False)
     result = api.probe_min_k(_config(tmp_path, tiny_folder), options=options)
@@ -140,8 +140,8 @@ def test_the_api_probes_min_k_and_returns_the_summary(tmp_path, tiny_folder, cap
 def test_the_api_runs_min_k_as_any_probe_and_refuses_batch_mode(tmp_path, tiny_folder):
     """probe("min-k") takes k as a parameter like any probe's; --batch (requests as batch jobs)
     is refused in one line, since min-k sends none, and nothing is written."""
-    from harness import api
-    from harness.errors import UserError
+    from contam.harness import api
+    from contam.harness.errors import UserError
 
     config = _config(tmp_path, tiny_folder)
     with pytest.raises(UserError, match="min-k sends none"):
@@ -156,10 +156,10 @@ def test_the_api_runs_min_k_as_any_probe_and_refuses_batch_mode(tmp_path, tiny_f
 
 def test_the_scorer_face_keeps_the_providers_served_model_check(tiny_folder):
     """TextScorer answers the engine's generate with the wrapped provider's scores."""
-    from harness.jobs.probe_text import ScoredReply, TextScorer
-    from providers.base import Request
-    from providers.local import LocalProvider
-    from providers.registry import check_first_reply
+    from contam.harness.jobs.probe_text import ScoredReply, TextScorer
+    from contam.providers.base import Request
+    from contam.providers.local import LocalProvider
+    from contam.providers.registry import check_first_reply
 
     provider = LocalProvider(ModelSpec(name="tiny", provider="local", model=str(tiny_folder)))
     scorer = TextScorer(provider)

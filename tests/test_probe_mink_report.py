@@ -9,10 +9,10 @@ import math
 import orjson
 import pytest
 
-from harness.report.probe_mink import RESAMPLES, SEED, auc_interval, build, section
-from harness.store import Store, utc_now
-from metrics.probe_mink import probe_params
-from metrics.probes import params_sha256
+from contam.harness.report.probe_mink import RESAMPLES, SEED, auc_interval, build, section
+from contam.harness.store import Store, utc_now
+from contam.metrics.probe_mink import probe_params
+from contam.metrics.probes import params_sha256
 
 PNG = b"\x89PNG\r\n\x1a\n"
 

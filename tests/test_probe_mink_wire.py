@@ -10,11 +10,11 @@ import openai
 import orjson
 import pytest
 
-from harness.config import ModelSpec
-from harness.emulator.knowledge import Knowledge, KnownItem
-from harness.emulator.logprobs import MEMORISED_SCALE, UNSEEN_SCALE, prompt_tokens, token_logprob
-from providers.base import Fatal, RateLimited, Transient
-from providers.openai import OpenAIProvider
+from contam.harness.config import ModelSpec
+from contam.harness.emulator.knowledge import Knowledge, KnownItem
+from contam.harness.emulator.logprobs import MEMORISED_SCALE, UNSEEN_SCALE, prompt_tokens, token_logprob
+from contam.providers.base import Fatal, RateLimited, Transient
+from contam.providers.openai import OpenAIProvider
 
 # A vLLM reply as its server writes it (Llama-2 ids; prompt_logprobs = 1 asked for the second
 # position's alternative, the others hold the prompt token alone).

@@ -8,8 +8,8 @@ import orjson
 import pytest
 from scipy import stats as sps
 
-from harness.report.analysis import build_report
-from harness.store import Store
+from contam.harness.report.analysis import build_report
+from contam.harness.store import Store
 from tests.probekit import probe_two_profiles
 
 

@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from harness.engine.batch_lane import BatchOptions, open_job_count
-from harness.config import load_config
-from harness.emulator.server import EmulatorSettings, run_emulator
-from harness.jobs.probe import make_probe
-from harness.jobs.probe_work import ProbePlan, missing_count
-from harness.store import Store
+from contam.harness.engine.batch_lane import BatchOptions, open_job_count
+from contam.harness.config import load_config
+from contam.harness.emulator.server import EmulatorSettings, run_emulator
+from contam.harness.jobs.probe import make_probe
+from contam.harness.jobs.probe_work import ProbePlan, missing_count
+from contam.harness.store import Store
 from tests.probekit import asked_samples, demo_config, generate_calls, model_entry, probe_inprocess
 from tests.runkit import KEYS
 
@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def start_probe(config: Path, store: Path) -> subprocess.Popen:
     env = {**os.environ, **KEYS}
-    return subprocess.Popen([sys.executable, "-m", "harness.cli", "probe", "cdd", str(config),
+    return subprocess.Popen([sys.executable, "-m", "contam.harness.cli", "probe", "cdd", str(config),
                              "--store", str(store), "--no-progress", "--samples", "10"],
                             cwd=ROOT, env=env, text=True, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE)

@@ -1,6 +1,6 @@
 """A new probe is one module and one registry entry. This module is a whole toy probe, "toy" (its
 scorer, its report part, section and tidy table, its figure), registered in
-``metrics.probe_registry.PROBES`` for the test only; ``contam probe toy`` then runs it on an
+``contam.metrics.probe_registry.PROBES`` for the test only; ``contam probe toy`` then runs it on an
 emulator, stores its scores, and ``contam report`` shows its section, table and figure, with no
 other file touched. The last tests check the same of the real probes: each is named only by the
 registry and its own modules, and the registry is the one file that lists probes."""
@@ -18,15 +18,15 @@ import pandas as pd
 import pytest
 from matplotlib.figure import Figure
 
-from harness.emulator.knowledge import Knowledge
-from harness.emulator.server import EmulatorSettings, run_emulator
-from harness.jobs.demo import demo_items_path
-from harness.report.format import Section, Table, fmt_pct
-from harness.report.probe_rows import chosen_params, score_frame
-from harness.store import Store
-from metrics.probe_registry import PROBES, ProbeFigure, ProbeOption, ProbeSpec
-from metrics.probes import ProbeContext, ProbeItem, ProbePrompt, ProbeScore
-from metrics.template import fill_template
+from contam.harness.emulator.knowledge import Knowledge
+from contam.harness.emulator.server import EmulatorSettings, run_emulator
+from contam.harness.jobs.demo import demo_items_path
+from contam.harness.report.format import Section, Table, fmt_pct
+from contam.harness.report.probe_rows import chosen_params, score_frame
+from contam.harness.store import Store
+from contam.metrics.probe_registry import PROBES, ProbeFigure, ProbeOption, ProbeSpec
+from contam.metrics.probes import ProbeContext, ProbeItem, ProbePrompt, ProbeScore
+from contam.metrics.template import fill_template
 from tests.probekit import demo_config, model_entry
 from tests.runkit import KEYS
 
@@ -113,7 +113,7 @@ def _references(spec: ProbeSpec) -> list[str]:
 
 def _files(spec: ProbeSpec) -> set[str]:
     """The source files of a probe's slice: the modules its spec names, as repository paths."""
-    return {ref.partition(":")[0].replace(".", "/") + ".py" for ref in _references(spec)}
+    return {ref.partition(":")[0].removeprefix("contam.").replace(".", "/") + ".py" for ref in _references(spec)}
 
 
 @pytest.fixture
@@ -154,7 +154,7 @@ def test_the_toy_probe_runs_end_to_end_from_one_module_and_one_entry(tmp_path, t
 
 
 def test_the_command_line_lists_the_toy_with_its_options(toy, capsys):
-    from harness.cli import main
+    from contam.harness.cli import main
 
     with pytest.raises(SystemExit):
         main(["probe", KIND, "--help"])

@@ -8,10 +8,10 @@ import unicodedata
 import pytest
 from wordfreq import zipf_frequency
 
-from metrics.probe_tsguess import (
+from contam.metrics.probe_tsguess import (
     MASK, NO_ELIGIBLE_WORD, RULE, TsGuessProbe, choose_slot, exact_match, mask_question, normalise,
 )
-from metrics.probes import ProbeItem
+from contam.metrics.probes import ProbeItem
 
 
 def item(question: str, title: str = "Pokémon Red", subset: str = "official") -> ProbeItem:
@@ -114,13 +114,13 @@ def test_params_record_the_rule_template_and_limits() -> None:
     ("It is the empty lake", False),
 ])
 def test_a_reply_is_a_fill_when_it_is_a_few_words_at_most(reply, fill):
-    from metrics.probe_tsguess import is_fill
+    from contam.metrics.probe_tsguess import is_fill
 
     assert is_fill(reply) is fill
 
 
 def test_a_model_fills_masks_when_at_least_half_its_replies_are_fills():
-    from metrics.probe_tsguess import fills_masks
+    from contam.metrics.probe_tsguess import fills_masks
 
     answer = "river quellan flows into the shallow lake marrowby"
     assert fills_masks(["empty", "lake", answer, answer])

@@ -12,11 +12,11 @@ import duckdb
 import orjson
 import pytest
 
-from harness.emulator.knowledge import Knowledge
-from harness.emulator.server import EmulatorSettings, run_emulator
-from harness.report import probe_guided, probe_tsguess
-from harness.store import Store
-from metrics.probe_tsguess import NO_ELIGIBLE_WORD, RULE
+from contam.harness.emulator.knowledge import Knowledge
+from contam.harness.emulator.server import EmulatorSettings, run_emulator
+from contam.harness.report import probe_guided, probe_tsguess
+from contam.harness.store import Store
+from contam.metrics.probe_tsguess import NO_ELIGIBLE_WORD, RULE
 
 CONTRAST = ("official", "fan")
 WORDS = ["lantern", "harbour", "quartz", "meadow", "falcon", "cobalt", "saddle", "ember"]

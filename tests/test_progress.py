@@ -10,10 +10,10 @@ import time
 import pytest
 from rich.console import Console
 
-from harness.display import (
+from contam.harness.display import (
     LiveProgress, PlainProgress, RateMeter, open_progress, plain_lines, render_table,
 )
-from harness.engine.counters import LaneStats
+from contam.harness.engine.counters import LaneStats
 
 
 def lanes() -> list[LaneStats]:
@@ -110,7 +110,7 @@ def test_the_live_display_renders_to_the_terminal():
 
 
 def test_batch_progress_plain_lines_give_the_rate_in_the_task_unit(capsys, monkeypatch):
-    import harness.display.batch as batch
+    import contam.harness.display.batch as batch
 
     monkeypatch.setattr(batch, "_PLAIN_EVERY_S", 0)
     with batch.BatchProgress(live=False).task("bertscore_f1", 10, "pairs") as advance:
@@ -126,7 +126,7 @@ def test_batch_progress_plain_lines_give_the_rate_in_the_task_unit(capsys, monke
 def test_batch_progress_time_left_comes_from_the_steps_after_the_first(capsys, monkeypatch):
     """A fine-tune's set-up and first step take far longer than the others: the time left is
     what the measured steps say, not the elapsed time over the steps done."""
-    import harness.display.batch as batch
+    import contam.harness.display.batch as batch
 
     clock = iter([0.0, 100.0, 102.0, 104.0])  # created; the first step ends at 100 s; 2 s a step
     monkeypatch.setattr(batch.time, "monotonic", lambda: next(clock))
@@ -140,7 +140,7 @@ def test_batch_progress_time_left_comes_from_the_steps_after_the_first(capsys, m
 
 
 def test_batch_progress_notes_show_control_characters_as_escapes(capsys):
-    from harness.display import BatchProgress
+    from contam.harness.display import BatchProgress
 
     BatchProgress.note("bertscore_f1: no shipped baseline for evil\x1b[2J\u202emodel")
     err = capsys.readouterr().err
@@ -149,7 +149,7 @@ def test_batch_progress_notes_show_control_characters_as_escapes(capsys):
 
 
 def test_batch_progress_live_bar_shows_the_rate(capsys):
-    from harness.display import BatchProgress
+    from contam.harness.display import BatchProgress
 
     task = BatchProgress(live=True).task("bleu2", 5, "rows")
     with task as advance:
@@ -162,7 +162,7 @@ def test_batch_progress_live_bar_shows_the_rate(capsys):
 
 def test_requests_per_minute_show_only_once_the_lane_has_run_long_enough():
     """`rpm 887/-` after 18 requests: a rate over a second's requests is no rate."""
-    from harness.display import RPM_MIN_SPAN_S
+    from contam.harness.display import RPM_MIN_SPAN_S
 
     stats = LaneStats(label="m", total=1000, cap=16, rpm_limit=500, started=100.0)
     meter = RateMeter()
@@ -191,7 +191,7 @@ def test_after_ctrl_c_the_eta_gives_way_to_the_requests_still_in_flight():
 
 
 def test_a_replica_left_out_by_its_preflight_has_a_line_saying_so():
-    from harness.engine.counters import ReplicaStats
+    from contam.harness.engine.counters import ReplicaStats
 
     lane = LaneStats(label="llama", total=10, cap=4, done=2, sent=2)
     lane.replicas = [ReplicaStats(url="http://node1:8000/v1", ok=2),

@@ -11,14 +11,14 @@ import anyio
 import httpx
 import pytest
 
-from harness.config import ModelSpec
-from harness.jobs.bench import EMULATOR_PROTOCOLS
-from harness.prompts import question_request
-from harness.provider_names import BATCH_PROVIDERS, PROVIDERS
-from providers.base import Request
-from providers.batch import create_batch_protocol
-from providers.registry import create_provider, provider_class
-from providers.traits import HTTP_PROVIDERS, TRAITS, route_of, traits_of
+from contam.harness.config import ModelSpec
+from contam.harness.jobs.bench import EMULATOR_PROTOCOLS
+from contam.harness.prompts import question_request
+from contam.harness.provider_names import BATCH_PROVIDERS, PROVIDERS
+from contam.providers.base import Request
+from contam.providers.batch import create_batch_protocol
+from contam.providers.registry import create_provider, provider_class
+from contam.providers.traits import HTTP_PROVIDERS, TRAITS, route_of, traits_of
 
 pytestmark = pytest.mark.usefixtures("keys")
 REQUEST = question_request("Answer briefly.", "Pokémon Gold", "Which region follows Johto?",

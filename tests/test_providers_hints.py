@@ -13,16 +13,16 @@ import httpx
 import orjson
 import pytest
 
-from harness.config import ModelSpec
-from providers.base import Fatal, QuotaExhausted, RateLimited, Reply, Request, Timeout, Transient
-from providers.hints import (
+from contam.harness.config import ModelSpec
+from contam.providers.base import Fatal, QuotaExhausted, RateLimited, Reply, Request, Timeout, Transient
+from contam.providers.hints import (
     longest,
     seconds_from_duration,
     seconds_from_retry_after,
     seconds_until_timestamp,
 )
-from providers.lean import LeanClient
-from providers.registry import create_provider
+from contam.providers.lean import LeanClient
+from contam.providers.registry import create_provider
 
 pytestmark = pytest.mark.anyio
 

@@ -9,10 +9,10 @@ import types
 import httpx
 import pytest
 
-from harness.config import ModelSpec
-from providers.base import Fatal, MissingKey, Reply, Request, ServedModelMismatch
-from providers.ollama import OllamaProvider, normalise_model_id
-from providers.registry import PROVIDER_CLASSES, check_first_reply, create_provider, served_model_id
+from contam.harness.config import ModelSpec
+from contam.providers.base import Fatal, MissingKey, Reply, Request, ServedModelMismatch
+from contam.providers.ollama import OllamaProvider, normalise_model_id
+from contam.providers.registry import PROVIDER_CLASSES, check_first_reply, create_provider, served_model_id
 
 pytestmark = pytest.mark.anyio
 
@@ -29,7 +29,7 @@ def no_connection_check(monkeypatch: pytest.MonkeyPatch) -> None:
     async def reachable(url: str, *, label: str, timeout: float) -> None:
         return None
 
-    monkeypatch.setattr("providers.transport.check_reachable", reachable)
+    monkeypatch.setattr("contam.providers.transport.check_reachable", reachable)
 
 
 def ollama_spec(base_url: str, model: str = "llama3.2", **overrides) -> ModelSpec:
@@ -149,7 +149,7 @@ def test_local_provider_is_imported_lazily_by_name(monkeypatch) -> None:
         def __init__(self, spec, client=None):
             built.append((spec.model, client))
 
-    monkeypatch.setitem(sys.modules, "providers.local",
+    monkeypatch.setitem(sys.modules, "contam.providers.local",
                         types.SimpleNamespace(LocalProvider=LocalProvider))
     create_provider(ModelSpec(name="tiny", provider="local", model="smollm2"), None)
     assert built == [("smollm2", None)]
@@ -190,7 +190,7 @@ async def test_ollamas_own_model_not_found_404_stops_the_lane(body, no_connectio
 
 
 def test_the_config_knows_exactly_the_registered_providers() -> None:
-    from harness.config import PROVIDERS
+    from contam.harness.config import PROVIDERS
 
     assert PROVIDERS == tuple(PROVIDER_CLASSES)
 
@@ -198,7 +198,7 @@ def test_the_config_knows_exactly_the_registered_providers() -> None:
 def test_every_registered_class_is_a_provider() -> None:
     import importlib
 
-    from providers.base import Provider
+    from contam.providers.base import Provider
 
     for module_name, class_name in PROVIDER_CLASSES.values():
         cls = getattr(importlib.import_module(module_name), class_name)

@@ -10,11 +10,11 @@ import httpx
 import orjson
 import pytest
 
-from harness.config import ModelSpec
-from providers.base import Fatal, Request
-from providers.batch import request_body
-from providers.lean import LeanClient
-from providers.registry import create_provider
+from contam.harness.config import ModelSpec
+from contam.providers.base import Fatal, Request
+from contam.providers.batch import request_body
+from contam.providers.lean import LeanClient
+from contam.providers.registry import create_provider
 
 pytestmark = pytest.mark.anyio
 
@@ -142,7 +142,7 @@ def test_a_local_model_refuses_more_samples_than_one_request_carries_before_load
 
     import anyio
 
-    from providers.local import LocalProvider
+    from contam.providers.local import LocalProvider
 
     provider = LocalProvider(ModelSpec(name="l", provider="local", model="smollm2",
                                        params={"device": "cpu"}))  # no torch import

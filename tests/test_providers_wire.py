@@ -1,7 +1,7 @@
 """The four providers over real loopback sockets against the emulator.
 
 Every test runs once per wire protocol (openai, gemini, anthropic, ollama): the engine's own client
-(:class:`providers.lean.LeanClient` over httpx's transport), a real HTTP/1.1 server, the providers'
+(:class:`contam.providers.lean.LeanClient` over httpx's transport), a real HTTP/1.1 server, the providers'
 own classification of what came back. The last tests repeat the classification through a plain
 ``httpx.AsyncClient``, which a caller may pass instead.
 """
@@ -14,13 +14,13 @@ import time
 import httpx
 import pytest
 
-from harness.config import ModelSpec
-from providers.base import (
+from contam.harness.config import ModelSpec
+from contam.providers.base import (
     Fatal, MissingKey, QuotaExhausted, RateLimited, Reply, Request, ServedModelMismatch, Timeout, Transient,
 )
-from harness.emulator.server import default_answer
-from providers.lean import LeanClient
-from providers.registry import check_first_reply, create_provider
+from contam.harness.emulator.server import default_answer
+from contam.providers.lean import LeanClient
+from contam.providers.registry import check_first_reply, create_provider
 
 pytestmark = pytest.mark.anyio
 

@@ -7,15 +7,15 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from harness.config import ModelSpec, load_config
-from harness.display import RateMeter, plain_lines, render_table
-from harness.emulator.server import EmulatorSettings, run_emulator
-from harness.engine.counters import LaneStats, ReplicaStats
-from harness.engine.limits import LaneLimits
-from harness.engine.replicas import Replica, ReplicaSet
-from harness.errors import UserError
-from harness.store import Store
-from providers.base import Fatal, RateLimited, Transient
+from contam.harness.config import ModelSpec, load_config
+from contam.harness.display import RateMeter, plain_lines, render_table
+from contam.harness.emulator.server import EmulatorSettings, run_emulator
+from contam.harness.engine.counters import LaneStats, ReplicaStats
+from contam.harness.engine.limits import LaneLimits
+from contam.harness.engine.replicas import Replica, ReplicaSet
+from contam.harness.errors import UserError
+from contam.harness.store import Store
+from contam.providers.base import Fatal, RateLimited, Transient
 from tests.runkit import KEYS, model_entry, run_inprocess, write_config
 from tests.test_progress import rendered
 
@@ -118,7 +118,7 @@ def sleeps(monkeypatch):
         asked.append(seconds)
         await real_sleep(seconds)
 
-    monkeypatch.setattr("harness.engine.replicas.anyio.sleep", recorded)
+    monkeypatch.setattr("contam.harness.engine.replicas.anyio.sleep", recorded)
     return asked
 
 

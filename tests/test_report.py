@@ -9,10 +9,10 @@ import re
 import orjson
 import pytest
 
-from harness.jobs.report import report_json
-from harness.report import figures
-from harness.report.analysis import build_report
-from harness.store import Store
+from contam.harness.jobs.report import report_json
+from contam.harness.report import figures
+from contam.harness.report.analysis import build_report
+from contam.harness.store import Store
 from tests.test_analysis import ITEMS, judge_only_labels, make_store, small_store, surface_store
 
 DOCUMENTED_KEYS = {"contrast", "human_rater", "judge_rater", "overall", "per_title", "gap", "judge",

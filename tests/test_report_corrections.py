@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from sklearn.metrics import cohen_kappa_score
 
-from harness.report.analysis import build_report
-from harness.store import Store, utc_now
+from contam.harness.report.analysis import build_report
+from contam.harness.store import Store, utc_now
 
 CONTRAST = ("canon", "hack")
 
@@ -46,7 +46,7 @@ def kappa_store(path: Path) -> Path:
 
 
 def test_kappa_is_over_cells_both_labelled_as_the_view_has_it(tmp_path):
-    from harness.view.agreement import agreement as view_agreement
+    from contam.harness.view.agreement import agreement as view_agreement
 
     with Store(kappa_store(tmp_path / "k.duckdb"), read_only=True) as store:
         report = build_report(store, contrast=CONTRAST)
@@ -68,7 +68,7 @@ def test_kappa_is_over_cells_both_labelled_as_the_view_has_it(tmp_path):
 
 
 def test_report_states_the_imputed_cells_apart(tmp_path):
-    from harness.jobs.report import render
+    from contam.harness.jobs.report import render
 
     with Store(kappa_store(tmp_path / "k.duckdb"), read_only=True) as store:
         report = build_report(store, contrast=CONTRAST)
@@ -107,8 +107,8 @@ def test_holm_adjusts_each_models_probe_p_values_together(tmp_path):
 
 
 def test_the_report_says_holm_is_applied_and_shows_it(tmp_path):
-    from harness.jobs.report import render
-    from harness.report.probe_holm import SENTENCE
+    from contam.harness.jobs.report import render
+    from contam.harness.report.probe_holm import SENTENCE
 
     md = render(probed_report(tmp_path), "md")
     assert SENTENCE in md and "The families count m1: 9 (cdd 1, ts-guess 1, guided 6, min-k 1);" in md
@@ -155,7 +155,7 @@ def test_a_model_without_a_scored_item_on_one_side_has_no_contrast_row(tmp_path)
 
 
 def test_the_cdd_section_states_the_share_of_short_cells(tmp_path):
-    from harness.jobs.report import render
+    from contam.harness.jobs.report import render
 
     path, lengths = cdd_store(tmp_path / "c.duckdb")
     with Store(path, read_only=True) as store:

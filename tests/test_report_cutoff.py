@@ -12,10 +12,10 @@ import math
 import pytest
 from scipy import stats as sps
 
-from harness.report.analysis import build_report
-from harness.report.study_inputs import StudyInputs
-from harness.store import Store
-from harness.study import StudySettings
+from contam.harness.report.analysis import build_report
+from contam.harness.report.study_inputs import StudyInputs
+from contam.harness.store import Store
+from contam.harness.study import StudySettings
 from tests.studykit import CUTOFFS, MODELS, build_study_store, write_study_config
 
 CONTRAST = "official,obscure-hack"

@@ -16,10 +16,10 @@ import pytest
 from markupsafe import escape
 from scipy import stats as sps
 
-from harness.jobs.report import write_report
-from harness.report.analysis import build_report
-from harness.report.render import sections
-from harness.store import Store, utc_now
+from contam.harness.jobs.report import write_report
+from contam.harness.report.analysis import build_report
+from contam.harness.report.render import sections
+from contam.harness.store import Store, utc_now
 
 MODELS = ("m1", "m2", "m3", "m4")
 ITEMS = [(f"d{n}", f"Doc {'AB'[n % 2]}", "canon") for n in range(6)] + \
@@ -255,8 +255,8 @@ def test_the_step_by_step_study_with_labels_for_two_of_four_models_ends_in_a_rep
         contam, emulator, tmp_path, monkeypatch):
     """The README's commands as written (default store), against the emulator of its walkthrough
     (examples/emulator.toml, four models), human labels imported for two models only."""
-    from harness.emulator.knowledge import Knowledge
-    from harness.jobs.demo import demo_items_path
+    from contam.harness.emulator.knowledge import Knowledge
+    from contam.harness.jobs.demo import demo_items_path
 
     emu = emulator(knowledge=Knowledge.from_file(demo_items_path()))
     example = (Path(__file__).resolve().parent.parent / "examples" / "emulator.toml").read_text("utf-8")

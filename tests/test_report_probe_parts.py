@@ -13,9 +13,9 @@ import pandas as pd
 import pytest
 import scipy.stats as sps
 
-from harness.report.probe_guided import BOOTSTRAP, guided_part, paired_difference
-from harness.report.probe_tsguess import tsguess_part
-from harness.report.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
+from contam.harness.report.probe_guided import BOOTSTRAP, guided_part, paired_difference
+from contam.harness.report.probe_tsguess import tsguess_part
+from contam.harness.report.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
 
 CONTRAST = ("official", "fan")
 
@@ -121,7 +121,7 @@ def test_two_items_both_better_give_a_quarter_not_the_bootstrap_floor() -> None:
 
 
 def test_beyond_twenty_items_monte_carlo_agrees_with_the_normal_approximation() -> None:
-    from harness.report.signflip import RESAMPLES
+    from contam.harness.report.signflip import RESAMPLES
 
     rng = np.random.default_rng(1)
     for shift in (0.0, 0.05, -0.1):
@@ -172,7 +172,7 @@ def params_info(**params) -> dict:
 
 
 def test_sections_state_the_rule_the_tests_and_the_bootstrap() -> None:
-    from harness.report import probe_guided, probe_tsguess
+    from contam.harness.report import probe_guided, probe_tsguess
 
     tsguess = {**params_info(rule="rarest"), **tsguess_part(tsguess_frame(), CONTRAST)}
     guided = {**params_info(dataset="PokeQA", split="test"), **guided_part(guided_frame(0.4), CONTRAST)}
@@ -189,7 +189,7 @@ def test_sections_state_the_rule_the_tests_and_the_bootstrap() -> None:
 
 
 def test_figures_draw_each_subsets_value() -> None:
-    from harness.report import probe_bars
+    from contam.harness.report import probe_bars
 
     tsguess = {**params_info(rule="rarest"), **tsguess_part(tsguess_frame(), CONTRAST)}
     guided = {**params_info(dataset="d", split="s"), **guided_part(guided_frame(0.4), CONTRAST)}
@@ -209,9 +209,9 @@ def probed_store(path) -> None:
     """cdd (5 official, 4 fan items, model M) and min-k scores (model M, k 0.2)."""
     import orjson
 
-    from harness.store import Store, utc_now
-    from metrics.probe_mink import probe_params
-    from metrics.probes import params_sha256
+    from contam.harness.store import Store, utc_now
+    from contam.metrics.probe_mink import probe_params
+    from contam.metrics.probes import params_sha256
 
     items = [(f"o{i}", "official") for i in range(5)] + [(f"f{i}", "fan") for i in range(4)]
     cdd = {"samples": 5, "temperature": 0.8, "alpha": 0.05, "xi": 0.01}
@@ -231,9 +231,9 @@ def probed_store(path) -> None:
 
 
 def test_probe_tables_are_named_and_their_csvs_are_tidy_numbers(tmp_path) -> None:
-    from harness.report import probes
-    from harness.report.tables import write_tables
-    from harness.store import Store
+    from contam.harness.report import probes
+    from contam.harness.report.tables import write_tables
+    from contam.harness.store import Store
 
     probed_store(tmp_path / "s.duckdb")
     with Store(tmp_path / "s.duckdb", read_only=True) as store:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from harness.store import Store
-from harness.emulator.server import EmulatorSettings, run_emulator
+from contam.harness.store import Store
+from contam.harness.emulator.server import EmulatorSettings, run_emulator
 from tests.runkit import KEYS, model_entry, run_inprocess, write_config
 
 
@@ -19,7 +19,7 @@ def keys(monkeypatch):
 @pytest.fixture(scope="module")
 def emulated(tmp_path_factory):
     """Two models over 6 items (the emulator's first reply is a 500, so one retry), BLEU-2 scored."""
-    from harness.cli import main
+    from contam.harness.cli import main
 
     folder = tmp_path_factory.mktemp("prov")
     store = folder / "s.duckdb"

@@ -13,11 +13,11 @@ import duckdb
 import orjson
 import pytest
 
-from harness.errors import InputError
-from harness.jobs.importing import import_file
-from harness.report import stats
-from harness.report.provenance import provenance, software_versions
-from harness.store import Store, utc_now
+from contam.harness.errors import InputError
+from contam.harness.jobs.importing import import_file
+from contam.harness.report import stats
+from contam.harness.report.provenance import provenance, software_versions
+from contam.harness.store import Store, utc_now
 from tests.test_import import ANSWERS, ITEMS, LABELS, write_csv, write_jsonl
 from tests.test_store import old_store
 

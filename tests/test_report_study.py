@@ -9,12 +9,12 @@ import json
 import pandas as pd
 import pytest
 
-from harness.report import stats
-from harness.report.analysis import build_report
-from harness.report.contrast_choice import NO_SUBSETS
-from harness.jobs.score import score_store
-from harness.store import Store, utc_now
-from harness.study import StudySettings
+from contam.harness.report import stats
+from contam.harness.report.analysis import build_report
+from contam.harness.report.contrast_choice import NO_SUBSETS
+from contam.harness.jobs.score import score_store
+from contam.harness.store import Store, utc_now
+from contam.harness.study import StudySettings
 
 # item, subset, reference, fields
 ITEMS = [("i1", "official", "42", {"tier": "low", "year": 2001}),

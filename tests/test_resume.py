@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.emulator.server import EmulatorSettings, run_emulator
-from harness.store import Store
+from contam.harness.emulator.server import EmulatorSettings, run_emulator
+from contam.harness.store import Store
 from tests.runkit import KEYS, model_entry, question_number, run_inprocess, write_config
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -22,7 +22,7 @@ GENERATE_PATHS = {"/v1/chat/completions": "openai-m", "/api/generate": "ollama-m
 
 def start_run(config: Path, store: Path) -> subprocess.Popen:
     env = {**os.environ, **KEYS}
-    return subprocess.Popen([sys.executable, "-m", "harness.cli", "run", str(config), "--store",
+    return subprocess.Popen([sys.executable, "-m", "contam.harness.cli", "run", str(config), "--store",
                              str(store), "--no-progress"], cwd=ROOT, env=env, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 

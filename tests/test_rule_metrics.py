@@ -1,4 +1,4 @@
-"""The rule-based metrics (metrics.rules), each on a hand-written table of (answer, reference,
+"""The rule-based metrics (contam.metrics.rules), each on a hand-written table of (answer, reference,
 expected) rows: 1.0 right, 0.0 wrong, None not scorable."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from harness.errors import UserError
-from metrics.rules import (compile_answer_regex, contains, contains_scorer, exact, exact_scorer,
+from contam.harness.errors import UserError
+from contam.metrics.rules import (compile_answer_regex, contains, contains_scorer, exact, exact_scorer,
                            first_number, normalise, numeric, numeric_scorer, regex_match, regex_scorer)
 
 N = None  # not scorable

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 import statsmodels.api as sm
 
-from harness.config import load_config
+from contam.harness.config import load_config
 from tests.walkthroughkit import ROOT, Walkthrough, bash_block
 
 TUTORIAL = ROOT / "docs" / "tutorials" / "rule-scored-study.md"
@@ -42,7 +42,7 @@ def _contam_inprocess(*args: str) -> tuple[int, str, str]:
     import contextlib
     import io
 
-    from harness.cli import main
+    from contam.harness.cli import main
 
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):

@@ -7,8 +7,8 @@ import logging
 
 import pytest
 
-from harness.emulator.server import EmulatorSettings, run_emulator
-from harness.store import Store
+from contam.harness.emulator.server import EmulatorSettings, run_emulator
+from contam.harness.store import Store
 from tests.runkit import (
     KEYS,
     Recorder,
@@ -349,11 +349,11 @@ def test_a_second_pass_is_on_the_display_and_the_live_board_while_it_runs(store)
     import anyio
     from rich.console import Console
 
-    from harness.config import ModelSpec
-    from harness.engine.lanes import Lane, Task
-    from harness.jobs.lane_job import JobOptions, JobResult, run_lanes, run_row
-    from harness.jobs.live import LiveBoard
-    from providers.base import Provider, Reply, Request
+    from contam.harness.config import ModelSpec
+    from contam.harness.engine.lanes import Lane, Task
+    from contam.harness.jobs.lane_job import JobOptions, JobResult, run_lanes, run_row
+    from contam.harness.jobs.live import LiveBoard
+    from contam.providers.base import Provider, Reply, Request
 
     board, seen, display = LiveBoard(), {}, []
 

@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from harness.errors import UserError
-from harness.jobs.score import score_store
-from harness.store import Store, utc_now
-from metrics.bleu import BLEU2_PARAMS, bleu2
+from contam.harness.errors import UserError
+from contam.harness.jobs.score import score_store
+from contam.harness.store import Store, utc_now
+from contam.metrics.bleu import BLEU2_PARAMS, bleu2
 
 ITEMS = [("i1", "Flash."), ("i2", "The Pokédex."), ("i3", "TM34, Bide."), ("i4", ""),
          ("i5", "Pewter City")]

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-import metrics.bertscore as bertscore
-from harness.jobs import score as score_job
-from harness.jobs.score import score_store
-from harness.store import Store, utc_now
+import contam.metrics.bertscore as bertscore
+from contam.harness.jobs import score as score_job
+from contam.harness.jobs.score import score_store
+from contam.harness.store import Store, utc_now
 from tests.test_score import add_answers, add_items
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -26,7 +26,7 @@ HEAVY = ("torch", "transformers", "bert_score")
 # heavy packages it imported.
 _CHILD = """
 import json, sys
-from harness.jobs.score import score, ScoreOptions
+from contam.harness.jobs.score import score, ScoreOptions
 summaries = score(store=sys.argv[1], options=ScoreOptions(metrics=sys.argv[2:]))
 print(json.dumps({"lines": [s.line() for s in summaries], "errors": [s.error for s in summaries],
                   "imported": [m for m in %r if m in sys.modules]}))

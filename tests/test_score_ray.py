@@ -21,12 +21,12 @@ import orjson
 import pytest
 import ray
 
-from harness.errors import UserError
-from harness.jobs.score import score_store
-from harness.jobs.score_ray import RayOptions, RayShards
-from harness.store import Store, utc_now
-from metrics.bertscore import OFFLINE_ENCODER, resolve_encoder
-from metrics.bertscore_shards import make_scorer, reference_shards
+from contam.harness.errors import UserError
+from contam.harness.jobs.score import score_store
+from contam.harness.jobs.score_ray import RayOptions, RayShards
+from contam.harness.store import Store, utc_now
+from contam.metrics.bertscore import OFFLINE_ENCODER, resolve_encoder
+from contam.metrics.bertscore_shards import make_scorer, reference_shards
 
 ITEMS, MODELS, BLANKS = 50, 10, 10  # 500 pairs to score and 10 blank answers
 SHARD = 100  # pairs per shard: 500 pairs make about 5 shards (a reference's pairs stay together)
@@ -136,9 +136,9 @@ def test_the_actors_weigh_by_the_drivers_idf_corpus(filled, ray_address, tmp_pat
 
 KILLED_AFTER_TWO_SHARDS = textwrap.dedent("""
     import os, signal, sys
-    import harness.jobs.score as score
-    from harness.jobs.score_ray import RayOptions
-    from harness.store import Store
+    import contam.harness.jobs.score as score
+    from contam.harness.jobs.score_ray import RayOptions
+    from contam.harness.store import Store
 
     appended, append = [], score._append
     def append_then_die(store, rows):  # the NULL rows, then two shards: kill -9
@@ -208,7 +208,7 @@ def test_contam_score_ray_without_an_address_starts_a_ray_of_its_own(tmp_path):
                                 "added_at": utc_now()} for i in range(6)])
         store.append("answers", [{"item_id": f"i{i}", "model": "m", "answer": WORDS[i + 2],
                                   "created_at": utc_now()} for i in range(6)])
-    done = subprocess.run([sys.executable, "-m", "harness.cli", "score", "--store", str(path),
+    done = subprocess.run([sys.executable, "-m", "contam.harness.cli", "score", "--store", str(path),
                            "--metric", "bertscore", "--ray", "--no-rescale", "--bertscore-model",
                            OFFLINE_ENCODER, "--no-progress"], capture_output=True, text=True,
                           timeout=600, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})

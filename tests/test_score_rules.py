@@ -9,11 +9,11 @@ import json
 import orjson
 import pytest
 
-from harness.config import load_config
-from harness.errors import UserError
-from harness.jobs.score import score_store
-from harness.store import Store, utc_now
-from harness.study import StudySettings
+from contam.harness.config import load_config
+from contam.harness.errors import UserError
+from contam.harness.jobs.score import score_store
+from contam.harness.store import Store, utc_now
+from contam.harness.study import StudySettings
 from tests.test_score import add_answers, add_items
 
 ITEMS = [("n1", "1,234"), ("n2", "Pikachu"), ("n3", "-40"), ("n4", "")]

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from harness.store import Store
+from contam.harness.store import Store
 
 
 @pytest.fixture
@@ -144,7 +144,7 @@ def test_piped_table_output_never_cuts_a_value(contam, store_path):
 
 
 def test_on_a_terminal_long_values_wrap_whole_rather_than_being_cut():
-    from harness.jobs.sql import QueryResult
+    from contam.harness.jobs.sql import QueryResult
 
     text = QueryResult(["long_value"], [(LONG,)]).text("table", width=40)
     assert "…" not in text and max(len(line) for line in text.splitlines()) <= 40
@@ -159,7 +159,7 @@ def test_the_footer_follows_the_table_on_a_shared_stream(store_path, tmp_path):
 
     Store(store_path, create=True).close()
     root = Path(__file__).resolve().parents[1]
-    shown = subprocess.run([sys.executable, "-m", "harness.cli", "sql", "--store", str(store_path),
+    shown = subprocess.run([sys.executable, "-m", "contam.harness.cli", "sql", "--store", str(store_path),
                             "SELECT 1 AS one"], cwd=root, capture_output=False, text=True,
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                            env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"})

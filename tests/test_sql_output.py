@@ -16,8 +16,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from harness.jobs.sql import print_sql
-from harness.store import Store
+from contam.harness.jobs.sql import print_sql
+from contam.harness.store import Store
 
 ROOT = Path(__file__).resolve().parents[1]
 RANGE = "select range as n, 'row ' || range as label from range({rows})"
@@ -108,7 +108,7 @@ RUNAWAY = "select sum(hash(range)) from range(100000000000)"
 
 
 def _contam_sql(store: Path, query: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "harness.cli", "sql", "--store", str(store),
+    return subprocess.Popen([sys.executable, "-m", "contam.harness.cli", "sql", "--store", str(store),
                              query], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
                             start_new_session=True)
@@ -151,7 +151,7 @@ def test_ctrl_c_while_waiting_for_a_held_store(empty):
 
 def test_a_reader_that_stops_reading_ends_it_quietly(empty):
     """`contam sql --format csv ... | head -2`: no traceback once head has what it wanted."""
-    process = subprocess.Popen([sys.executable, "-m", "harness.cli", "sql", "--store", str(empty),
+    process = subprocess.Popen([sys.executable, "-m", "contam.harness.cli", "sql", "--store", str(empty),
                                 "--format", "csv", RANGE.format(rows=2_000_000)], cwd=ROOT,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})

@@ -12,17 +12,17 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# Runs `python -m harness.cli ARGS` as the console script would, and at exit writes the
+# Runs `python -m contam.harness.cli ARGS` as the console script would, and at exit writes the
 # third-party packages the process imported (top-level names, the standard library left out).
 _PROBE = """
 import atexit, runpy, sys
-PROJECT = {"harness", "providers", "metrics", "tests", "scripts"}
+PROJECT = {"contam", "tests", "scripts"}
 def imported():
     names = {m.split(".")[0] for m in sys.modules if not m.startswith("_")}
     return sorted(names - set(sys.stdlib_module_names) - PROJECT)
 atexit.register(lambda: print("IMPORTED", *imported(), file=sys.stderr))
 sys.argv = ["contam", *sys.argv[1:]]
-runpy.run_module("harness.cli", run_name="__main__", alter_sys=True)
+runpy.run_module("contam.harness.cli", run_name="__main__", alter_sys=True)
 """
 
 

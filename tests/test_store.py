@@ -10,7 +10,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from harness.store import MIGRATIONS, Store, utc_now
+from contam.harness.store import MIGRATIONS, Store, utc_now
 from tests.test_analysis import ITEMS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -30,7 +30,7 @@ def test_read_only_store_refuses_writes_and_missing_files(store_path):
     with Store(store_path, read_only=True) as store:
         with pytest.raises(Exception):
             store.append("items", [{"item_id": "x"}])
-    from harness.errors import UserError
+    from contam.harness.errors import UserError
     with pytest.raises(UserError, match="no such store"):
         Store(store_path.parent / "missing.duckdb", read_only=True)
 
@@ -93,7 +93,7 @@ def test_no_statement_updates_or_deletes_rows():
 def test_migrations_are_literal_sql_and_agree_with_the_abstention_rule() -> None:
     """A migration is frozen text: no placeholder is left to fill in, and the `abstained` column of
     the cells view uses the pattern the Python side uses (a changed pattern is a new migration)."""
-    from harness.text import ABSTENTION_PATTERN
+    from contam.harness.text import ABSTENTION_PATTERN
 
     views = dict((version, sql) for version, _, sql in MIGRATIONS)[2]
     assert "{" not in views  # no f-string leftovers
@@ -147,7 +147,7 @@ def test_a_store_an_older_contam_made_is_migrated_and_then_read(contam, tmp_path
 def test_an_older_store_that_cannot_be_migrated_is_one_line(contam, tmp_path, monkeypatch):
     from tests.test_store_host import hold
 
-    monkeypatch.setattr("harness.store.store.LOCK_WAIT_S", 0.2)
+    monkeypatch.setattr("contam.harness.store.store.LOCK_WAIT_S", 0.2)
     path = _studied_before_migration_5(tmp_path / "old.duckdb")
     reader = hold(path, "read", 30)  # another DuckDB client reading it: no writer may open it
     try:

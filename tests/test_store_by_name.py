@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.store import Store, utc_now
-from harness.store.batches import job_cells, known_job_ids, open_jobs
-from harness.store.probe_scores import probe_score_means
-from harness.store.staging import first_duplicate, first_unknown_item, stage
+from contam.harness.store import Store, utc_now
+from contam.harness.store.batches import job_cells, known_job_ids, open_jobs
+from contam.harness.store.probe_scores import probe_score_means
+from contam.harness.store.staging import first_duplicate, first_unknown_item, stage
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness.errors import UserError
-from harness.store import Store
+from contam.harness.errors import UserError
+from contam.harness.store import Store
 
 JUDGE_CONFIG = """
 [[models]]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.store import Store
+from contam.harness.store import Store
 from tests.test_analysis import small_store
 from tests.test_import import ITEMS, write_csv
 
@@ -64,7 +64,7 @@ def test_a_damaged_store_is_one_line(contam, tmp_path, damage, command):
 
 
 def test_a_locked_store_is_one_line(contam, tmp_path, monkeypatch):
-    monkeypatch.setattr("harness.store.store.LOCK_WAIT_S", 0.2)  # how long opens wait for it
+    monkeypatch.setattr("contam.harness.store.store.LOCK_WAIT_S", 0.2)  # how long opens wait for it
     path = filled(tmp_path / "s.duckdb")
     holder = subprocess.Popen([sys.executable, "-c", "import duckdb, sys, time; "
                                f"con = duckdb.connect({str(path)!r}); print('held', flush=True); "
@@ -130,7 +130,7 @@ def test_report_out_into_a_read_only_folder_writes_nothing(contam, tmp_path):
 
 
 def test_a_report_write_that_fails_half_way_leaves_the_folder_as_it_was(contam, tmp_path, monkeypatch):
-    from harness.report import figures
+    from contam.harness.report import figures
 
     path = filled(tmp_path / "s.duckdb")
     out = tmp_path / "out"

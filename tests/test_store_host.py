@@ -17,12 +17,12 @@ from pathlib import Path
 import httpx
 import pytest
 
-from harness.emulator.server import EmulatorSettings, run_emulator
-from harness.emulator.settings import default_answer
-from harness.store import Store
-from harness.store.access import append_labels, live_progress, reading
-from harness.store.discovery import Holder, discovery_path, find_holder, publish
-from harness.store.host import StoreHost
+from contam.harness.emulator.server import EmulatorSettings, run_emulator
+from contam.harness.emulator.settings import default_answer
+from contam.harness.store import Store
+from contam.harness.store.access import append_labels, live_progress, reading
+from contam.harness.store.discovery import Holder, discovery_path, find_holder, publish
+from contam.harness.store.host import StoreHost
 from tests.runkit import KEYS, model_entry, question_number, write_config
 from tests.test_sql import FILE_AND_NETWORK, REFUSED
 
@@ -38,7 +38,7 @@ def new_store(path: Path) -> Store:
 
 
 def start_run(config: Path) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "harness.cli", "run", str(config),
+    return subprocess.Popen([sys.executable, "-m", "contam.harness.cli", "run", str(config),
                              "--no-progress"], cwd=ROOT, env={**os.environ, **KEYS}, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
@@ -217,8 +217,8 @@ def test_refused_labels_write_nothing(hosted):
 
 HOLDER = """
 import sys, time
-from harness.store import Store
-from harness.store.host import StoreHost
+from contam.harness.store import Store
+from contam.harness.store.host import StoreHost
 store = Store(sys.argv[1])
 StoreHost(store, command="run").start()
 print("serving", flush=True)
@@ -277,7 +277,7 @@ def test_a_job_waits_for_a_short_reader_and_names_a_long_holder(tmp_path, monkey
     with Store(path) as store:  # opened once the reader let go
         assert store.count("items") == 0
     reader.wait()
-    monkeypatch.setattr("harness.store.store.LOCK_WAIT_S", 0.3)
+    monkeypatch.setattr("contam.harness.store.store.LOCK_WAIT_S", 0.3)
     writer = hold(path, "write", 30)
     try:
         with pytest.raises(Exception, match=f"locked by pid {writer.pid} "):
@@ -309,8 +309,8 @@ def test_a_reader_moves_to_the_file_when_the_job_finishes_mid_read(tmp_path):
 
 
 def test_progress_rows_say_why_a_lane_stopped():
-    from harness.engine.counters import LaneStats
-    from harness.jobs.live import LiveBoard
+    from contam.harness.engine.counters import LaneStats
+    from contam.harness.jobs.live import LiveBoard
 
     quota = LaneStats(label="gemini-m", total=10, cap=4, done=3, failed=1, retries=5,
                       rate_limited=2, stopped="quota", cooling_for=lambda: 12.34)

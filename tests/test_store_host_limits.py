@@ -11,11 +11,11 @@ import time
 import httpx
 import pytest
 
-from harness.errors import UserError
-from harness.store import Store
-from harness.store import host as host_module
-from harness.store.client import HostReader
-from harness.store.host import StoreHost
+from contam.harness.errors import UserError
+from contam.harness.store import Store
+from contam.harness.store import host as host_module
+from contam.harness.store.client import HostReader
+from contam.harness.store.host import StoreHost
 
 ENDLESS = "SELECT count(*) FROM range(1000000000000) a, range(1000) b"
 
@@ -80,7 +80,7 @@ def test_a_result_under_the_caps_comes_back_whole(hosted):
 
 
 def test_contam_sql_help_states_the_limits(capsys):
-    from harness.cli import main
+    from contam.harness.cli import main
 
     with pytest.raises(SystemExit):
         main(["sql", "--help"])

@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from harness.store import Store
+from contam.harness.store import Store
 from tests.test_import import ITEMS, write_csv
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def contam_process(*args: object, **kwargs) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "harness.cli", *map(str, args)], cwd=ROOT,
+    return subprocess.Popen([sys.executable, "-m", "contam.harness.cli", *map(str, args)], cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "PYTHONPATH": str(ROOT)}, **kwargs)
 
@@ -88,7 +88,7 @@ def test_cdd_samples_above_the_stated_maximum_are_refused_in_one_line(contam, tm
 
 
 def test_cdd_help_text_names_the_maximum(capsys):
-    from harness.cli import main
+    from contam.harness.cli import main
 
     with pytest.raises(SystemExit):
         main(["probe", "cdd", "--help"])

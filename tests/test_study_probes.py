@@ -9,13 +9,13 @@ import json
 
 import pytest
 
-from harness.config import load_config
-from harness.jobs.probe import make_probe
-from harness.store import Store
-from harness.text import sha256_text
-from metrics.probe_mink import TEXT_RULE, probe_params
-from metrics.probe_tsguess import MASK
-from metrics.template import fill_template
+from contam.harness.config import load_config
+from contam.harness.jobs.probe import make_probe
+from contam.harness.store import Store
+from contam.harness.text import sha256_text
+from contam.metrics.probe_mink import TEXT_RULE, probe_params
+from contam.metrics.probe_tsguess import MASK
+from contam.metrics.template import fill_template
 from tests.probekit import generate_calls, probe_inprocess
 from tests.ownitemskit import EXAMPLE, SYSTEM, TEMPLATE, example_config, import_example_items
 

@@ -7,14 +7,14 @@ from __future__ import annotations
 
 import pytest
 
-from harness.emulator.knowledge import Knowledge
-from harness.errors import UserError
-from harness.prompts import (
+from contam.harness.emulator.knowledge import Knowledge
+from contam.harness.errors import UserError
+from contam.harness.prompts import (
     DEFAULT_SYSTEM_PROMPT, USER_TEMPLATE, QuestionPrompt, prompt_sha256, question_request,
     study_prompt,
 )
-from harness.store import Store
-from harness.text import sha256_text
+from contam.harness.store import Store
+from contam.harness.text import sha256_text
 from tests.runkit import Recorder, model_entry, run_inprocess, write_config
 from tests.ownitemskit import EXAMPLE, SYSTEM, TEMPLATE, example_config, import_example_items
 

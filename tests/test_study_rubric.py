@@ -9,11 +9,11 @@ import re
 
 import pytest
 
-from harness.prompts import prompt_sha256
-from harness.report.provenance import provenance
-from harness.store import Store
-from harness.text import sha256_text
-from metrics.judge import JUDGE_RUBRIC, missing_labels, rubric_sha256
+from contam.harness.prompts import prompt_sha256
+from contam.harness.report.provenance import provenance
+from contam.harness.store import Store
+from contam.harness.text import sha256_text
+from contam.metrics.judge import JUDGE_RUBRIC, missing_labels, rubric_sha256
 from tests.ownitemskit import EXAMPLE, SYSTEM, TEMPLATE, example_config, import_example_items
 
 RUBRIC = (EXAMPLE / "rubric.txt").read_text(encoding="utf-8")

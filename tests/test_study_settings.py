@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.config import load_config
-from harness.errors import UserError
-from harness.store.settings import recorded_study, study_settings
-from harness.study import DEFAULT_METRICS, StudySettings, settings_from_record
+from contam.harness.config import load_config
+from contam.harness.errors import UserError
+from contam.harness.store.settings import recorded_study, study_settings
+from contam.harness.study import DEFAULT_METRICS, StudySettings, settings_from_record
 
 STUDY = """
 [study]
@@ -88,7 +88,7 @@ def test_the_record_round_trips(tmp_path):
 
 
 def test_run_records_the_settings_and_they_are_read_back(tmp_path, emulator, keys):
-    from harness.store import Store
+    from contam.harness.store import Store
     from tests.runkit import model_entry, run_inprocess, write_config
 
     config_path = write_config(tmp_path, [model_entry("openai", emulator())], items=3)
@@ -115,7 +115,7 @@ def test_a_store_without_runs_has_the_defaults(store):
 
 
 def test_the_reports_default_contrast_is_the_studys_first_and_last_subset():
-    from harness.study import PAPER_CONTRAST, StudySettings
+    from contam.harness.study import PAPER_CONTRAST, StudySettings
 
     assert StudySettings().contrast() == PAPER_CONTRAST == ("official", "fan")
     assert StudySettings(subsets=("popular",)).contrast() == PAPER_CONTRAST  # one tier: no pair
@@ -132,6 +132,6 @@ def test_an_older_record_reads_back_with_todays_defaults_for_what_it_lacks():
 
 
 def test_the_record_holds_every_declared_key_and_nothing_else():
-    from harness.config_schema import fields_of
+    from contam.harness.config_schema import fields_of
 
     assert list(StudySettings().to_record()) == list(fields_of(StudySettings))

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.store import Store
+from contam.harness.store import Store
 from tests.walkthroughkit import ROOT, Walkthrough, bash_block, section
 
 DOCS = ROOT / "docs"

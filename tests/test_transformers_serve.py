@@ -22,11 +22,11 @@ import anyio
 import httpx
 import pytest
 
-from harness.config import ModelSpec
-from harness.jobs.demo import demo_items_path
-from harness.store import Store
-from providers.local import DEFAULT_LOCAL_MODEL, LocalProvider
-from providers.local_cache import find_converted
+from contam.harness.config import ModelSpec
+from contam.harness.jobs.demo import demo_items_path
+from contam.harness.store import Store
+from contam.providers.local import DEFAULT_LOCAL_MODEL, LocalProvider
+from contam.providers.local_cache import find_converted
 from tests.missing import skip_or_fail
 
 pytestmark = pytest.mark.slow

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import json
 
-from harness.report.probe_tsguess import build, section, tidy
-from harness.report.validation import build as build_validation
-from harness.report.validation import section as validation_section
-from harness.store import Store, utc_now
-from harness.store.plantings import record_planting
+from contam.harness.report.probe_tsguess import build, section, tidy
+from contam.harness.report.validation import build as build_validation
+from contam.harness.report.validation import section as validation_section
+from contam.harness.store import Store, utc_now
+from contam.harness.store.plantings import record_planting
 
 ITEMS = [f"i{n:02d}" for n in range(12)]
 ANSWER = "river quellan flows into the shallow lake marrowby"

@@ -12,10 +12,10 @@ import stat
 import pytest
 from starlette.testclient import TestClient
 
-from harness.errors import UserError
-from harness.store import Store
-from harness.view import create_app, view_options
-from harness.view.token import rater_token, stored_token
+from contam.harness.errors import UserError
+from contam.harness.store import Store
+from contam.harness.view import create_app, view_options
+from contam.harness.view.token import rater_token, stored_token
 from tests.viewkit import MODELS, TOKEN, build_view_store, view_client
 
 
@@ -111,7 +111,7 @@ def test_a_raters_link_labels_as_that_rater_and_no_one_else(path):
 
 
 def test_contam_view_prints_each_raters_own_link(path, monkeypatch):
-    from harness.view import app
+    from contam.harness.view import app
 
     printed: list[str] = []
 

@@ -9,10 +9,10 @@ import re
 import pytest
 from starlette.testclient import TestClient
 
-from harness.report import stats
-from harness.store import Store
-from harness.view import create_app, view_options
-from harness.view.queue import Share, order_key
+from contam.harness.report import stats
+from contam.harness.store import Store
+from contam.harness.view import create_app, view_options
+from contam.harness.view.queue import Share, order_key
 from tests.viewkit import JUDGE, MARKUP, MODELS, SUBSETS, TOKEN, build_view_store, report_page, view_client
 
 
@@ -246,9 +246,9 @@ def test_three_raters_get_fleiss_kappa(small):
 def test_the_agreement_page_and_the_report_agree_on_raters_pairs_and_fleiss(small):
     """Both leave the adjudicator out, build each pair's row alike, and take Fleiss' kappa over
     the cells every rater labelled (here none: c and d labelled half the cells each)."""
-    from harness.report.analysis import build_report
-    from harness.store.access import reading
-    from harness.view.agreement import agreement
+    from contam.harness.report.analysis import build_report
+    from contam.harness.store.access import reading
+    from contam.harness.view.agreement import agreement
 
     view_client(small)
     _store_labels(small, "a", lambda n: ("right", "wrong")[n % 2])
@@ -270,10 +270,10 @@ def test_the_agreement_page_and_the_report_agree_on_raters_pairs_and_fleiss(smal
 
 
 def test_the_agreement_page_is_computed_again_only_once_labels_change(small, monkeypatch):
-    from harness.view import agreement as module
+    from contam.harness.view import agreement as module
 
     calls = []
-    monkeypatch.setattr("harness.view.routes.agreement",
+    monkeypatch.setattr("contam.harness.view.routes.agreement",
                         lambda store: calls.append(1) or module.agreement(store))
     client = view_client(small)
     _store_labels(small, "a", lambda n: "right")
@@ -345,7 +345,7 @@ def test_live_progress_is_served_when_a_run_holds_the_store(path, monkeypatch):
     lanes = [{"model": "m", "done": 3, "total": 9, "failed": 0, "retries": 1, "rate_limited": 0,
               "in_flight": 2, "concurrency": 4, "rate_per_s": 1.5, "cooling_down_s": 0,
               "stopped": None}]
-    monkeypatch.setattr("harness.store.access.live_progress", lambda store: lanes)
+    monkeypatch.setattr("contam.harness.store.access.live_progress", lambda store: lanes)
     assert client.get("/api/progress").json() == {"models": lanes, "answers": answers}
     page = client.get("/").text
     assert 'id="live"' in page and f'data-answers="{answers}"' in page
@@ -406,8 +406,8 @@ def test_the_report_page_is_built_again_once_a_probe_has_scored(small):
 def test_everything_works_through_the_host_of_a_job_holding_the_store(path):
     """A job (here an in-process StoreHost over an open writer) holds the store: the view's
     reads, label and session writes and the live progress all go through its host."""
-    from harness.store.access import reading
-    from harness.store.host import StoreHost
+    from contam.harness.store.access import reading
+    from contam.harness.store.host import StoreHost
 
     view_client(path)  # migrated before the job takes the store
     lanes = [{"model": "m", "done": 1, "total": 4, "failed": 0, "retries": 0, "rate_limited": 2,
@@ -435,7 +435,7 @@ def test_everything_works_through_the_host_of_a_job_holding_the_store(path):
 
 
 def test_a_store_locked_by_a_process_that_serves_no_reads_is_a_one_line_503(path, monkeypatch):
-    from harness.store import store as store_module
+    from contam.harness.store import store as store_module
 
     from tests.holderkit import held_elsewhere
 
@@ -471,7 +471,7 @@ def test_every_api_error_is_a_json_body_with_a_4xx(path):
 
 
 def test_a_bug_behind_the_api_is_still_one_json_line(path, monkeypatch):
-    from harness.view.labelling import LabelDesk
+    from contam.harness.view.labelling import LabelDesk
 
     def broken(self, rater, cell_id):
         raise KeyError(rater)

@@ -14,9 +14,9 @@ import socket
 
 import pytest
 
-from harness.report import stats
-from harness.store import Store
-from harness.view.queue import order_key
+from contam.harness.report import stats
+from contam.harness.store import Store
+from contam.harness.view.queue import order_key
 from tests.browserkit import ViewServer, chromium
 from tests.viewkit import MARKUP, MODELS, SUBSETS, build_view_store
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness.store import Store
-from harness.view.queue import order_key
+from contam.harness.store import Store
+from contam.harness.view.queue import order_key
 from tests.browserkit import ViewServer
 from tests.viewkit import MODELS, SUBSETS, build_view_store
 

@@ -12,9 +12,9 @@ from contextlib import contextmanager
 
 import pytest
 
-from harness.engine.counters import LaneStats
-from harness.jobs.live import serving_reads
-from harness.store import Store, utc_now
+from contam.harness.engine.counters import LaneStats
+from contam.harness.jobs.live import serving_reads
+from contam.harness.store import Store, utc_now
 from tests.browserkit import ViewServer, axe_violations, chromium
 from tests.viewkit import MODELS, build_view_store
 

@@ -11,10 +11,10 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from harness.config_schema import METRIC_DISPLAY, metric_display
-from harness.report import stats
-from harness.store import Store, utc_now
-from harness.view import browse
+from contam.harness.config_schema import METRIC_DISPLAY, metric_display
+from contam.harness.report import stats
+from contam.harness.store import Store, utc_now
+from contam.harness.view import browse
 from tests.viewkit import JUDGE, MODELS, build_view_store, view_client
 
 STARTED = datetime(2026, 12, 3, 22, 41, 7, 123456)
@@ -69,8 +69,8 @@ def test_scores_are_named_as_the_browse_page_names_them(cell_page):
 
 
 def test_one_display_name_mapping_serves_browse_cell_and_report():
-    from harness.report.cells import METRICS
-    from harness.report.study_report import RULE_METRICS
+    from contam.harness.report.cells import METRICS
+    from contam.harness.report.study_report import RULE_METRICS
 
     for metric in ("bleu2", "bertscore_f1"):
         assert browse.COLUMNS[metric][0] == METRICS[metric] == metric_display(metric)
@@ -139,7 +139,7 @@ def test_the_settling_sentence_reads_plainly(agree_page):
 
 def test_times_and_intervals_read_the_same_through_a_job_s_host():
     """Through a running job's host a time arrives as ISO text, from the file as a datetime."""
-    from harness.view.formats import interval, when
+    from contam.harness.view.formats import interval, when
 
     assert when(STARTED) == when(STARTED.isoformat()) == "2026-12-03 22:41:07"
     assert when(None) == when("") == ""

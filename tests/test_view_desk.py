@@ -8,9 +8,9 @@ import re
 
 import pytest
 
-from harness.store import Store
-from harness.view.present import progress_text
-from harness.view.queue import BREAK_S, Progress, pace
+from contam.harness.store import Store
+from contam.harness.view.present import progress_text
+from contam.harness.view.queue import BREAK_S, Progress, pace
 from tests.viewkit import MODELS, build_view_store, view_client
 
 

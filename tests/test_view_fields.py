@@ -8,10 +8,10 @@ import re
 
 import pytest
 
-from harness.jobs.importing import import_file
-from harness.store import Store, utc_now
-from harness.store.access import reading
-from harness.view.browse import BrowseQuery, browse
+from contam.harness.jobs.importing import import_file
+from contam.harness.store import Store, utc_now
+from contam.harness.store.access import reading
+from contam.harness.view.browse import BrowseQuery, browse
 from tests.ownitemskit import EXAMPLE, MAP
 from tests.viewkit import view_client
 

@@ -13,8 +13,8 @@ import time
 
 import pytest
 
-from harness.store import Store
-from harness.store.wanted import ask_for, last_asked, wanted_path
+from contam.harness.store import Store
+from contam.harness.store.wanted import ask_for, last_asked, wanted_path
 from tests.holderkit import held_elsewhere
 from tests.viewkit import MODELS, build_view_store, view_client
 
@@ -45,7 +45,7 @@ def opens(monkeypatch):
 
 def test_the_view_answers_every_kind_of_request_without_opening_the_store_again(path, opens,
                                                                               monkeypatch):
-    from harness.view import gate as gate_module
+    from contam.harness.view import gate as gate_module
 
     monkeypatch.setattr(gate_module, "WRITE_HOLD_S", 600.0)  # a rater labelling steadily
     client = view_client(path)
@@ -72,7 +72,7 @@ def _read_elsewhere(path) -> subprocess.CompletedProcess:
 
 
 def test_a_users_own_read_only_client_reads_beside_an_idle_view(path, monkeypatch):
-    from harness.view import gate as gate_module
+    from contam.harness.view import gate as gate_module
 
     client = view_client(path)
     assert _gate(client).keeping_read_only
@@ -113,7 +113,7 @@ def test_after_the_job_the_view_keeps_the_store_again(path):
 
 def test_an_ask_not_yet_taken_back_keeps_the_view_off_the_store(path, monkeypatch):
     """Between the view letting go and the asker's next try, the view must not take it back."""
-    from harness.view import gate as gate_module
+    from contam.harness.view import gate as gate_module
 
     client = view_client(path)
     ask_for(path)  # someone asked and is about to open the store
@@ -134,7 +134,7 @@ def test_the_ask_is_a_private_file_and_a_planted_one_is_ignored(path, tmp_path):
 
 
 def test_browse_sorts_once_per_filter_until_a_table_grows(path, monkeypatch):
-    from harness.view import browse as browsing
+    from contam.harness.view import browse as browsing
 
     sorted_ = []
     real = browsing._order
@@ -157,7 +157,7 @@ def test_the_server_socket_sends_without_waiting_for_acknowledgements():
     body waits for the client's delayed ACK of its headers, 40 ms a request."""
     import socket
 
-    from harness.view.app import _listen
+    from contam.harness.view.app import _listen
 
     sock = _listen("127.0.0.1", 0)
     try:

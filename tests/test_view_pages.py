@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.store import Store, utc_now
-from harness.store.access import reading
-from harness.view.browse import PAGE_SIZE, BrowseQuery, browse
+from contam.harness.store import Store, utc_now
+from contam.harness.store.access import reading
+from contam.harness.view.browse import PAGE_SIZE, BrowseQuery, browse
 from tests.viewkit import JUDGE, MODELS, SUBSETS, build_view_store, view_client
 
 ROOT = Path(__file__).resolve().parents[1]

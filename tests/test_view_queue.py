@@ -1,4 +1,4 @@
-"""A rater's queue (harness.view.queue): the split among raters, the per-rater order, resume at the
+"""A rater's queue (contam.harness.view.queue): the split among raters, the per-rater order, resume at the
 first unlabelled cell, retractions, skips, blank answers, new answers arriving, and the follower
 that reads only what the store gained."""
 
@@ -8,10 +8,10 @@ import hashlib
 
 import pytest
 
-from harness.store import Store, utc_now
-from harness.store.access import reading
-from harness.view.follow import Follower
-from harness.view.queue import EligibleCells, RaterQueue, Share, order_key, share_hashes
+from contam.harness.store import Store, utc_now
+from contam.harness.store.access import reading
+from contam.harness.view.follow import Follower
+from contam.harness.view.queue import EligibleCells, RaterQueue, Share, order_key, share_hashes
 from tests.viewkit import MODELS, build_view_store
 
 KEYS = [(f"item{n}", model) for n in range(600) for model in ("m1", "m2")]

@@ -9,9 +9,9 @@ import re
 
 import pytest
 
-from harness.report.analysis import build_report
-from harness.store import Store
-from harness.view.reporting import rater_sides
+from contam.harness.report.analysis import build_report
+from contam.harness.store import Store
+from contam.harness.view.reporting import rater_sides
 from tests.viewkit import JUDGE, MODELS, SUBSETS, build_view_store, report_page, view_client
 
 CONTRAST = f"contrast={','.join(SUBSETS)}"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.store import Store, utc_now
+from contam.harness.store import Store, utc_now
 from tests.browserkit import ViewServer, axe_violations, chromium, require_browser
 from tests.test_view_report import CONTRAST, LINE, add_raters
 from tests.viewkit import build_view_store

@@ -1,5 +1,5 @@
 """Control and bidi characters in names (a model's, a file's, a replica's URL) reach the terminal as
-escapes, never as the characters themselves: one helper, harness.text.visible, the one `contam sql`
+escapes, never as the characters themselves: one helper, contam.harness.text.visible, the one `contam sql`
 uses, behind the live display, the plain lines, the summary, the log and every refusal line."""
 
 from __future__ import annotations
@@ -9,12 +9,12 @@ import io
 import pytest
 from rich.console import Console
 
-from harness.display import PlainProgress, RateMeter, plain_lines, render_table
-from harness.emulator.server import run_emulator
-from harness.engine.counters import LaneStats, ReplicaStats
-from harness.jobs import sql as sql_job
-from harness.logs import configure_logging
-from harness.text import visible
+from contam.harness.display import PlainProgress, RateMeter, plain_lines, render_table
+from contam.harness.emulator.server import run_emulator
+from contam.harness.engine.counters import LaneStats, ReplicaStats
+from contam.harness.jobs import sql as sql_job
+from contam.harness.logs import configure_logging
+from contam.harness.text import visible
 from tests.runkit import model_entry, run_inprocess, write_config
 from tests.test_progress import rendered
 
@@ -100,7 +100,7 @@ def test_an_import_summary_names_a_hostile_file_escaped(tmp_path, contam):
 
 def test_a_live_note_is_escaped_too():
     console = Console(file=io.StringIO(), force_terminal=True, width=100, color_system=None)
-    from harness.display import LiveProgress
+    from contam.harness.display import LiveProgress
 
     live = LiveProgress([hostile_lane()], console)
     live.note(HOSTILE)

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.labels import JUDGE_REPLIES, LABEL_NAMES, LABEL_SPELLINGS, LABELS
-from harness.provider_names import BATCH_PROVIDERS, PROVIDERS
-from harness.store.raters import ADJUDICATOR, HUMAN_RATER_SQL, JUDGE_RATER_SQL, judge_rater
+from contam.harness.labels import JUDGE_REPLIES, LABEL_NAMES, LABEL_SPELLINGS, LABELS
+from contam.harness.provider_names import BATCH_PROVIDERS, PROVIDERS
+from contam.harness.store.raters import ADJUDICATOR, HUMAN_RATER_SQL, JUDGE_RATER_SQL, judge_rater
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = [p for d in ("harness", "providers", "metrics", "scripts") for p in (ROOT / d).rglob("*.py")]
@@ -77,8 +77,8 @@ def test_the_judge_replies_are_the_display_names_and_every_spelling_lands_on_a_l
 
 
 def test_the_judge_parses_and_the_importer_folds_with_the_shared_vocabulary() -> None:
-    from harness.store.records import normalise_label
-    from metrics.judge import MalformedLabel, _LABEL_PATTERNS, parse_label
+    from contam.harness.store.records import normalise_label
+    from contam.metrics.judge import MalformedLabel, _LABEL_PATTERNS, parse_label
 
     assert [parse_label(name) for name in LABEL_NAMES.values()] == list(LABELS)
     assert set(_LABEL_PATTERNS) == set(JUDGE_REPLIES)
@@ -102,11 +102,11 @@ def test_the_raters_sql_picks_humans_and_judges(tmp_path: Path) -> None:
 
 
 def test_the_provider_tables_are_built_from_the_one_list_and_name_real_classes() -> None:
-    from harness.config import BATCH_PROVIDERS as config_batch
-    from harness.config_schema import PROVIDERS as schema_providers
-    from harness.engine.batch_lane import BATCH_PROVIDERS as lane_batch
-    from providers.batch import BATCH_PROTOCOLS
-    from providers.registry import PROVIDER_CLASSES
+    from contam.harness.config import BATCH_PROVIDERS as config_batch
+    from contam.harness.config_schema import PROVIDERS as schema_providers
+    from contam.harness.engine.batch_lane import BATCH_PROVIDERS as lane_batch
+    from contam.providers.batch import BATCH_PROTOCOLS
+    from contam.providers.registry import PROVIDER_CLASSES
 
     assert tuple(PROVIDER_CLASSES) == PROVIDERS == schema_providers
     assert tuple(BATCH_PROTOCOLS) == BATCH_PROVIDERS == config_batch and lane_batch == set(BATCH_PROVIDERS)

@@ -10,7 +10,7 @@ import tracemalloc
 import duckdb
 import pytest
 
-from harness.store.wire import ResultTooLarge, encode_result
+from contam.harness.store.wire import ResultTooLarge, encode_result
 
 ROW_BYTES = 100_000
 

@@ -18,12 +18,12 @@ import anyio
 import duckdb
 import pytest
 
-from harness.emulator.server import run_emulator
-from harness.emulator.settings import EmulatorSettings
-from harness.engine import writer as writer_module
-from harness.engine.writer import BatchWriter
-from harness.store import Store
-from harness.store.journal import Journal, journal_path
+from contam.harness.emulator.server import run_emulator
+from contam.harness.emulator.settings import EmulatorSettings
+from contam.harness.engine import writer as writer_module
+from contam.harness.engine.writer import BatchWriter
+from contam.harness.store import Store
+from contam.harness.store.journal import Journal, journal_path
 from tests.runkit import KEYS, model_entry, write_config
 from tests.test_journal import reply
 
@@ -194,11 +194,11 @@ def test_a_real_full_disk_mid_run_waits_for_space_and_then_goes_on(tmp_path, sma
     env = {**os.environ, "PYTHONPATH": str(root), **KEYS}
     with run_emulator(EmulatorSettings(latency_ms=20)) as emu:
         config = write_config(tmp_path, [model_entry("openai", emu, concurrency=2)], items=40)
-        subprocess.run([sys.executable, "-m", "harness.cli", "import", "items",
+        subprocess.run([sys.executable, "-m", "contam.harness.cli", "import", "items",
                         str(tmp_path / "items.csv"), "--store", str(store)], env=env, check=True,
                        capture_output=True)
         fill(small_tmpfs, leave=8 * 1024)
-        run = subprocess.Popen([sys.executable, "-m", "harness.cli", "run", str(config), "--store",
+        run = subprocess.Popen([sys.executable, "-m", "contam.harness.cli", "run", str(config), "--store",
                                 str(store), "--no-progress"], env=env, cwd=root, text=True,
                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         try:

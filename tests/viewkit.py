@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.store import Store, utc_now
+from contam.harness.store import Store, utc_now
 
 __all__ = ["MODELS", "SUBSETS", "JUDGE", "MARKUP", "TOKEN", "build_view_store", "view_client", "report_page"]
 
@@ -57,8 +57,8 @@ def view_client(path: Path, **options):
     ``options`` are view_options' (unblind, raters, overlap, seed)."""
     from starlette.testclient import TestClient
 
-    from harness.store.access import prepare
-    from harness.view import create_app, view_options
+    from contam.harness.store.access import prepare
+    from contam.harness.view import create_app, view_options
 
     prepare(path)
     client = TestClient(create_app(view_options(store=path, **options), TOKEN),

@@ -19,8 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.cli import build_parser, emulator_settings_from_args
-from harness.emulator.server import run_emulator
+from contam.harness.cli import build_parser, emulator_settings_from_args
+from contam.harness.emulator.server import run_emulator
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"

@@ -1,5 +1,5 @@
-"""`contam` subcommands. Thin: parse (:mod:`harness.cli.parser`), call one job
-(:mod:`harness.cli.handlers`), print (:mod:`harness.cli.output`), exit status.
+"""`contam` subcommands. Thin: parse (:mod:`contam.harness.cli.parser`), call one job
+(:mod:`contam.harness.cli.handlers`), print (:mod:`contam.harness.cli.output`), exit status.
 
 Each subcommand's work lives in its own module and is imported only when that subcommand runs,
 so `contam sql` never pays for importing torch, nor `contam --version` for DuckDB or pandas
@@ -12,10 +12,10 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from harness.cli.handlers import HANDLERS, emulator_settings_from_args
-from harness.cli.output import print_result, say
-from harness.cli.parser import EXAMPLES, OneLineParser, build_parser, parse_args
-from harness.errors import LinedError, UserError, first_line
+from contam.harness.cli.handlers import HANDLERS, emulator_settings_from_args
+from contam.harness.cli.output import print_result, say
+from contam.harness.cli.parser import EXAMPLES, OneLineParser, build_parser, parse_args
+from contam.harness.errors import LinedError, UserError, first_line
 
 __all__ = ["main", "build_parser", "parse_args", "print_result", "OneLineParser", "HANDLERS",
            "EXAMPLES", "emulator_settings_from_args"]
@@ -34,7 +34,7 @@ def _handle(args: argparse.Namespace) -> int:
     """The subcommand's handler; a user's mistake or a broken store as its one line, status 2."""
     import duckdb  # after parsing: --version and --help end there, without it
 
-    from harness.logs import configure_logging
+    from contam.harness.logs import configure_logging
 
     configure_logging(args.verbose)
     try:

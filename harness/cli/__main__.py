@@ -1,7 +1,7 @@
-"""`python -m harness.cli`: the `contam` console script."""
+"""`python -m contam.harness.cli`: the `contam` console script."""
 
 import sys
 
-from harness.cli import main
+from contam.harness.cli import main
 
 sys.exit(main())

@@ -1,6 +1,6 @@
-"""argparse arguments from declared options (:mod:`harness.declare`): each field of a command's
+"""argparse arguments from declared options (:mod:`contam.harness.declare`): each field of a command's
 options dataclass becomes its flag, with the destination of the field's name, so that
-:func:`harness.declare.from_args` reads the parsed line back into the dataclass."""
+:func:`contam.harness.declare.from_args` reads the parsed line back into the dataclass."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from dataclasses import MISSING, Field, dataclass
 from typing import Any
 
-from harness.declare import NOT_GIVEN, Flag, declared
+from contam.harness.declare import NOT_GIVEN, Flag, declared
 
 __all__ = ["add_options", "add_flag", "command_flags", "ShownFlag", "metavar_of", "parser_default"]
 

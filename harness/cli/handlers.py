@@ -13,26 +13,26 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from harness.cli.output import print_result, say, terminal_width
-from harness.declare import from_args
-from harness.emulator.options import EmulatorOptions
-from harness.errors import UserError
-from harness.jobs.options.bench import BenchOptions
-from harness.jobs.options.cost import CostOptions
-from harness.jobs.options.demo import DemoOptions
-from harness.jobs.options.init import InitOptions
-from harness.jobs.options.lane import JudgeOptions, ProbeOptions, RunOptions
-from harness.jobs.options.plant import PlantOptions
-from harness.jobs.options.report import ReportOptions
-from harness.jobs.options.score import ScoreOptions
-from harness.jobs.options.store_tools import BatchesOptions, ImportOptions, SqlOptions
-from harness.jobs.options.view import ViewOptions
+from contam.harness.cli.output import print_result, say, terminal_width
+from contam.harness.declare import from_args
+from contam.harness.emulator.options import EmulatorOptions
+from contam.harness.errors import UserError
+from contam.harness.jobs.options.bench import BenchOptions
+from contam.harness.jobs.options.cost import CostOptions
+from contam.harness.jobs.options.demo import DemoOptions
+from contam.harness.jobs.options.init import InitOptions
+from contam.harness.jobs.options.lane import JudgeOptions, ProbeOptions, RunOptions
+from contam.harness.jobs.options.plant import PlantOptions
+from contam.harness.jobs.options.report import ReportOptions
+from contam.harness.jobs.options.score import ScoreOptions
+from contam.harness.jobs.options.store_tools import BatchesOptions, ImportOptions, SqlOptions
+from contam.harness.jobs.options.view import ViewOptions
 
 __all__ = ["HANDLERS", "emulator_settings_from_args"]
 
 
 def _import(args: argparse.Namespace) -> int:
-    from harness.jobs.importing import import_path
+    from contam.harness.jobs.importing import import_path
 
     options = from_args(ImportOptions, args)
     say(import_path(args.kind, args.file, store=args.store, **asdict(options)).summary())
@@ -40,13 +40,13 @@ def _import(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from harness.jobs.run import run
+    from contam.harness.jobs.run import run
 
     return print_result(run(args.config, store=args.store, options=from_args(RunOptions, args)))
 
 
 def _probe(args: argparse.Namespace) -> int:
-    from harness.jobs.probe import probe
+    from contam.harness.jobs.probe import probe
 
     parameters = {name.removeprefix("param_"): value for name, value in vars(args).items()
                   if name.startswith("param_") and value is not None}
@@ -55,7 +55,7 @@ def _probe(args: argparse.Namespace) -> int:
 
 
 def _batches(args: argparse.Namespace) -> int:
-    from harness.jobs.batches import cancel_batch, list_batches
+    from contam.harness.jobs.batches import cancel_batch, list_batches
 
     if args.action == "cancel" and not args.job_id:
         raise UserError("contam batches cancel needs a job id (see `contam batches`)")
@@ -72,7 +72,7 @@ def _batches(args: argparse.Namespace) -> int:
 
 
 def _cost(args: argparse.Namespace) -> int:
-    from harness.jobs.cost import cost
+    from contam.harness.jobs.cost import cost
 
     for line in cost(store=args.store, options=from_args(CostOptions, args)).lines():
         say(line)
@@ -80,13 +80,13 @@ def _cost(args: argparse.Namespace) -> int:
 
 
 def _judge(args: argparse.Namespace) -> int:
-    from harness.jobs.judge import judge
+    from contam.harness.jobs.judge import judge
 
     return print_result(judge(args.config, store=args.store, options=from_args(JudgeOptions, args)))
 
 
 def _score(args: argparse.Namespace) -> int:
-    from harness.jobs.score import score
+    from contam.harness.jobs.score import score
 
     summaries = score(store=args.store, options=from_args(ScoreOptions, args))
     for summary in summaries:
@@ -99,7 +99,7 @@ def _score(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from harness.jobs.report import report
+    from contam.harness.jobs.report import report
 
     result = report(store=args.store, options=from_args(ReportOptions, args))
     if result.out is not None:
@@ -111,7 +111,7 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _sql(args: argparse.Namespace) -> int:
-    from harness.jobs.sql import print_sql
+    from contam.harness.jobs.sql import print_sql
 
     shown = from_args(SqlOptions, args)
     try:
@@ -127,13 +127,13 @@ def _sql(args: argparse.Namespace) -> int:
 
 
 def emulator_settings_from_args(args: argparse.Namespace) -> Any:
-    from harness.emulator.command import emulator_settings
+    from contam.harness.emulator.command import emulator_settings
 
     return emulator_settings(from_args(EmulatorOptions, args))
 
 
 def _emulator(args: argparse.Namespace) -> int:
-    from harness.emulator.command import banner, emulator_settings, serve_until_signal
+    from contam.harness.emulator.command import banner, emulator_settings, serve_until_signal
 
     options = from_args(EmulatorOptions, args)
     settings = emulator_settings(options)
@@ -143,8 +143,8 @@ def _emulator(args: argparse.Namespace) -> int:
 
 
 def _bench(args: argparse.Namespace) -> int:
-    from harness.jobs.bench import bench
-    from harness.jobs.bench_output import print_report
+    from contam.harness.jobs.bench import bench
+    from contam.harness.jobs.bench_output import print_report
 
     options = from_args(BenchOptions, args)
     result = bench(options)
@@ -153,7 +153,7 @@ def _bench(args: argparse.Namespace) -> int:
 
 
 def _view(args: argparse.Namespace) -> int:
-    from harness.view import serve
+    from contam.harness.view import serve
 
     options = from_args(ViewOptions, args, store=Path(args.store))
     serve(options, on_ready=lambda url: print(f"contam view: {url}", flush=True),
@@ -162,20 +162,20 @@ def _view(args: argparse.Namespace) -> int:
 
 
 def _init(args: argparse.Namespace) -> int:
-    from harness.jobs.init import init_study
+    from contam.harness.jobs.init import init_study
 
     say(init_study(args.folder, **asdict(from_args(InitOptions, args))).summary())
     return 0
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from harness.jobs.demo import demo
+    from contam.harness.jobs.demo import demo
 
     return demo(**asdict(from_args(DemoOptions, args)))
 
 
 def _plant(args: argparse.Namespace) -> int:
-    from harness.jobs.plant import plant
+    from contam.harness.jobs.plant import plant
 
     options = from_args(PlantOptions, args)
     for line in plant(args.config, store=args.store, options=options).lines:

@@ -8,7 +8,7 @@ import sys
 import textwrap
 from typing import Any, TextIO
 
-from harness.text import visible
+from contam.harness.text import visible
 
 __all__ = ["print_result", "say", "terminal_width"]
 

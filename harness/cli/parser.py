@@ -10,22 +10,22 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NoReturn
 
-from harness import __version__
-from harness.cli.flags import add_flag, add_options
-from harness.declare import Flag
-from harness.emulator.options import EmulatorOptions
-from harness.jobs.options.bench import BenchOptions
-from harness.jobs.options.cost import CostOptions
-from harness.jobs.options.demo import DemoOptions
-from harness.jobs.options.init import InitOptions
-from harness.jobs.options.lane import JudgeOptions, ProbeOptions, RunOptions
-from harness.jobs.options.plant import PlantOptions
-from harness.jobs.options.report import ReportOptions
-from harness.jobs.options.score import ScoreOptions
-from harness.jobs.options.store import store_flag
-from harness.jobs.options.store_tools import BatchesOptions, ImportOptions, SqlOptions
-from harness.jobs.options.view import ViewOptions
-from harness.text import visible
+from contam.harness import __version__
+from contam.harness.cli.flags import add_flag, add_options
+from contam.harness.declare import Flag
+from contam.harness.emulator.options import EmulatorOptions
+from contam.harness.jobs.options.bench import BenchOptions
+from contam.harness.jobs.options.cost import CostOptions
+from contam.harness.jobs.options.demo import DemoOptions
+from contam.harness.jobs.options.init import InitOptions
+from contam.harness.jobs.options.lane import JudgeOptions, ProbeOptions, RunOptions
+from contam.harness.jobs.options.plant import PlantOptions
+from contam.harness.jobs.options.report import ReportOptions
+from contam.harness.jobs.options.score import ScoreOptions
+from contam.harness.jobs.options.store import store_flag
+from contam.harness.jobs.options.store_tools import BatchesOptions, ImportOptions, SqlOptions
+from contam.harness.jobs.options.view import ViewOptions
+from contam.harness.text import visible
 
 __all__ = ["build_parser", "parse_args", "OneLineParser", "COMMANDS", "Command", "EXAMPLES",
            "TOP_DOCS", "DESCRIPTION", "CONFIG", "VERBOSE_HELP", "VERSION_HELP", "epilog"]
@@ -140,7 +140,7 @@ def epilog(example: str, docs: str) -> str:
 def _add_probe_kinds(probe: argparse.ArgumentParser, docs: str) -> None:
     """One subcommand per registered probe: a lane job's arguments, then the probe's own options
     (unset: None, so the job takes the spec's default)."""
-    from metrics.probe_registry import PROBES
+    from contam.metrics.probe_registry import PROBES
 
     kinds = probe.add_subparsers(dest="kind", required=True, metavar="KIND")
     for kind, spec in PROBES.items():

@@ -7,7 +7,7 @@ import sys
 import time
 from collections.abc import Callable
 
-from harness.display.figures import safe
+from contam.harness.display.figures import safe
 
 __all__ = ["BatchProgress"]
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from harness.display.rates import RateMeter
-from harness.engine.counters import LaneStats, ReplicaStats
-from harness.text import visible
+from contam.harness.display.rates import RateMeter
+from contam.harness.engine.counters import LaneStats, ReplicaStats
+from contam.harness.text import visible
 
 __all__ = ["safe", "rate_text", "rpm_text", "eta_text", "elapsed_text", "is_active",
            "nothing_to_do", "replica_line"]

@@ -9,11 +9,11 @@ from collections.abc import Sequence
 from rich.console import Console
 from rich.live import Live
 
-from harness.display.figures import safe
-from harness.display.plain import PlainProgress
-from harness.display.rates import RateMeter
-from harness.display.table import StyledLines, render_table
-from harness.engine.counters import LaneStats
+from contam.harness.display.figures import safe
+from contam.harness.display.plain import PlainProgress
+from contam.harness.display.rates import RateMeter
+from contam.harness.display.table import StyledLines, render_table
+from contam.harness.engine.counters import LaneStats
 
 __all__ = ["LiveProgress", "open_progress"]
 
@@ -26,7 +26,7 @@ class LiveProgress:
     Inside a running event loop (every command), the refresh is a callback on that loop, not
     rich's own refresh thread: a render takes ~5 ms of CPU whatever the load, and from a second
     thread the hand-overs of the GIL with the event loop doubled that and taxed every request
-    too (the same lesson as the writer's, see :mod:`harness.engine.writer`). Without a running loop it
+    too (the same lesson as the writer's, see :mod:`contam.harness.engine.writer`). Without a running loop it
     falls back to rich's thread.
     """
 

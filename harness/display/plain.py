@@ -8,11 +8,11 @@ import time
 from collections.abc import Sequence
 from typing import TextIO
 
-from harness.display.figures import (
+from contam.harness.display.figures import (
     elapsed_text, eta_text, is_active, nothing_to_do, rate_text, replica_line, rpm_text, safe,
 )
-from harness.display.rates import RateMeter
-from harness.engine.counters import LaneStats
+from contam.harness.display.rates import RateMeter
+from contam.harness.engine.counters import LaneStats
 
 __all__ = ["plain_lines", "PlainProgress"]
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from collections import deque
 
-from harness.engine.counters import LaneStats
+from contam.harness.engine.counters import LaneStats
 
 __all__ = ["RateMeter", "RPM_MIN_SPAN_S"]
 

@@ -1,6 +1,6 @@
 """What the emulator answers a generate call with, answer by answer: the test's responder, the
-knowledge's reply (:mod:`harness.emulator.knowledge`), else the stand-in
-(:func:`harness.emulator.settings.sampled_reply`), each cut at the call's output limit. A call
+knowledge's reply (:mod:`contam.harness.emulator.knowledge`), else the stand-in
+(:func:`contam.harness.emulator.settings.sampled_reply`), each cut at the call's output limit. A call
 asking for several answers (OpenAI ``n``, Gemini ``candidateCount``) gets that many, numbered as
 samples of its prompt."""
 
@@ -10,8 +10,8 @@ from collections import Counter
 from dataclasses import replace
 from typing import Any
 
-from harness.emulator.apis import Call, Completion
-from harness.emulator.settings import EmulatorSettings, sampled_reply
+from contam.harness.emulator.apis import Call, Completion
+from contam.harness.emulator.settings import EmulatorSettings, sampled_reply
 
 __all__ = ["Answerer"]
 

@@ -1,10 +1,10 @@
 """The API dialects the emulator speaks (OpenAI and Gemini here; Anthropic and Ollama in
-:mod:`harness.emulator.apis_single`, all four in :data:`harness.emulator.dialects.DIALECTS`): how
+:mod:`contam.harness.emulator.apis_single`, all four in :data:`contam.harness.emulator.dialects.DIALECTS`): how
 each reads a call and spells each answer.
 
 Every reply and error body here follows the provider's documented (and observed) shape closely
 enough that the official openai, anthropic, google-genai and ollama clients parse it. The
-emulator core (:mod:`harness.emulator.server`) decides *what* to answer; a :class:`Dialect` only
+emulator core (:mod:`contam.harness.emulator.server`) decides *what* to answer; a :class:`Dialect` only
 decides how that answer looks on the wire for its API.
 """
 

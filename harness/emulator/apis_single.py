@@ -1,5 +1,5 @@
 """The emulator's Anthropic Messages and Ollama generate dialects: the two APIs without a
-multi-sample field (a reply is one answer). Same contract as :mod:`harness.emulator.apis`."""
+multi-sample field (a reply is one answer). Same contract as :mod:`contam.harness.emulator.apis`."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from harness.emulator.apis import (
+from contam.harness.emulator.apis import (
     BadCall, Call, Canned, Completion, Dialect, Hint, bearer, json_reply, next_id, now_rfc3339,
     text_of,
 )

@@ -21,10 +21,10 @@ from typing import Any
 
 import orjson
 
-from harness.emulator.apis import BadCall, Canned, Dialect, json_reply
-from harness.emulator.dialects import DIALECTS
+from contam.harness.emulator.apis import BadCall, Canned, Dialect, json_reply
+from contam.harness.emulator.dialects import DIALECTS
 
-# The server's request record (harness.emulator.server.RecordedRequest: method, path, headers,
+# The server's request record (contam.harness.emulator.server.RecordedRequest: method, path, headers,
 # body, raw_body) and application; not imported, as the server imports this module.
 RecordedRequest = Any
 

@@ -8,13 +8,13 @@ import signal
 from collections.abc import Callable
 from typing import Any
 
-from harness.declare import flag_of, options_from
-from harness.emulator.dialects import DIALECTS
-from harness.emulator.knowledge import Knowledge
-from harness.emulator.options import EmulatorOptions
-from harness.emulator.server import serve
-from harness.emulator.settings import EmulatorSettings, parse_faults
-from harness.errors import UserError
+from contam.harness.declare import flag_of, options_from
+from contam.harness.emulator.dialects import DIALECTS
+from contam.harness.emulator.knowledge import Knowledge
+from contam.harness.emulator.options import EmulatorOptions
+from contam.harness.emulator.server import serve
+from contam.harness.emulator.settings import EmulatorSettings, parse_faults
+from contam.harness.errors import UserError
 
 __all__ = ["emulator_settings", "banner", "serve_until_signal"]
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from harness.emulator.apis import Dialect, GeminiDialect, OpenAIDialect
-from harness.emulator.apis_single import AnthropicDialect, OllamaDialect
+from contam.harness.emulator.apis import Dialect, GeminiDialect, OpenAIDialect
+from contam.harness.emulator.apis_single import AnthropicDialect, OllamaDialect
 
 __all__ = ["DIALECTS"]
 

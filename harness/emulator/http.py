@@ -1,6 +1,6 @@
 """The emulator's HTTP/1.1 server: asyncio streams and h11, keep-alive, one task per connection.
 
-h11 parses and frames; the application behind it (:mod:`harness.emulator.server`) decides every
+h11 parses and frames; the application behind it (:mod:`contam.harness.emulator.server`) decides every
 answer, or to reset or hang the connection instead.
 """
 
@@ -18,8 +18,8 @@ from urllib.parse import parse_qsl, urlsplit
 import h11
 import orjson
 
-from harness.emulator.apis import Canned
-from harness.emulator.settings import HANG, RESET, EmulatorSettings, RecordedRequest
+from contam.harness.emulator.apis import Canned
+from contam.harness.emulator.settings import HANG, RESET, EmulatorSettings, RecordedRequest
 
 __all__ = ["HTTPServer", "Unparseable"]
 

@@ -2,7 +2,7 @@
 (CSV or JSONL; extra columns allowed), with an optional numeric exposure column per item.
 
 A missing exposure column, or a value in it that is blank, not a number or not finite, is an
-:class:`~harness.errors.InputError` naming the file (and the line), before the emulator starts.
+:class:`~contam.harness.errors.InputError` naming the file (and the line), before the emulator starts.
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.errors import InputError
-from harness.store.record_file import KINDS, read_records
-from harness.store.records import Record
+from contam.harness.errors import InputError
+from contam.harness.store.record_file import KINDS, read_records
+from contam.harness.store.records import Record
 
 __all__ = ["KnownItem", "read_known_items"]
 

@@ -15,10 +15,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from harness.emulator.items import KnownItem, read_known_items
-from harness.emulator.settings import default_reply, is_judge_request, sampled_reply
-from harness.emulator.skill import exposure_weights, skill_for
-from metrics.probe_tsguess import STOP_WORDS
+from contam.harness.emulator.items import KnownItem, read_known_items
+from contam.harness.emulator.settings import default_reply, is_judge_request, sampled_reply
+from contam.harness.emulator.skill import exposure_weights, skill_for
+from contam.metrics.probe_tsguess import STOP_WORDS
 
 __all__ = ["KnownItem", "Knowledge", "PROFILES", "DOCUMENTED_SUBSETS"]
 
@@ -82,7 +82,7 @@ class Knowledge:
                   exposure: str | None = None) -> Knowledge:
         """An items file (CSV or JSONL, the ``contam import items`` columns and any others),
         validated as the importer validates it: a bad line is an
-        :class:`~harness.errors.InputError`; so is a missing or non-numeric ``exposure`` column."""
+        :class:`~contam.harness.errors.InputError`; so is a missing or non-numeric ``exposure`` column."""
         return cls(read_known_items(path, exposure), profile=profile, seed=seed,
                    documented=documented, exposure=exposure)
 
@@ -153,7 +153,7 @@ class Knowledge:
     # -- what this profile remembers -----------------------------------------------------------
 
     def weight(self, item: KnownItem) -> float:
-        """The item's documentation weight, 0 to 1 (:mod:`harness.emulator.skill`)."""
+        """The item's documentation weight, 0 to 1 (:mod:`contam.harness.emulator.skill`)."""
         weight = self._weight.get(item)
         if weight is None:  # an item given in another normal form, or not one of ours
             weight = self._weight.get(_nfc_item(item), float(item.subset in self.documented_subsets))

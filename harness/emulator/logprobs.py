@@ -1,5 +1,5 @@
 """vLLM's ``POST /v1/completions`` with prompt log-probabilities, as the emulator serves it (the
-min-k probe's wire, see :mod:`providers.openai_logprobs`).
+min-k probe's wire, see :mod:`contam.providers.openai_logprobs`).
 
 The reply has vLLM's shape: ``choices[0].prompt_logprobs`` holds, per prompt token, ``null`` for the
 first and then ``{token id: {"logprob", "rank", "decoded_token"}}`` with the prompt token and, for
@@ -31,8 +31,8 @@ import zlib
 from dataclasses import dataclass
 from typing import Any
 
-from harness.emulator.apis import BadCall, Call, Canned, OpenAIDialect, bearer, json_reply
-from harness.emulator.settings import ItemKnowledge, default_answer
+from contam.harness.emulator.apis import BadCall, Call, Canned, OpenAIDialect, bearer, json_reply
+from contam.harness.emulator.settings import ItemKnowledge, default_answer
 
 __all__ = ["CompletionsCall", "CompletionsDialect", "prompt_tokens", "token_logprob",
            "MEMORISED_SCALE", "UNSEEN_SCALE", "MAX_LOGPROBS"]

@@ -1,12 +1,12 @@
-"""`contam emulator`'s options, each field its flag (:mod:`harness.declare`). Light: the parser
+"""`contam emulator`'s options, each field its flag (:mod:`contam.harness.declare`). Light: the parser
 reads them without importing the server."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from harness.declare import option
-from harness.emulator.skill import EXPOSURE_HELP, SKILL_HELP  # text only: no server imported
+from contam.harness.declare import option
+from contam.harness.emulator.skill import EXPOSURE_HELP, SKILL_HELP  # text only: no server imported
 
 __all__ = ["EmulatorOptions"]
 

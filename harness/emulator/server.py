@@ -4,20 +4,20 @@ One asyncio server (HTTP/1.1 keep-alive parsed by h11, so hundreds of concurrent
 little) answers OpenAI ``/v1/chat/completions`` (and ``/v1/models``), Gemini
 ``/v1beta/models/{model}:generateContent``, Anthropic ``/v1/messages`` and Ollama ``/api/generate``
 (and ``/api/version``, ``/api/tags``, ``/api/show``) with each API's real reply and error shapes
-(:mod:`harness.emulator.apis`), the batch APIs of OpenAI, Anthropic and Gemini
-(:mod:`harness.emulator.batch`: a job time, failed and expired lines), and vLLM's ``/v1/completions``
-with prompt log-probabilities (:mod:`harness.emulator.logprobs`). :class:`EmulatorSettings` adds
+(:mod:`contam.harness.emulator.apis`), the batch APIs of OpenAI, Anthropic and Gemini
+(:mod:`contam.harness.emulator.batch`: a job time, failed and expired lines), and vLLM's ``/v1/completions``
+with prompt log-probabilities (:mod:`contam.harness.emulator.logprobs`). :class:`EmulatorSettings` adds
 what real servers do to clients: latency, an enforced requests-per-minute limit per (API, model)
 with each API's 429 hint, random faults, a per-day quota, a served-model substitution, key checks,
 and a ``script`` of exact outcomes for tests. Without a ``responder`` it answers questions
 with a reproducible stand-in and judge requests (told by their user text) with a bare
 label (:func:`default_reply`); with ``knowledge`` (``contam emulator --items``) it answers like a
-model that knows those items (:mod:`harness.emulator.knowledge`).
+model that knows those items (:mod:`contam.harness.emulator.knowledge`).
 
 In-process use: ``with run_emulator(EmulatorSettings(...)) as emu:`` serves from a background
 thread with its own event loop; ``emu.url`` is the address, ``emu.base_url("openai")`` a provider's
 ``base_url``, and ``emu.requests`` every request received. Command line: ``contam emulator``
-(:mod:`harness.emulator.command`).
+(:mod:`contam.harness.emulator.command`).
 """
 
 from __future__ import annotations
@@ -35,17 +35,17 @@ from datetime import datetime, timedelta, timezone
 from email.utils import format_datetime
 from typing import Any
 
-from harness.emulator.answers import Answerer
-from harness.emulator.apis import BadCall, Call, Canned, Dialect, Hint, json_reply
-from harness.emulator.dialects import DIALECTS
-from harness.emulator.batch import BatchServer
-from harness.emulator.http import HTTPServer, Unparseable
-from harness.emulator.logprobs import CompletionsDialect
-from harness.emulator.settings import (
+from contam.harness.emulator.answers import Answerer
+from contam.harness.emulator.apis import BadCall, Call, Canned, Dialect, Hint, json_reply
+from contam.harness.emulator.dialects import DIALECTS
+from contam.harness.emulator.batch import BatchServer
+from contam.harness.emulator.http import HTTPServer, Unparseable
+from contam.harness.emulator.logprobs import CompletionsDialect
+from contam.harness.emulator.settings import (
     HANG, RESET, EmulatorSettings, RecordedRequest, Step, default_answer, default_reply,
     judge_label, parse_faults, parse_step,
 )
-from providers.traits import route_of, traits_of
+from contam.providers.traits import route_of, traits_of
 
 __all__ = [
     "EmulatorSettings",

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from harness.emulator.apis import Canned
+    from contam.harness.emulator.apis import Canned
 
 __all__ = ["EmulatorSettings", "RecordedRequest", "Step", "parse_step", "parse_faults",
            "default_answer", "default_reply", "is_judge_request", "sampled_reply", "judge_label",
@@ -82,7 +82,7 @@ def default_answer(question: str) -> str:
     return f"Emulated answer {zlib.crc32(question.encode('utf-8')):08x}."
 
 
-# The judge request's user text (metrics.judge.judge_request); the reference comes first.
+# The judge request's user text (contam.metrics.judge.judge_request); the reference comes first.
 _JUDGE_USER = re.compile(r"\AReference answer: (?P<reference>.*?)\nAnswer to grade: (?P<answer>.*)\Z",
                          re.DOTALL)
 # Words too common to count as "sharing part of the reference" on their own.
@@ -133,7 +133,7 @@ def sampled_reply(system: str, user: str, *, temperature: float | None, sample: 
 
 class ItemKnowledge(Protocol):
     """What the emulator asks of its knowledge of a set of items
-    (:class:`harness.emulator.knowledge.Knowledge`, which imports this module)."""
+    (:class:`contam.harness.emulator.knowledge.Knowledge`, which imports this module)."""
 
     def item_for(self, text: str) -> Any: ...
 

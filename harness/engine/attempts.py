@@ -4,7 +4,7 @@ stamina when the error is retryable, and every attempt written as an ``attempts`
 
 :class:`LaneAttempts` is the half of a lane at work that runs once per request; the other half,
 the lane's life cycle (start-up, preflight of its replicas, stop, drain), is ``_LaneRun`` in
-:mod:`harness.engine.lanes`, which builds the state this half reads.
+:mod:`contam.harness.engine.lanes`, which builds the state this half reads.
 
 Speed: the per-request path holds one cancel scope, two flag checks and a non-yielding write;
 why each costs what it does is said where it is (``contam bench --emulator`` measures it).
@@ -21,9 +21,9 @@ import anyio
 import anyio.lowlevel
 import stamina
 
-from harness.config import ModelSpec
-from harness.engine.counters import LaneStats
-from harness.engine.failures import (
+from contam.harness.config import ModelSpec
+from contam.harness.engine.counters import LaneStats
+from contam.harness.engine.failures import (
     RETRY_WAIT_INITIAL,
     RETRY_WAIT_JITTER,
     RETRY_WAIT_MAX,
@@ -32,15 +32,15 @@ from harness.engine.failures import (
     failure_cause,
     retry_wait,
 )
-from harness.engine.limits import LaneLimits
-from harness.engine.pool import set_worker_slot
-from harness.engine.replicas import Replica, ReplicaSet
-from harness.engine.tasks import Accept, Task
-from harness.engine.writer import BatchWriter, Rows
-from harness.errors import cause_line
-from harness.store import utc_now
-from providers.base import Provider, ProviderError, RateLimited, Reply, Request, Timeout, redact
-from providers.registry import check_first_reply
+from contam.harness.engine.limits import LaneLimits
+from contam.harness.engine.pool import set_worker_slot
+from contam.harness.engine.replicas import Replica, ReplicaSet
+from contam.harness.engine.tasks import Accept, Task
+from contam.harness.engine.writer import BatchWriter, Rows
+from contam.harness.errors import cause_line
+from contam.harness.store import utc_now
+from contam.providers.base import Provider, ProviderError, RateLimited, Reply, Request, Timeout, redact
+from contam.providers.registry import check_first_reply
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +77,7 @@ class LaneAttempts:
         raise NotImplementedError
 
     async def _worker(self, slot: int) -> None:
-        set_worker_slot(slot)  # this worker's own connection (see harness.engine.pool)
+        set_worker_slot(slot)  # this worker's own connection (see contam.harness.engine.pool)
         for task in self._tasks:
             await self._ask(task)
 

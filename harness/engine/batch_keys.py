@@ -1,4 +1,4 @@
-"""How the batch lane (:mod:`harness.engine.batch_lane`) names and recognises its jobs and lines:
+"""How the batch lane (:mod:`contam.harness.engine.batch_lane`) names and recognises its jobs and lines:
 the tag a job carries at the provider, the custom id of each line, what a task asks (to tell
 whether an open job already asks it), and whether a job the store has no id for was created
 around the time one was submitted."""
@@ -8,8 +8,8 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from harness.engine.tasks import Task
-from providers.batch import JobState
+from contam.harness.engine.tasks import Task
+from contam.providers.batch import JobState
 
 __all__ = ["job_tag", "custom_id", "task_key", "created_near", "CREATION_WINDOW"]
 

@@ -15,19 +15,19 @@ import anyio
 import httpx
 import stamina
 
-from harness.config import ModelSpec
-from harness.engine.attempts import attempt_row
-from harness.engine.counters import LaneStats
-from harness.engine.failures import (
+from contam.harness.config import ModelSpec
+from contam.harness.engine.attempts import attempt_row
+from contam.harness.engine.counters import LaneStats
+from contam.harness.engine.failures import (
     RETRY_WAIT_INITIAL, RETRY_WAIT_JITTER, InternalError, failure_cause, retry_wait, stop_reason,
 )
-from harness.engine.tasks import Accept, Task
-from harness.engine.writer import BatchWriter, Rows
-from harness.errors import cause_line
-from harness.store import Store, utc_now
-from harness.store.batches import CLOSED_STATUSES, job_cells, known_job_ids, open_jobs
-from providers.base import ProviderError, Transient, redact
-from providers.batch import (
+from contam.harness.engine.tasks import Accept, Task
+from contam.harness.engine.writer import BatchWriter, Rows
+from contam.harness.errors import cause_line
+from contam.harness.store import Store, utc_now
+from contam.harness.store.batches import CLOSED_STATUSES, job_cells, known_job_ids, open_jobs
+from contam.providers.base import ProviderError, Transient, redact
+from contam.providers.batch import (
     BATCH_PROTOCOLS,
     BatchLine,
     BatchProtocol,
@@ -37,13 +37,13 @@ from providers.batch import (
     create_batch_protocol,
     split_lines,
 )
-from harness.engine.batch_keys import created_near, custom_id, job_tag, task_key
-from providers.registry import check_first_reply, create_provider
+from contam.harness.engine.batch_keys import created_near, custom_id, job_tag, task_key
+from contam.providers.registry import check_first_reply, create_provider
 
 __all__ = ["BatchOptions", "BatchLane", "BATCH_PROVIDERS", "uses_batch", "open_job_count",
            "job_tag"]
 
-BATCH_PROVIDERS = frozenset(BATCH_PROTOCOLS)  # derived from harness.provider_names
+BATCH_PROVIDERS = frozenset(BATCH_PROTOCOLS)  # derived from contam.harness.provider_names
 
 
 @dataclass(frozen=True, kw_only=True)

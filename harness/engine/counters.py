@@ -66,7 +66,7 @@ class LaneStats:
         return self.done / elapsed if elapsed > 0 else 0.0
 
     def progress(self, rate_per_s: float) -> dict[str, object]:
-        """The counters as ``harness.store.access.live_progress`` gives them, with the answers
+        """The counters as ``contam.harness.store.access.live_progress`` gives them, with the answers
         per second a display measured (``rate_per_s``)."""
         stopped = self.stopped or ("interrupted" if self.interrupted else None)
         return {"model": self.label, "done": self.done, "total": self.total,

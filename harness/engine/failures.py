@@ -1,10 +1,10 @@
 """How the engine names what went wrong: the reason a lane stopped, the cause a failed task is
 counted under, and which errors are retried after how long (stamina's backoff hook and its
-waits). Shared by the HTTP lanes (:mod:`harness.engine.lanes`) and the batch lane."""
+waits). Shared by the HTTP lanes (:mod:`contam.harness.engine.lanes`) and the batch lane."""
 
 from __future__ import annotations
 
-from providers.base import (
+from contam.providers.base import (
     BadKey,
     Fatal,
     MissingKey,

@@ -15,17 +15,17 @@ from collections.abc import Callable, Iterator, Sequence
 import anyio
 import httpx
 
-from harness.engine.attempts import LaneAttempts
-from harness.engine.collector import collector_tuned
-from harness.engine.counters import LaneStats
-from harness.engine.failures import RETRY_WAIT_INITIAL, RETRY_WAIT_MAX, stop_reason
-from harness.engine.limits import LaneLimits
-from harness.engine.pool import lane_client
-from harness.engine.replicas import Replica, ReplicaSet, none_left, preflight_all
-from harness.engine.tasks import Accept, Lane, ProviderFactory, Task
-from harness.engine.writer import BatchWriter
-from providers.base import ProviderError, redact
-from providers.registry import create_provider
+from contam.harness.engine.attempts import LaneAttempts
+from contam.harness.engine.collector import collector_tuned
+from contam.harness.engine.counters import LaneStats
+from contam.harness.engine.failures import RETRY_WAIT_INITIAL, RETRY_WAIT_MAX, stop_reason
+from contam.harness.engine.limits import LaneLimits
+from contam.harness.engine.pool import lane_client
+from contam.harness.engine.replicas import Replica, ReplicaSet, none_left, preflight_all
+from contam.harness.engine.tasks import Accept, Lane, ProviderFactory, Task
+from contam.harness.engine.writer import BatchWriter
+from contam.providers.base import ProviderError, redact
+from contam.providers.registry import create_provider
 
 log = logging.getLogger(__name__)
 
@@ -89,7 +89,7 @@ class Engine:
 
 class _LaneRun(LaneAttempts):
     """One lane at work: its limits, its counters and its workers (whose per-request path is
-    :class:`~harness.engine.attempts.LaneAttempts`)."""
+    :class:`~contam.harness.engine.attempts.LaneAttempts`)."""
 
     engine: Engine
 

@@ -26,8 +26,8 @@ import time
 import anyio
 from aiolimiter import AsyncLimiter
 
-from harness.config import ModelSpec
-from providers.base import Request
+from contam.harness.config import ModelSpec
+from contam.providers.base import Request
 
 __all__ = ["LaneLimits", "estimate_tokens", "bucket", "OUTPUT_TOKENS_GUESS", "CHARS_PER_TOKEN",
            "RATE_HEADROOM"]

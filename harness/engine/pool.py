@@ -6,7 +6,7 @@ each idle one on every request, O(connections x idle), which cost more than the 
 So each worker of a lane owns a pool of its own holding one keep-alive connection, and the lane's
 single client routes each request to the pool of the worker that sends it (a context variable the
 worker sets once). Providers still receive one ``httpx.AsyncClient`` per lane (a
-:class:`providers.lean.LeanClient`, which sends straight through this transport), connections are
+:class:`contam.providers.lean.LeanClient`, which sends straight through this transport), connections are
 still reused, and at most ``concurrency`` are open, as before.
 
 Proxies: httpx ignores ``HTTPS_PROXY`` and the like for a client given a transport of its own, so
@@ -21,8 +21,8 @@ from contextvars import ContextVar
 
 import httpx
 
-from providers.lean import LeanClient
-from providers.reach import environment_proxy
+from contam.providers.lean import LeanClient
+from contam.providers.reach import environment_proxy
 
 __all__ = ["WorkerPools", "lane_client", "set_worker_slot"]
 

@@ -1,6 +1,6 @@
 """The replicas of one lane: several servers of one model (``base_url = [...]``) behind one lane.
 
-The lane keeps its one rate limit and its one concurrency cap (:mod:`harness.engine.limits`, the
+The lane keeps its one rate limit and its one concurrency cap (:mod:`contam.harness.engine.limits`, the
 lane's workers); this module only decides where each admitted request goes: to the open replica
 with the fewest requests in flight. A replica that fails cools down alone while the others go on:
 for the server's hint when it gives one (a 429's ``Retry-After``), otherwise for its own
@@ -13,7 +13,7 @@ a failing server, as with one replica; waiting here as well stacked every task b
 replicas' growing backoffs (two replicas answering 500: 8 of 60 cells had failed after 88 s).
 
 A lane of one replica is the lane as it always was: a hint closes the lane's own gate (which holds
-back requests still waiting for a token, see :mod:`harness.engine.limits`), and the task's retry
+back requests still waiting for a token, see :mod:`contam.harness.engine.limits`), and the task's retry
 backoff is the only other wait.
 """
 
@@ -24,9 +24,9 @@ from collections.abc import Awaitable, Callable, Sequence
 
 import anyio
 
-from harness.engine.counters import ReplicaStats
-from harness.engine.limits import LaneLimits
-from providers.base import Provider, ProviderError, redact
+from contam.harness.engine.counters import ReplicaStats
+from contam.harness.engine.limits import LaneLimits
+from contam.providers.base import Provider, ProviderError, redact
 
 __all__ = ["Replica", "ReplicaSet", "preflight_all", "none_left"]
 

@@ -1,4 +1,4 @@
-"""What a caller hands the engine (:mod:`harness.engine.lanes`): lanes of :class:`Task` objects,
+"""What a caller hands the engine (:mod:`contam.harness.engine.lanes`): lanes of :class:`Task` objects,
 the ``accept`` hook that says what to keep from a reply, and how a provider is built."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from typing import Any
 
 import httpx
 
-from harness.config import ModelSpec
-from harness.engine.writer import Rows
-from providers.base import Provider, ProviderError, Reply, Request
+from contam.harness.config import ModelSpec
+from contam.harness.engine.writer import Rows
+from contam.providers.base import Provider, ProviderError, Reply, Request
 
 __all__ = ["Task", "Lane", "Accept", "ProviderFactory"]
 

@@ -23,9 +23,9 @@ import duckdb
 import anyio.lowlevel
 from anyio.abc import TaskGroup
 
-from harness.errors import first_line
-from harness.store.journal import Journal, Rows, journal_path, merge_writes, reply_key
-from harness.store import Store, insert_statement
+from contam.harness.errors import first_line
+from contam.harness.store.journal import Journal, Rows, journal_path, merge_writes, reply_key
+from contam.harness.store import Store, insert_statement
 
 __all__ = ["BatchWriter", "Rows", "insert_statements"]
 
@@ -282,6 +282,6 @@ def _write_failed(path: Any, exc: BaseException) -> str:
 
 
 def insert_statements(writes: Sequence[Rows]) -> list[tuple[str, list]]:
-    """One ``INSERT`` per table for a batch of writes (:func:`harness.store.insert_statement`),
+    """One ``INSERT`` per table for a batch of writes (:func:`contam.harness.store.insert_statement`),
     built apart from its execution (the drain task runs it)."""
     return [insert_statement(table, rows) for table, rows in merge_writes(writes).items() if rows]

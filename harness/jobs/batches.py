@@ -3,7 +3,7 @@
 The provider, base URL and key variable of a job come from the ``runs`` row of the run that
 submitted it (no config needed). ``--provider-jobs`` also lists the providers' jobs tagged by
 contam that the store does not know (one created in the instant before a kill; the next
-``contam run --batch`` adopts it by its tag). Each call returns a result object; ``harness.cli``
+``contam run --batch`` adopts it by its tag). Each call returns a result object; ``contam.harness.cli``
 prints it.
 """
 
@@ -19,15 +19,15 @@ import anyio
 import httpx
 import orjson
 
-from harness.config import ModelSpec
-from harness.declare import flag_of
-from harness.errors import UserError
-from harness.jobs.options.lane import RunOptions
-from harness.store import DEFAULT_STORE, Store, utc_now
-from harness.store.batches import known_job_ids
-from providers.base import ProviderError
-from providers.batch import BatchProtocol, JobState, create_batch_protocol
-from providers.registry import create_provider
+from contam.harness.config import ModelSpec
+from contam.harness.declare import flag_of
+from contam.harness.errors import UserError
+from contam.harness.jobs.options.lane import RunOptions
+from contam.harness.store import DEFAULT_STORE, Store, utc_now
+from contam.harness.store.batches import known_job_ids
+from contam.providers.base import ProviderError
+from contam.providers.batch import BatchProtocol, JobState, create_batch_protocol
+from contam.providers.registry import create_provider
 
 __all__ = ["list_batches", "cancel_batch", "BatchJobs", "CancelledJob", "job_lines"]
 

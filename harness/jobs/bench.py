@@ -4,14 +4,14 @@
 the engine ``contam run`` uses (buckets, cool-downs, retries, the batched DuckDB writer, the
 progress display) and reports per model: requests, answered, 429s, failed, wall seconds,
 requests per second, latency percentiles, retries, and the achieved RPM against the configured
-limit. A probe is an ordinary question request (:func:`harness.prompts.question_request`, R1/R2
+limit. A probe is an ordinary question request (:func:`contam.harness.prompts.question_request`, R1/R2
 by construction) with one fixed question. Its rows go to a bench store of their own (a temporary
 file unless ``--store``), never into a study's: a ``--store`` that holds items or non-bench runs
 is refused.
 
 ``contam bench --emulator`` does the same against a ``contam emulator`` child process, with one
 model per protocol (openai, gemini, anthropic, ollama), and then the floor
-(:mod:`harness.jobs.bench_floor`): a bare httpx loop sending the same requests at the same concurrency
+(:mod:`contam.harness.jobs.bench_floor`): a bare httpx loop sending the same requests at the same concurrency
 to the same server. It reports the CPU seconds per request of both (process CPU, every thread:
 the writer's DuckDB commits and the display included) and their ratio, and the wall time of both
 against the latency floor ``ceil(requests / concurrency) x latency``.
@@ -38,23 +38,23 @@ import anyio
 import numpy as np
 from rich.console import Console
 
-from harness.config import ModelSpec, load_config
-from harness.declare import flag_of
-from harness.engine.counters import LaneStats
-from harness.engine.lanes import Lane, Task
-from harness.engine.writer import Rows
-from harness.errors import UserError
-from harness.jobs.bench_floor import (
+from contam.harness.config import ModelSpec, load_config
+from contam.harness.declare import flag_of
+from contam.harness.engine.counters import LaneStats
+from contam.harness.engine.lanes import Lane, Task
+from contam.harness.engine.writer import Rows
+from contam.harness.errors import UserError
+from contam.harness.jobs.bench_floor import (
     BareResult, BareTarget, bare_loop, emulator_process, process_cpu_s,
 )
-from harness.jobs.lane_job import JobOptions, JobResult, new_run_id, run_lanes, run_row
-from harness.jobs.options.bench import BenchOptions
-from harness.jobs.run import answer_rows
-from harness.prompts import DEFAULT_SYSTEM_PROMPT, prompt_sha256, question_request
-from harness.store import Store
-from providers.base import Reply, Request
-from providers.registry import PROVIDER_CLASSES, create_provider
-from providers.traits import HTTP_PROVIDERS
+from contam.harness.jobs.lane_job import JobOptions, JobResult, new_run_id, run_lanes, run_row
+from contam.harness.jobs.options.bench import BenchOptions
+from contam.harness.jobs.run import answer_rows
+from contam.harness.prompts import DEFAULT_SYSTEM_PROMPT, prompt_sha256, question_request
+from contam.harness.store import Store
+from contam.providers.base import Reply, Request
+from contam.providers.registry import PROVIDER_CLASSES, create_provider
+from contam.providers.traits import HTTP_PROVIDERS
 
 __all__ = ["bench", "BenchOptions", "BenchResult", "BenchSettings", "EnginePhase", "run_engine_phase", "bench_emulator",
            "bench_config", "probe_request", "emulator_specs", "PROBE_TITLE", "PROBE_QUESTION",

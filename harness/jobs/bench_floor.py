@@ -18,9 +18,9 @@ from dataclasses import dataclass
 import httpx
 import orjson
 
-from harness.declare import flag_of
-from harness.emulator.options import EmulatorOptions
-from harness.engine.collector import collector_tuned
+from contam.harness.declare import flag_of
+from contam.harness.emulator.options import EmulatorOptions
+from contam.harness.engine.collector import collector_tuned
 
 __all__ = ["BareTarget", "BareResult", "bare_loop", "emulator_process", "EmulatorProcess",
            "process_cpu_s"]
@@ -92,7 +92,7 @@ def emulator_process(*, latency_ms: float, rpm: float | None = None,
     given = {"host": "127.0.0.1", "port": "0", "latency_ms": repr(latency_ms),
              "rpm": repr(rpm) if rpm else None, "slots": str(slots) if slots else None}
     # -P: a folder named like the package in the working directory must not shadow it
-    command = [sys.executable, "-P", "-m", "harness.cli", "emulator"]
+    command = [sys.executable, "-P", "-m", "contam.harness.cli", "emulator"]
     for name, value in given.items():
         command += [flag_of(EmulatorOptions, name), value] if value is not None else []
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)

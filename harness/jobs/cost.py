@@ -5,7 +5,7 @@ in currency units per million tokens, never built in: ``--price MODEL=INPUT,OUTP
 ``*`` for every model without its own). The batch price is ``--batch-discount`` (default 0.5, the
 discount the three batch APIs advertise) times the synchronous one. ``--items N`` scales each
 model's mean tokens per cell to N items (a study the size of the paper's: 400 items x 4 models,
-1,600 cells). :func:`cost` returns a :class:`CostResult`; ``harness.cli`` prints its lines.
+1,600 cells). :func:`cost` returns a :class:`CostResult`; ``contam.harness.cli`` prints its lines.
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.declare import flag_of
-from harness.errors import UserError
-from harness.jobs.options.cost import CostOptions, parse_price
-from harness.store import DEFAULT_STORE, Store
+from contam.harness.declare import flag_of
+from contam.harness.errors import UserError
+from contam.harness.jobs.options.cost import CostOptions, parse_price
+from contam.harness.store import DEFAULT_STORE, Store
 
 __all__ = ["cost", "CostOptions", "CostResult", "parse_price", "ModelCost", "model_costs"]
 

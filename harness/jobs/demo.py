@@ -11,7 +11,7 @@
 4. the report (JSON, Markdown, HTML) and its figures are written to ``OUT``.
 
 ``--probes`` adds, before the report, every contamination probe on two emulated models that know
-the demo items, a contaminated and a clean one (:mod:`harness.jobs.demo_probes`): the report then
+the demo items, a contaminated and a clean one (:mod:`contam.harness.jobs.demo_probes`): the report then
 has its probes section.
 
 There are no human or judge labels in the demo, so the report's accuracy sections are absent and
@@ -34,11 +34,11 @@ from pathlib import Path
 
 import anyio
 
-from harness.config import RunConfig, load_config
-from harness.errors import UserError
-from harness.jobs.demo_state import remember_report, unchanged_since_last_report
-from harness.prompts import DEFAULT_SYSTEM_PROMPT
-from harness.store import Store
+from contam.harness.config import RunConfig, load_config
+from contam.harness.errors import UserError
+from contam.harness.jobs.demo_state import remember_report, unchanged_since_last_report
+from contam.harness.prompts import DEFAULT_SYSTEM_PROMPT
+from contam.harness.store import Store
 
 __all__ = ["demo", "demo_items_path", "write_demo_config", "local_model_toml", "contam_command", "DEMO_MODEL_LABEL",
            "DEMO_MAX_NEW_TOKENS"]
@@ -76,11 +76,11 @@ def demo(out_dir: str = "runs/demo", *, no_progress: bool = False, probes: bool 
 def _score_and_report(store: Store, out: Path, config: RunConfig, *, no_progress: bool,
                       probes: bool) -> tuple[int, list[Path]]:
     """Score what is new, run the probes (``--probes``), write the report; remembered for the
-    next demo when all went well (:mod:`harness.jobs.demo_state`)."""
+    next demo when all went well (:mod:`contam.harness.jobs.demo_state`)."""
     status = 0
     _score(store, no_progress=no_progress)
     if probes:
-        from harness.jobs.demo_probes import demo_probes
+        from contam.harness.jobs.demo_probes import demo_probes
 
         status = demo_probes(store, demo_items_path(), config.system_prompt,
                              no_progress=no_progress)
@@ -103,7 +103,7 @@ def _out_dir(name: str) -> Path:
 
 def demo_items_path() -> Path:
     """The bundled items file (a real file: the package is installed unzipped)."""
-    return Path(str(resources.files("harness").joinpath("data/demo_items.csv")))
+    return Path(str(resources.files("contam.harness").joinpath("data/demo_items.csv")))
 
 
 def write_demo_config(out: Path) -> Path:
@@ -120,7 +120,7 @@ def write_demo_config(out: Path) -> Path:
 def local_model_toml() -> str:
     """The ``[[models]]`` table of the packaged local model, the one that runs with no key (the
     demo's model; ``contam init`` offers it, commented)."""
-    from providers.local import DEFAULT_LOCAL_MODEL
+    from contam.providers.local import DEFAULT_LOCAL_MODEL
 
     return _LOCAL_MODEL_TOML.format(name=json.dumps(DEMO_MODEL_LABEL),
                                     model=json.dumps(DEFAULT_LOCAL_MODEL),
@@ -150,7 +150,7 @@ params = {{ max_new_tokens = {max_new_tokens} }}   # a short answer: the 135M mo
 
 
 def _import_items(store: Store) -> None:
-    from harness.jobs.importing import import_file
+    from contam.harness.jobs.importing import import_file
 
     result = import_file(store, "items", demo_items_path())
     print(f"items: {result.read} bundled demo items, {result.added} new in the store")
@@ -159,8 +159,8 @@ def _import_items(store: Store) -> None:
 # -- answering --------------------------------------------------------------------------------------
 
 def _answer(store: Store, config: RunConfig, *, no_progress: bool) -> int:
-    from harness.jobs.run import RunOptions, execute_run
-    from harness.store.cells import count_unanswered
+    from contam.harness.jobs.run import RunOptions, execute_run
+    from contam.harness.store.cells import count_unanswered
 
     spec = config.models[0]
     pending = count_unanswered(store, spec.name, None)
@@ -181,8 +181,8 @@ def _answer(store: Store, config: RunConfig, *, no_progress: bool) -> int:
 def _loaded_provider(spec):
     """Load the weights before the run starts, so the display shows answering, not loading.
     (The engine's own preflight then finds them loaded and reports what was loaded.)"""
-    from providers.base import ProviderError
-    from providers.local import LocalProvider
+    from contam.providers.base import ProviderError
+    from contam.providers.local import LocalProvider
 
     print(f"model: loading {spec.model} (a few seconds; 20 s to a minute the first time, "
           "while it is converted) ...", flush=True)
@@ -200,8 +200,8 @@ def _score(store: Store, *, no_progress: bool) -> None:
     """BLEU-2, and BERTScore-F1 on the offline encoder at layer 5: bert-score ships no baseline
     for it, so the rescaling baseline is computed from shuffled pairs of this store (and reused
     by later runs; ``scores.params`` records which)."""
-    from harness.jobs.score import score_store
-    from metrics.bertscore import OFFLINE_ENCODER
+    from contam.harness.jobs.score import score_store
+    from contam.metrics.bertscore import OFFLINE_ENCODER
 
     summaries = score_store(store, ("bleu2", "bertscore"), bertscore_model=OFFLINE_ENCODER,
                             layer=5, progress=not no_progress and sys.stderr.isatty())
@@ -210,8 +210,8 @@ def _score(store: Store, *, no_progress: bool) -> None:
 
 
 def _report(store: Store, out: Path) -> list[Path]:
-    from harness.report.analysis import build_report
-    from harness.jobs.report import write_report
+    from contam.harness.report.analysis import build_report
+    from contam.harness.jobs.report import write_report
 
     return write_report(build_report(store), out)
 

@@ -1,6 +1,6 @@
-"""``contam demo --probes``: every registered probe (:data:`metrics.probe_registry.PROBES`) on two
+"""``contam demo --probes``: every registered probe (:data:`contam.metrics.probe_registry.PROBES`) on two
 emulated models that know the demo items, one ``contaminated`` and one ``clean``
-(:mod:`harness.emulator.knowledge`), into the demo's store, before the report is written.
+(:mod:`contam.harness.emulator.knowledge`), into the demo's store, before the report is written.
 
 Each model is served by an in-process loopback emulator of its own (the contaminated one speaks
 OpenAI's protocol, so cdd's samples go as ``n``; the clean one Gemini's, ``candidateCount``), so
@@ -20,15 +20,15 @@ from pathlib import Path
 
 import anyio
 
-from harness.config import ModelSpec, RunConfig
-from harness.emulator.knowledge import Knowledge
-from harness.emulator.server import EmulatorSettings, run_emulator
-from harness.jobs.lane_job import JobResult
-from harness.jobs.probe import ProbeOptions, execute_probe, make_probe
-from harness.jobs.probe_text import refusals
-from harness.store import Store
-from harness.store.probe_scores import probe_score_means
-from metrics.probe_registry import PROBES, TEXT_LOGPROBS
+from contam.harness.config import ModelSpec, RunConfig
+from contam.harness.emulator.knowledge import Knowledge
+from contam.harness.emulator.server import EmulatorSettings, run_emulator
+from contam.harness.jobs.lane_job import JobResult
+from contam.harness.jobs.probe import ProbeOptions, execute_probe, make_probe
+from contam.harness.jobs.probe_text import refusals
+from contam.harness.store import Store
+from contam.harness.store.probe_scores import probe_score_means
+from contam.metrics.probe_registry import PROBES, TEXT_LOGPROBS
 
 __all__ = ["demo_probes", "EMULATED_MODELS", "MIN_K_CLEAN", "KEY_ENV"]
 

@@ -15,9 +15,9 @@ from typing import Any
 
 import orjson
 
-from harness import __version__
-from harness.store import Store
-from harness.store.schema import TABLE_COLUMNS
+from contam.harness import __version__
+from contam.harness.store import Store
+from contam.harness.store.schema import TABLE_COLUMNS
 
 __all__ = ["unchanged_since_last_report", "remember_report"]
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.store import Store, utc_now
+from contam.harness.store import Store, utc_now
 
 __all__ = ["record_import"]
 

@@ -4,8 +4,8 @@ A file is imported in one transaction: either every new row lands or none does. 
 file twice adds nothing; a changed row for the same key becomes a newer row the views prefer.
 
 Memory stays flat however long the file: records stream from
-:class:`harness.store.record_file.RecordFile` (CSV, JSONL or Parquet, hashed as it is read) in
-chunks into a staging table inside that transaction (:mod:`harness.store.staging`), and the
+:class:`contam.harness.store.record_file.RecordFile` (CSV, JSONL or Parquet, hashed as it is read) in
+chunks into a staging table inside that transaction (:mod:`contam.harness.store.staging`), and the
 checks that need every row at once (duplicate keys, unknown items) and the final insert are SQL
 over that table, which DuckDB may spill to disk.
 """
@@ -19,16 +19,16 @@ from typing import Any
 
 import orjson
 
-from harness.errors import InputError
-from harness.jobs.import_log import record_import
-from harness.store.column_map import ColumnMap
-from harness.store.record_file import RecordFile, parse_column_map
-from harness.store.records import KINDS, Record, normalise_label
-from harness.store import DEFAULT_STORE, Store, utc_now
-from harness.store.staging import (
+from contam.harness.errors import InputError
+from contam.harness.jobs.import_log import record_import
+from contam.harness.store.column_map import ColumnMap
+from contam.harness.store.record_file import RecordFile, parse_column_map
+from contam.harness.store.records import KINDS, Record, normalise_label
+from contam.harness.store import DEFAULT_STORE, Store, utc_now
+from contam.harness.store.staging import (
     append_new_rows, first_duplicate, first_unknown_item, import_memory, name_import_run, stage,
 )
-from harness.text import normalise_answer
+from contam.harness.text import normalise_answer
 
 __all__ = ["ImportResult", "import_file", "import_path"]
 

@@ -1,8 +1,8 @@
 """``contam init DIR``: start a study folder with a ``study.toml`` naming every study key (each
-with a one-line comment, the paper's defaults shown; text from :mod:`harness.jobs.init_toml`),
+with a one-line comment, the paper's defaults shown; text from :mod:`contam.harness.jobs.init_toml`),
 the JSON Schema editors check it against, an ``items.csv`` of the header and two example rows,
 and a README with the next five commands. ``--items FILE`` writes the study of that file instead
-(no items.csv; :mod:`harness.jobs.init_plan`). It never overwrites: if any of the files is there
+(no items.csv; :mod:`contam.harness.jobs.init_plan`). It never overwrites: if any of the files is there
 already, nothing is written (the keys: ARCHITECTURE.md, "A study's settings").
 """
 
@@ -12,12 +12,12 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.config_reference import SCHEMA_FILE, SCHEMA_NAME
-from harness.declare import flag_of
-from harness.errors import UserError
-from harness.jobs.init_plan import StudyPlan, parse_metrics, plan_study
-from harness.jobs.init_toml import study_toml
-from harness.jobs.options.store_tools import ImportOptions
+from contam.harness.config_reference import SCHEMA_FILE, SCHEMA_NAME
+from contam.harness.declare import flag_of
+from contam.harness.errors import UserError
+from contam.harness.jobs.init_plan import StudyPlan, parse_metrics, plan_study
+from contam.harness.jobs.init_toml import study_toml
+from contam.harness.jobs.options.store_tools import ImportOptions
 
 __all__ = ["init_study", "StudyFolder", "ITEMS_CSV", "study_readme"]
 

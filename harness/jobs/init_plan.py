@@ -10,15 +10,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.config import DEFAULT_SYSTEM_PROMPT
-from harness.config_schema import METRIC_NAMES, did_you_mean
-from harness.declare import flag_of
-from harness.errors import UserError
-from harness.jobs.options.init import InitOptions
-from harness.study import DEFAULT_METRICS
-from harness.store.file_columns import FileColumn, file_columns
-from metrics.metric_registry import find_metric
-from metrics.probes import DEFAULT_DATASET
+from contam.harness.config import DEFAULT_SYSTEM_PROMPT
+from contam.harness.config_schema import METRIC_NAMES, did_you_mean
+from contam.harness.declare import flag_of
+from contam.harness.errors import UserError
+from contam.harness.jobs.options.init import InitOptions
+from contam.harness.study import DEFAULT_METRICS
+from contam.harness.store.file_columns import FileColumn, file_columns
+from contam.metrics.metric_registry import find_metric
+from contam.metrics.probes import DEFAULT_DATASET
 
 __all__ = ["StudyPlan", "ANSWER_ALONE_PROMPT", "plan_study", "system_prompt_for",
            "parse_metrics", "guess_map"]

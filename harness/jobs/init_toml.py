@@ -7,11 +7,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from harness.config_reference import SCHEMA_NAME
-from harness.jobs.demo import local_model_toml
-from harness.jobs.init_plan import ANSWER_ALONE_PROMPT, StudyPlan
-from harness.jobs.options.store import store_flag
-from harness.prompts import USER_TEMPLATE
+from contam.harness.config_reference import SCHEMA_NAME
+from contam.harness.jobs.demo import local_model_toml
+from contam.harness.jobs.init_plan import ANSWER_ALONE_PROMPT, StudyPlan
+from contam.harness.jobs.options.store import store_flag
+from contam.harness.prompts import USER_TEMPLATE
 
 __all__ = ["study_toml"]
 

@@ -12,23 +12,23 @@ from typing import Any
 
 import anyio
 
-from harness.config import ModelSpec, RunConfig, load_config
-from harness.engine.lanes import Lane, Task
-from harness.engine.writer import Rows
-from harness.errors import UserError
-from harness.jobs.live import serving_reads
-from harness.jobs.lane_job import (
+from contam.harness.config import ModelSpec, RunConfig, load_config
+from contam.harness.engine.lanes import Lane, Task
+from contam.harness.engine.writer import Rows
+from contam.harness.errors import UserError
+from contam.harness.jobs.live import serving_reads
+from contam.harness.jobs.lane_job import (
     NEEDS_A_FIX, JobOptions, JobResult, failure_lines, interrupted_line, new_run_id,
     recovered_lines, run_lanes, run_row,
 )
-from harness.store import DEFAULT_STORE, Store, utc_now
-from harness.store import raters
-from harness.store.cells import unjudged
-from harness.text import is_blank
-from metrics.judge import (
+from contam.harness.store import DEFAULT_STORE, Store, utc_now
+from contam.harness.store import raters
+from contam.harness.store.cells import unjudged
+from contam.harness.text import is_blank
+from contam.metrics.judge import (
     JUDGE_RUBRIC, MalformedLabel, judge_request, missing_labels, parse_label, rubric_sha256,
 )
-from providers.base import Reply
+from contam.providers.base import Reply
 
 __all__ = ["judge", "execute_judge", "JudgeResult", "JudgeCell", "judge_rater",
            "pending_cells", "summary_lines", "study_rubric", "BYPASS_SOURCE"]
@@ -84,7 +84,7 @@ class JudgeCell:
 def pending_cells(store: Store, rater: str, rubric: str,
                   models: Sequence[str] | None = None) -> list[JudgeCell]:
     """Cells without an up-to-date label from ``rater`` under ``rubric``, in item order (see
-    :func:`harness.store.cells.unjudged`)."""
+    :func:`contam.harness.store.cells.unjudged`)."""
     return [JudgeCell(*row) for row in unjudged(store, rater, rubric, models)]
 
 

@@ -1,7 +1,7 @@
 """The skeleton `contam run`, `contam probe` and `contam judge` share: (for run and probe, the
 config's models and the store opened by :func:`run_job`) lanes -> engine -> writer -> display ->
 summary -> exit status. A job describes its lanes and what to keep of a reply; this module runs
-them and hands back a :class:`JobResult`, which ``harness.cli`` prints. A run's batch lanes
+them and hands back a :class:`JobResult`, which ``contam.harness.cli`` prints. A run's batch lanes
 (``contam run --batch``) go through the same skeleton beside the engine's lanes."""
 
 from __future__ import annotations
@@ -20,21 +20,21 @@ import orjson
 from rich.console import Console
 from stamina.instrumentation import get_on_retry_hooks, set_on_retry_hooks
 
-from harness import __version__
-from harness.display import open_progress
-from harness.engine.batch_lane import BatchLane
-from harness.engine.counters import LaneStats
-from harness.engine.lanes import Accept, Engine, Lane
-from harness.config import ModelSpec, RunConfig, load_config
-from harness.engine.writer import BatchWriter
-from harness.errors import UserError
-from harness.jobs.live import serving_reads
-from harness.jobs.options.lane import JobOptions
-from harness.logs import run_log
-from harness.store import DEFAULT_STORE, Store, utc_now
-from harness.store.column_map import ColumnMap, parse_column_map
-from harness.store.records import KINDS
-from providers.registry import missing_key
+from contam.harness import __version__
+from contam.harness.display import open_progress
+from contam.harness.engine.batch_lane import BatchLane
+from contam.harness.engine.counters import LaneStats
+from contam.harness.engine.lanes import Accept, Engine, Lane
+from contam.harness.config import ModelSpec, RunConfig, load_config
+from contam.harness.engine.writer import BatchWriter
+from contam.harness.errors import UserError
+from contam.harness.jobs.live import serving_reads
+from contam.harness.jobs.options.lane import JobOptions
+from contam.harness.logs import run_log
+from contam.harness.store import DEFAULT_STORE, Store, utc_now
+from contam.harness.store.column_map import ColumnMap, parse_column_map
+from contam.harness.store.records import KINDS
+from contam.providers.registry import missing_key
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +51,7 @@ class JobResult:
     run_id: str
     stats: list[LaneStats] = field(default_factory=list)
     interrupted: int | None = None  # the signal that drained it
-    log_path: Path | None = None  # the run's log file (harness.logs), named in its last line
+    log_path: Path | None = None  # the run's log file (contam.harness.logs), named in its last line
     summary: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
 
@@ -187,7 +187,7 @@ def import_config_items(store: Store, config: RunConfig) -> list[str]:
     Returns the import's summary line."""
     lines = []
     if config.items is not None:
-        from harness.jobs.importing import import_file
+        from contam.harness.jobs.importing import import_file
 
         lines.append(import_file(store, "items", config.items,
                                  column_map=_items_map(config)).summary())

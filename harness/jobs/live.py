@@ -1,5 +1,5 @@
 """A long job serves its store to other processes while it holds it: reads, label appends and
-its live progress (the store host, :mod:`harness.store.host`; `contam sql`, `contam report` and
+its live progress (the store host, :mod:`contam.harness.store.host`; `contam sql`, `contam report` and
 `contam view` read through it).
 
 :func:`serving_reads` starts the host on the job's open store and hands back a
@@ -16,10 +16,10 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from harness.display import RateMeter
-from harness.engine.counters import LaneStats
-from harness.store import Store
-from harness.store.host import StoreHost
+from contam.harness.display import RateMeter
+from contam.harness.engine.counters import LaneStats
+from contam.harness.store import Store
+from contam.harness.store.host import StoreHost
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +50,7 @@ class LiveBoard:
 @contextmanager
 def serving_reads(store: Store, command: str) -> Iterator[LiveBoard]:
     """Serve ``store``'s reads while the block runs. From here on DuckDB in this process has
-    no file or network access of its own (see :mod:`harness.store.readonly`). A host that cannot
+    no file or network access of its own (see :mod:`contam.harness.store.readonly`). A host that cannot
     start is logged and the job goes on: readers are then told the store is busy."""
     board = LiveBoard()
     host = StoreHost(store, command=command, progress=board.rows)

@@ -5,7 +5,7 @@ Which items: a share of each subset (stratified), drawn by a generator seeded wi
 What it learns (``--format``): ``text`` is pre-training style, each item's min-k text (the study's
 ``[probes] text`` rule, else title, question and reference); ``qa`` is instruction-tuning style,
 the study's question in the model's chat template with the reference as the reply. How: a full
-fine-tune (:mod:`harness.jobs.plant_train`). What it leaves: ``planted:NEW`` in contam's model cache
+fine-tune (:mod:`contam.harness.jobs.plant_train`). What it leaves: ``planted:NEW`` in contam's model cache
 (``provider = "local"`` loads it), and a ``plantings`` row in the store. ``--epochs 1,3,10`` makes
 one model per dose, named ``NEW-e1``, ``NEW-e3``, ``NEW-e10``, from one run of 10 epochs. The same
 arguments again reuse the saved models (ARCHITECTURE.md, Where an addition goes).
@@ -21,22 +21,22 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.config import ModelSpec, RunConfig, load_config
-from harness.display import BatchProgress
-from harness.errors import UserError
-from harness.jobs.lane_job import import_config_items
-from harness.jobs.options.plant import (
+from contam.harness.config import ModelSpec, RunConfig, load_config
+from contam.harness.display import BatchProgress
+from contam.harness.errors import UserError
+from contam.harness.jobs.lane_job import import_config_items
+from contam.harness.jobs.options.plant import (
     DEFAULT_BATCH_SIZE, DEFAULT_LEARNING_RATE, DEFAULT_MAX_LENGTH, PlantOptions,
 )
-from harness.jobs.probe_work import probe_item
-from harness.jobs.run import run_prompt
-from harness.prompts import text_rule
-from harness.store import DEFAULT_STORE, Store
-from harness.store.cells import first_items, item_columns
-from harness.store.plantings import has_planting, record_planting
-from harness.store.store import utc_now
-from metrics.probe_mink import scored_text
-from metrics.probes import ProbeItem
+from contam.harness.jobs.probe_work import probe_item
+from contam.harness.jobs.run import run_prompt
+from contam.harness.prompts import text_rule
+from contam.harness.store import DEFAULT_STORE, Store
+from contam.harness.store.cells import first_items, item_columns
+from contam.harness.store.plantings import has_planting, record_planting
+from contam.harness.store.store import utc_now
+from contam.metrics.probe_mink import scored_text
+from contam.metrics.probes import ProbeItem
 
 __all__ = ["PlantOptions", "PlantResult", "plant", "dose_names", "choose_planted",
            "DEFAULT_LEARNING_RATE", "DEFAULT_BATCH_SIZE", "DEFAULT_MAX_LENGTH"]
@@ -62,7 +62,7 @@ def plant(config_path: str | Path, *, store: str | Path | None = None,
         planted = choose_planted(items, options.share, options.seed)
         texts = _training_texts(opened, config, planted, options.format)
     BatchProgress.note(f"plant {options.name}: loading torch and transformers")
-    from harness.jobs.plant_run import plant_doses  # torch and transformers load only here
+    from contam.harness.jobs.plant_run import plant_doses  # torch and transformers load only here
 
     ids = [item.item_id for item in planted]
     doses = plant_doses(spec, texts, options, dose_names(options.name, options.epochs),

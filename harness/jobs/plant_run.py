@@ -10,18 +10,18 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from harness.declare import flag_of
-from harness.jobs.options.plant import PlantOptions
-from harness.config import ModelSpec
-from harness.display import BatchProgress
-from harness.errors import UserError
-from harness.jobs.plant_train import (
+from contam.harness.declare import flag_of
+from contam.harness.jobs.options.plant import PlantOptions
+from contam.harness.config import ModelSpec
+from contam.harness.display import BatchProgress
+from contam.harness.errors import UserError
+from contam.harness.jobs.plant_train import (
     Example, TrainSettings, chat_example, library_versions, load_base, save_planted,
     sweep_abandoned, text_example, train,
 )
-from providers.base import Fatal
-from providers.local import transformers_folder
-from providers.local_cache import PLANTED_MARKER, PLANTED_PREFIX, finished_planting
+from contam.providers.base import Fatal
+from contam.providers.local import transformers_folder
+from contam.providers.local_cache import PLANTED_MARKER, PLANTED_PREFIX, finished_planting
 
 __all__ = ["plant_doses"]
 

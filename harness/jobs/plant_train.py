@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.store.discovery import pid_alive
-from providers.local_cache import PLANTED_MARKER, planted_dir, planted_root
-from providers.local_generate import torch_threads
+from contam.harness.store.discovery import pid_alive
+from contam.providers.local_cache import PLANTED_MARKER, planted_dir, planted_root
+from contam.providers.local_generate import torch_threads
 
 __all__ = ["TrainSettings", "Example", "text_example", "chat_example", "train", "save_planted",
            "load_base", "weights_sha256", "library_versions", "sweep_abandoned"]

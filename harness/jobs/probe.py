@@ -1,6 +1,6 @@
-"""``contam probe KIND CONFIG``: a contamination probe (``metrics.probe_registry.PROBES``) on every
+"""``contam probe KIND CONFIG``: a contamination probe (``contam.metrics.probe_registry.PROBES``) on every
 selected model, through the same engine as ``contam run``. A probe that runs on token
-log-probabilities (min-k) goes to :mod:`harness.jobs.probe_text`; the rest ask for completions:
+log-probabilities (min-k) goes to :mod:`contam.harness.jobs.probe_text`; the rest ask for completions:
 
 Each (item, model) cell asks the probe's prompts (cdd: one greedy answer and N samples); every
 completion is a ``probe_samples`` row of its own, keyed by (probe, params_sha256, item, model,
@@ -9,9 +9,9 @@ variant, sample), and what the probe makes of a cell is scored once all its samp
 and the run's ``runs`` row (kind ``probe``) names them too.
 
 Same lanes, rate limits, retries, stateless requests without tools, live display, SIGINT drain,
-exit codes and reply journal as ``contam run`` (:mod:`harness.jobs.lane_job`); ``--batch`` sends
+exit codes and reply journal as ``contam run`` (:mod:`contam.harness.jobs.lane_job`); ``--batch`` sends
 the same request bodies as provider batch jobs. Resume is by construction: the work of each model
-is the sample numbers it lacks (:func:`harness.store.cells.missing_samples`), so a killed probe
+is the sample numbers it lacks (:func:`contam.harness.store.cells.missing_samples`), so a killed probe
 asks exactly the missing samples when run again, and scores what it could not score before.
 """
 
@@ -22,26 +22,26 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.config import ModelSpec, RunConfig
-from harness.declare import flag_of
-from harness.engine.batch_lane import BatchLane
-from harness.engine.counters import LaneStats
-from harness.engine.lanes import Accept, Lane
-from harness.errors import UserError
-from harness.jobs.lane_job import (
+from contam.harness.config import ModelSpec, RunConfig
+from contam.harness.declare import flag_of
+from contam.harness.engine.batch_lane import BatchLane
+from contam.harness.engine.counters import LaneStats
+from contam.harness.engine.lanes import Accept, Lane
+from contam.harness.errors import UserError
+from contam.harness.jobs.lane_job import (
     JobOptions, JobResult, failure_lines, interrupted_line, new_run_id, run_job, run_lanes, run_row,
 )
-from harness.jobs.probe_text import execute_text_probe, refusals
-from harness.jobs.probe_work import (
+from contam.harness.jobs.probe_text import execute_text_probe, refusals
+from contam.harness.jobs.probe_work import (
     ProbePlan, ShortReplies, missing_count, parameter_flags, pending_count, pending_tasks,
     record_params, refusal, sample_rows, score_complete,
 )
-from harness.jobs.options.lane import ProbeOptions
-from harness.jobs.run import batch_mode, options_as, run_prompt, summary_lines
-from harness.prompts import USER_TEMPLATE
-from harness.store import Store
-from metrics.probe_registry import TEXT_LOGPROBS, ProbeContext, build_probe, probe_spec
-from metrics.probes import GenerationProbe, TextProbe
+from contam.harness.jobs.options.lane import ProbeOptions
+from contam.harness.jobs.run import batch_mode, options_as, run_prompt, summary_lines
+from contam.harness.prompts import USER_TEMPLATE
+from contam.harness.store import Store
+from contam.metrics.probe_registry import TEXT_LOGPROBS, ProbeContext, build_probe, probe_spec
+from contam.metrics.probes import GenerationProbe, TextProbe
 
 __all__ = ["probe", "execute_probe", "ProbeOptions", "ProbeResult", "make_probe"]
 
@@ -101,7 +101,7 @@ def probe(kind: str, config_path: str | Path, *, store: str | Path | None = None
 async def execute_probe(store: Store, config: RunConfig, specs: Sequence[ModelSpec],
                         built: GenerationProbe | TextProbe, options: JobOptions) -> JobResult:
     """The probe on an open store, as its spec says it runs: a text probe by
-    :func:`harness.jobs.probe_text.execute_text_probe`, the others by :func:`_execute_requests`."""
+    :func:`contam.harness.jobs.probe_text.execute_text_probe`, the others by :func:`_execute_requests`."""
     options = options_as(ProbeOptions, options)
     if probe_spec(built.kind).runs == TEXT_LOGPROBS:
         return await execute_text_probe(store, config, specs, built, options,

@@ -1,10 +1,10 @@
 """``contam probe KIND CONFIG`` for a probe that runs on token log-probabilities (``runs =
-TEXT_LOGPROBS`` in ``metrics.probe_registry``; min-k): each item's text scored under every selected
-model that gives them (:class:`metrics.probes.TextProbe`).
+TEXT_LOGPROBS`` in ``contam.metrics.probe_registry``; min-k): each item's text scored under every selected
+model that gives them (:class:`contam.metrics.probes.TextProbe`).
 
 Which models can: ``provider = "local"`` (one forward pass, the whole distribution) and OpenAI-
 compatible servers that return prompt log-probabilities (vLLM; each token's own only, see
-:mod:`providers.openai_logprobs`). Every other model is refused in one line before anything is
+:mod:`contam.providers.openai_logprobs`). Every other model is refused in one line before anything is
 sent (``Provider.text_logprobs_refusal``).
 
 It runs on the engine of ``contam run`` (lanes, limits, retries, the live display, the single
@@ -28,21 +28,21 @@ from typing import Any
 import httpx
 import orjson
 
-from harness.config import ModelSpec, RunConfig
-from harness.engine.lanes import Accept, Lane, Task
-from harness.engine.writer import Rows
-from harness.jobs.lane_job import (
+from contam.harness.config import ModelSpec, RunConfig
+from contam.harness.engine.lanes import Accept, Lane, Task
+from contam.harness.engine.writer import Rows
+from contam.harness.jobs.lane_job import (
     JobOptions, JobResult, failure_lines, interrupted_line, new_run_id, run_lanes, run_row,
 )
-from harness.jobs.probe_work import probe_item, record_params, sample_key, sample_row
-from harness.jobs.run import summary_lines
-from harness.prompts import text_rule
-from harness.store import Store
-from harness.store.cells import item_columns, unscored_items
-from harness.text import sha256_text
-from metrics.probes import ProbeItem, TextProbe, params_sha256
-from providers.base import Provider, Reply, Request, TextLogprobs
-from providers.registry import create_provider, provider_class
+from contam.harness.jobs.probe_work import probe_item, record_params, sample_key, sample_row
+from contam.harness.jobs.run import summary_lines
+from contam.harness.prompts import text_rule
+from contam.harness.store import Store
+from contam.harness.store.cells import item_columns, unscored_items
+from contam.harness.text import sha256_text
+from contam.metrics.probes import ProbeItem, TextProbe, params_sha256
+from contam.providers.base import Provider, Reply, Request, TextLogprobs
+from contam.providers.registry import create_provider, provider_class
 
 __all__ = ["execute_text_probe", "TextScorer", "ScoredReply", "refusals", "model_params",
            "pending_items"]

@@ -1,4 +1,4 @@
-"""What a probe asks and keeps, for :mod:`harness.jobs.probe`: its plan over the items in scope,
+"""What a probe asks and keeps, for :mod:`contam.harness.jobs.probe`: its plan over the items in scope,
 the requests each model still owes (exactly the missing samples), the ``probe_samples`` rows of a
 reply, and the ``probe_scores`` of every cell whose samples are all in.
 
@@ -22,16 +22,16 @@ from typing import Any
 
 import orjson
 
-from harness.config import ModelSpec
-from harness.engine.lanes import Lane, Task
-from harness.engine.writer import Rows
-from harness.store import Store, utc_now
-from harness.store.cells import Expected, complete_unscored, first_items, missing_samples, probe_texts
-from harness.text import normalise_answer, sha256_text
-from metrics.probes import GenerationProbe, ProbeItem, ProbePrompt, params_sha256
-from providers.base import Fatal, Reply, Request
-from providers.registry import provider_class
-from providers.traits import traits_of
+from contam.harness.config import ModelSpec
+from contam.harness.engine.lanes import Lane, Task
+from contam.harness.engine.writer import Rows
+from contam.harness.store import Store, utc_now
+from contam.harness.store.cells import Expected, complete_unscored, first_items, missing_samples, probe_texts
+from contam.harness.text import normalise_answer, sha256_text
+from contam.metrics.probes import GenerationProbe, ProbeItem, ProbePrompt, params_sha256
+from contam.providers.base import Fatal, Reply, Request
+from contam.providers.registry import provider_class
+from contam.providers.traits import traits_of
 
 __all__ = ["ProbePlan", "probe_item", "samples_per_request", "pending_tasks", "pending_count",
            "sample_rows", "sample_key", "sample_row", "score_complete", "record_params",
@@ -65,7 +65,7 @@ class ProbePlan:
 
 def probe_item(row: Sequence[str | None]) -> ProbeItem:
     """An item as a probe reads it, from an (item_id, title, subset, question, reference, extra)
-    row of :mod:`harness.store.cells`; a missing text is blank."""
+    row of :mod:`contam.harness.store.cells`; a missing text is blank."""
     item_id, title, subset, question, reference, extra = row
     return ProbeItem(item_id=item_id, title=title or "", subset=subset or "",
                      question=question or "", reference=reference or "",

@@ -13,14 +13,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.declare import flag_of, options_from
-from harness.errors import UserError
-from harness.jobs.options.report import ReportOptions
-from harness.report.analysis import build_report, parse_contrast
-from harness.report.output import render, report_json, write_files
-from harness.report.study_inputs import study_inputs
-from harness.store import DEFAULT_STORE
-from harness.store.access import reading
+from contam.harness.declare import flag_of, options_from
+from contam.harness.errors import UserError
+from contam.harness.jobs.options.report import ReportOptions
+from contam.harness.report.analysis import build_report, parse_contrast
+from contam.harness.report.output import render, report_json, write_files
+from contam.harness.report.study_inputs import study_inputs
+from contam.harness.store import DEFAULT_STORE
+from contam.harness.store.access import reading
 
 __all__ = ["report", "ReportOptions", "ReportResult", "write_report", "report_json", "default_out_dir", "render"]
 
@@ -39,7 +39,7 @@ def report(*, store: str | Path = DEFAULT_STORE, options: ReportOptions | None =
            **keywords: Any) -> ReportResult:
     """``contam report``: see the module docstring for where it writes; ``options`` (or its fields
     as keywords: ``out=``, ``format=``, ``correct=`` ...) are the command line's; ``correct``
-    overrides the study's ``[study] correct`` (:mod:`metrics.outcome`)."""
+    overrides the study's ``[study] correct`` (:mod:`contam.metrics.outcome`)."""
     o = options_from(ReportOptions, options, keywords)
     with reading(store) as opened:  # through the job holding the store, if one does
         built = build_report(opened, human=o.human, judge=o.judge, by=o.by, correct=o.correct,

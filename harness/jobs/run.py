@@ -16,22 +16,22 @@ from typing import Any, TypeVar
 
 import orjson
 
-from harness.config import ModelSpec, RunConfig
-from harness.engine.batch_lane import BatchLane, open_job_count, uses_batch
-from harness.engine.counters import LaneStats
-from harness.engine.lanes import Accept, Lane, Task
-from harness.engine.writer import Rows
-from harness.jobs.options.lane import RunOptions
-from harness.jobs.lane_job import (
+from contam.harness.config import ModelSpec, RunConfig
+from contam.harness.engine.batch_lane import BatchLane, open_job_count, uses_batch
+from contam.harness.engine.counters import LaneStats
+from contam.harness.engine.lanes import Accept, Lane, Task
+from contam.harness.engine.writer import Rows
+from contam.harness.jobs.options.lane import RunOptions
+from contam.harness.jobs.lane_job import (
     JobOptions, JobResult, SecondPass, failure_lines, interrupted_line, new_run_id, run_job,
     run_lanes, run_row, stopped_lines,
 )
-from harness.prompts import QuestionPrompt, study_prompt
-from harness.store import Store, utc_now
-from harness.store.cells import count_unanswered, item_columns, unanswered
-from harness.text import normalise_answer, visible
-from metrics.outcome import default_outcome, parse_outcome, prompt_mismatch
-from providers.base import Reply
+from contam.harness.prompts import QuestionPrompt, study_prompt
+from contam.harness.store import Store, utc_now
+from contam.harness.store.cells import count_unanswered, item_columns, unanswered
+from contam.harness.text import normalise_answer, visible
+from contam.metrics.outcome import default_outcome, parse_outcome, prompt_mismatch
+from contam.providers.base import Reply
 
 __all__ = ["run", "execute_run", "RunOptions", "options_as", "batch_mode",
            "pending_tasks", "summary_lines", "answer_rows"]
@@ -147,7 +147,7 @@ def _sync_fallback(store: Store, config: RunConfig, batch_lanes: Sequence[BatchL
 def pending_tasks(store: Store, spec: ModelSpec, prompt: QuestionPrompt,
                   limit: int | None) -> Iterator[Task]:
     """The unanswered cells of ``spec`` as tasks, lazily, in item order (see
-    :func:`harness.store.cells.unanswered`)."""
+    :func:`contam.harness.store.cells.unanswered`)."""
     for item_id, title, subset, question, extra in unanswered(store, spec.name, limit):
         values = {**orjson.loads(extra or "{}"), "title": title, "subset": subset,
                   "question": question}  # the item's own columns and nothing else (R1)

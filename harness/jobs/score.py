@@ -1,4 +1,4 @@
-"""`contam score`: every metric of :mod:`metrics.metric_registry` (BLEU-2, BERTScore-F1, the
+"""`contam score`: every metric of :mod:`contam.metrics.metric_registry` (BLEU-2, BERTScore-F1, the
 rule-based metrics) for every answer not yet scored with the same params. Without ``--metric`` it scores the study's
 ``[scoring] metrics`` (``--config FILE``'s, else the newest run's record, else BLEU-2 and BERTScore).
 
@@ -11,9 +11,9 @@ scored again. Rows are appended, never updated; ``latest_scores`` and ``cells`` 
 Blank answers get a NULL row without reaching any metric. An empty reference with a non-empty
 answer also gets a NULL row and is counted as flagged (flagged, never guessed).
 
-BERTScore scores the pairs still due in shards (:mod:`metrics.bertscore_shards`), one after
+BERTScore scores the pairs still due in shards (:mod:`contam.metrics.bertscore_shards`), one after
 another in this process or, with ``--ray``, on the actors of a Ray cluster
-(:mod:`harness.jobs.score_ray`); either way this process is the store's single writer and
+(:mod:`contam.harness.jobs.score_ray`); either way this process is the store's single writer and
 appends each shard as it is scored, so an interrupted pass resumes like any other.
 
 Python callers (the demo): :func:`score_store` does the whole pass and returns the summaries.
@@ -29,19 +29,19 @@ from typing import Any
 
 import orjson
 
-from harness.display import BatchProgress
-from harness.declare import flag_of, options_from
-from harness.errors import UserError
-from harness.jobs.live import serving_reads
-from harness.jobs.options.score import ScoreOptions
-from harness.jobs.score_ray import RayShards
-from harness.store import DEFAULT_STORE, Store, utc_now
-from harness.store.cells import DueCells, answered_cells, count_answered, unscored
-from harness.store.settings import study_settings
-from harness.study import StudySettings
-from harness.text import is_blank
-from metrics.bertscore_shards import DEFAULT_SHARD_PAIRS, LocalShards, make_scorer, reference_shards
-from metrics.metric_registry import DEFAULT_METRICS, METRICS, MODEL, MetricSpec, find_metric, resolve
+from contam.harness.display import BatchProgress
+from contam.harness.declare import flag_of, options_from
+from contam.harness.errors import UserError
+from contam.harness.jobs.live import serving_reads
+from contam.harness.jobs.options.score import ScoreOptions
+from contam.harness.jobs.score_ray import RayShards
+from contam.harness.store import DEFAULT_STORE, Store, utc_now
+from contam.harness.store.cells import DueCells, answered_cells, count_answered, unscored
+from contam.harness.store.settings import study_settings
+from contam.harness.study import StudySettings
+from contam.harness.text import is_blank
+from contam.metrics.bertscore_shards import DEFAULT_SHARD_PAIRS, LocalShards, make_scorer, reference_shards
+from contam.metrics.metric_registry import DEFAULT_METRICS, METRICS, MODEL, MetricSpec, find_metric, resolve
 
 __all__ = ["score", "ScoreOptions", "score_store", "MetricSummary"]
 
@@ -101,12 +101,12 @@ def score_store(store: Store, metrics: Iterable[str] | None = None, *,
                 **keywords: Any) -> list[MetricSummary]:
     """Score every cell of ``store`` not yet scored with the same params; return one summary per
     metric. ``metrics``: the registry's names or their --metric spellings
-    (:mod:`metrics.metric_registry`; default ``options.metrics``, else its default metrics);
+    (:mod:`contam.metrics.metric_registry`; default ``options.metrics``, else its default metrics);
     ``study`` gives the settings a metric's scorer takes; ``options`` (or its fields as
     ``keywords``) the BERTScore settings: ``baseline`` a bert-score baseline file (without one,
     bert-score's shipped file is used, else one computed from shuffled pairs of the store), ``idf``
     BERTScore's tokens weighted by idf over the references of the answered items
-    (:mod:`metrics.bertscore_idf`), ``ray`` BERTScore's shards sent to a Ray cluster's actors.
+    (:mod:`contam.metrics.bertscore_idf`), ``ray`` BERTScore's shards sent to a Ray cluster's actors.
     Everything that can be refused is refused before a row is written, except that a BERTScore
     model which cannot be had here (offline) does not stop the other metrics: its summary then
     carries the one-line ``error`` and nothing of it is written."""
@@ -149,7 +149,7 @@ def _check_contradictions(options: ScoreOptions) -> None:
 def _check_bertscore_options(options: ScoreOptions) -> None:
     """What the BERTScore pass would refuse (a layer; a device, precision or token budget, which
     need torch to check), refused even where there is nothing to score."""
-    from metrics.bertscore import resolve_encoder
+    from contam.metrics.bertscore import resolve_encoder
 
     encoder = resolve_encoder(options.bertscore_model, options.layer)
     if options.ray is None and (options.device or options.precision or options.token_budget is not None):
@@ -189,7 +189,7 @@ def _params_json(params: dict) -> str:
 
 def _pending(store: Store, metric: str, params: dict) -> list[_Cell]:
     """Cells without an up-to-date ``metric`` score under ``params`` (see
-    :func:`harness.store.cells.unscored`)."""
+    :func:`contam.harness.store.cells.unscored`)."""
     return [_Cell(*row) for row in unscored(store, metric, _params_json(params))]
 
 
@@ -260,7 +260,7 @@ class _BertScorePass:
     metric = next(name for name, spec in METRICS.items() if spec.kind == MODEL)
 
     def __init__(self, store: Store, cells: Sequence[_Cell], options: ScoreOptions) -> None:
-        from metrics.bertscore import EncoderUnavailable, resolve_encoder
+        from contam.metrics.bertscore import EncoderUnavailable, resolve_encoder
 
         self.total, self.shard_pairs, self.unavailable = len(cells), options.shard_pairs or DEFAULT_SHARD_PAIRS, None
         self.shards = None
@@ -348,9 +348,9 @@ def _surely_due(store: Store, cells: Sequence[_Cell], encoder) -> bool:
 
 def _locate(encoder) -> None:
     """Raise EncoderUnavailable where the model is neither a directory, nor cached, nor on a hub
-    that answers (metrics.bertscore_hub); nothing is imported or loaded for it."""
-    from metrics.bertscore import offline_hint
-    from metrics.bertscore_hub import locate_model
+    that answers (contam.metrics.bertscore_hub); nothing is imported or loaded for it."""
+    from contam.metrics.bertscore import offline_hint
+    from contam.metrics.bertscore_hub import locate_model
 
     locate_model(encoder.model_type, offline_hint())
 
@@ -390,7 +390,7 @@ def _scorable_pairs(cells: Sequence[_Cell]) -> list[tuple[str, str]]:
 def _choose_baseline(store: Store, scorer, cells: Sequence[_Cell], options: ScoreOptions):
     """The user's file, else bert-score's shipped file, else one computed earlier for this model
     and layer (reused so that every cell shares it), else one to compute from shuffled pairs."""
-    from metrics.bertscore import read_baseline, shipped_baseline, shuffled_pairs
+    from contam.metrics.bertscore import read_baseline, shipped_baseline, shuffled_pairs
 
     encoder = scorer.choice
     if not options.rescale:
@@ -409,7 +409,7 @@ def _choose_baseline(store: Store, scorer, cells: Sequence[_Cell], options: Scor
 
 def _earlier_computed_baseline(store: Store, scorer):
     """The newest baseline computed for the same model, layer and idf weights."""
-    from metrics.bertscore import Baseline
+    from contam.metrics.bertscore import Baseline
 
     encoder, idf = scorer.choice, scorer.params(None).get("idf_documents")
     rows = store.query(

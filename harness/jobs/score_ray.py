@@ -2,7 +2,7 @@
 
 Each actor holds the encoder, loaded once, on a GPU of its own (``num_gpus=1``; on a cluster
 without GPUs, CPU actors of ``cpus_per_actor`` cores each) and scores whole shards
-(:mod:`metrics.bertscore_shards`) with the same function as the single-process pass, so the
+(:mod:`contam.metrics.bertscore_shards`) with the same function as the single-process pass, so the
 numbers are the same, value for value. This process stays the store's single writer: it keeps
 every actor two shards ahead and hands each shard's F1 values back as soon as it comes in
 (``ray.wait``), so the pass appends them shard by shard and an interrupted pass resumes like any
@@ -20,12 +20,12 @@ import logging
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from harness.declare import flag_of
-from harness.errors import UserError, first_line
-from harness.jobs.options.score import LOCAL_RAY as LOCAL
-from harness.jobs.options.score import RayOptions, ScoreOptions
-from metrics.bertscore import Baseline, EncoderChoice
-from metrics.bertscore_shards import Pair, make_scorer, score_shard
+from contam.harness.declare import flag_of
+from contam.harness.errors import UserError, first_line
+from contam.harness.jobs.options.score import LOCAL_RAY as LOCAL
+from contam.harness.jobs.options.score import RayOptions, ScoreOptions
+from contam.metrics.bertscore import Baseline, EncoderChoice
+from contam.metrics.bertscore_shards import Pair, make_scorer, score_shard
 
 __all__ = ["RayOptions", "RayShards", "ShardScorer", "INSTALL_HINT", "LOCAL"]
 

@@ -3,8 +3,8 @@
 Read-only in every sense, not only for the store file: the query must parse as exactly one
 read-only statement, and it can read or write no other file (``COPY``, ``EXPORT``, ``ATTACH``,
 ``read_csv``, ``glob``) and reach no network (``INSTALL``). That holds whether the store is
-opened here or read through the job that holds it; :mod:`harness.store.readonly` says how.
-How the rows are written (streamed, the table capped): :mod:`harness.jobs.sql_output`.
+opened here or read through the job that holds it; :mod:`contam.harness.store.readonly` says how.
+How the rows are written (streamed, the table capped): :mod:`contam.harness.jobs.sql_output`.
 
 The command's query runs on a worker thread while the command's own thread only waits: Python
 delivers Ctrl-C to that waiting thread at once, wherever the worker is (opening the store,
@@ -25,12 +25,12 @@ from typing import Any, TextIO
 
 import duckdb
 
-from harness.declare import options_from
-from harness.errors import LinedError
-from harness.jobs.options.store_tools import SqlOptions
-from harness.jobs.sql_output import TABLE_ROWS, Printed, visible, write_rows
-from harness.store import DEFAULT_STORE
-from harness.store.access import Reader, reading
+from contam.harness.declare import options_from
+from contam.harness.errors import LinedError
+from contam.harness.jobs.options.store_tools import SqlOptions
+from contam.harness.jobs.sql_output import TABLE_ROWS, Printed, visible, write_rows
+from contam.harness.store import DEFAULT_STORE
+from contam.harness.store.access import Reader, reading
 
 __all__ = ["sql", "print_sql", "run_query", "visible", "QueryResult", "Printed", "TABLE_ROWS"]
 

@@ -16,9 +16,9 @@ from typing import Any, TextIO
 
 import orjson
 
-from harness.declare import flag_of
-from harness.jobs.options.store_tools import TABLE_ROWS, SqlOptions
-from harness.text import visible
+from contam.harness.declare import flag_of
+from contam.harness.jobs.options.store_tools import TABLE_ROWS, SqlOptions
+from contam.harness.text import visible
 
 __all__ = ["Printed", "write_rows", "TABLE_ROWS", "visible"]
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.report.format import is_missing
+from contam.harness.report.format import is_missing
 
 __all__ = ["absent", "core_sections", "has_regimes"]
 

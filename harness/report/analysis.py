@@ -1,9 +1,9 @@
 """Store -> the report object: the rater choice, every section assembled, and the notes.
 
-The sections come from :mod:`harness.report.labels` (what the human and judge labels say),
-:mod:`harness.report.surface` (what the surface metrics say), :mod:`harness.report.contamination`,
-:mod:`harness.report.provenance` and :mod:`harness.report.probes`, all over the (item, model) cells of
-:mod:`harness.report.cells` (SQL over the views for the counts, ``harness.report.stats`` for the rest).
+The sections come from :mod:`contam.harness.report.labels` (what the human and judge labels say),
+:mod:`contam.harness.report.surface` (what the surface metrics say), :mod:`contam.harness.report.contamination`,
+:mod:`contam.harness.report.provenance` and :mod:`contam.harness.report.probes`, all over the (item, model) cells of
+:mod:`contam.harness.report.cells` (SQL over the views for the counts, ``contam.harness.report.stats`` for the rest).
 
 Keys follow ARCHITECTURE.md's report contract exactly; everything beyond it sits under extra keys
 (``regimes``, ``mcnemar``, ``cmh``, ``logistic``, ``inter_annotator``, ``abstention``, ``missing``,
@@ -17,17 +17,17 @@ from typing import Any
 
 import pandas as pd
 
-from harness import __version__
-from harness.errors import UserError
-from harness.report import contamination, labels, probes, provenance, study_parts, study_report, surface
-from harness.report import absent, validation
-from harness.report.cells import LABELS, METRICS, Cells
-from harness.report.contrast_choice import NO_SUBSETS, choose_contrast
-from harness.report.study_inputs import StudyInputs
-from harness.store import Store, utc_now
-from harness.store.raters import HUMAN_RATER_SQL, JUDGE_RATER_SQL
-from harness.study import PAPER_CONTRAST
-from metrics.outcome import Outcome, default_outcome, parse_outcome
+from contam.harness import __version__
+from contam.harness.errors import UserError
+from contam.harness.report import contamination, labels, probes, provenance, study_parts, study_report, surface
+from contam.harness.report import absent, validation
+from contam.harness.report.cells import LABELS, METRICS, Cells
+from contam.harness.report.contrast_choice import NO_SUBSETS, choose_contrast
+from contam.harness.report.study_inputs import StudyInputs
+from contam.harness.store import Store, utc_now
+from contam.harness.store.raters import HUMAN_RATER_SQL, JUDGE_RATER_SQL
+from contam.harness.study import PAPER_CONTRAST
+from contam.metrics.outcome import Outcome, default_outcome, parse_outcome
 
 __all__ = ["build_report", "parse_contrast", "figure_regime", "LABELS", "METRICS"]
 
@@ -39,12 +39,12 @@ def build_report(store: Store, *, contrast: tuple[str, str] | None = None,
                  study: StudyInputs | None = None, by: str | None = None,
                  correct: str | None = None) -> dict[str, Any]:
     """Everything `contam report` prints, as one JSON-ready dict (see ARCHITECTURE.md, The report);
-    ``study``: the settings of the study sections (:mod:`harness.report.study_parts`); ``by``: an
-    item column to break accuracy down by (:mod:`harness.report.study_report`); ``contrast``:
+    ``study``: the settings of the study sections (:mod:`contam.harness.report.study_parts`); ``by``: an
+    item column to break accuracy down by (:mod:`contam.harness.report.study_report`); ``contrast``:
     documented,undocumented subsets, else the report's own choice
-    (:mod:`harness.report.contrast_choice`), which may be none: then no contrast section is built;
-    ``correct``: what makes an answer correct (``--correct``, :mod:`metrics.outcome`), by default
-    the study's ``[study] correct``, else :func:`metrics.outcome.default_outcome`."""
+    (:mod:`contam.harness.report.contrast_choice`), which may be none: then no contrast section is built;
+    ``correct``: what makes an answer correct (``--correct``, :mod:`contam.metrics.outcome`), by default
+    the study's ``[study] correct``, else :func:`contam.metrics.outcome.default_outcome`."""
     _require_data(store)
     study = study or StudyInputs()
     outcome = _outcome(store, correct, study.settings)  # a refused --correct before anything else

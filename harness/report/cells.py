@@ -18,12 +18,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from harness.config_schema import METRIC_DISPLAY
-from harness.labels import LABELS
-from harness.report import stats
-from harness.store import Store
-from metrics.metric_registry import DEFAULT_METRICS
-from metrics.outcome import Outcome
+from contam.harness.config_schema import METRIC_DISPLAY
+from contam.harness.labels import LABELS
+from contam.harness.report import stats
+from contam.harness.store import Store
+from contam.metrics.metric_registry import DEFAULT_METRICS
+from contam.metrics.outcome import Outcome
 
 __all__ = ["LABELS", "METRICS", "Cells", "sort_value", "nan_if_none", "nan_if_infinite", "mean",
            "share", "ratio", "json_ratio", "plain", "subset_rank", "contrast_2x2"]
@@ -67,7 +67,7 @@ FROM rated
 class Cells:
     """The effective-label cells as a CTE, queried with GROUP BY for every count.
 
-    ``outcome`` (:mod:`metrics.outcome`) says what a right answer is. Under labels the ``human``
+    ``outcome`` (:mod:`contam.metrics.outcome`) says what a right answer is. Under labels the ``human``
     column is the human rater's label; under a metric it is that metric's call, 'right' or
     'wrong' (NULL where it did not score), and every section that counts right answers reads it
     so: this is the one place a metric's value becomes right or wrong. ``judge`` stays the judge's."""

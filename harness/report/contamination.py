@@ -9,7 +9,7 @@ Two answers, both statsmodels:
   Breslow–Day test that every model has the same odds ratio, with Tarone's correction (the usual
   companion of the MH estimator: without it the statistic is not χ² under the null when the MH
   estimate is plugged in) (``StratifiedTable``).
-* ``logistic`` (:mod:`harness.report.logistic`): ``right ~ subset * model`` with item-clustered
+* ``logistic`` (:mod:`contam.harness.report.logistic`): ``right ~ subset * model`` with item-clustered
   standard errors.
 
 Every tail is a survival function (``chi2.sf``): statsmodels' own p-values are ``1 - cdf`` and
@@ -29,9 +29,9 @@ from typing import Any
 import numpy as np
 from statsmodels.stats.contingency_tables import StratifiedTable
 
-from harness.report import stats
-from harness.report.cells import nan_if_infinite
-from harness.report.logistic import logistic
+from contam.harness.report import stats
+from contam.harness.report.cells import nan_if_infinite
+from contam.harness.report.logistic import logistic
 
 __all__ = ["cmh", "logistic", "CMH_METHODS"]
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from harness.errors import UserError
-from harness.study import PAPER_CONTRAST
+from contam.harness.errors import UserError
+from contam.harness.study import PAPER_CONTRAST
 
 __all__ = ["ContrastChoice", "choose_contrast", "NO_SUBSETS"]
 

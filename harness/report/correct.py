@@ -1,7 +1,7 @@
 """Which (item, model) cells were answered correctly, for the study sections (exposure, cut-off,
-tiers), under the study's outcome (:mod:`metrics.outcome`). With labels: the human rater's label
+tiers), under the study's outcome (:mod:`contam.metrics.outcome`). With labels: the human rater's label
 where there is one, else the judge's; with a metric: its right/wrong call, which
-:class:`harness.report.cells.Cells` puts in the cells' ``human`` column (the one place that turns
+:class:`contam.harness.report.cells.Cells` puts in the cells' ``human`` column (the one place that turns
 a value into right or wrong). Either way the report's missing-data rule holds (an empty answer,
 or an item never answered, is wrong), and "correct" is strict: a partially right answer is not.
 Each cell says where its call came from, so a section can state how many cells each source gave.
@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from metrics.outcome import Outcome
+from contam.metrics.outcome import Outcome
 
 __all__ = ["SOURCES", "METRIC_SOURCES", "correct_cells", "source_counts", "source_sentence",
            "names_outcome", "correct_heading"]
@@ -26,7 +26,7 @@ METRIC_SOURCES = ("scored", "unanswered")
 
 
 def correct_cells(frame: pd.DataFrame, outcome: Outcome | None = None) -> pd.DataFrame:
-    """The cells (:meth:`harness.report.cells.Cells.frame`) that have a call, with ``correct``
+    """The cells (:meth:`contam.harness.report.cells.Cells.frame`) that have a call, with ``correct``
     (0/1) and ``source`` (one of :data:`SOURCES`, or :data:`METRIC_SOURCES` under a metric); an
     answered cell without one (no label; not scored) is left out. Under a metric the judge never
     stands in."""

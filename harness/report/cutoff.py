@@ -3,9 +3,9 @@ model's ``[[models]] cutoff`` its training cut-off): per model, accuracy on the 
 or before the cut-off (the model could have read about them) against those released after it,
 the time-based design. Each side has its Wilson interval; the difference (before − after) its
 Newcombe interval; Fisher's exact test and the odds ratio come from the report's one 2×2 helper
-(:func:`harness.report.cells.contrast_2x2`), Holm-adjusted across models like the gap table.
+(:func:`contam.harness.report.cells.contrast_2x2`), Holm-adjusted across models like the gap table.
 
-"Correct" is :mod:`harness.report.correct`'s rule.
+"Correct" is :mod:`contam.harness.report.correct`'s rule.
 """
 
 from __future__ import annotations
@@ -15,12 +15,12 @@ from typing import Any
 
 import pandas as pd
 
-from harness.report import stats
-from harness.report.cells import contrast_2x2, nan_if_none
-from harness.report.correct import correct_cells, source_counts
-from metrics.outcome import Outcome
-from harness.report.format import plural
-from harness.report.item_fields import date_column
+from contam.harness.report import stats
+from contam.harness.report.cells import contrast_2x2, nan_if_none
+from contam.harness.report.correct import correct_cells, source_counts
+from contam.metrics.outcome import Outcome
+from contam.harness.report.format import plural
+from contam.harness.report.item_fields import date_column
 
 __all__ = ["cutoff", "KEY"]
 

@@ -6,12 +6,12 @@ the web pages about an item): does the chance of a correct answer rise with expo
   model), and the exposure range it covers;
 * pooled, ``correct ~ exposure + model`` (a fixed effect per model), standard errors clustered by
   item with the same small-sample correction as the contamination model
-  (:mod:`harness.report.logistic`): every model answers the same items, so one item's cells are
+  (:mod:`contam.harness.report.logistic`): every model answers the same items, so one item's cells are
   not independent;
 * accuracy in exposure quintiles (the items' quintiles, the same bins for every model), with
-  Wilson intervals, for the figure (:mod:`harness.report.exposure_figure`).
+  Wilson intervals, for the figure (:mod:`contam.harness.report.exposure_figure`).
 
-"Correct" is :mod:`harness.report.correct`'s rule. A fit the data cannot give (one outcome only,
+"Correct" is :mod:`contam.harness.report.correct`'s rule. A fit the data cannot give (one outcome only,
 no spread in exposure, perfect separation) is left undefined and its row says why.
 """
 
@@ -24,17 +24,17 @@ import numpy as np
 import pandas as pd
 import statsmodels.api as sm
 
-from harness.report import stats
-from harness.report.cells import nan_if_infinite
-from harness.report.correct import correct_cells, source_counts
-from harness.report.item_fields import numeric_column
-from harness.report.logistic import CLUSTER_CORRECTION
-from metrics.outcome import Outcome
+from contam.harness.report import stats
+from contam.harness.report.cells import nan_if_infinite
+from contam.harness.report.correct import correct_cells, source_counts
+from contam.harness.report.item_fields import numeric_column
+from contam.harness.report.logistic import CLUSTER_CORRECTION
+from contam.metrics.outcome import Outcome
 
 __all__ = ["exposure", "model_fit", "pooled_fit", "quintiles", "KEY", "FIGURE"]
 
 KEY = "[study] exposure"
-FIGURE = "fig5_exposure"  # drawn by harness.report.exposure_figure
+FIGURE = "fig5_exposure"  # drawn by contam.harness.report.exposure_figure
 NAN = float("nan")
 _FIT_KEYS = ("intercept", "slope", "odds_ratio", "ci_low", "ci_high", "wald_p", "lr_statistic", "lr_p")
 

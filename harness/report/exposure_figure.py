@@ -1,7 +1,7 @@
 """The Exposure section's figure (``fig5_exposure``): each model's accuracy in the items' exposure
 quintiles (points at the bin's mean exposure, 95% Wilson bars) and its fitted logistic curve over
 the exposure range it covers. Drawn from ``report["exposure"]`` alone, in the report's style and
-model colours (:mod:`harness.report.figure_style`); written as PNG and PDF beside the others."""
+model colours (:mod:`contam.harness.report.figure_style`); written as PNG and PDF beside the others."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ from pathlib import Path
 import numpy as np
 from matplotlib.figure import Figure
 
-from harness.report.exposure import FIGURE
-from harness.report.figure_style import COLUMN, FULL, NEUTRAL, fit, grid, model_colours
-from harness.report.figures import export_drawn
-from harness.report.format import is_missing
+from contam.harness.report.exposure import FIGURE
+from contam.harness.report.figure_style import COLUMN, FULL, NEUTRAL, fit, grid, model_colours
+from contam.harness.report.figures import export_drawn
+from contam.harness.report.format import is_missing
 
 __all__ = ["FIGURE", "CAPTION", "caption", "draw", "export", "accuracy_by_exposure"]
 

@@ -16,7 +16,7 @@ import textwrap
 from itertools import cycle
 from typing import Any
 
-from harness.report.format import PNG_DPI, is_missing
+from contam.harness.report.format import PNG_DPI, is_missing
 
 __all__ = ["COLUMN", "FULL", "STYLE", "BAR", "OKABE_ITO", "SUBSET_COLOURS", "MODEL_PALETTE", "NEUTRAL",
            "REGIME_ORDER", "model_colours", "row_value", "errors", "fit", "grid", "empty_panel",

@@ -6,11 +6,11 @@ fig3_metric_disagreement  one panel per scoring regime the store has, models in 
 fig4_per_title            accuracy per title and model, titles grouped by subset, Wilson bars
 
 Figures are drawn at the size they print (one column, 3.5 in, or the full width, 7.2 in) with
-8-point text, in the colours of :mod:`harness.report.figure_style` (one colour per subset and one
+8-point text, in the colours of :mod:`contam.harness.report.figure_style` (one colour per subset and one
 per model, the same in every figure), and carry no title: the caption in
 report.md / report.html says what they show (``titles=True`` draws it in, for slides). Without
 human labels, figures 1 and 2 show the best regime the store has
-(:func:`harness.report.analysis.figure_regime`) and their axis labels name it, so that neither is read
+(:func:`contam.harness.report.analysis.figure_regime`) and their axis labels name it, so that neither is read
 as human-labelled accuracy. Model names and titles are drawn as plain text: mathtext is off, so a
 ``$`` in a name is a dollar sign.
 """
@@ -29,14 +29,14 @@ matplotlib.use("Agg")  # files only, never a window; must precede pyplot
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from harness.report.absent import has_regimes  # noqa: E402
-from harness.report.analysis import METRICS, figure_regime  # noqa: E402
-from harness.report.cells import subset_rank  # noqa: E402
-from harness.report.correct import correct_heading  # noqa: E402
-from harness.report.figure_style import (BAR, COLUMN, FULL, NEUTRAL, STYLE, SUBSET_COLOURS,  # noqa: E402
+from contam.harness.report.absent import has_regimes  # noqa: E402
+from contam.harness.report.analysis import METRICS, figure_regime  # noqa: E402
+from contam.harness.report.cells import subset_rank  # noqa: E402
+from contam.harness.report.correct import correct_heading  # noqa: E402
+from contam.harness.report.figure_style import (BAR, COLUMN, FULL, NEUTRAL, STYLE, SUBSET_COLOURS,  # noqa: E402
                                          empty_panel, errors, fit, grid, model_colours, row_value,
                                          score_limits, value_labels, zero_marks)
-from harness.report.format import PNG_DPI, contrast_names, fmt_pp, is_missing  # noqa: E402
+from contam.harness.report.format import PNG_DPI, contrast_names, fmt_pp, is_missing  # noqa: E402
 
 __all__ = ["FIGURES", "TITLES", "COLUMN", "FULL", "STYLE", "draw_figures", "export", "export_drawn",
            "png_bytes", "save_pdf", "close"]

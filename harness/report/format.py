@@ -94,7 +94,7 @@ def fmt_pp(x: float | None, signed: bool = False) -> str:
 
 def fmt_sides(row: dict[str, Any], count: str, share: str) -> list[str]:
     """The documented and the undocumented share of a contrast row
-    (:func:`harness.report.cells.contrast_2x2`) with their counts: ``80.0% (8/10)``."""
+    (:func:`contam.harness.report.cells.contrast_2x2`) with their counts: ``80.0% (8/10)``."""
     return [f"{fmt_pct(row[f'{side}_{share}'])} ({row[f'{side}_{count}']}/{row[f'{side}_n']})"
             for side in ("documented", "undocumented")]
 
@@ -120,7 +120,7 @@ class Table:
     headers: list[str]
     rows: list[list[str]]
     caption: str = ""
-    name: str = ""  # what it holds, as the tables/ files are named (harness.report.tidy has its data)
+    name: str = ""  # what it holds, as the tables/ files are named (contam.harness.report.tidy has its data)
 
     def numeric_columns(self) -> list[bool]:
         """Columns of numbers (dashes allowed, at least one number) are right-aligned; the first never is."""

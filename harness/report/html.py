@@ -13,7 +13,7 @@ import jinja2
 from markdown_it import MarkdownIt
 from markupsafe import Markup
 
-from harness.report.format import DASH, PNG_DPI, Section
+from contam.harness.report.format import DASH, PNG_DPI, Section
 
 __all__ = ["TEMPLATES", "Figure", "ReportPage", "markdown", "environment", "report_page", "render_html"]
 
@@ -73,8 +73,8 @@ def environment(*more: Path) -> jinja2.Environment:
 
 
 def report_page(report: dict[str, Any], figures_png: dict[str, bytes]) -> ReportPage:
-    """The report's sections (:func:`harness.report.render.sections`) and its figures."""
-    from harness.report.render import figure_caption, sections  # pandas: only once a report is built
+    """The report's sections (:func:`contam.harness.report.render.sections`) and its figures."""
+    from contam.harness.report.render import figure_caption, sections  # pandas: only once a report is built
 
     figures = {name: Figure.from_png(name, png, figure_caption(name, report))
                for name, png in figures_png.items()}

@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any
 import orjson
 import pandas as pd
 
-from harness.errors import UserError
+from contam.harness.errors import UserError
 
 if TYPE_CHECKING:
-    from harness.store.access import Reader
+    from contam.harness.store.access import Reader
 
 __all__ = ["item_fields", "numeric_column", "date_column"]
 

@@ -1,7 +1,7 @@
 """The label-based analysis: accuracy overall and per title, the documented/undocumented gap, the
 judge and its agreement with the humans, McNemar between models, agreement between human raters,
 abstention, missing data and answer length — one function per report section, each over the
-effective-label cells of :mod:`harness.report.cells`.
+effective-label cells of :mod:`contam.harness.report.cells`.
 """
 
 from __future__ import annotations
@@ -11,11 +11,11 @@ from typing import Any
 
 import pandas as pd
 
-from harness.report import stats
-from harness.report.cells import LABELS, Cells, contrast_2x2, nan_if_none, sort_value, subset_rank
-from harness.report.format import plural
-from harness.store import Store
-from harness.store.raters import ADJUDICATOR, HUMAN_RATER_SQL
+from contam.harness.report import stats
+from contam.harness.report.cells import LABELS, Cells, contrast_2x2, nan_if_none, sort_value, subset_rank
+from contam.harness.report.format import plural
+from contam.harness.store import Store
+from contam.harness.store.raters import ADJUDICATOR, HUMAN_RATER_SQL
 
 __all__ = ["model_order", "overall", "per_title", "gap", "judge", "agreement", "mcnemar",
            "inter_annotator", "abstention", "missing", "answer_length"]

@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 import statsmodels.formula.api as smf
 
-from harness.report.cells import nan_if_infinite
+from contam.harness.report.cells import nan_if_infinite
 
 __all__ = ["logistic", "CLUSTER_CORRECTION"]
 

@@ -19,8 +19,8 @@ def report_json(report: dict[str, Any]) -> bytes:
 
 def render(report: dict[str, Any], fmt: str, figure_titles: bool = False) -> str:
     """One format as text, for stdout (Markdown without figure links; HTML with them embedded)."""
-    from harness.report.html import render_html
-    from harness.report.render import render_markdown
+    from contam.harness.report.html import render_html
+    from contam.harness.report.render import render_markdown
 
     if fmt == "json":
         return report_json(report).decode("utf-8")
@@ -32,9 +32,9 @@ def render(report: dict[str, Any], fmt: str, figure_titles: bool = False) -> str
 def write_files(report: dict[str, Any], out: Path, figure_titles: bool = False) -> None:
     """report.json, report.md, report.html, every figure as PNG and PDF, every table as CSV and
     LaTeX under ``tables/``, all into ``out``."""
-    from harness.report.html import render_html
-    from harness.report.render import render_markdown, sections
-    from harness.report.tables import write_tables
+    from contam.harness.report.html import render_html
+    from contam.harness.report.render import render_markdown, sections
+    from contam.harness.report.tables import write_tables
 
     pngs = figure_pngs(report, out, figure_titles)
     (out / "report.json").write_bytes(report_json(report))
@@ -45,7 +45,7 @@ def write_files(report: dict[str, Any], out: Path, figure_titles: bool = False) 
 
 def figure_pngs(report: dict[str, Any], out: Path | None = None, titles: bool = False) -> dict[str, bytes]:
     """Each figure as PNG bytes (what the HTML embeds); with ``out``, also saved as PNG and PDF."""
-    from harness.report import exposure_figure, figures, probe_figures, validation_figure  # matplotlib
+    from contam.harness.report import exposure_figure, figures, probe_figures, validation_figure  # matplotlib
 
     return {**figures.export(report, titles, out), **probe_figures.export(report, out),
             **exposure_figure.export(report, out), **validation_figure.export(report, out)}

@@ -1,5 +1,5 @@
 """The ts-guess and guided probes' figures, drawn from ``report["probes"]`` alone in the report's
-style (:mod:`harness.report.figures`): per model, the documented and the undocumented subset side
+style (:mod:`contam.harness.report.figures`): per model, the documented and the undocumented subset side
 by side with their 95% intervals.
 
 * ts-guess: the exact-match rate of the masked word (Wilson intervals), Fisher's p above;
@@ -13,11 +13,11 @@ import math
 
 from matplotlib.figure import Figure
 
-from harness.report.figure_style import (BAR, COLUMN, FULL, SUBSET_COLOURS, errors, grid, row_value,
+from contam.harness.report.figure_style import (BAR, COLUMN, FULL, SUBSET_COLOURS, errors, grid, row_value,
                                          zero_marks)
-from harness.report.format import contrast_names, fmt_p, p_clause
-from harness.report import probe_guided, probe_tsguess
-from harness.report.probe_guided import MEASURE_NAMES, MEASURES
+from contam.harness.report.format import contrast_names, fmt_p, p_clause
+from contam.harness.report import probe_guided, probe_tsguess
+from contam.harness.report.probe_guided import MEASURE_NAMES, MEASURES
 
 __all__ = ["exact_match_rates", "guided_differences", "share_bars", "TSGUESS_CAPTION",
            "GUIDED_CAPTION"]

@@ -1,7 +1,7 @@
 """The cdd probe's part of the report (``report["probes"]["cdd"]``): per model, the share of items
-flagged as peaked (Dong et al. 2024; :mod:`metrics.probe_cdd`) with 95% Wilson intervals and the
+flagged as peaked (Dong et al. 2024; :mod:`contam.metrics.probe_cdd`) with 95% Wilson intervals and the
 mean peakedness, the same per subset, and per model the documented against the undocumented
-subset on the 2×2 flagged / not-flagged table (:func:`harness.report.cells.contrast_2x2`, as the
+subset on the 2×2 flagged / not-flagged table (:func:`contam.harness.report.cells.contrast_2x2`, as the
 gap table and ts-guess do): the difference of shares with Newcombe's interval, the odds ratio
 ad/bc and Fisher's two-sided exact p. A model without a scored item on one side has no contrast
 row (as in ts-guess), not a Fisher p of 1.
@@ -19,13 +19,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.report.cells import contrast_2x2
-from harness.report.format import (Section, Table, contrast_names, fmt_ci, fmt_num, fmt_or, fmt_p,
+from contam.harness.report.cells import contrast_2x2
+from contam.harness.report.format import (Section, Table, contrast_names, fmt_ci, fmt_num, fmt_or, fmt_p,
                                    fmt_pct, fmt_pp, fmt_sides, user)
-from harness.report.probe_holm import HOLM_CAPTION
-from harness.report.probe_rows import chosen_params, other_params_note
-from harness.report.stats import proportion, wilson_interval
-from harness.store import Store
+from contam.harness.report.probe_holm import HOLM_CAPTION
+from contam.harness.report.probe_rows import chosen_params, other_params_note
+from contam.harness.report.stats import proportion, wilson_interval
+from contam.harness.store import Store
 
 __all__ = ["KIND", "FIGURE", "build", "section", "tidy"]
 
@@ -91,7 +91,7 @@ def _contrast_row(model: str, per_subset: list[dict], contrast: tuple[str, str])
 
 
 def tidy(part: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
-    """The part's tidy tables (``harness.report.tidy``), named as its display tables."""
+    """The part's tidy tables (``contam.harness.report.tidy``), named as its display tables."""
     return {"probe_cdd_by_model": part["per_model"], "probe_cdd_by_model_subset": part["per_subset"],
             "probe_cdd_contrast": part["contrast"]}
 

@@ -1,14 +1,14 @@
 """The cdd probe's figure: per model, the share of documented and of undocumented items flagged as
 peaked, side by side with 95% Wilson bars, Fisher's p written above. Drawn from
-``report["probes"]["cdd"]`` alone, in the report's style (:mod:`harness.report.figures`)."""
+``report["probes"]["cdd"]`` alone, in the report's style (:mod:`contam.harness.report.figures`)."""
 
 from __future__ import annotations
 
 from matplotlib.figure import Figure
 
-from harness.report.format import contrast_names
-from harness.report.probe_bars import share_bars
-from harness.report.probe_cdd import KIND
+from contam.harness.report.format import contrast_names
+from contam.harness.report.probe_bars import share_bars
+from contam.harness.report.probe_cdd import KIND
 
 __all__ = ["flagged_shares", "CAPTION"]
 

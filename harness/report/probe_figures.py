@@ -1,7 +1,7 @@
 """The probes' figures: each registered probe's (``ProbeSpec.figures``), drawn only where its part
-has data, in the report's style. ``harness.jobs.report`` writes them beside
-``harness.report.figures``' own; the captions go under them in report.md and report.html
-(``harness.report.render``)."""
+has data, in the report's style. ``contam.harness.jobs.report`` writes them beside
+``contam.harness.report.figures``' own; the captions go under them in report.md and report.html
+(``contam.harness.report.render``)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from pathlib import Path
 
 from matplotlib.figure import Figure
 
-from harness.report.figures import export_drawn
-from metrics.probe_registry import PROBES, ProbeFigure, resolve
+from contam.harness.report.figures import export_drawn
+from contam.metrics.probe_registry import PROBES, ProbeFigure, resolve
 
 __all__ = ["caption", "draw", "export"]
 

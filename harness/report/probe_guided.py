@@ -6,10 +6,10 @@ the guided and under the general instruction, and the mean of the per-item diffe
 guided - general with
 
 * a 95 % BCa bootstrap interval, resampling items (the pairs stay together: each item's
-  difference is one value), :data:`~harness.report.stats.BOOTSTRAP_RESAMPLES` resamples, seed
-  :data:`~harness.report.stats.BOOTSTRAP_SEED` (:func:`~harness.report.stats.bootstrap_mean`);
+  difference is one value), :data:`~contam.harness.report.stats.BOOTSTRAP_RESAMPLES` resamples, seed
+  :data:`~contam.harness.report.stats.BOOTSTRAP_SEED` (:func:`~contam.harness.report.stats.bootstrap_mean`);
 * a one-sided p of "guided is no better than general" from the paired sign-flip test
-  (:mod:`harness.report.signflip`): exact at up to 20 items, Monte Carlo beyond. A bootstrap p
+  (:mod:`contam.harness.report.signflip`): exact at up to 20 items, Monte Carlo beyond. A bootstrap p
   has a floor of 1/(resamples + 1) whatever n is (two items, both better, gave 0.0002 where the
   exact test gives 0.25) and is anti-conservative at small n; the sign-flip test is exact there.
   Golchin & Surdeanu judge significance by bootstrap resampling, one-sided (guided better);
@@ -28,14 +28,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from harness.report.cells import subset_rank
-from harness.report.format import Section, Table, fmt_num, fmt_num_ci, fmt_p, user
-from harness.report.probe_holm import HOLM_CAPTION
-from harness.report.probe_rows import chosen_params, other_params_note, score_frame
-from harness.report.signflip import EXACT_MAX_N, sign_flip_p
-from harness.report.signflip import RESAMPLES as SIGN_FLIPS
-from harness.report.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, bootstrap_mean
-from harness.store import Store
+from contam.harness.report.cells import subset_rank
+from contam.harness.report.format import Section, Table, fmt_num, fmt_num_ci, fmt_p, user
+from contam.harness.report.probe_holm import HOLM_CAPTION
+from contam.harness.report.probe_rows import chosen_params, other_params_note, score_frame
+from contam.harness.report.signflip import EXACT_MAX_N, sign_flip_p
+from contam.harness.report.signflip import RESAMPLES as SIGN_FLIPS
+from contam.harness.report.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, bootstrap_mean
+from contam.harness.store import Store
 
 __all__ = ["KIND", "FIGURE", "build", "section", "tidy", "guided_part", "paired_difference", "MEASURES",
            "MEASURE_NAMES", "BOOTSTRAP", "SMALL_N"]
@@ -100,7 +100,7 @@ def _measure(items: pd.DataFrame, measure: str) -> dict[str, Any]:
 
 
 def tidy(part: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
-    """The part's tidy tables (``harness.report.tidy``): one per measure, as its display tables."""
+    """The part's tidy tables (``contam.harness.report.tidy``): one per measure, as its display tables."""
     return {f"probe_guided_{measure}": [{k: v for k, v in row.items() if k != "measure"}
                                         for row in part["differences"] if row["measure"] == measure]
             for measure in MEASURES}

@@ -5,7 +5,7 @@ its Fisher p over the models. How many each probe adds depends on the data (guid
 measure and subset: six with two subsets, eight with three tiers), so the report counts them.
 
 Which rows and column hold a probe's p-values is its spec's ``p_values``
-(``metrics.probe_registry``). Each such row gains ``p_holm`` and ``holm_family_size`` (the defined
+(``contam.metrics.probe_registry``). Each such row gains ``p_holm`` and ``holm_family_size`` (the defined
 p-values in its model's family); an undefined p stays undefined and does not count. See ARCHITECTURE.md, The report.
 """
 
@@ -15,9 +15,9 @@ import math
 from collections import defaultdict
 from typing import Any
 
-from harness.report.cells import nan_if_none
-from harness.report.stats import holm
-from metrics.probe_registry import PROBES
+from contam.harness.report.cells import nan_if_none
+from contam.harness.report.stats import holm
+from contam.metrics.probe_registry import PROBES
 
 __all__ = ["adjust", "SENTENCE", "family_sentence", "HOLM_CAPTION"]
 

@@ -4,10 +4,10 @@ tells them apart.
 
 The score is taken as a classifier of "documented" (higher = more likely seen in training, the
 papers' direction): its ROC-AUC is the Mann-Whitney U of the documented scores over the
-undocumented ones divided by n1 * n0 (ties count one half; :func:`harness.report.stats.roc_auc`),
-with a two-sided Mann-Whitney p from the same test (:func:`harness.report.stats.roc_auc_test`).
+undocumented ones divided by n1 * n0 (ties count one half; :func:`contam.harness.report.stats.roc_auc`),
+with a two-sided Mann-Whitney p from the same test (:func:`contam.harness.report.stats.roc_auc_test`).
 The 95% interval is a percentile bootstrap that resamples the documented and the undocumented
-items independently (:func:`harness.report.stats.bootstrap` with this part's own settings,
+items independently (:func:`contam.harness.report.stats.bootstrap` with this part's own settings,
 :data:`RESAMPLES` resamples, seed :data:`SEED`, not the report's BCa ones; the section and the
 provenance say so), so a rebuilt report has the same interval. A text with no
 score (fewer tokens than 1/k, stored NULL) is left out and counted. Each (model, k, source) is
@@ -15,8 +15,8 @@ read from one parameter set, the one with the most scored items (the latest on a
 names the sets it leaves out (``other_params``).
 
 :func:`build` reads the store, :func:`section` renders the part, :func:`tidy` gives its CSV rows
-(all named by min-k's spec in ``metrics.probe_registry``); the figure is
-:mod:`harness.report.probe_mink_figure`'s.
+(all named by min-k's spec in ``contam.metrics.probe_registry``); the figure is
+:mod:`contam.harness.report.probe_mink_figure`'s.
 """
 
 from __future__ import annotations
@@ -28,11 +28,11 @@ import numpy as np
 import orjson
 from scipy import stats as sps
 
-from harness.report.format import Section, Table, contrast_names, fmt_num, fmt_num_ci, fmt_p, user
-from harness.report.probe_holm import HOLM_CAPTION
-from harness.report.probe_rows import other_params_note
-from harness.report.stats import bootstrap, roc_auc_test
-from harness.store import Store
+from contam.harness.report.format import Section, Table, contrast_names, fmt_num, fmt_num_ci, fmt_p, user
+from contam.harness.report.probe_holm import HOLM_CAPTION
+from contam.harness.report.probe_rows import other_params_note
+from contam.harness.report.stats import bootstrap, roc_auc_test
+from contam.harness.store import Store
 
 __all__ = ["KIND", "FIGURE", "build", "section", "tidy", "auc_interval", "RESAMPLES", "SEED"]
 
@@ -130,7 +130,7 @@ def auc_interval(doc: list[float], undoc: list[float]) -> tuple[float, float]:
 
 
 def tidy(part: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
-    """The part's tidy table (``harness.report.tidy``), without each row's scores themselves."""
+    """The part's tidy table (``contam.harness.report.tidy``), without each row's scores themselves."""
     raw = ("documented_values", "undocumented_values")
     return {"probe_min_k": [{k: v for k, v in row.items() if k not in raw} for row in part["rows"]]}
 

@@ -1,16 +1,16 @@
 """The min-k probe's figure: per model (columns) and score (rows), the distribution of the
 documented and the undocumented items' scores, as box plots with every item drawn as a point, and
 the ROC-AUC with its interval under the model's name. Drawn from ``report["probes"]["min-k"]``
-alone, in the report's style (:mod:`harness.report.figures`)."""
+alone, in the report's style (:mod:`contam.harness.report.figures`)."""
 
 from __future__ import annotations
 
 import numpy as np
 from matplotlib.figure import Figure
 
-from harness.report.figure_style import COLUMN, FULL, SUBSET_COLOURS, empty_panel, grid
-from harness.report.format import contrast_names, is_missing
-from harness.report.probe_mink import KIND, NAMES
+from contam.harness.report.figure_style import COLUMN, FULL, SUBSET_COLOURS, empty_panel, grid
+from contam.harness.report.format import contrast_names, is_missing
+from contam.harness.report.probe_mink import KIND, NAMES
 
 __all__ = ["distributions", "CAPTION"]
 

@@ -9,7 +9,7 @@ from typing import Any
 import orjson
 import pandas as pd
 
-from harness.store import Store
+from contam.harness.store import Store
 
 __all__ = ["chosen_params", "score_frame", "other_params_note"]
 

@@ -6,7 +6,7 @@ Per model and subset: items probed (an item without an eligible word is counted 
 probed, never as a miss), exact matches, the rate with its 95 % Wilson interval. Per model: the
 documented and undocumented rates, their difference with Newcombe's hybrid score interval, the
 odds ratio and the two-sided Fisher exact p on the 2 x 2 table match / no match, as the main
-report does for accuracy (:mod:`harness.report.stats`).
+report does for accuracy (:mod:`contam.harness.report.stats`).
 """
 
 from __future__ import annotations
@@ -15,14 +15,14 @@ from typing import Any
 
 import pandas as pd
 
-from harness.report.cells import contrast_2x2, subset_rank
-from harness.report.format import (Section, Table, contrast_names, fmt_ci, fmt_or, fmt_p, fmt_pct, fmt_pp,
+from contam.harness.report.cells import contrast_2x2, subset_rank
+from contam.harness.report.format import (Section, Table, contrast_names, fmt_ci, fmt_or, fmt_p, fmt_pct, fmt_pp,
                                    fmt_sides, user)
-from harness.report.probe_holm import HOLM_CAPTION
-from harness.report.probe_rows import chosen_params, other_params_note, score_frame
-from harness.report.stats import proportion, wilson_interval
-from harness.store import Store
-from metrics.probe_tsguess import MAX_FILL_WORDS, NOT_A_FILLER, fills_masks, is_fill
+from contam.harness.report.probe_holm import HOLM_CAPTION
+from contam.harness.report.probe_rows import chosen_params, other_params_note, score_frame
+from contam.harness.report.stats import proportion, wilson_interval
+from contam.harness.store import Store
+from contam.metrics.probe_tsguess import MAX_FILL_WORDS, NOT_A_FILLER, fills_masks, is_fill
 
 __all__ = ["KIND", "FIGURE", "METRIC", "build", "section", "tidy", "tsguess_part", "not_applicable"]
 
@@ -100,7 +100,7 @@ def _test(model: str, rates: list[dict[str, Any]], contrast: tuple[str, str]) ->
 
 
 def tidy(part: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
-    """The part's tidy tables (``harness.report.tidy``), named as its display tables, and the
+    """The part's tidy tables (``contam.harness.report.tidy``), named as its display tables, and the
     models it does not apply to (only when there is one: a study whose models fill masks keeps
     its tables as they were)."""
     tables = {"probe_tsguess_by_model_subset": part["rates"], "probe_tsguess_contrast": part["tests"]}

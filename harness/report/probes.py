@@ -1,19 +1,19 @@
-"""The report's probes section: one part per registered probe (``metrics.probe_registry.PROBES``),
+"""The report's probes section: one part per registered probe (``contam.metrics.probe_registry.PROBES``),
 each built and rendered by the functions its spec names (``part``, ``section``).
 
 A part reads the store into ``report["probes"][KIND]`` and renders that as one :class:`Section`;
-its figures are drawn by :mod:`harness.report.probe_figures` (which imports matplotlib, so this
+its figures are drawn by :mod:`contam.harness.report.probe_figures` (which imports matplotlib, so this
 module stays free of it). A part without data is left out, and ``notes`` says so; a store without
-any probe score has ``report["probes"] = None`` and one note. ``harness.report.analysis`` calls
-:func:`build` and ``harness.report.render`` :func:`sections`.
+any probe score has ``report["probes"] = None`` and one note. ``contam.harness.report.analysis`` calls
+:func:`build` and ``contam.harness.report.render`` :func:`sections`.
 """
 
 from __future__ import annotations
 
-from harness.report import probe_holm
-from harness.report.format import Section
-from harness.store import Store
-from metrics.probe_registry import PROBES, resolve
+from contam.harness.report import probe_holm
+from contam.harness.report.format import Section
+from contam.harness.store import Store
+from contam.metrics.probe_registry import PROBES, resolve
 
 __all__ = ["build", "sections"]
 

@@ -21,9 +21,9 @@ from typing import Any
 
 import orjson
 
-from harness import __version__
-from harness.report.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
-from harness.store import Store
+from contam.harness import __version__
+from contam.harness.report.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
+from contam.harness.store import Store
 
 __all__ = ["provenance"]
 

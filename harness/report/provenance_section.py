@@ -1,11 +1,11 @@
 """The report's provenance section: what a reader needs to reproduce the numbers — the runs and
 their hashes, every imported file with its sha256, the models as served, the raters, the scoring
 parameters with how many scores are not NULL, the software versions and the bootstrap's seed —
-read from ``report["provenance"]`` (:mod:`harness.report.provenance`)."""
+read from ``report["provenance"]`` (:mod:`contam.harness.report.provenance`)."""
 
 from __future__ import annotations
 
-from harness.report.format import DASH, Section, Table, fmt_params, plural, user
+from contam.harness.report.format import DASH, Section, Table, fmt_params, plural, user
 
 __all__ = ["provenance_section"]
 
@@ -25,7 +25,7 @@ def provenance_section(report: dict) -> Section | None:
 
 def _software(prov: dict, report: dict) -> list[str]:
     """The versions that computed this report, and the bootstrap's resamples and seed (the
-    min-k probe's interval has its own, :mod:`harness.report.probe_mink`)."""
+    min-k probe's interval has its own, :mod:`contam.harness.report.probe_mink`)."""
     software, boot = prov.get("software") or {}, prov.get("bootstrap") or {}
     if not software:
         return []

@@ -1,24 +1,24 @@
 """The report's sections, in order, and report.md: the seed paper's Tables 2-6 and more.
 
-report.md, report.html (:mod:`harness.report.html`) and the CSV and LaTeX tables all come from the
+report.md, report.html (:mod:`contam.harness.report.html`) and the CSV and LaTeX tables all come from the
 one list :func:`sections` returns, so they never disagree. A user's or a model's text in a
 paragraph goes through :func:`user`; every table cell is escaped by each renderer.
 """
 
 from __future__ import annotations
 
-from harness.labels import LABEL_NAMES, LABELS
-from harness.report.absent import has_regimes
-from harness.report.analysis import METRICS, figure_regime
-from harness.report.correct import correct_heading, names_outcome
-from harness.report.format import (DASH, Section, Table, fmt_ci, fmt_num, fmt_or, fmt_p, fmt_pct,
+from contam.harness.labels import LABEL_NAMES, LABELS
+from contam.harness.report.absent import has_regimes
+from contam.harness.report.analysis import METRICS, figure_regime
+from contam.harness.report.correct import correct_heading, names_outcome
+from contam.harness.report.format import (DASH, Section, Table, fmt_ci, fmt_num, fmt_or, fmt_p, fmt_pct,
                                    fmt_pp, fmt_sides, md_cell, plural, user)
-from harness.report import exposure_figure, probe_figures, probes, study_section, study_sections
-from harness.report import validation
-from harness.report.provenance_section import provenance_section
-from harness.report.sections import contamination_section
-from harness.report.study_report import RULE_METRICS
-from harness.report.surface_section import surface_section
+from contam.harness.report import exposure_figure, probe_figures, probes, study_section, study_sections
+from contam.harness.report import validation
+from contam.harness.report.provenance_section import provenance_section
+from contam.harness.report.sections import contamination_section
+from contam.harness.report.study_report import RULE_METRICS
+from contam.harness.report.surface_section import surface_section
 
 __all__ = ["sections", "render_markdown", "figure_caption", "note_heading"]
 

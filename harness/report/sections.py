@@ -1,11 +1,11 @@
 """A report section beyond the paper: the contamination effect pooled over models (CMH,
 Breslow–Day, the logistic model), each with a one-line reading in words that names the test's
 variant (continuity and Tarone's corrections, the interval's method, the clustered errors'
-small-sample correction). The provenance section is :mod:`harness.report.provenance_section`."""
+small-sample correction). The provenance section is :mod:`contam.harness.report.provenance_section`."""
 
 from __future__ import annotations
 
-from harness.report.format import DASH, Section, Table, fmt_num, fmt_p, is_missing, p_clause, user
+from contam.harness.report.format import DASH, Section, Table, fmt_num, fmt_p, is_missing, p_clause, user
 
 __all__ = ["contamination_section"]
 

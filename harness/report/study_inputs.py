@@ -14,15 +14,15 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from harness.config import load_config
-from harness.study import StudySettings, settings_from_record
+from contam.harness.config import load_config
+from contam.harness.study import StudySettings, settings_from_record
 
 if TYPE_CHECKING:
-    from harness.store.access import Reader
+    from contam.harness.store.access import Reader
 
 __all__ = ["StudyInputs", "study_inputs"]
 
-# The same record harness.store.settings reads, through a Reader (a job may hold the store).
+# The same record contam.harness.store.settings reads, through a Reader (a job may hold the store).
 _NEWEST_RUN_CONFIG = """
 SELECT config FROM runs WHERE kind = 'run' AND config IS NOT NULL
 ORDER BY started_at DESC NULLS LAST, seq DESC LIMIT 1"""

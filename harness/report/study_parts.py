@@ -1,10 +1,10 @@
 """The report's study parts, built only where the study's settings ask for them, so that a report
 without them (the paper's) is unchanged: ``exposure`` for ``[study] exposure``
-(:mod:`harness.report.exposure`), ``cutoff`` for ``[study] released`` with the models' cut-offs
-(:mod:`harness.report.cutoff`), ``tiers`` for ``[study] subsets`` (:mod:`harness.report.tiers`),
+(:mod:`contam.harness.report.exposure`), ``cutoff`` for ``[study] released`` with the models' cut-offs
+(:mod:`contam.harness.report.cutoff`), ``tiers`` for ``[study] subsets`` (:mod:`contam.harness.report.tiers`),
 and ``study`` saying which settings were used and where they came from. A part the settings ask
 for but the store cannot give is left out and named, with what would add it, in the report's
-"Not in this report" list (:mod:`harness.report.absent`).
+"Not in this report" list (:mod:`contam.harness.report.absent`).
 
 Everything is parsed before anything is written: a bad value raises UserError here, inside
 ``build_report``, and ``contam report`` writes no file.
@@ -16,15 +16,15 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from harness.report import cutoff, exposure, tiers
-from harness.report.absent import absent
-from harness.report.cells import Cells
-from harness.report.item_fields import item_fields
-from harness.report.study_inputs import StudyInputs
+from contam.harness.report import cutoff, exposure, tiers
+from contam.harness.report.absent import absent
+from contam.harness.report.cells import Cells
+from contam.harness.report.item_fields import item_fields
+from contam.harness.report.study_inputs import StudyInputs
 
 if TYPE_CHECKING:
-    from harness.store.access import Reader
-    from metrics.outcome import Outcome
+    from contam.harness.store.access import Reader
+    from contam.metrics.outcome import Outcome
 
 __all__ = ["build", "EXPOSURE", "CUTOFF", "TIERS"]
 

@@ -2,7 +2,7 @@
 (``exact``, ``contains``, ``numeric``, ``regex``) beside the human and judge accuracy, each rule
 metric's agreement with the human labels (also added to ``metric_validity``), and accuracy broken down
 by an item column (``contam report --by COLUMN``). Rendered by
-:mod:`harness.report.study_section`. See ARCHITECTURE.md, "The report".
+:mod:`contam.harness.report.study_section`. See ARCHITECTURE.md, "The report".
 
 Counting follows the report's lower-bound rule: an empty answer or an unanswered item is wrong
 under every regime; a non-empty answer without a value (not scorable, or not scored yet) is left
@@ -16,13 +16,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from harness.config_schema import did_you_mean
-from harness.errors import UserError
-from harness.report import labels, stats
-from harness.report.cells import Cells
-from harness.report.surface import _validity
-from harness.store import Store
-from metrics.metric_registry import metric_labels, rule_metrics
+from contam.harness.config_schema import did_you_mean
+from contam.harness.errors import UserError
+from contam.harness.report import labels, stats
+from contam.harness.report.cells import Cells
+from contam.harness.report.surface import _validity
+from contam.harness.store import Store
+from contam.metrics.metric_registry import metric_labels, rule_metrics
 
 __all__ = ["RULE_METRICS", "CORE_COLUMNS", "build", "item_columns"]
 

@@ -1,4 +1,4 @@
-"""The sections of :mod:`harness.report.study_report` as report tables (Markdown, HTML, LaTeX)
+"""The sections of :mod:`contam.harness.report.study_report` as report tables (Markdown, HTML, LaTeX)
 and their numbers as tidy rows (``tables/*.csv``): accuracy under each rule metric beside the
 human and judge accuracy, the rule metrics' agreement with the human labels, and accuracy by an
 item column (``--by``)."""
@@ -8,9 +8,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from harness.report.correct import correct_heading
-from harness.report.format import DASH, Section, Table, fmt_ci, fmt_num, fmt_pct, user
-from harness.report.study_report import RULE_METRICS
+from contam.harness.report.correct import correct_heading
+from contam.harness.report.format import DASH, Section, Table, fmt_ci, fmt_num, fmt_pct, user
+from contam.harness.report.study_report import RULE_METRICS
 
 __all__ = ["sections", "tidy", "by_table_name"]
 

@@ -1,16 +1,16 @@
 """The study sections of report.md / report.html and their tables (the same Table objects become
 ``tables/NAME.tex``; :data:`TIDY` gives ``tables/NAME.csv`` their numbers): Exposure, the
 before/after-cut-off contrast, and the ordered tiers. Each appears only where the report has its
-part (:mod:`harness.report.study_parts`)."""
+part (:mod:`contam.harness.report.study_parts`)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
 
-from harness.report.correct import source_sentence
-from harness.report.exposure import FIGURE
-from harness.report.format import (DASH, Section, Table, fmt_ci, fmt_num, fmt_or, fmt_p, fmt_pct, fmt_pp,
+from contam.harness.report.correct import source_sentence
+from contam.harness.report.exposure import FIGURE
+from contam.harness.report.format import (DASH, Section, Table, fmt_ci, fmt_num, fmt_or, fmt_p, fmt_pct, fmt_pp,
                                    is_missing, p_clause, plural, user)
 
 __all__ = ["sections", "exposure_section", "cutoff_section", "tiers_section", "pooled_label", "TIDY"]

@@ -19,9 +19,9 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from harness.report import stats
-from harness.report.cells import METRICS, mean, plain, ratio, share, subset_rank
-from harness.report.format import plural
+from contam.harness.report import stats
+from contam.harness.report.cells import METRICS, mean, plain, ratio, share, subset_rank
+from contam.harness.report.format import plural
 
 __all__ = ["regimes", "rank_correlation", "metric_validity", "surface_by_subset"]
 

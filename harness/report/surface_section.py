@@ -1,13 +1,13 @@
 """The report's "Surface metrics by subset" section: mean BLEU-2 and BERTScore-F1 of every scored
 answer on the documented and the undocumented subset per model (labels or not), with BCa bootstrap
 intervals (resamples and seed stated), Welch's difference and the documented/undocumented ratio,
-and the means per title (:func:`harness.report.surface.surface_by_subset` computes them)."""
+and the means per title (:func:`contam.harness.report.surface.surface_by_subset` computes them)."""
 
 from __future__ import annotations
 
-from harness.report.analysis import METRICS, figure_regime
-from harness.report.format import DASH, Section, Table, fmt_num, fmt_num_ci, fmt_p, is_missing
-from harness.report.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
+from contam.harness.report.analysis import METRICS, figure_regime
+from contam.harness.report.format import DASH, Section, Table, fmt_num, fmt_num_ci, fmt_p, is_missing
+from contam.harness.report.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
 
 __all__ = ["surface_section"]
 

@@ -1,10 +1,10 @@
 """Every report table as files a paper and an analysis can use, named by what they hold:
 ``tables/NAME.tex`` (the table as report.md shows it, a booktabs LaTeX ``table``) and
-``tables/NAME.csv`` (its numbers as tidy data, :mod:`harness.report.tidy`), plus
+``tables/NAME.csv`` (its numbers as tidy data, :mod:`contam.harness.report.tidy`), plus
 ``tables/index.csv`` saying which section each file belongs to.
 
 The LaTeX tables are the very ones report.md and report.html show
-(:func:`harness.report.render.sections`), so the three never disagree; LaTeX's specials are
+(:func:`contam.harness.report.render.sections`), so the three never disagree; LaTeX's specials are
 escaped in every cell, numbers right-aligned, and the report's Unicode (×, 10⁻⁷², κ, ρ, ∞, —)
 written as LaTeX, so that it compiles with plain pdflatex (needs ``\\usepackage{booktabs}``).
 The CSVs read straight into pandas (``pd.read_csv``) and R (``read.csv``): numeric columns hold
@@ -23,8 +23,8 @@ from typing import Any
 
 import orjson
 
-from harness.report.format import Section, Table
-from harness.report.tidy import TEXT_ONLY, tidy_tables
+from contam.harness.report.format import Section, Table
+from contam.harness.report.tidy import TEXT_ONLY, tidy_tables
 
 __all__ = ["write_tables", "latex_table", "latex_text", "csv_value"]
 

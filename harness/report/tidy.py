@@ -3,7 +3,7 @@ variable, numbers as numbers (proportions as fractions in [0, 1], an infinite od
 float ``inf``, an undefined statistic as an empty field), never the display strings of report.md.
 
 :func:`tidy_tables` maps a table's name — the same name the display table carries
-(:attr:`harness.report.format.Table.name`), so ``tables/gap_by_model.csv`` holds the numbers of
+(:attr:`contam.harness.report.format.Table.name`), so ``tables/gap_by_model.csv`` holds the numbers of
 ``tables/gap_by_model.tex`` — to its rows. The tables in :data:`TEXT_ONLY` have no display twin
 (numbers the report states in a paragraph or a row of another table).
 """
@@ -14,12 +14,12 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from harness.report.analysis import LABELS, METRICS
-from harness.report.study_sections import TIDY as STUDY_TIDY
-from harness.report.study_report import RULE_METRICS
-from harness.report.study_section import tidy as study_tidy
-from harness.report.validation import TIDY as VALIDATION_TIDY
-from metrics.probe_registry import PROBES, resolve
+from contam.harness.report.analysis import LABELS, METRICS
+from contam.harness.report.study_sections import TIDY as STUDY_TIDY
+from contam.harness.report.study_report import RULE_METRICS
+from contam.harness.report.study_section import tidy as study_tidy
+from contam.harness.report.validation import TIDY as VALIDATION_TIDY
+from contam.metrics.probe_registry import PROBES, resolve
 
 __all__ = ["tidy_tables", "TEXT_ONLY"]
 

@@ -6,7 +6,7 @@ Cochran–Armitage (Cochran 1954, Biometrics 10:417; Armitage 1955, Biometrics 1
 Categorical Data Analysis §5.3.5): with n_i cells and x_i right in tier i, score s_i, N = Σ n_i
 and p̄ = Σ x_i / N,  T = Σ s_i (x_i − n_i p̄),  Var T = p̄ (1 − p̄) [Σ n_i s_i² − (Σ n_i s_i)² / N],
 Z = T / √Var T, two-sided p from the normal. Z > 0: accuracy rises along the listed order.
-"Correct" is :mod:`harness.report.correct`'s rule.
+"Correct" is :mod:`contam.harness.report.correct`'s rule.
 """
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ from typing import Any
 import pandas as pd
 from scipy import stats as sps
 
-from harness.errors import UserError
-from harness.report import stats
-from harness.report.correct import correct_cells, source_counts
-from metrics.outcome import Outcome
+from contam.harness.errors import UserError
+from contam.harness.report import stats
+from contam.harness.report.correct import correct_cells, source_counts
+from contam.metrics.outcome import Outcome
 
 __all__ = ["tiers", "cochran_armitage", "require_tiers"]
 

@@ -4,7 +4,7 @@ each planted model and on its base model, the negative control that never saw th
 
 Per (planting, model, measure) it gives the planted and not-planted items' mean, the ROC-AUC of
 the measure as a classifier of "planted" (higher = planted; the Mann-Whitney U over n1 * n0, as
-min-k's part, with its percentile-bootstrap interval, :func:`harness.report.probe_mink.auc_interval`),
+min-k's part, with its percentile-bootstrap interval, :func:`contam.harness.report.probe_mink.auc_interval`),
 the two-sided Mann-Whitney p, and the TPR at 5% FPR (the highest true-positive rate of any
 threshold whose false-positive rate is at most 5%). Measures: Min-K% and Min-K%++, cdd's
 peakedness and flagged share, ts-guess's exact match, guided's ROUGE-L difference, and the
@@ -14,7 +14,7 @@ cells. A model's score of an item is its latest row of that metric under any par
 Which configured model is which comes from the runs' recorded configs: a model whose ``model`` is
 ``planted:NAME`` is that planting's model; one named as the planting's base (or configured with
 the base's model) is its base. :func:`section` renders it; the figures are
-:mod:`harness.report.validation_figure`'s (ARCHITECTURE.md, The report).
+:mod:`contam.harness.report.validation_figure`'s (ARCHITECTURE.md, The report).
 """
 
 from __future__ import annotations
@@ -25,17 +25,17 @@ from typing import Any
 
 import numpy as np
 
-from harness.report.format import Section, Table, fmt_num, fmt_num_ci, fmt_p, user
-from harness.report.probe_mink import CONFIDENCE, RESAMPLES, SEED, auc_interval
-from harness.report.stats import roc_auc_test
-from harness.report.validation_null import (
+from contam.harness.report.format import Section, Table, fmt_num, fmt_num_ci, fmt_p, user
+from contam.harness.report.probe_mink import CONFIDENCE, RESAMPLES, SEED, auc_interval
+from contam.harness.report.stats import roc_auc_test
+from contam.harness.report.validation_null import (
     ALPHA, DRAW_SEED, DRAWS, adjust_families, alarms, permutation_null,
 )
-from harness.store import Store
-from harness.store.plantings import configured_models, plantings
-from metrics.metric_registry import rule_metrics
-from metrics.outcome import Outcome
-from metrics.probe_registry import PROBES, ProbeMeasure, resolve
+from contam.harness.store import Store
+from contam.harness.store.plantings import configured_models, plantings
+from contam.metrics.metric_registry import rule_metrics
+from contam.metrics.outcome import Outcome
+from contam.metrics.probe_registry import PROBES, ProbeMeasure, resolve
 
 __all__ = ["build", "section", "model_scores", "item_subsets", "planted_set_id", "caption", "roc_points", "tpr_at_fpr", "TIDY", "MEASURES", "READINGS",
            "ROC_FIGURE", "DOSE_FIGURE", "MAX_FPR"]
@@ -64,7 +64,7 @@ FROM latest_probe_scores WHERE list_contains($models, model) GROUP BY ALL
 _SUBSETS_SQL = "SELECT item_id, subset FROM latest_items"
 
 # The density study's cells: "right" under labels is the human's label where there is one, else
-# the judge's; under a metric, its call (metrics.outcome).
+# the judge's; under a metric, its call (contam.metrics.outcome).
 _LABELLED = "coalesce(human_label, judge_label)"
 
 

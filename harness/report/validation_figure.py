@@ -10,9 +10,9 @@ from pathlib import Path
 
 from matplotlib.figure import Figure
 
-from harness.report.figure_style import COLUMN, FULL, grid
-from harness.report.figures import export_drawn
-from harness.report.validation import DOSE_FIGURE, MEASURES, READINGS, ROC_FIGURE, section
+from contam.harness.report.figure_style import COLUMN, FULL, grid
+from contam.harness.report.figures import export_drawn
+from contam.harness.report.validation import DOSE_FIGURE, MEASURES, READINGS, ROC_FIGURE, section
 
 __all__ = ["roc_curves", "auc_by_dose", "draw", "export"]
 

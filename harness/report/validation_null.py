@@ -3,7 +3,7 @@
 A base model never saw the planted items, so its scores cannot depend on which items were drawn:
 the planted set is one random draw among all the draws ``contam plant`` could have made. The
 permutation null makes that draw again :data:`DRAWS` times (seeded, the same number of items from
-each subset as the planted set, as ``harness.jobs.plant.choose_planted`` draws) and says where the
+each subset as the planted set, as ``contam.harness.jobs.plant.choose_planted`` draws) and says where the
 observed AUC falls among the re-drawn sets' AUCs: its percentile, and the two-sided permutation p
 (the share of re-draws at least as far from 0.5, counting the observed one; Phipson & Smyth 2010).
 
@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 from scipy.stats import rankdata
 
-from harness.report.stats import holm
+from contam.harness.report.stats import holm
 
 __all__ = ["DRAWS", "DRAW_SEED", "ALPHA", "redrawn_sets", "permutation_null", "adjust_families",
            "alarms"]

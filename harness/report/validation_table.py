@@ -1,6 +1,6 @@
 """The README's table of planted contamination (scripts/plant_experiment.py prints it): per
 measure, what it shows on the base model and on each planted dose, from a store's probe
-validation part (:mod:`harness.report.validation`). A separating measure reads as its ROC-AUC
+validation part (:mod:`contam.harness.report.validation`). A separating measure reads as its ROC-AUC
 with the interval; a share (a probe's flagged or exact-match rate, the density study's accuracy)
 as planted vs not-planted; a difference as each side's mean and the AUC."""
 
@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.report.validation import MEASURES, READINGS, build
-from harness.store import Store
+from contam.harness.report.validation import MEASURES, READINGS, build
+from contam.harness.store import Store
 
 __all__ = ["markdown_table", "columns"]
 

@@ -14,10 +14,10 @@ __all__ = ["DEFAULT_STORE", "MIGRATIONS", "TABLE_COLUMNS", "Store", "insert_stat
 DEFAULT_STORE = "runs/contam.duckdb"
 
 if TYPE_CHECKING:
-    from harness.store.store import MIGRATIONS, TABLE_COLUMNS, Store, insert_statement, utc_now
+    from contam.harness.store.store import MIGRATIONS, TABLE_COLUMNS, Store, insert_statement, utc_now
 
 
 def __getattr__(name: str) -> Any:
     if name in __all__:
-        return getattr(importlib.import_module("harness.store.store"), name)
+        return getattr(importlib.import_module("contam.harness.store.store"), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -4,7 +4,7 @@ the progress of the job that holds it.
 Each call finds out who has the store. When nobody does, it opens the file itself (read-only to
 read) for the length of the call (of the ``with``, for :func:`reading`) and no longer, so that
 nothing here keeps a job from taking the store. When a
-contam job holds it, the call goes through that job's store host (:mod:`harness.store.host`,
+contam job holds it, the call goes through that job's store host (:mod:`contam.harness.store.host`,
 found by the discovery file beside the store). When another process holds it and serves no
 reads, the call waits a moment (it may be a reader that is about to let go: a `contam sql`, a
 view's request, a job starting its host) and then says who holds it, in one line.
@@ -18,17 +18,17 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from harness.errors import UserError
-from harness.store import store as store_module
-from harness.store.discovery import Holder, HostGone, find_holder
-from harness.store.labels import append_label_rows
-from harness.store.store import Store, StoreInUse
-from harness.store.wanted import ask_for, withdraw_ask
+from contam.harness.errors import UserError
+from contam.harness.store import store as store_module
+from contam.harness.store.discovery import Holder, HostGone, find_holder
+from contam.harness.store.labels import append_label_rows
+from contam.harness.store.store import Store, StoreInUse
+from contam.harness.store.wanted import ask_for, withdraw_ask
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from harness.store.client import HostReader  # httpx: imported only when a job holds the store
+    from contam.harness.store.client import HostReader  # httpx: imported only when a job holds the store
 
 __all__ = ["Reader", "reading", "append_labels", "prepare", "live_progress"]
 
@@ -99,7 +99,7 @@ def live_progress(path: str | Path) -> list[dict[str, Any]] | None:
     holder = find_holder(path)
     if holder is None:
         return None
-    from harness.store.client import HostReader
+    from contam.harness.store.client import HostReader
 
     with HostReader(path, holder) as reader:  # one request a poll: no /health before it
         try:
@@ -180,6 +180,6 @@ def _reach(path: str | Path, *, read_only: bool) -> "Store | HostReader":
 def _host(path: str | Path, holder: Holder | None) -> "HostReader | None":
     if holder is None:
         return None
-    from harness.store.client import connect
+    from contam.harness.store.client import connect
 
     return connect(path, holder)

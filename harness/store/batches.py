@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from harness.store.store import Store
+    from contam.harness.store.store import Store
 
 __all__ = ["CLOSED_STATUSES", "open_jobs", "job_cells", "known_job_ids"]
 

@@ -3,7 +3,7 @@ latest reference). This module is the one place that says, in SQL, which cells e
 has to do: unanswered (``contam run``), unjudged (``contam judge``), unscored (``contam score``),
 and for ``contam probe`` the samples a cell still lacks, the complete cells not scored yet and
 the items min-k has not scored.
-The ``cells`` view (migration 2 of :mod:`harness.store.store`) is the read side of the same pairs.
+The ``cells`` view (migration 2 of :mod:`contam.harness.store.store`) is the read side of the same pairs.
 Each function takes the job's :class:`Store`, so that jobs ask by name (ARCHITECTURE.md, The store).
 """
 
@@ -14,7 +14,7 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from harness.store.store import Store
+    from contam.harness.store.store import Store
 
 __all__ = ["count_unanswered", "unanswered", "item_columns", "unjudged", "answered_cells", "unscored",
            "DueCells", "count_answered",

@@ -1,5 +1,5 @@
-"""The client side of a store host (:mod:`harness.store.host`): a reader with the read API of
-:class:`~harness.store.Store` whose every call is a request over the host's Unix socket.
+"""The client side of a store host (:mod:`contam.harness.store.host`): a reader with the read API of
+:class:`~contam.harness.store.Store` whose every call is a request over the host's Unix socket.
 
 A refusal comes back as the same UserError, and a DuckDB error as the same DuckDB exception
 class with the same message, that the call would have raised on the store itself; a host that
@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 import httpx
 
-from harness.errors import UserError
-from harness.store.discovery import Holder, HostGone
-from harness.store.store import query_parameters
-from harness.store.wire import decode_json, decode_result, encode_json, result_frame
+from contam.harness.errors import UserError
+from contam.harness.store.discovery import Holder, HostGone
+from contam.harness.store.store import query_parameters
+from contam.harness.store.wire import decode_json, decode_result, encode_json, result_frame
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -56,7 +56,7 @@ class HostReader:
         return self.query(f"SELECT count(*) FROM {table}")[0][0]
 
     def checked_query(self, query: str) -> tuple[list[str], list[tuple]]:
-        """`contam sql`'s query: the host applies the same rule (:mod:`harness.store.readonly`)."""
+        """`contam sql`'s query: the host applies the same rule (:mod:`contam.harness.store.readonly`)."""
         result = decode_result(self._query(query, None))
         return result.columns, result.rows
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from harness.errors import InputError, UserError
+from contam.harness.errors import InputError, UserError
 
 __all__ = ["ColumnMap", "parse_column_map"]
 

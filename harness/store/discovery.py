@@ -1,5 +1,5 @@
 """The file beside a store (``<store>.host``) that says which process holds the store for
-writing and how to reach the reads it serves (:mod:`harness.store.host`).
+writing and how to reach the reads it serves (:mod:`contam.harness.store.host`).
 
 It holds the pid, the command, the host's Unix socket and a random token, so it is written with
 mode 0600, all at once (a reader never sees half a file), when the host is up, and removed when
@@ -17,8 +17,8 @@ from pathlib import Path
 
 import orjson
 
-from harness.errors import UserError
-from harness.store.files import write_private
+from contam.harness.errors import UserError
+from contam.harness.store.files import write_private
 
 __all__ = ["Holder", "HostGone", "discovery_path", "publish", "withdraw", "find_holder", "pid_alive"]
 
@@ -44,7 +44,7 @@ def discovery_path(store: str | Path) -> Path:
 
 
 def publish(store: str | Path, holder: Holder) -> Path:
-    """Write the discovery file: a new 0600 file (:mod:`harness.store.files`), renamed over any
+    """Write the discovery file: a new 0600 file (:mod:`contam.harness.store.files`), renamed over any
     stale one."""
     path = discovery_path(store)
     write_private(path, orjson.dumps(asdict(holder)))  # never follows a planted link

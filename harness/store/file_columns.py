@@ -9,7 +9,7 @@ from pathlib import Path
 
 import duckdb
 
-from harness.errors import UserError
+from contam.harness.errors import UserError
 
 __all__ = ["FileColumn", "file_columns"]
 

@@ -19,7 +19,7 @@ import stat
 from pathlib import Path
 from typing import BinaryIO
 
-from harness.errors import UserError
+from contam.harness.errors import UserError
 
 __all__ = ["write_private", "create_private", "open_own", "owner_name", "not_own_reason",
            "stat_reason"]

@@ -1,11 +1,11 @@
 """The store host: while a long job (run, judge, score, probe) holds a store for writing, its
 process serves the store's reads, label appends and the job's live progress to other local
-processes (``contam sql``, ``contam report``, ``contam view``; :mod:`harness.store.access` is
+processes (``contam sql``, ``contam report``, ``contam view``; :mod:`contam.harness.store.access` is
 the client side).
 
 A Starlette app, served by uvicorn on a thread of its own over a Unix socket beside the store
 (mode 0600; in a private temporary folder when that path is too long for a socket). Every request
-must carry the token of the discovery file (:mod:`harness.store.discovery`), written once the
+must carry the token of the discovery file (:mod:`contam.harness.store.discovery`), written once the
 host is up and removed when it stops. Each request runs in a worker thread (at most a few at
 once) on a DuckDB cursor of the holder's connection of its own, so the job's event loop never
 waits for a reader, and a read sees what the job has committed.
@@ -14,7 +14,7 @@ A read is interrupted when it runs past :data:`READ_LIMIT_S` or its client disco
 result past :data:`MAX_ROWS` rows or :data:`MAX_BYTES` bytes is refused while it is fetched, so
 that no reader can hold a slot, a core or the job's memory for long.
 
-Reads obey `contam sql`'s rule (:mod:`harness.store.readonly`): one read-only statement, in a
+Reads obey `contam sql`'s rule (:mod:`contam.harness.store.readonly`): one read-only statement, in a
 ``READ ONLY`` transaction, with the database's file and network access switched off when the
 host starts. A job starts its host once it needs no file access from DuckDB itself.
 """
@@ -37,13 +37,13 @@ from typing import Any
 import anyio
 import duckdb
 
-from harness.errors import UserError
-from harness.store.discovery import Holder, publish, withdraw
-from harness.store.labels import append_label_rows
-from harness.store.readonly import (READ_ONLY_BEGIN, check_query, close_external_access,
+from contam.harness.errors import UserError
+from contam.harness.store.discovery import Holder, publish, withdraw
+from contam.harness.store.labels import append_label_rows
+from contam.harness.store.readonly import (READ_ONLY_BEGIN, check_query, close_external_access,
                                     refuse_side_effects)
-from harness.store.store import Store
-from harness.store.wire import encode_json, encode_result, decode_json
+from contam.harness.store.store import Store
+from contam.harness.store.wire import encode_json, encode_result, decode_json
 
 __all__ = ["StoreHost", "ProgressRows", "socket_beside"]
 
@@ -206,7 +206,7 @@ class StoreHost:
             return _json({"error": str(exc), "kind": "UserError"}, status=503)
         except UserError as exc:
             return _json({"error": str(exc), "kind": "UserError"}, status=400)
-        except (ValueError, KeyError, TypeError) as exc:  # not a request of harness.store.client
+        except (ValueError, KeyError, TypeError) as exc:  # not a request of contam.harness.store.client
             return _json({"error": f"malformed request ({type(exc).__name__})",
                           "kind": "UserError"}, status=400)
         except duckdb.Error as exc:

@@ -1,13 +1,13 @@
 """The reply journal: every accepted reply is on disk before it waits for a commit.
 
-The batch writer (:mod:`harness.engine.writer`) commits replies a quarter of a second to a second
+The batch writer (:mod:`contam.harness.engine.writer`) commits replies a quarter of a second to a second
 after they arrive; a kill -9 in between would lose replies that were paid for. So each reply's
 rows are first appended to ``<store>.journal``, beside the store, as one orjson line and a flush:
 the line is then in the kernel's page cache, which a killed process cannot lose (only a power cut
 could; an fsync per reply would cover that too, at a far higher price). Each commit takes every
 write waiting, so after it the journal is emptied: it never holds more than one batch.
 
-The next writer to open the store (:class:`harness.store.Store`) replays the journal: every
+The next writer to open the store (:class:`contam.harness.store.Store`) replays the journal: every
 write whose ``ok`` attempt (``run_id``, ``item_id``, ``model``, ``attempt``, and for a probe's
 request its ``variant`` and ``samples``) the store lacks is
 inserted, in one transaction, and the journal is removed. Replaying twice adds nothing. A line
@@ -28,12 +28,12 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 import orjson
 
-from harness.errors import UserError
-from harness.store.files import not_own_reason, open_own, stat_reason
-from harness.store.schema import TABLE_COLUMNS
+from contam.harness.errors import UserError
+from contam.harness.store.files import not_own_reason, open_own, stat_reason
+from contam.harness.store.schema import TABLE_COLUMNS
 
 if TYPE_CHECKING:  # the store calls replay(); this module needs only its type
-    from harness.store import Store
+    from contam.harness.store import Store
 
 __all__ = ["Journal", "Rows", "Replayed", "journal_path", "reply_key", "replay", "merge_writes"]
 

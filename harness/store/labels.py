@@ -1,6 +1,6 @@
 """Labels appended from outside a job (``contam view``'s raters): one transaction per call,
 committed when it returns, on whichever connection reaches the store: a writer of the caller's
-own, or a cursor of the process that holds the store (:mod:`harness.store.host`)."""
+own, or a cursor of the process that holds the store (:mod:`contam.harness.store.host`)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from typing import Any
 
 import duckdb
 
-from harness.errors import UserError, first_line
-from harness.store.store import Store, insert_statement, transaction, utc_now
+from contam.harness.errors import UserError, first_line
+from contam.harness.store.store import Store, insert_statement, transaction, utc_now
 
 __all__ = ["append_label_rows", "append_labels_to"]
 

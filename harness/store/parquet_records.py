@@ -1,4 +1,4 @@
-"""Reading a Parquet file of items, answers or labels, by the rules of :mod:`harness.store.records`.
+"""Reading a Parquet file of items, answers or labels, by the rules of :mod:`contam.harness.store.records`.
 
 DuckDB reads Parquet itself (no other dependency), a batch of rows at a time, so memory stays flat.
 A record's "line" is its 1-based row. The columns contam reads as text (``item_id``,
@@ -17,9 +17,9 @@ from typing import Any
 
 import duckdb
 
-from harness.errors import InputError, first_line
-from harness.store.column_map import ColumnMap
-from harness.store.records import FileKind, Record, as_text, complete, require_columns
+from contam.harness.errors import InputError, first_line
+from contam.harness.store.column_map import ColumnMap
+from contam.harness.store.records import FileKind, Record, as_text, complete, require_columns
 
 __all__ = ["read_parquet_records"]
 

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from harness.store.store import Store
+    from contam.harness.store.store import Store
 
 __all__ = ["record_planting", "plantings", "has_planting", "configured_models"]
 

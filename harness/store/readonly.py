@@ -3,7 +3,7 @@ network access, whichever way it reaches the store.
 
 - On a read-only connection of its own (:meth:`Store.checked_query`), DuckDB's file and network
   access is switched off and its configuration locked (:data:`LOCKDOWN`).
-- Through the host of a process that holds the store for writing (:mod:`harness.store.host`),
+- Through the host of a process that holds the store for writing (:mod:`contam.harness.store.host`),
   that process's database has had file and network access switched off when the host started
   (:func:`close_external_access`); each query runs in a ``READ ONLY`` transaction of a cursor of
   its own, so nothing it calls can write (``nextval``); and a query calling a table function
@@ -22,7 +22,7 @@ from typing import Any
 import duckdb
 import orjson
 
-from harness.errors import UserError
+from contam.harness.errors import UserError
 
 __all__ = ["check_query", "refuse_side_effects", "LOCKDOWN", "close_external_access",
            "READ_ONLY_BEGIN"]

@@ -13,11 +13,11 @@ import hashlib
 from collections.abc import Iterator
 from pathlib import Path
 
-from harness.errors import InputError
-from harness.store.column_map import ColumnMap, parse_column_map
-from harness.store.parquet_records import read_parquet_records
-from harness.store.records import KINDS, FileKind, Record, check_values
-from harness.store.records import read_records as read_text_records
+from contam.harness.errors import InputError
+from contam.harness.store.column_map import ColumnMap, parse_column_map
+from contam.harness.store.parquet_records import read_parquet_records
+from contam.harness.store.records import KINDS, FileKind, Record, check_values
+from contam.harness.store.records import read_records as read_text_records
 
 __all__ = ["RecordFile", "KINDS", "read_records", "parse_column_map"]
 

@@ -1,5 +1,5 @@
 """Reading and validating the files users bring: items, answers, labels (CSV or JSONL; Parquet
-is :mod:`harness.store.parquet_records`, and :mod:`harness.store.record_file` picks the reader).
+is :mod:`contam.harness.store.parquet_records`, and :mod:`contam.harness.store.record_file` picks the reader).
 
 Strict by design. The seed paper lost a row to an unquoted comma that shifted every column
 (question_id 35): here a row whose field count differs from the header, a missing required column,
@@ -27,9 +27,9 @@ from typing import Any, BinaryIO
 
 import orjson
 
-from harness.errors import InputError
-from harness.labels import LABEL_SPELLINGS
-from harness.store.column_map import ColumnMap
+from contam.harness.errors import InputError
+from contam.harness.labels import LABEL_SPELLINGS
+from contam.harness.store.column_map import ColumnMap
 
 __all__ = ["FileKind", "KINDS", "Record", "read_records", "normalise_label", "file_sha256",
            "MAX_LINE_BYTES", "check_values", "require_columns", "complete", "as_text"]

@@ -37,7 +37,7 @@ CREATE TABLE scores (
 # Labels are kept as raters wrote them (after case-normalisation); the views expose one column per
 # regime. `human_label` prefers the plain `human` rater, then the first `human:<name>`;
 # `judge_label` takes the first `judge:<model>` rater (the report's --judge picks another).
-# Frozen as literal SQL: `abstained` holds harness.text.ABSTENTION_PATTERN as it was when this
+# Frozen as literal SQL: `abstained` holds contam.harness.text.ABSTENTION_PATTERN as it was when this
 # migration shipped; a changed pattern is a new migration, so old and new stores cannot differ.
 # Likewise the raters (`'judge:%'`, `human:`) are spelt out rather than read from store/raters.py.
 _VIEWS = r"""
@@ -201,8 +201,8 @@ LEFT JOIN surface s USING (item_id, model);
 """
 
 # The metric registry (issue "one declaration per concept"): `cell_base` is `cells` without its
-# metric columns; `cells` itself is built from metrics.metric_registry whenever a store opens
-# (harness.store.views), one column per registered metric after these.
+# metric columns; `cells` itself is built from contam.metrics.metric_registry whenever a store opens
+# (contam.harness.store.views), one column per registered metric after these.
 _CELL_BASE = r"""
 CREATE OR REPLACE VIEW cell_base AS
 WITH pairs AS (

@@ -8,11 +8,11 @@ from typing import TYPE_CHECKING
 
 import orjson
 
-from harness.config import load_config
-from harness.study import StudySettings, settings_from_record
+from contam.harness.config import load_config
+from contam.harness.study import StudySettings, settings_from_record
 
 if TYPE_CHECKING:
-    from harness.store.store import Store
+    from contam.harness.store.store import Store
 
 __all__ = ["recorded_study", "study_settings"]
 

@@ -12,10 +12,10 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from harness.store.records import KINDS
+from contam.harness.store.records import KINDS
 
 if TYPE_CHECKING:
-    from harness.store.store import Store
+    from contam.harness.store.store import Store
 
 __all__ = ["STAGED_COLUMNS", "import_memory", "stage", "name_import_run", "first_duplicate",
            "first_unknown_item", "append_new_rows"]

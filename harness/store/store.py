@@ -1,9 +1,9 @@
 """The DuckDB store: opening it (and waiting for a short-lived reader's lock), migrating it to the
-schema of :mod:`harness.store.schema`, append-only writes and reads.
+schema of :mod:`contam.harness.store.schema`, append-only writes and reads.
 
 Nothing is ever UPDATEd or DELETEd: a correction is a newer row (higher ``seq``) and the
 ``latest_*`` views pick it. One process writes; inside it :class:`BatchWriter` (see
-``harness.engine.writer``) is the single task that calls :meth:`Store.append`.
+``contam.harness.engine.writer``) is the single task that calls :meth:`Store.append`.
 """
 
 from __future__ import annotations
@@ -22,18 +22,18 @@ from typing import TYPE_CHECKING, Any
 
 import duckdb
 
-from harness.errors import UserError, first_line
-from harness.store import DEFAULT_STORE
-from harness.store.journal import journal_path, replay
-from harness.store.schema import MIGRATIONS, TABLE_COLUMNS
-from harness.store.views import cells_view_current, cells_view_sql
-from harness.store.wanted import ask_for, withdraw_ask
-from harness.text import visible
+from contam.harness.errors import UserError, first_line
+from contam.harness.store import DEFAULT_STORE
+from contam.harness.store.journal import journal_path, replay
+from contam.harness.store.schema import MIGRATIONS, TABLE_COLUMNS
+from contam.harness.store.views import cells_view_current, cells_view_sql
+from contam.harness.store.wanted import ask_for, withdraw_ask
+from contam.harness.text import visible
 
 if TYPE_CHECKING:  # the importers hand over DataFrames; opening a store needs no pandas
     import pandas as pd
 
-    from harness.store.discovery import Holder
+    from contam.harness.store.discovery import Holder
 
 __all__ = ["Store", "DEFAULT_STORE", "utc_now", "MIGRATIONS", "TABLE_COLUMNS", "insert_statement",
            "StoreInUse", "LOCK_WAIT_S", "transaction", "query_parameters"]
@@ -73,7 +73,7 @@ def utc_now() -> dt.datetime:
 
 class StoreInUse(UserError):
     """The store is open in another process (or, read-only, in this one for writing).
-    ``found`` is the holder the discovery file names (:mod:`harness.store.discovery`), if any."""
+    ``found`` is the holder the discovery file names (:mod:`contam.harness.store.discovery`), if any."""
 
     def __init__(self, path: Path, pid: int, holder: str, found: Holder | None = None) -> None:
         self.path, self.pid, self.holder, self.found = path, pid, holder, found
@@ -91,8 +91,8 @@ class Store:
     mistyped ``--store`` is ``PATH: no such store``, and leaves no file behind. A writer's open
     waits up to ``lock_wait_s`` (default :data:`LOCK_WAIT_S`) for a store that another process
     has open, having asked a `contam view` that keeps it open to let go
-    (:mod:`harness.store.wanted`); a reader's open does not wait for a job that serves reads
-    (:mod:`harness.store.access` reads through it)."""
+    (:mod:`contam.harness.store.wanted`); a reader's open does not wait for a job that serves reads
+    (:mod:`contam.harness.store.access` reads through it)."""
 
     def __init__(self, path: str | Path = DEFAULT_STORE, *, read_only: bool = False,
                  create: bool = False, lock_wait_s: float | None = None) -> None:
@@ -260,7 +260,7 @@ class Store:
         return self.con.execute(sql, query_parameters(params)).df()
 
     def checked_query(self, query: str) -> tuple[list[str], list[tuple]]:
-        """`contam sql`'s query (:mod:`harness.store.readonly`): one read-only statement, with
+        """`contam sql`'s query (:mod:`contam.harness.store.readonly`): one read-only statement, with
         file and network access switched off and the configuration locked from then on."""
         columns, chunks = self.checked_chunks(query)
         return columns, [row for chunk in chunks for row in chunk]
@@ -268,7 +268,7 @@ class Store:
     def checked_chunks(self, query: str) -> tuple[list[str], Iterator[list[tuple]]]:
         """:meth:`checked_query` with the rows fetched a chunk at a time as DuckDB streams them,
         so that a result of any size is never held whole."""
-        from harness.store.readonly import LOCKDOWN, check_query
+        from contam.harness.store.readonly import LOCKDOWN, check_query
 
         if not self.read_only:
             raise RuntimeError("checked_query needs a read-only store")
@@ -329,7 +329,7 @@ def _lock(exc: duckdb.Error) -> tuple[int, str] | None:
 def _in_use(path: Path, pid: int, program: str) -> StoreInUse:
     """A StoreInUse naming who holds the store: the discovery file's command where it names
     that process."""
-    from harness.store.discovery import find_holder
+    from contam.harness.store.discovery import find_holder
 
     found = find_holder(path)
     holder = f"contam {found.command}" if found is not None and found.pid == pid else program

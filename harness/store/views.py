@@ -1,6 +1,6 @@
 """The store's views built from code: ``cells``, the migrated ``cell_base`` with one column per
-metric of :mod:`metrics.metric_registry` (its latest value, 1.0 / 0.0 / NULL for a rule). The
-tables and ``cell_base`` are migrated (:mod:`harness.store.schema`); ``cells`` is rebuilt when a
+metric of :mod:`contam.metrics.metric_registry` (its latest value, 1.0 / 0.0 / NULL for a rule). The
+tables and ``cell_base`` are migrated (:mod:`contam.harness.store.schema`); ``cells`` is rebuilt when a
 store opens and its metric columns differ from the registry's, so a new metric is a column
 without a migration."""
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import duckdb
 
-from metrics.metric_registry import METRICS
+from contam.metrics.metric_registry import METRICS
 
 __all__ = ["cells_view_sql", "cells_view_current"]
 

@@ -1,9 +1,9 @@
 """The file beside a store (``<store>.wanted``) by which a process that needs the store asks
-whoever keeps it open between requests (`contam view`, :mod:`harness.view.gate`) to let go.
+whoever keeps it open between requests (`contam view`, :mod:`contam.harness.view.gate`) to let go.
 
 A view that keeps the store open keeps every other process out: DuckDB lets one process write a
 file, and none read it while one writes. So a process that finds the store open and served by no
-job drops this file (:func:`ask_for`, written as :mod:`harness.store.files` writes every file
+job drops this file (:func:`ask_for`, written as :mod:`contam.harness.store.files` writes every file
 beside a store) and tries again for a few seconds; the view watches its modification time
 (:func:`last_asked`, one ``lstat``), closes, and keeps off the store for :data:`HOLD_OFF_S` while
 the ask stands. The asker removes the file once it has the store (:func:`withdraw_ask`). See
@@ -16,8 +16,8 @@ import os
 import stat
 from pathlib import Path
 
-from harness.errors import UserError
-from harness.store.files import write_private
+from contam.harness.errors import UserError
+from contam.harness.store.files import write_private
 
 __all__ = ["wanted_path", "ask_for", "last_asked", "withdraw_ask", "HOLD_OFF_S"]
 

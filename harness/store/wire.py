@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import duckdb
 
-from harness.errors import UserError
+from contam.harness.errors import UserError
 
 if TYPE_CHECKING:
     import pandas as pd

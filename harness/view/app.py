@@ -18,12 +18,12 @@ from starlette.datastructures import MutableHeaders
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from harness.declare import flag_of
-from harness.errors import UserError
-from harness.store import access
-from harness.view.options import ViewOptions
-from harness.view.routes import View
-from harness.view.token import TokenGuard, rater_token, served_hosts, stored_token
+from contam.harness.declare import flag_of
+from contam.harness.errors import UserError
+from contam.harness.store import access
+from contam.harness.view.options import ViewOptions
+from contam.harness.view.routes import View
+from contam.harness.view.token import TokenGuard, rater_token, served_hosts, stored_token
 
 __all__ = ["create_app", "serve", "PAGE_POLICY"]
 

@@ -18,9 +18,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from harness.labels import LABELS
-from harness.store.raters import HUMAN_RATER_SQL, JUDGE_RATER_SQL
-from harness.view.follow import store_version
+from contam.harness.labels import LABELS
+from contam.harness.store.raters import HUMAN_RATER_SQL, JUDGE_RATER_SQL
+from contam.harness.view.follow import store_version
 
 __all__ = ["BrowseQuery", "BrowsePage", "OrderCache", "browse", "filter_choices", "COLUMNS", "PAGE_SIZE",
            "LABEL_FILTERS"]

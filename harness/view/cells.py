@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.store.raters import JUDGE_RATER_SQL
-from harness.text import visible
+from contam.harness.store.raters import JUDGE_RATER_SQL
+from contam.harness.text import visible
 
 __all__ = ["cell_content", "cell_extras", "cell_record"]
 

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.store.schema import TABLE_COLUMNS
+from contam.harness.store.schema import TABLE_COLUMNS
 
 __all__ = ["Follower", "Delta", "store_version", "Rebuilt"]
 

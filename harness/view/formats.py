@@ -1,12 +1,12 @@
 """Jinja filters of the unblinded pages (cell, agreement): times to the second and metrics by
-the names people read (the report's, harness.config_schema.METRIC_DISPLAY)."""
+the names people read (the report's, contam.harness.config_schema.METRIC_DISPLAY)."""
 
 from __future__ import annotations
 
 from datetime import datetime
 from typing import Any
 
-from harness.config_schema import metric_display
+from contam.harness.config_schema import metric_display
 
 __all__ = ["when", "metric_display", "interval"]
 

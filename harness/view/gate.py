@@ -6,11 +6,11 @@ any number of processes read a file together, so a user's own DuckDB client
 (``duckdb.connect(path, read_only=True)``, the DuckDB CLI with ``-readonly``) reads beside the
 view. A write makes it read-write (a label is then one INSERT) for as long as labels keep coming,
 and read-only again once none has come for ``WRITE_HOLD_S``; a write that finds another process
-reading goes through :mod:`harness.store.access`, which waits for the store and says who has it. It never keeps anyone from the store: a process
-that finds the store open asks for it (:mod:`harness.store.wanted`), and a watcher thread here sees
+reading goes through :mod:`contam.harness.store.access`, which waits for the store and says who has it. It never keeps anyone from the store: a process
+that finds the store open asks for it (:mod:`contam.harness.store.wanted`), and a watcher thread here sees
 the ask within :data:`POLL_S`, closes the connection and keeps off the store for ``HOLD_OFF_S``.
 Meanwhile, and whenever a job holds the store, each request goes through
-:mod:`harness.store.access` as one short visit (through the job's host while it runs). See
+:mod:`contam.harness.store.access` as one short visit (through the job's host while it runs). See
 ARCHITECTURE.md, "A view that keeps the store open".
 
 One at a time because DuckDB refuses, within one process, a second connection to the same file
@@ -27,12 +27,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from harness.errors import UserError
-from harness.store import access
-from harness.store.discovery import find_holder
-from harness.store.labels import append_labels_to
-from harness.store.store import Store, StoreInUse
-from harness.store.wanted import HOLD_OFF_S, last_asked
+from contam.harness.errors import UserError
+from contam.harness.store import access
+from contam.harness.store.discovery import find_holder
+from contam.harness.store.labels import append_labels_to
+from contam.harness.store.store import Store, StoreInUse
+from contam.harness.store.wanted import HOLD_OFF_S, last_asked
 
 __all__ = ["StoreGate", "POLL_S", "WRITE_HOLD_S"]
 

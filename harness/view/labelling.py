@@ -17,16 +17,16 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
-from harness.declare import flag_of
-from harness.errors import UserError
-from harness.labels import LABEL_NAMES
-from harness.store.raters import ADJUDICATOR
-from harness.store.store import utc_now
-from harness.view.agreement import agreed_rows, disagreements, rater_labels
-from harness.view.cells import cell_content, cell_extras
-from harness.view.gate import StoreGate
-from harness.view.options import ViewOptions
-from harness.view.queue import EligibleCells, Key, Progress, RaterQueue, Share, pace
+from contam.harness.declare import flag_of
+from contam.harness.errors import UserError
+from contam.harness.labels import LABEL_NAMES
+from contam.harness.store.raters import ADJUDICATOR
+from contam.harness.store.store import utc_now
+from contam.harness.view.agreement import agreed_rows, disagreements, rater_labels
+from contam.harness.view.cells import cell_content, cell_extras
+from contam.harness.view.gate import StoreGate
+from contam.harness.view.options import ViewOptions
+from contam.harness.view.queue import EligibleCells, Key, Progress, RaterQueue, Share, pace
 
 __all__ = ["LabelDesk", "AdjudicationDesk", "Screen", "CellIds", "LABEL_NAMES", "StaleCell", "NotYours",
            "label_row"]

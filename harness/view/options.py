@@ -1,5 +1,5 @@
 """What `contam view` is started with, as Python callers give it: :func:`view_options` makes the
-checked :class:`ViewOptions` (declared with the command line's flags in harness.jobs.options.view)
+checked :class:`ViewOptions` (declared with the command line's flags in contam.harness.jobs.options.view)
 from the command line's keywords."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from harness.jobs.options.view import DEFAULT_PORT, ViewOptions, rater_name, rater_names
+from contam.harness.jobs.options.view import DEFAULT_PORT, ViewOptions, rater_name, rater_names
 
 __all__ = ["ViewOptions", "view_options", "rater_name", "DEFAULT_PORT"]
 

@@ -8,11 +8,11 @@ from typing import Any
 
 from markupsafe import Markup
 
-from harness.report.format import is_missing
-from harness.store.raters import ADJUDICATOR
-from harness.text import visible
-from harness.view.labelling import Screen
-from harness.view.queue import Progress
+from contam.harness.report.format import is_missing
+from contam.harness.store.raters import ADJUDICATOR
+from contam.harness.text import visible
+from contam.harness.view.labelling import Screen
+from contam.harness.view.queue import Progress
 
 __all__ = ["progress_text", "onward_links", "number", "screen_json", "duration", "short", "shown"]
 

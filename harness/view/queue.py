@@ -1,6 +1,6 @@
 """A rater's queue: which cells are theirs, in what order, which one comes next, how far along
 they are and at what pace. Kept in memory and brought up to date from what the store gained
-since the last request (:mod:`harness.view.follow`), so a request costs what changed.
+since the last request (:mod:`contam.harness.view.follow`), so a request costs what changed.
 
 The rules, each mirrored by a small function here that a test checks:
 
@@ -28,7 +28,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from harness.view.follow import Follower
+from contam.harness.view.follow import Follower
 
 __all__ = ["Share", "Progress", "EligibleCells", "RaterQueue", "share_hashes", "order_key", "pace",
            "BREAK_S"]

@@ -9,10 +9,10 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
-from harness.errors import UserError
-from harness.report.html import ReportPage, report_page
-from harness.view.follow import store_version
-from harness.view.gate import StoreGate
+from contam.harness.errors import UserError
+from contam.harness.report.html import ReportPage, report_page
+from contam.harness.view.follow import store_version
+from contam.harness.view.gate import StoreGate
 
 __all__ = ["ReportPages", "Built", "RaterSide", "rater_sides"]
 
@@ -64,9 +64,9 @@ class ReportPages:
 
 
 def _build(gate: StoreGate, human: str | None, judge: str | None, contrast: str | None) -> Built:
-    from harness.report.analysis import build_report, parse_contrast  # pandas, scipy, matplotlib
-    from harness.report.output import figure_pngs
-    from harness.report.study_inputs import study_inputs
+    from contam.harness.report.analysis import build_report, parse_contrast  # pandas, scipy, matplotlib
+    from contam.harness.report.output import figure_pngs
+    from contam.harness.report.study_inputs import study_inputs
 
     given = {"contrast": parse_contrast(contrast)} if contrast else {}  # else its default
     with gate.reading() as store:

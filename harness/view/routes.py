@@ -20,23 +20,23 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
-from harness.errors import UserError
-from harness.labels import LABEL_KEYS, LABEL_NAMES, LABELS
-from harness.report import html as report_html
-from harness.store.raters import ADJUDICATOR
-from harness.store.store import StoreInUse
-from harness.view import browse as browsing
-from harness.view.agreement import agreement
-from harness.view.cells import cell_content, cell_record
-from harness.view.follow import Rebuilt, store_version
-from harness.view.formats import interval, metric_display, when
-from harness.view.gate import StoreGate
-from harness.view.labelling import (AdjudicationDesk, CellIds, LabelDesk, NotYours, StaleCell,
+from contam.harness.errors import UserError
+from contam.harness.labels import LABEL_KEYS, LABEL_NAMES, LABELS
+from contam.harness.report import html as report_html
+from contam.harness.store.raters import ADJUDICATOR
+from contam.harness.store.store import StoreInUse
+from contam.harness.view import browse as browsing
+from contam.harness.view.agreement import agreement
+from contam.harness.view.cells import cell_content, cell_record
+from contam.harness.view.follow import Rebuilt, store_version
+from contam.harness.view.formats import interval, metric_display, when
+from contam.harness.view.gate import StoreGate
+from contam.harness.view.labelling import (AdjudicationDesk, CellIds, LabelDesk, NotYours, StaleCell,
                                     label_row)
-from harness.view.options import ViewOptions, rater_name
-from harness.view.present import (number, onward_links, progress_text, screen_json, short,
+from contam.harness.view.options import ViewOptions, rater_name
+from contam.harness.view.present import (number, onward_links, progress_text, screen_json, short,
                                   shown)
-from harness.view.reporting import ReportPages
+from contam.harness.view.reporting import ReportPages
 
 __all__ = ["View"]
 

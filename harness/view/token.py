@@ -26,10 +26,10 @@ from starlette.requests import HTTPConnection
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from harness.errors import UserError
-from harness.declare import flag_of
-from harness.jobs.options.view import ViewOptions
-from harness.store.files import stat_reason, write_private
+from contam.harness.errors import UserError
+from contam.harness.declare import flag_of
+from contam.harness.jobs.options.view import ViewOptions
+from contam.harness.store.files import stat_reason, write_private
 
 __all__ = ["TokenGuard", "new_token", "stored_token", "rater_token", "served_hosts", "HEADER"]
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from harness.declare import flag_of, no_progress_option, option
-from harness.errors import UserError
-from harness.jobs.options.lane import model_list
-from harness.jobs.options.store import store_option
+from contam.harness.declare import flag_of, no_progress_option, option
+from contam.harness.errors import UserError
+from contam.harness.jobs.options.lane import model_list
+from contam.harness.jobs.options.store import store_option
 
 __all__ = ["BenchOptions"]
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from harness.declare import option
-from harness.errors import UserError
+from contam.harness.declare import option
+from contam.harness.errors import UserError
 
 __all__ = ["CostOptions", "parse_price", "parse_prices"]
 

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from harness.declare import no_progress_option, option
+from contam.harness.declare import no_progress_option, option
 
 __all__ = ["DemoOptions"]
 
 
 @dataclass(frozen=True, kw_only=True)
 class DemoOptions:
-    """``harness.jobs.demo.demo``'s arguments, by the same names."""
+    """``contam.harness.jobs.demo.demo``'s arguments, by the same names."""
 
     out_dir: str = option("--out", default="runs/demo", help="folder for the store and report")
     probes: bool = option("--probes", default=False, action="store_true",

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from harness.declare import option
+from contam.harness.declare import option
 
 __all__ = ["InitOptions"]
 
 
 @dataclass(frozen=True, kw_only=True)
 class InitOptions:
-    """``harness.jobs.init.init_study``'s keyword arguments, by the same names (the folder is
+    """``contam.harness.jobs.init.init_study``'s keyword arguments, by the same names (the folder is
     the command's positional)."""
 
     items: str | None = option(

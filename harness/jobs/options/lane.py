@@ -5,22 +5,22 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from harness.declare import no_progress_option, option
-from harness.errors import UserError
+from contam.harness.declare import no_progress_option, option
+from contam.harness.errors import UserError
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from harness.engine.batch_lane import BatchOptions
-    from harness.engine.lanes import ProviderFactory
-    from harness.jobs.live import LiveBoard
+    from contam.harness.engine.batch_lane import BatchOptions
+    from contam.harness.engine.lanes import ProviderFactory
+    from contam.harness.jobs.live import LiveBoard
 
 __all__ = ["JobOptions", "RunOptions", "ProbeOptions", "JudgeOptions", "model_list"]
 
 
 def model_list(text: str | None) -> list[str] | None:
     """``--models a,b`` -> ["a", "b"]; None (or only commas): every configured model."""
-    from harness.config import model_names
+    from contam.harness.config import model_names
 
     return model_names(text)
 
@@ -37,9 +37,9 @@ class JobOptions:
     limit: int | None = option("--limit", type=int)  # the first N items per model; judge: N labels
     no_progress: bool = no_progress_option()
     console: Console | None = None  # where the live display goes (stdout)
-    provider_factory: ProviderFactory | None = None  # None: providers.registry.create_provider
+    provider_factory: ProviderFactory | None = None  # None: contam.providers.registry.create_provider
     handle_signals: bool = True  # SIGINT/SIGTERM drain the run (main thread only)
-    live: LiveBoard | None = None  # the store host's progress (harness.jobs.live): shown the lanes
+    live: LiveBoard | None = None  # the store host's progress (contam.harness.jobs.live): shown the lanes
 
     def check_limit(self) -> None:
         """A limit, if any, that is a positive number (or one line why not)."""
@@ -72,7 +72,7 @@ class RunOptions(JobOptions):
 
     def batch_settings(self) -> BatchOptions:
         """How the batch lanes follow their jobs: ``batch_options``, else the two flags'."""
-        from harness.engine.batch_lane import BatchOptions
+        from contam.harness.engine.batch_lane import BatchOptions
 
         if self.batch_options is not None:
             return self.batch_options

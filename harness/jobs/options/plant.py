@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from dataclasses import MISSING, dataclass
 
-from harness.declare import flag_of, option, progress_option
-from harness.errors import UserError
+from contam.harness.declare import flag_of, option, progress_option
+from contam.harness.errors import UserError
 
 __all__ = ["PlantOptions", "FORMATS", "DEFAULT_LEARNING_RATE", "DEFAULT_BATCH_SIZE",
            "DEFAULT_MAX_LENGTH"]

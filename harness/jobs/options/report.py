@@ -5,14 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.declare import option
+from contam.harness.declare import option
 
 __all__ = ["ReportOptions"]
 
 
 @dataclass(frozen=True, kw_only=True)
 class ReportOptions:
-    """``contam report``'s options (``harness.api.report`` takes them as keywords too)."""
+    """``contam report``'s options (``contam.harness.api.report`` takes them as keywords too)."""
 
     out: str | Path | None = option(
         "--out", help="folder for report.json/md/html and figures (default: <store>_report/ "
@@ -25,7 +25,7 @@ class ReportOptions:
     judge: str | None = option("--judge", help="judge rater, e.g. judge:claude-sonnet-5")
     human: str | None = option(
         "--human", help="human rater (default: the one that labelled the most cells)")
-    correct: str | None = option(  # else [study] correct, else the default (metrics.outcome)
+    correct: str | None = option(  # else [study] correct, else the default (contam.metrics.outcome)
         "--correct", metavar="OUTCOME",
         help="what makes an answer correct: labels, a rule metric (exact, contains, ...) or a "
              "graded one with a threshold ('bleu2 >= 0.5') (default: the study's [study] correct, "

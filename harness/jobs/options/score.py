@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.declare import option, progress_option
+from contam.harness.declare import option, progress_option
 
 __all__ = ["ScoreOptions", "RayOptions", "LOCAL_RAY"]
 
@@ -25,7 +25,7 @@ class RayOptions:
 def _metric_help() -> str:
     """``--metric``'s help, from the metric registry: each metric's --metric name (and its stored
     name where that differs), then the defaults."""
-    from metrics.metric_registry import DEFAULT_METRICS, METRICS
+    from contam.metrics.metric_registry import DEFAULT_METRICS, METRICS
 
     names = [spec.choice + (f" (or {spec.name})" if spec.flag else "") for spec in METRICS.values()]
     defaults = " and ".join(METRICS[name].choice for name in DEFAULT_METRICS)
@@ -41,7 +41,7 @@ def _ray(address: str | None) -> Any:
 def _metric_help() -> str:
     """``--metric``'s help, from the metric registry: each metric's --metric name (and its stored
     name where that differs), then the defaults."""
-    from metrics.metric_registry import DEFAULT_METRICS, METRICS
+    from contam.metrics.metric_registry import DEFAULT_METRICS, METRICS
 
     names = [spec.choice + (f" (or {spec.name})" if spec.flag else "") for spec in METRICS.values()]
     defaults = " and ".join(METRICS[name].choice for name in DEFAULT_METRICS)

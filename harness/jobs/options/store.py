@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.declare import Flag, option
-from harness.store import DEFAULT_STORE  # the path alone: DuckDB is imported when a store opens
+from contam.harness.declare import Flag, option
+from contam.harness.store import DEFAULT_STORE  # the path alone: DuckDB is imported when a store opens
 
 __all__ = ["store_flag", "store_option"]
 

@@ -6,14 +6,14 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 
-from harness.declare import option
+from contam.harness.declare import option
 
 __all__ = ["ImportOptions", "BatchesOptions", "SqlOptions", "TABLE_ROWS"]
 
 
 @dataclass(frozen=True, kw_only=True)
 class ImportOptions:
-    """``harness.api.import_path``'s keywords beside the store."""
+    """``contam.harness.api.import_path``'s keywords beside the store."""
 
     column_map: str | None = option(
         "--map", metavar="CONTAM=FILE[,...]",
@@ -23,7 +23,7 @@ class ImportOptions:
 
 @dataclass(frozen=True, kw_only=True)
 class BatchesOptions:
-    """``harness.api.list_batches``'s keywords beside the store."""
+    """``contam.harness.api.list_batches``'s keywords beside the store."""
 
     provider_jobs: bool = option(
         "--provider-jobs", default=False, action="store_true",
@@ -43,7 +43,7 @@ def _rows_shown(text: str) -> int:
 
 @dataclass(frozen=True, kw_only=True)
 class SqlOptions:
-    """How `contam sql` prints the result (``harness.api.sql`` returns it unprinted)."""
+    """How `contam sql` prints the result (``contam.harness.api.sql`` returns it unprinted)."""
 
     format: str = option("--format", default="table", choices=("table", "csv", "json"),
                          help="table (the default: its first --max-rows rows), or csv or json "

@@ -1,5 +1,5 @@
 """The options of `contam view`, checked once: where to listen, blind or not, and how the cells
-are shared among raters (the web app itself is harness.view)."""
+are shared among raters (the web app itself is contam.harness.view)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.declare import flag_of, option
-from harness.errors import UserError
-from harness.store.raters import ADJUDICATOR, human_rater
+from contam.harness.declare import flag_of, option
+from contam.harness.errors import UserError
+from contam.harness.store.raters import ADJUDICATOR, human_rater
 
 __all__ = ["ViewOptions", "rater_name", "rater_names", "DEFAULT_PORT"]
 
