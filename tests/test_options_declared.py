@@ -54,7 +54,7 @@ print(json.dumps({"help": shown.getvalue(), "status": status, "job": seen["job"]
 @pytest.fixture
 def toy_copy(tmp_path):
     """The code with one change: the toy field in the score options' declaration."""
-    for package in ("harness", "metrics", "providers"):
+    for package in ("contam", "harness", "metrics", "providers"):
         shutil.copytree(ROOT / package, tmp_path / package,
                         ignore=shutil.ignore_patterns("__pycache__"))
     declaration = tmp_path / "harness/jobs/options/score.py"
