@@ -143,8 +143,8 @@ class Section:
 
 # Only what Markdown could read as markup: backslash, backtick, asterisk, underscore and pipe; a
 # "<" that opens a tag or an autolink; a "&" that spells an entity; a "]" that opens a link target.
-# (An underscore inside a word is no emphasis, but the paper's pinned report escapes every one.)
-_MD_SPECIAL = re.compile(r"[\\`*_|]|<(?=[A-Za-z/!?])|&(?=#?\w+;)|\](?=\()")
+# An underscore between two letters or digits is no emphasis (CommonMark), so `r_pb` stays plain.
+_MD_SPECIAL = re.compile(r"[\\`*|]|(?<![^\W_])_|_(?![^\W_])|<(?=[A-Za-z/!?])|&(?=#?\w+;)|\](?=\()")
 
 
 def md_cell(text: str) -> str:

@@ -21,7 +21,7 @@ class ReportOptions:
                                 help="print this one format to stdout instead of writing a folder")
     contrast: str | None = option(
         "--contrast", help="documented,undocumented subsets (default: the first and last of the "
-                           "study's [study] subsets, else official,fan)")
+                           "study's [study] subsets, else official,fan where the store has both, else none)")
     judge: str | None = option("--judge", help="judge rater, e.g. judge:claude-sonnet-5")
     human: str | None = option(
         "--human", help="human rater (default: the one that labelled the most cells)")
