@@ -38,17 +38,6 @@ def _ray(address: str | None) -> Any:
     return RayOptions(address=address) if address else None
 
 
-def _metric_help() -> str:
-    """``--metric``'s help, from the metric registry: each metric's --metric name (and its stored
-    name where that differs), then the defaults."""
-    from contam.metrics.metric_registry import DEFAULT_METRICS, METRICS
-
-    names = [spec.choice + (f" (or {spec.name})" if spec.flag else "") for spec in METRICS.values()]
-    defaults = " and ".join(METRICS[name].choice for name in DEFAULT_METRICS)
-    return (f"{', '.join(names)}; repeatable or a comma list (default: the study's [scoring] "
-            f"metrics, else {defaults})")
-
-
 @dataclass(frozen=True, kw_only=True)
 class ScoreOptions:
     """``contam score``'s options; each field with a flag is that flag."""
