@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from contam.harness.report.format import Section, Table, fmt_num, fmt_num_ci, fmt_p, user
+from contam.harness.report.format import Section, Table, fmt_num, fmt_num_ci, fmt_p, fmt_pct, user
 from contam.harness.report.probe_mink import CONFIDENCE, RESAMPLES, SEED, auc_interval
 from contam.harness.report.stats import roc_auc_test
 from contam.harness.report.validation_null import (
@@ -255,7 +255,7 @@ def _statistics(r: dict) -> list[str]:
         return ["not applicable", *["—"] * 9]
     return [fmt_num(r["planted_mean"]), fmt_num(r["unplanted_mean"]), fmt_num(r["auc"]),
             fmt_num_ci(r["auc_ci_low"], r["auc_ci_high"]), fmt_p(r["mannwhitney_p"]),
-            _percentile(r["perm_percentile"]), fmt_p(r["perm_p"]), fmt_p(r["perm_p_holm"]),
+            fmt_pct(r["perm_percentile"]), fmt_p(r["perm_p"]), fmt_p(r["perm_p_holm"]),
             fmt_num(r["tpr_at_5_fpr"])]
 
 
@@ -281,10 +281,6 @@ def _method_line(part: dict) -> str:
             "accuracy) on planted / not-planted items.")
 
 
-def _percentile(value: float) -> str:
-    return "—" if value != value else f"{value:.1%}"
-
-
 def _control_lines(part: dict) -> list[str]:
     """The negative control, worded for what it shows: a base-model measure whose AUC on this
     planted set is rarer than chance allows, after Holm over the base model's measures."""
@@ -298,7 +294,7 @@ def _control_lines(part: dict) -> list[str]:
                 f"beyond chance (Holm-adjusted permutation p ≥ {part['alpha']:g} in every family; "
                 f"{stated or 'no base model ran'})."]
     return [f"Negative control: on base model {user(r['model'])}, which never saw any item, "
-            f"{r['measure']}'s AUC {fmt_num(r['auc'])} lies at the {_percentile(r['perm_percentile'])}"
+            f"{r['measure']}'s AUC {fmt_num(r['auc'])} lies at the {fmt_pct(r['perm_percentile'])}"
             f" percentile of re-drawn planted sets (permutation p {fmt_p(r['perm_p'])}, Holm p "
             f"{fmt_p(r['perm_p_holm'])} over its {r['family_size']} measures; items of "
             f"{user(r['planting'])}). The planted items differ from the others on this measure "
