@@ -5,9 +5,9 @@ A spec is the whole of what the rest of contam knows of its metric: the name sto
 ``scores.metric`` (also its column of the store's ``cells`` view, and its name in ``[scoring]
 metrics`` and ``[study] correct``), the label people read, its kind (a binary rule, a graded
 score, or a model-based graded score), the study settings that enter its ``scores.params`` (so
-a changed setting scores again), its scorer, named by dotted path and imported only when used,
-and how a value becomes right or wrong (:attr:`MetricSpec.right_rule`): a rule is right when its
-value is 1.0; a graded metric only under a threshold the study states (``bleu2 >= 0.5``).
+a changed setting scores again), and its scorer, named by dotted path and imported only when
+used. How a value becomes right or wrong is :mod:`contam.metrics.outcome`'s: a rule is right when
+its value is 1.0; a graded metric only under a threshold the study states (``bleu2 >= 0.5``).
 
 This module imports nothing of contam: the config's checks, the store's views, the command line
 and the report all read it, so it sits at the bottom of the layers (scripts/check_layers.py).
@@ -58,13 +58,6 @@ class MetricSpec:
     def choice(self) -> str:
         """Its ``--metric`` name."""
         return self.flag or self.name
-
-    @property
-    def right_rule(self) -> str:
-        """How one value becomes right or wrong, in words."""
-        if self.kind == RULE:
-            return f"right when {self.name} = 1.0"
-        return f"right when {self.name} passes a threshold the study states ({self.name} >= 0.5)"
 
 
 _BLEU2 = MetricSpec("bleu2", "BLEU-2", GRADED, "contam.metrics.bleu:bleu2_scorer", default=True)
