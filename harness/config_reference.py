@@ -61,8 +61,8 @@ def _default(record: type, name: str) -> Any:
 
 def json_schema() -> dict[str, Any]:
     """study.toml's JSON Schema (draft 2020-12), every key with its meaning and default."""
-    models = _object(ModelSpec, "models")
-    judge = _object(ModelSpec, "judge")
+    models = _object(ModelSpec)
+    judge = _object(ModelSpec)
     judge["properties"].update(_properties("judge"))
     tables = {name: _table_object(name) for name in CONFIG_TABLES if name not in ("", "items")}
     top = _properties("")
@@ -86,7 +86,7 @@ def _table_object(table: str) -> dict[str, Any]:
             **({"required": required} if required else {})}
 
 
-def _object(record: type, place: str) -> dict[str, Any]:
+def _object(record: type) -> dict[str, Any]:
     specs = fields_of(record)
     return {"type": "object", "additionalProperties": False,
             "properties": {name: _property(spec, _default(record, name))

@@ -124,11 +124,11 @@ def _add_command(sub: argparse._SubParsersAction, command: Command) -> argparse.
                             epilog=epilog(command.example, command.docs),
                             formatter_class=argparse.RawDescriptionHelpFormatter)
     for flag in command.before:
-        add_flag(parser, flag, dest="store")
+        add_flag(parser, flag)
     if command.options is not None:
         add_options(parser, command.options)
     for flag in command.after:
-        add_flag(parser, flag, dest="store")
+        add_flag(parser, flag)
     return parser
 
 
@@ -146,7 +146,7 @@ def _add_probe_kinds(probe: argparse.ArgumentParser, docs: str) -> None:
     for kind, spec in PROBES.items():
         k = kinds.add_parser(kind, help=spec.summary.replace("%", "%%"), epilog=f"docs: {docs}")
         for flag in (CONFIG, store_flag(None)):
-            add_flag(k, flag, dest="store")
+            add_flag(k, flag)
         add_options(k, ProbeOptions, skip=() if spec.batchable else ("batch",))
         _verbose(k, dest="verbose_kind")  # `contam probe cdd ... -v`
         for option in spec.options:

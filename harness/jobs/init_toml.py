@@ -12,6 +12,7 @@ from contam.harness.jobs.demo import local_model_toml
 from contam.harness.jobs.init_plan import ANSWER_ALONE_PROMPT, StudyPlan
 from contam.harness.jobs.options.store import store_flag
 from contam.harness.prompts import USER_TEMPLATE
+from contam.harness.study import DEFAULT_NUMERIC_TOLERANCE
 
 __all__ = ["study_toml"]
 
@@ -115,7 +116,8 @@ def _scoring(plan: StudyPlan) -> str:
         "[scoring]",
         line("metrics", list(plan.metrics), "what `contam score` computes: bleu2, bertscore_f1 "
              "(the paper's), exact, contains, numeric, regex"),
-        line("numeric_tolerance", 1e-6, "relative tolerance of the numeric metric"),
+        line("numeric_tolerance", DEFAULT_NUMERIC_TOLERANCE,
+             "relative tolerance of the numeric metric"),
         line("regex", "answer is (\\w+)", "the regex metric: group 1 of the first match, then "
              "exact", active=False)])
 

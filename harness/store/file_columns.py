@@ -21,7 +21,7 @@ _NUMBER_TYPES = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "FLOAT",
 @dataclass(frozen=True)
 class FileColumn:
     name: str
-    holds: str  # "number", "date" or "text"
+    holds: str  # "number", "date", "text" or "other"
     values: tuple[str, ...] = ()  # up to a dozen distinct values, for a text column
 
 
@@ -34,17 +34,16 @@ def file_columns(path: Path) -> list[FileColumn]:
     try:
         with duckdb.connect() as con:
             relation = con.sql(f"SELECT * FROM {reader}(?)", params=[str(path)])
-            return [_column(con, relation, name, str(kind))
+            return [_column(relation, name, str(kind))
                     for name, kind in zip(relation.columns, relation.types)]
     except duckdb.Error as exc:
         raise UserError(f"{path}: cannot read its columns ({str(exc).splitlines()[0]})") from None
 
 
-def _column(con: duckdb.DuckDBPyConnection, relation: duckdb.DuckDBPyRelation, name: str,
-            kind: str) -> FileColumn:
+def _column(relation: duckdb.DuckDBPyRelation, name: str, kind: str) -> FileColumn:
     if kind.split("(")[0] in _NUMBER_TYPES:
         return FileColumn(name, "number")
-    if kind in ("DATE", "TIMESTAMP") or kind.startswith("TIMESTAMP"):
+    if kind == "DATE" or kind.startswith("TIMESTAMP"):
         return FileColumn(name, "date")
     if kind != "VARCHAR":
         return FileColumn(name, "other")
