@@ -67,8 +67,9 @@ class Waiting:
 
 class Batcher:
     """Requests made while the model is busy wait here; whichever waiting caller gets the model
-    next answers as many of them as fit (same limits, at most ``rows`` rows) in one batch. No
-    timer: a lone request goes at once, and batches form only when requests pile up."""
+    next answers as many of them as fit (same limits, at most ``rows`` rows, or the first one's
+    ``max_rows``) in one batch. No timer: a lone request goes at once, and batches form only
+    when requests pile up."""
 
     def __init__(self, rows: int) -> None:
         self.rows = rows
