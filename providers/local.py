@@ -329,7 +329,7 @@ class LocalProvider(Provider):
         waiting = Waiting(TextJob(text), ScoringLimits(self._threads()), max_rows=SCORING_ROWS)
         return await self._batcher.answer(waiting, partial(self._run_batch, loaded))
 
-    def _failed(self, exc: Exception, what: str) -> ProviderError:
+    def _failed(self, exc: Exception, what: str) -> Fatal:
         return Fatal(f"{self.label}: {what} failed: {first_line(exc)}")
 
     async def _in_thread(self, work: Any, what: str, timeout_s: float) -> Any:

@@ -10,10 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import Any
 
 import anyio
-
-from typing import Any
 
 from contam.providers.base import ProviderError, Reply, TextLogprobs
 from contam.providers.local_generate import Job, Limits
@@ -59,7 +58,7 @@ class Waiting:
     def rows(self) -> int:
         return len(self.job.sample_numbers())
 
-    def outcome(self) -> Any:
+    def outcome(self) -> Reply | TextLogprobs:
         if self.error is not None:  # a fresh exception per request: each has its own traceback
             raise type(self.error)(str(self.error), http_status=self.error.http_status)
         assert self.reply is not None
@@ -68,8 +67,9 @@ class Waiting:
 
 class Batcher:
     """Requests made while the model is busy wait here; whichever waiting caller gets the model
-    next answers as many of them as fit (same limits, at most ``rows`` rows) in one batch. No
-    timer: a lone request goes at once, and batches form only when requests pile up."""
+    next answers as many of them as fit (same limits, at most ``rows`` rows, or the first one's
+    ``max_rows``) in one batch. No timer: a lone request goes at once, and batches form only
+    when requests pile up."""
 
     def __init__(self, rows: int) -> None:
         self.rows = rows
@@ -82,7 +82,7 @@ class Batcher:
             self._lock = anyio.Lock()
         return self._lock
 
-    async def answer(self, waiting: Waiting, run: RunBatch) -> Reply:
+    async def answer(self, waiting: Waiting, run: RunBatch) -> Reply | TextLogprobs:
         """``waiting``'s reply, from a batch this caller or another one ran with ``run(jobs,
         limits)``."""
         self.queue.append(waiting)

@@ -20,7 +20,7 @@ from typing import Any
 
 from contam.providers.base import TextLogprobs
 
-__all__ = ["text_logprobs_blocking", "texts_logprobs_blocking", "token_statistics"]
+__all__ = ["texts_logprobs_blocking", "token_statistics"]
 
 
 def token_statistics(logits: Any, input_ids: Any) -> tuple[Any, Any, Any]:
@@ -37,13 +37,6 @@ def token_statistics(logits: Any, input_ids: Any) -> tuple[Any, Any, Any]:
     centred = torch.where(probs > 0, log_probs - mu.unsqueeze(-1), torch.zeros_like(probs))
     sigma = (probs * centred.square()).sum(-1).sqrt()
     return token_log_probs, mu, sigma
-
-
-def text_logprobs_blocking(model: Any, tokenizer: Any, text: str, *, device: str,
-                           served_model: str) -> TextLogprobs:
-    """One text's forward pass (a batch of one)."""
-    return texts_logprobs_blocking(model, tokenizer, [text], device=device,
-                                   served_model=served_model)[0]
 
 
 def texts_logprobs_blocking(model: Any, tokenizer: Any, texts: Sequence[str], *, device: str,

@@ -34,11 +34,12 @@ LAYERS = {
     "contam.harness.errors": 1,
     "contam.harness.declare": 1,  # how an option is declared: its field and its flag, in one place
     "contam.harness.labels": 1,  # the label vocabulary: metrics/judge.py maps the judge's replies with it
+    # The provider names: the config checks them, providers/ builds on them.
     "contam.harness.provider_names": 1,
     # The metric vocabulary: plain declarations that import nothing of contam (scorers named by
     # dotted path), read by the config's checks, the store's `cells` view and the report.
     "contam.metrics.metric_registry": 1,
-    "contam.metrics.outcome": 1,  # what makes an answer correct, parsed against the registry  # the provider names: the config checks them, providers/ builds on them
+    "contam.metrics.outcome": 1,  # what makes an answer correct, parsed against the registry
     "contam.harness": 1,  # the package itself: its version helper
 }
 # providers/ and metrics/ stay usable without the orchestration: from harness only these.

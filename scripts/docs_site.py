@@ -19,7 +19,6 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-# written on other branches (the parser's and the settings' references, two pages of the outcome work)
 ARRIVING: tuple[str, ...] = ()  # nav pages another branch is still writing
 SHOTS = {"home": "index.html", "store": "reference/store.html"}
 

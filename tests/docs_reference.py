@@ -37,7 +37,7 @@ REPORT_KEYS = {
     "human_rater": "the human rater whose labels the report uses (`--human`; default the one that labelled the most cells); null without human labels",
     "judge_rater": "the judge rater used (`--judge`); null without judge labels",
     "overall": "per model: strict and partial-credit accuracy over the human labels (under a metric outcome: that metric's right/wrong calls), with 95% Wilson intervals",
-    "outcome": "what makes an answer correct where it is not labels: a rule metric (`\"contains\"`) or a graded one with its threshold (`\"bleu2 >= 0.5\"`), or null where the study has none; absent under labels (`[study] correct`, `--correct`)",
+    "outcome": "only where the outcome is not labels: what made an answer correct (`[study] correct` or `--correct`, e.g. `contains`, `bleu2 >= 0.5`), or null when nothing could",
     "per_title": "per model and title: accuracy with its Wilson interval",
     "gap": "per model: documented vs undocumented accuracy, odds ratio (`\"inf\"` when infinite), two-sided Fisher p with its Holm-adjusted p, and the Newcombe interval of the difference",
     "judge": "per model: the judge's accuracy, as `overall` for the human",
@@ -59,7 +59,7 @@ REPORT_KEYS = {
     "cmh": "across models: the Mantel–Haenszel odds ratio with its Robins–Breslow–Greenland interval, the CMH χ² test and the Breslow–Day test (Tarone)",
     "logistic": "the logistic model `right ~ subset * model` (or main effects under separation) with item-clustered standard errors",
     "notes": "what a section's numbers leave out, and why: `section` and `reason`",
-    "not_in_report": "each section the store or the study's settings cannot give, printed last as \"Not in this report\": `section` and `reason` (what would add it); empty for the paper's report",
+    "not_in_report": "each section the store or the study's settings cannot give, left out rather than printed empty: `section` and `reason` (what adds it); empty for the paper's study",
     "study": "only with study keys: where the settings came from, the `exposure` and `released` columns, the tiers and each model's cut-off",
     "exposure": "only with `[study] exposure`: per model the odds ratio per unit of exposure (Wald interval, Wald and LR p), the pooled fit and accuracy per exposure quintile",
     "cutoff": "only with `[study] released`: per model accuracy before and after its cut-off, Newcombe interval, odds ratio, Fisher p (Holm)",
@@ -67,11 +67,8 @@ REPORT_KEYS = {
     "rule_metrics": "only where rule metrics were scored: their names",
     "rule_accuracy": "only where rule metrics were scored: per model and metric, accuracy with a Wilson interval and how many answers it could not score",
     "by": "only with `--by COLUMN`: accuracy per value of the item column, per model and regime",
-    "outcome": "only where the outcome is not labels: what made an answer correct (`[study] correct` or `--correct`, e.g. `contains`, `bleu2 >= 0.5`), or null when nothing could",
-    "not_in_report": "each section the store or the study's settings cannot give, left out rather than printed empty: `section` and `reason` (what adds it); empty for the paper's study",
-    "without_contrast": "only when the report found no pair of subsets to compare: the one line naming `--contrast A,B`",
-    "without_subsets": "only when no item has a subset: the one line saying the gap needs subsets",
     "without_contrast": "only when the report chose no contrast (the store has subsets, none of them the study's or the paper's pair): the one line naming `--contrast A,B`",
+    "without_subsets": "only when no item has a subset: the one line saying the gap needs subsets",
 }
 
 
