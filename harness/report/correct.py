@@ -18,7 +18,7 @@ import pandas as pd
 from contam.metrics.outcome import Outcome
 
 __all__ = ["SOURCES", "METRIC_SOURCES", "correct_cells", "source_counts", "source_sentence",
-           "names_outcome", "correct_heading"]
+           "names_outcome", "metric_outcome", "correct_heading"]
 
 # Where a cell's call came from, in the order a section states them: under labels, and under a metric.
 SOURCES = ("human", "judge", "unanswered")
@@ -82,7 +82,14 @@ def names_outcome(report: dict) -> bool:
     return "outcome" in report
 
 
+def metric_outcome(report: dict) -> str | None:
+    """The outcome a report counts by when it is a metric (``contains``, ``bleu2 >= 0.5``); None
+    under labels, or with no outcome at all."""
+    return report.get("outcome")
+
+
 def correct_heading(report: dict, labels: str = "Human") -> str:
     """What says an answer is right, as a column or axis names it: ``labels`` under labels, else
     ``correct = contains`` (with no outcome at all, ``correct = none``, the labels' name too)."""
-    return f"correct = {report['outcome']}" if names_outcome(report) and report["outcome"] else labels
+    outcome = metric_outcome(report)
+    return f"correct = {outcome}" if outcome else labels

@@ -10,7 +10,7 @@ from __future__ import annotations
 from contam.harness.labels import LABEL_NAMES, LABELS
 from contam.harness.report.absent import has_regimes
 from contam.harness.report.analysis import METRICS, figure_regime
-from contam.harness.report.correct import correct_heading, names_outcome
+from contam.harness.report.correct import correct_heading, metric_outcome, names_outcome
 from contam.harness.report.format import (DASH, Section, Table, fmt_ci, fmt_num, fmt_or, fmt_p, fmt_pct,
                                    fmt_pp, fmt_sides, md_cell, plural, user)
 from contam.harness.report import exposure_figure, probe_figures, probes, study_section, study_sections
@@ -49,11 +49,11 @@ _CAPTIONS = {
 
 def figure_caption(name: str, report: dict) -> str:
     """The figure's caption; under a metric outcome it names it ("correct = contains")."""
-    caption = _figure_caption(name, report)
-    if not (names_outcome(report) and report["outcome"]):  # labels (the paper's), or no outcome at all
+    caption, outcome = _figure_caption(name, report), metric_outcome(report)
+    if not outcome:  # labels (the paper's), or no outcome at all
         return caption
     plain = caption.replace("human-labelled ", "").replace("human-accuracy order", "accuracy order")
-    return f"{plain} Correct = {report['outcome']}."
+    return f"{plain} Correct = {outcome}."
 
 
 def _outcome_line(report: dict) -> list[str]:
