@@ -47,7 +47,7 @@ class Outcome:
     def call_sql(self, column: str) -> str:
         """A metric's call on a cell in SQL: 'right' or 'wrong' from ``column`` (its value), NULL
         where it has none. The one place a value becomes right or wrong: the report's cells
-        (contam.harness.report.cells) and the probe validation's density rows read it."""
+        (contam.harness.report.inputs.cells) and the probe validation's density rows read it."""
         if self.comparison is None:
             test = f"{column} = 1.0"
         else:

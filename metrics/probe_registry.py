@@ -3,7 +3,7 @@
 A spec is the whole slice of its probe: its options (each a flag of ``contam probe KIND``), how it
 runs (:data:`REQUESTS` through the lanes of ``contam run``, or :data:`TEXT_LOGPROBS`, each item's
 text scored by token log-probabilities), the builder of its scorer, and its report part, figures
-and tidy tables. Those are named by dotted path (``"contam.harness.report.probe_cdd:section"``) and
+and tidy tables. Those are named by dotted path (``"contam.harness.report.parts.probe_cdd:section"``) and
 imported only when used (:func:`resolve`): the command line reads this module to build its parser,
 and ``metrics/`` imports nothing above it. The command line, the jobs, ``contam demo --probes`` and
 the report all walk :data:`PROBES`; adding a probe is one entry here and its module(s). See
@@ -76,7 +76,7 @@ class ProbeSpec:
     None``, ``report["probes"][name]``; ``section``: ``(part, report) -> Section``; ``tidy``:
     ``part -> {table name: rows}``; ``p_values``: (the part's list of rows, its p column) for
     Holm's correction within each model's probe family, or None; ``measures``: what the probe
-    validation (contam.harness.report.validation) compares on planted and not-planted items;
+    validation (contam.harness.report.parts.validation) compares on planted and not-planted items;
     ``not_applicable``: ``store -> {model: reason}``, the models the probe cannot work on (its
     measures there are shown with the reason, not as a score), or None."""
 
@@ -125,9 +125,9 @@ _CDD = ProbeSpec(
         _max_tokens(128, "answer"),
     ),
     build="contam.metrics.probe_cdd:build",
-    **_report_part("contam.harness.report.probe_cdd"),
-    figures=(ProbeFigure("fig_probe_cdd", "contam.harness.report.probe_cdd_figure:flagged_shares",
-                         "contam.harness.report.probe_cdd_figure:CAPTION"),),
+    **_report_part("contam.harness.report.parts.probe_cdd"),
+    figures=(ProbeFigure("fig_probe_cdd", "contam.harness.report.plots.probe_cdd:flagged_shares",
+                         "contam.harness.report.plots.probe_cdd:CAPTION"),),
     p_values=("contrast", "fisher_p"),
     measures=(ProbeMeasure("peakedness", "cdd peakedness"),
               ProbeMeasure("flagged", "cdd flagged", "share")))
@@ -138,12 +138,12 @@ _TS_GUESS = ProbeSpec(
             "(Deng et al. 2023)",
     options=(_max_tokens(16, "reply"),),
     build="contam.metrics.probe_tsguess:build",
-    **_report_part("contam.harness.report.probe_tsguess"),
-    figures=(ProbeFigure("fig_probe_tsguess", "contam.harness.report.probe_bars:exact_match_rates",
-                         "contam.harness.report.probe_bars:TSGUESS_CAPTION"),),
+    **_report_part("contam.harness.report.parts.probe_tsguess"),
+    figures=(ProbeFigure("fig_probe_tsguess", "contam.harness.report.plots.probe_bars:exact_match_rates",
+                         "contam.harness.report.plots.probe_bars:TSGUESS_CAPTION"),),
     p_values=("tests", "fisher_p"),
     measures=(ProbeMeasure("exact_match", "ts-guess exact match", "share"),),
-    not_applicable="contam.harness.report.probe_tsguess:not_applicable")
+    not_applicable="contam.harness.report.parts.probe_tsguess:not_applicable")
 
 _GUIDED = ProbeSpec(
     name="guided",
@@ -159,9 +159,9 @@ _GUIDED = ProbeSpec(
         _max_tokens(64, "completion"),
     ),
     build="contam.metrics.probe_guided:build",
-    **_report_part("contam.harness.report.probe_guided"),
-    figures=(ProbeFigure("fig_probe_guided", "contam.harness.report.probe_bars:guided_differences",
-                         "contam.harness.report.probe_bars:GUIDED_CAPTION"),),
+    **_report_part("contam.harness.report.parts.probe_guided"),
+    figures=(ProbeFigure("fig_probe_guided", "contam.harness.report.plots.probe_bars:guided_differences",
+                         "contam.harness.report.plots.probe_bars:GUIDED_CAPTION"),),
     p_values=("differences", "p"),
     # every score it stores: a leak raises each overlap with the true rest, and the guided one
     # more than the general one
@@ -179,9 +179,9 @@ _MIN_K = ProbeSpec(
     options=(ProbeOption("k", float, 0.2, "the fraction of least likely tokens averaged "
                          "(default 0.2)"),),
     build="contam.metrics.probe_mink:build",
-    **_report_part("contam.harness.report.probe_mink"),
-    figures=(ProbeFigure("fig_probe_min_k", "contam.harness.report.probe_mink_figure:distributions",
-                         "contam.harness.report.probe_mink_figure:CAPTION"),),
+    **_report_part("contam.harness.report.parts.probe_mink"),
+    figures=(ProbeFigure("fig_probe_min_k", "contam.harness.report.plots.probe_mink:distributions",
+                         "contam.harness.report.plots.probe_mink:CAPTION"),),
     p_values=("rows", "mannwhitney_p"),
     runs=TEXT_LOGPROBS,
     measures=(ProbeMeasure("min_k", "Min-K%"), ProbeMeasure("min_k_pp", "Min-K%++")))

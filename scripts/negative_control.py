@@ -7,7 +7,7 @@ whether the section would alarm on the base model's scores:
 - before (the report up to this change): any measure whose bootstrap AUC interval leaves out 0.5
   (``--intervals``, slow), or, as issue counts went, any measure at uncorrected Mann–Whitney p < 0.05;
 - after: any measure whose permutation p, Holm-adjusted over the base model's measures, is below
-  0.05 (:func:`contam.harness.report.validation_null.alarms`).
+  0.05 (:func:`contam.harness.report.statistics.permutation_null.alarms`).
 
 The scores are a store's base-model scores (``--store``, the first base model of its Probe
 validation section) or, by default, synthetic ones: one score per measure the section knows, for
@@ -24,10 +24,10 @@ from pathlib import Path
 
 import numpy as np
 
-from contam.harness.report.probe_mink import auc_interval
-from contam.harness.report.stats import roc_auc_test
-from contam.harness.report.validation import READINGS
-from contam.harness.report.validation_null import (
+from contam.harness.report.parts.probe_mink import auc_interval
+from contam.harness.report.statistics.named_tests import roc_auc_test
+from contam.harness.report.parts.validation import READINGS
+from contam.harness.report.statistics.permutation_null import (
     ALPHA, DRAWS, adjust_families, alarms, permutation_null, redrawn_sets,
 )
 
@@ -52,7 +52,7 @@ def synthetic_scores(items: int = 48, seed: int = 0) -> tuple[list[str], Scores]
 def store_scores(path: Path) -> tuple[list[str], Scores]:
     """The first base model's scores in a store's Probe validation section, on the items every
     measure scored."""
-    from contam.harness.report import validation
+    from contam.harness.report.parts import validation
     from contam.harness.store import Store
 
     with Store(path, read_only=True) as store:

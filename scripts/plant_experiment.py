@@ -68,8 +68,8 @@ def run_all(config: Path) -> None:
 
 
 def print_table(store: Path) -> None:
-    """The probe validation table, from the store (contam.harness.report.validation)."""
-    from contam.harness.report.validation_table import markdown_table
+    """The probe validation table, from the store (contam.harness.report.parts.validation)."""
+    from contam.harness.report.texts.validation import markdown_table
 
     print(markdown_table(store))
 

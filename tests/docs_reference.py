@@ -128,7 +128,7 @@ def store_page() -> str:
 def paper_report() -> dict[str, Any]:
     """report.json of tests.paper_data's store, as JSON gives it back."""
     from contam.harness.report.analysis import build_report
-    from contam.harness.report.output import report_json
+    from contam.harness.report.writers.output import report_json
     from contam.harness.store import Store
     from tests.paper_data import build_paper_store
 

@@ -1,6 +1,6 @@
 """ARCHITECTURE.md names only what exists: every module, class, function or constant it writes in
 backticks as a dotted name (``contam.harness.engine.pool``, ``prompts.QuestionPrompt.request``,
-``"contam.harness.report.probe_cdd:section"``) imports and resolves, a ``Class.member`` is defined in
+``"contam.harness.report.parts.probe_cdd:section"``) imports and resolves, a ``Class.member`` is defined in
 that class of the code, and every file it names (``jobs/run.py``, ``layout.css``) is a file of the
 repository."""
 

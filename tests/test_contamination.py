@@ -9,7 +9,7 @@ import pytest
 from scipy import stats as sps
 from scipy.optimize import brentq
 
-from contam.harness.report import contamination
+from contam.harness.report.parts import contamination
 
 
 def gap_row(model, dk, dn, uk, un):

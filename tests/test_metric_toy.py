@@ -86,8 +86,8 @@ def test_a_new_metric_touches_one_module_and_one_registry_entry():
 _ELSEWHERE = {"harness/store/schema.py": set(rule_metrics()),
               "harness/config.py": {"regex"}, "harness/config_schema.py": {"regex"},
               "harness/jobs/init_toml.py": {"regex"},
-              "harness/report/stats.py": {"exact"}, "harness/report/signflip.py": {"exact"},
-              "harness/report/probe_guided.py": {"exact"}, "harness/report/render.py": {"exact"}}
+              "harness/report/statistics/named_tests.py": {"exact"}, "harness/report/statistics/signflip.py": {"exact"},
+              "harness/report/parts/probe_guided.py": {"exact"}, "harness/report/texts/markdown.py": {"exact"}}
 _REGISTRY = "metrics/metric_registry.py"
 
 

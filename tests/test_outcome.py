@@ -16,8 +16,8 @@ from contam.harness.config import load_config
 from contam.harness.errors import UserError
 from contam.harness.jobs.score import score_store
 from contam.harness.report.analysis import build_report
-from contam.harness.report.render import figure_caption
-from contam.harness.report.study_inputs import StudyInputs
+from contam.harness.report.texts.markdown import figure_caption
+from contam.harness.report.inputs.study_settings import StudyInputs
 from contam.harness.store import Store
 from contam.harness.study import StudySettings, settings_from_record
 from contam.metrics.outcome import Outcome, default_outcome, parse_outcome

@@ -14,7 +14,7 @@ import pytest
 from sklearn.metrics import roc_auc_score, roc_curve
 
 from contam.harness.jobs.report import report
-from contam.harness.report.validation import build, section, tpr_at_fpr
+from contam.harness.report.parts.validation import build, section, tpr_at_fpr
 from contam.harness.store import Store, utc_now
 from contam.harness.store.plantings import record_planting
 
@@ -199,7 +199,7 @@ def test_guided_shows_every_score_it_stores_in_the_family(tmp_path):
 def test_a_measure_declared_lower_is_read_that_way_round(tmp_path, monkeypatch):
     from dataclasses import replace
 
-    from contam.harness.report import validation
+    from contam.harness.report.parts import validation
 
     _build_store(tmp_path / "s.duckdb", doses=(3,))
     higher = next(r for r in _part(tmp_path / "s.duckdb")["rows"]

@@ -14,7 +14,7 @@ import pytest
 from scipy.stats import mannwhitneyu
 from sklearn.metrics import roc_auc_score, roc_curve
 
-from contam.harness.report.validation import MAX_FPR, MEASURES, READINGS, build, section
+from contam.harness.report.parts.validation import MAX_FPR, MEASURES, READINGS, build, section
 from contam.harness.store import Store, utc_now
 from contam.harness.store.plantings import record_planting
 

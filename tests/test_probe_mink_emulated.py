@@ -28,7 +28,7 @@ def _setup(tmp_path, emu, models=("vllm-a", "vllm-b")):
 
 
 def _part(tmp_path):
-    from contam.harness.report.probe_mink import build
+    from contam.harness.report.parts.probe_mink import build
 
     with Store(tmp_path / "store.duckdb", read_only=True) as store:
         return build(store)

@@ -9,7 +9,7 @@ import math
 import orjson
 import pytest
 
-from contam.harness.report.probe_mink import RESAMPLES, SEED, auc_interval, build, section
+from contam.harness.report.parts.probe_mink import RESAMPLES, SEED, auc_interval, build, section
 from contam.harness.store import Store, utc_now
 from contam.metrics.probe_mink import probe_params
 from contam.metrics.probes import params_sha256

@@ -9,7 +9,7 @@ import pytest
 from scipy import stats as sps
 
 from contam.harness.report.analysis import build_report
-from contam.harness.report.stats import wilson_interval
+from contam.harness.report.statistics.named_tests import wilson_interval
 from contam.harness.store import Store
 from tests.probekit import probe_two_profiles
 

@@ -21,8 +21,8 @@ from matplotlib.figure import Figure
 from contam.harness.emulator.knowledge import Knowledge
 from contam.harness.emulator.server import EmulatorSettings, run_emulator
 from contam.harness.jobs.demo import demo_items_path
-from contam.harness.report.format import Section, Table, fmt_pct
-from contam.harness.report.probe_rows import chosen_params, score_frame
+from contam.harness.report.texts.format import Section, Table, fmt_pct
+from contam.harness.report.inputs.probe_rows import chosen_params, score_frame
 from contam.harness.store import Store
 from contam.metrics.probe_registry import PROBES, ProbeFigure, ProbeOption, ProbeSpec
 from contam.metrics.probes import ProbeContext, ProbeItem, ProbePrompt, ProbeScore
@@ -182,7 +182,7 @@ def _named_kinds(path: Path) -> set[str]:
 
 # Named outside their slices, on purpose: the API keeps `probe_min_k` (probe("min-k") with k), and
 # the provenance paragraph quotes min-k's own bootstrap settings beside the report's.
-_ALSO = {"harness/api.py": {"min-k"}, "harness/report/provenance_section.py": {"min-k"}}
+_ALSO = {"harness/api.py": {"min-k"}, "harness/report/texts/provenance.py": {"min-k"}}
 _REGISTRY = "metrics/probe_registry.py"
 
 

@@ -14,7 +14,8 @@ import pytest
 
 from contam.harness.emulator.knowledge import Knowledge
 from contam.harness.emulator.server import EmulatorSettings, run_emulator
-from contam.harness.report import probe_guided, probe_tsguess
+from contam.harness.report.parts import probe_guided
+from contam.harness.report.parts import probe_tsguess
 from contam.harness.store import Store
 from contam.metrics.probe_tsguess import NO_ELIGIBLE_WORD, RULE
 

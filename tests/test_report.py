@@ -10,7 +10,7 @@ import orjson
 import pytest
 
 from contam.harness.jobs.report import report_json
-from contam.harness.report import figures
+from contam.harness.report.plots import paper as figures
 from contam.harness.report.analysis import build_report
 from contam.harness.store import Store
 from tests.test_analysis import ITEMS, judge_only_labels, make_store, small_store, surface_store

@@ -108,7 +108,7 @@ def test_holm_adjusts_each_models_probe_p_values_together(tmp_path):
 
 def test_the_report_says_holm_is_applied_and_shows_it(tmp_path):
     from contam.harness.jobs.report import render
-    from contam.harness.report.probe_holm import SENTENCE
+    from contam.harness.report.statistics.holm import SENTENCE
 
     md = render(probed_report(tmp_path), "md")
     assert SENTENCE in md and "The families count m1: 9 (cdd 1, ts-guess 1, guided 6, min-k 1);" in md

@@ -9,7 +9,7 @@ import csv
 import pandas as pd
 import pytest
 
-from contam.harness.report.tables import csv_value
+from contam.harness.report.writers.tables import csv_value
 from tests.test_analysis import make_store
 
 FORMULAS = ["=cmd|' /C calc'!A0", '=HYPERLINK("http://evil.example","x")', "+1+cmd|' /C calc'!A0",

@@ -13,7 +13,7 @@ import pytest
 from scipy import stats as sps
 
 from contam.harness.report.analysis import build_report
-from contam.harness.report.study_inputs import StudyInputs
+from contam.harness.report.inputs.study_settings import StudyInputs
 from contam.harness.store import Store
 from contam.harness.study import StudySettings
 from tests.studykit import CUTOFFS, MODELS, build_study_store, write_study_config

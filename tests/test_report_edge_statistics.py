@@ -14,10 +14,12 @@ import pytest
 import statsmodels.api as sm
 from sklearn.metrics import cohen_kappa_score
 
-from contam.harness.report import exposure, logistic, probe_holm
+from contam.harness.report.parts import exposure
+from contam.harness.report.statistics import logistic
+from contam.harness.report.statistics import holm as probe_holm
 from contam.harness.report.analysis import build_report
-from contam.harness.report.study_inputs import StudyInputs
-from contam.harness.report.study_sections import exposure_section
+from contam.harness.report.inputs.study_settings import StudyInputs
+from contam.harness.report.texts.study import exposure_section
 from contam.harness.store import Store, utc_now
 from contam.harness.study import StudySettings
 from tests.studykit import build_study_store

@@ -15,11 +15,11 @@ import pytest
 from markdown_it import MarkdownIt
 from PIL import Image
 
-from contam.harness.report import figures
+from contam.harness.report.plots import paper as figures
 from contam.harness.report.analysis import build_report
-from contam.harness.report.format import md_cell
-from contam.harness.report.render import note_heading
-from contam.harness.report.tables import latex_text
+from contam.harness.report.texts.format import md_cell
+from contam.harness.report.texts.markdown import note_heading
+from contam.harness.report.writers.tables import latex_text
 from tests.missing import skip_or_fail
 from tests.test_analysis import ITEMS, make_store, small_store
 
@@ -130,8 +130,8 @@ def test_files_are_named_by_what_they_hold(paper_out):
 
 def test_a_table_without_tidy_data_is_written_as_displayed(tmp_path):
     """A section another module adds without a table name still gets its .tex and a .csv."""
-    from contam.harness.report.format import Section, Table
-    from contam.harness.report.tables import write_tables
+    from contam.harness.report.texts.format import Section, Table
+    from contam.harness.report.writers.tables import write_tables
 
     section = Section("Probe: min-k% prob", [], [Table(["Model", "AUC"], [["m1", "0.71"]], "A probe.")])
     write_tables({}, [section], tmp_path)
@@ -267,7 +267,7 @@ def test_no_human_report_keeps_notes_in_words(tmp_path, contam):
 
 
 def test_numbers_right_ids_and_names_left():
-    from contam.harness.report.format import Table
+    from contam.harness.report.texts.format import Table
 
     table = Table(["Model", "n", "CI", "p", "Run", "sha256", "Sampling", "Subset"],
                   [["m1", "12", "[0.1, 0.2]", "7.5 × 10⁻⁷²", "20261201T003707478157-16040ac0", "8762" + "ab" * 30,

@@ -15,8 +15,8 @@ import statsmodels.api as sm
 from scipy import stats as sps
 
 from contam.harness.report.analysis import build_report
-from contam.harness.report.exposure import unfit_reason
-from contam.harness.report.study_inputs import StudyInputs
+from contam.harness.report.parts.exposure import unfit_reason
+from contam.harness.report.inputs.study_settings import StudyInputs
 from contam.harness.store import Store
 from contam.harness.study import StudySettings
 from tests.studykit import JUDGE, MODELS, TIERS, build_study_store, write_study_config
@@ -201,7 +201,7 @@ def test_the_study_kit_matches_its_own_labels(tmp_path):
 def test_the_correct_rule_cell_by_cell():
     """Human label first, else the judge's; an empty or missing answer is wrong whatever its label
     (the Cells' effective columns); an answered cell with neither label is left out."""
-    from contam.harness.report.correct import correct_cells, source_counts
+    from contam.harness.report.inputs.correct import correct_cells, source_counts
 
     frame = pd.DataFrame([
         # has_answer, empty, human_raw, judge_raw, human (effective), judge (effective)
@@ -232,7 +232,7 @@ def test_an_item_without_an_exposure_value_is_left_out_with_a_note(tmp_path):
 
 
 def test_a_store_without_labels_leaves_the_exposure_section_out_and_says_why(tmp_path):
-    from contam.harness.report.render import render_markdown
+    from contam.harness.report.texts.markdown import render_markdown
 
     build_study_store(tmp_path / "s.duckdb", labels=False)
     with Store(tmp_path / "s.duckdb", read_only=True) as store:

@@ -8,11 +8,11 @@ from __future__ import annotations
 import matplotlib.colors as mcolors
 import pytest
 
-from contam.harness.report import figures
+from contam.harness.report.plots import paper as figures
 from contam.harness.report.analysis import build_report
-from contam.harness.report.figure_style import MODEL_PALETTE, SUBSET_COLOURS, model_colours
-from contam.harness.report.format import fmt_pp
-from contam.harness.report.render import sections
+from contam.harness.report.plots.style import MODEL_PALETTE, SUBSET_COLOURS, model_colours
+from contam.harness.report.texts.format import fmt_pp
+from contam.harness.report.texts.markdown import sections
 from tests.test_analysis import make_store
 
 ZERO_MODEL, LONG_JUDGE = "qwen3:8b", "judge:claude-sonnet-5-20260101-with-a-long-suffix"

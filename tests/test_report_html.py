@@ -1,4 +1,4 @@
-"""report.html's renderer (contam.harness.report.html): the Jinja2 templates, the paragraphs' Markdown
+"""report.html's renderer (contam.harness.report.writers.html): the Jinja2 templates, the paragraphs' Markdown
 with raw HTML escaped, numeric columns, figures at their print width, and the page look shared
 with the view. The whole report's HTML is checked in tests/test_report.py and test_report_export.py."""
 
@@ -10,8 +10,8 @@ from pathlib import Path
 
 from PIL import Image
 
-from contam.harness.report.format import Section, Table, user
-from contam.harness.report.html import TEMPLATES, Figure, ReportPage, environment, markdown
+from contam.harness.report.texts.format import Section, Table, user
+from contam.harness.report.writers.html import TEMPLATES, Figure, ReportPage, environment, markdown
 
 ROOT = Path(__file__).resolve().parent.parent
 

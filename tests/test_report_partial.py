@@ -18,7 +18,7 @@ from scipy import stats as sps
 
 from contam.harness.jobs.report import write_report
 from contam.harness.report.analysis import build_report
-from contam.harness.report.render import sections
+from contam.harness.report.texts.markdown import sections
 from contam.harness.store import Store, utc_now
 
 MODELS = ("m1", "m2", "m3", "m4")

@@ -13,9 +13,9 @@ import pandas as pd
 import pytest
 import scipy.stats as sps
 
-from contam.harness.report.probe_guided import BOOTSTRAP, guided_part, paired_difference
-from contam.harness.report.probe_tsguess import tsguess_part
-from contam.harness.report.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
+from contam.harness.report.parts.probe_guided import BOOTSTRAP, guided_part, paired_difference
+from contam.harness.report.parts.probe_tsguess import tsguess_part
+from contam.harness.report.statistics.named_tests import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
 
 CONTRAST = ("official", "fan")
 
@@ -121,7 +121,7 @@ def test_two_items_both_better_give_a_quarter_not_the_bootstrap_floor() -> None:
 
 
 def test_beyond_twenty_items_monte_carlo_agrees_with_the_normal_approximation() -> None:
-    from contam.harness.report.signflip import RESAMPLES
+    from contam.harness.report.statistics.signflip import RESAMPLES
 
     rng = np.random.default_rng(1)
     for shift in (0.0, 0.05, -0.1):
@@ -172,7 +172,8 @@ def params_info(**params) -> dict:
 
 
 def test_sections_state_the_rule_the_tests_and_the_bootstrap() -> None:
-    from contam.harness.report import probe_guided, probe_tsguess
+    from contam.harness.report.parts import probe_guided
+    from contam.harness.report.parts import probe_tsguess
 
     tsguess = {**params_info(rule="rarest"), **tsguess_part(tsguess_frame(), CONTRAST)}
     guided = {**params_info(dataset="PokeQA", split="test"), **guided_part(guided_frame(0.4), CONTRAST)}
@@ -189,7 +190,7 @@ def test_sections_state_the_rule_the_tests_and_the_bootstrap() -> None:
 
 
 def test_figures_draw_each_subsets_value() -> None:
-    from contam.harness.report import probe_bars
+    from contam.harness.report.plots import probe_bars
 
     tsguess = {**params_info(rule="rarest"), **tsguess_part(tsguess_frame(), CONTRAST)}
     guided = {**params_info(dataset="d", split="s"), **guided_part(guided_frame(0.4), CONTRAST)}
@@ -231,8 +232,8 @@ def probed_store(path) -> None:
 
 
 def test_probe_tables_are_named_and_their_csvs_are_tidy_numbers(tmp_path) -> None:
-    from contam.harness.report import probes
-    from contam.harness.report.tables import write_tables
+    from contam.harness.report.parts import probes
+    from contam.harness.report.writers.tables import write_tables
     from contam.harness.store import Store
 
     probed_store(tmp_path / "s.duckdb")

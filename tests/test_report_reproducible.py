@@ -15,8 +15,8 @@ import pytest
 
 from contam.harness.errors import InputError
 from contam.harness.jobs.importing import import_file
-from contam.harness.report import stats
-from contam.harness.report.provenance import provenance, software_versions
+from contam.harness.report.statistics import named_tests as stats
+from contam.harness.report.parts.provenance import provenance, software_versions
 from contam.harness.store import Store, utc_now
 from tests.test_import import ANSWERS, ITEMS, LABELS, write_csv, write_jsonl
 from tests.test_store import old_store
@@ -79,7 +79,7 @@ def test_report_names_files_hashes_versions_seed_and_non_null_scores(tmp_path, c
 
 
 def md_name(path) -> str:
-    from contam.harness.report.format import md_cell
+    from contam.harness.report.texts.format import md_cell
 
     return md_cell(str(path))
 

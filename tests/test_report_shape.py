@@ -11,8 +11,8 @@ import pytest
 
 from contam.harness.jobs.score import score_store
 from contam.harness.report.analysis import build_report
-from contam.harness.report.figures import draw_figures
-from contam.harness.report.render import sections
+from contam.harness.report.plots.paper import draw_figures
+from contam.harness.report.texts.markdown import sections
 from contam.harness.store import Store, utc_now
 from contam.harness.study import StudySettings
 
@@ -87,7 +87,7 @@ def test_subsets_that_are_not_the_papers_give_a_report_without_contrast_sections
 
 
 def test_the_studys_first_and_last_tier_are_the_contrast(tmp_path):
-    from contam.harness.report.study_inputs import StudyInputs
+    from contam.harness.report.inputs.study_settings import StudyInputs
 
     report = report_of(build_store(tmp_path / "s.duckdb", labels=True),
                        study=StudyInputs(StudySettings(subsets=("popular", "core", "obscure"))))
@@ -143,7 +143,7 @@ def test_every_figure_a_section_names_is_drawn_and_no_other(tmp_path):
 
 
 def test_label_less_figures_have_a_panel_only_for_each_scored_metric(tmp_path):
-    from contam.harness.report.figures import close
+    from contam.harness.report.plots.paper import close
 
     report = report_of(build_store(tmp_path / "s.duckdb", subsets=("official", "fan"), metrics=("bleu2",)))
     drawn = draw_figures(report)
@@ -160,7 +160,7 @@ def test_the_papers_report_has_no_not_in_this_report_list(paper):
 
 
 def test_every_exposure_blank_is_a_note_saying_so(tmp_path):
-    from contam.harness.report.study_inputs import StudyInputs
+    from contam.harness.report.inputs.study_settings import StudyInputs
 
     report = report_of(build_store(tmp_path / "s.duckdb", labels=True, exposure=lambda i, rng: " "),
                        study=StudyInputs(StudySettings(exposure="pop")))
@@ -199,7 +199,7 @@ def test_a_study_with_titles_has_its_per_title_section(tmp_path):
     ("[x](y)", "[x\\](y)"),
 ])
 def test_md_cell_escapes_only_what_markdown_would_read_as_markup(text, plain):
-    from contam.harness.report.format import md_cell
+    from contam.harness.report.texts.format import md_cell
 
     assert md_cell(text) == plain
 

@@ -11,10 +11,12 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from contam.harness.report import contamination, sections, stats
+from contam.harness.report.parts import contamination
+from contam.harness.report.texts import pooled as sections
+from contam.harness.report.statistics import named_tests as stats
 from contam.harness.report.analysis import build_report
-from contam.harness.report.format import fmt_p, p_clause
-from contam.harness.report.render import render_markdown
+from contam.harness.report.texts.format import fmt_p, p_clause
+from contam.harness.report.texts.markdown import render_markdown
 from tests.test_analysis import make_store
 from tests.test_contamination import cells, gap_row
 

@@ -9,9 +9,9 @@ import json
 import pandas as pd
 import pytest
 
-from contam.harness.report import stats
+from contam.harness.report.statistics import named_tests as stats
 from contam.harness.report.analysis import build_report
-from contam.harness.report.contrast_choice import NO_SUBSETS
+from contam.harness.report.inputs.contrast import NO_SUBSETS
 from contam.harness.jobs.score import score_store
 from contam.harness.store import Store, utc_now
 from contam.harness.study import StudySettings

@@ -14,8 +14,8 @@ from scipy import stats as sps
 from statsmodels.stats.contingency_tables import Table
 
 from contam.harness.report.analysis import build_report
-from contam.harness.report.study_inputs import StudyInputs
-from contam.harness.report.tiers import cochran_armitage
+from contam.harness.report.inputs.study_settings import StudyInputs
+from contam.harness.report.parts.tiers import cochran_armitage
 from contam.harness.store import Store
 from contam.harness.study import StudySettings
 from tests.studykit import MODELS, TIERS, build_study_store, write_study_config

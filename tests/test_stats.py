@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from contam.harness.report import stats
+from contam.harness.report.statistics import named_tests as stats
 
 # Table 6 of the seed paper: rows human, columns judge (right, partial, wrong).
 TABLE_6 = [[655, 112, 64], [2, 12, 18], [3, 23, 711]]

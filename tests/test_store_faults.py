@@ -130,7 +130,7 @@ def test_report_out_into_a_read_only_folder_writes_nothing(contam, tmp_path):
 
 
 def test_a_report_write_that_fails_half_way_leaves_the_folder_as_it_was(contam, tmp_path, monkeypatch):
-    from contam.harness.report import figures
+    from contam.harness.report.plots import paper as figures
 
     path = filled(tmp_path / "s.duckdb")
     out = tmp_path / "out"

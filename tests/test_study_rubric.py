@@ -10,7 +10,7 @@ import re
 import pytest
 
 from contam.harness.prompts import prompt_sha256
-from contam.harness.report.provenance import provenance
+from contam.harness.report.parts.provenance import provenance
 from contam.harness.store import Store
 from contam.harness.text import sha256_text
 from contam.metrics.judge import JUDGE_RUBRIC, missing_labels, rubric_sha256

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import json
 
-from contam.harness.report.probe_tsguess import build, section, tidy
-from contam.harness.report.validation import build as build_validation
-from contam.harness.report.validation import section as validation_section
+from contam.harness.report.parts.probe_tsguess import build, section, tidy
+from contam.harness.report.parts.validation import build as build_validation
+from contam.harness.report.parts.validation import section as validation_section
 from contam.harness.store import Store, utc_now
 from contam.harness.store.plantings import record_planting
 

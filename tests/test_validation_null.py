@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from contam.harness.report.validation_null import adjust_families, alarms, permutation_null, redrawn_sets
+from contam.harness.report.statistics.permutation_null import adjust_families, alarms, permutation_null, redrawn_sets
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
 import negative_control  # noqa: E402  (a script, not a package)

@@ -9,7 +9,7 @@ import re
 import pytest
 from starlette.testclient import TestClient
 
-from contam.harness.report import stats
+from contam.harness.report.statistics import named_tests as stats
 from contam.harness.store import Store
 from contam.harness.view import create_app, view_options
 from contam.harness.view.queue import Share, order_key

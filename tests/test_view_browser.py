@@ -14,7 +14,7 @@ import socket
 
 import pytest
 
-from contam.harness.report import stats
+from contam.harness.report.statistics import named_tests as stats
 from contam.harness.store import Store
 from contam.harness.view.queue import order_key
 from tests.browserkit import ViewServer, chromium

@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 import pytest
 
 from contam.harness.config_schema import METRIC_DISPLAY, metric_display
-from contam.harness.report import stats
+from contam.harness.report.statistics import named_tests as stats
 from contam.harness.store import Store, utc_now
 from contam.harness.view import browse
 from tests.viewkit import JUDGE, MODELS, build_view_store, view_client
@@ -69,8 +69,8 @@ def test_scores_are_named_as_the_browse_page_names_them(cell_page):
 
 
 def test_one_display_name_mapping_serves_browse_cell_and_report():
-    from contam.harness.report.cells import METRICS
-    from contam.harness.report.study_report import RULE_METRICS
+    from contam.harness.report.inputs.cells import METRICS
+    from contam.harness.report.parts.rule_metrics import RULE_METRICS
 
     for metric in ("bleu2", "bertscore_f1"):
         assert browse.COLUMNS[metric][0] == METRICS[metric] == metric_display(metric)

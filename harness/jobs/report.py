@@ -17,8 +17,8 @@ from contam.harness.declare import flag_of, options_from
 from contam.harness.errors import UserError
 from contam.harness.jobs.options.report import ReportOptions
 from contam.harness.report.analysis import build_report, parse_contrast
-from contam.harness.report.output import render, report_json, write_files
-from contam.harness.report.study_inputs import study_inputs
+from contam.harness.report.writers.output import render, report_json, write_files
+from contam.harness.report.inputs.study_settings import study_inputs
 from contam.harness.store import DEFAULT_STORE
 from contam.harness.store.access import reading
 

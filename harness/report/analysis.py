@@ -1,9 +1,9 @@
 """Store -> the report object: the rater choice, every section assembled, and the notes.
 
-The sections come from :mod:`contam.harness.report.labels` (what the human and judge labels say),
-:mod:`contam.harness.report.surface` (what the surface metrics say), :mod:`contam.harness.report.contamination`,
-:mod:`contam.harness.report.provenance` and :mod:`contam.harness.report.probes`, all over the (item, model) cells of
-:mod:`contam.harness.report.cells` (SQL over the views for the counts, ``contam.harness.report.stats`` for the rest).
+The sections come from :mod:`contam.harness.report.parts.labels` (what the human and judge labels say),
+:mod:`contam.harness.report.parts.surface` (what the surface metrics say), :mod:`contam.harness.report.parts.contamination`,
+:mod:`contam.harness.report.parts.provenance` and :mod:`contam.harness.report.parts.probes`, all over the (item, model) cells of
+:mod:`contam.harness.report.inputs.cells` (SQL over the views for the counts, ``contam.harness.report.statistics.named_tests`` for the rest).
 
 Keys follow ARCHITECTURE.md's report contract exactly; everything beyond it sits under extra keys
 (``regimes``, ``mcnemar``, ``cmh``, ``logistic``, ``inter_annotator``, ``abstention``, ``missing``,
@@ -19,11 +19,18 @@ import pandas as pd
 
 from contam.harness import __version__
 from contam.harness.errors import UserError
-from contam.harness.report import contamination, labels, probes, provenance, study_parts, study_report, surface
-from contam.harness.report import absent, validation
-from contam.harness.report.cells import LABELS, METRICS, Cells
-from contam.harness.report.contrast_choice import NO_SUBSETS, choose_contrast
-from contam.harness.report.study_inputs import StudyInputs
+from contam.harness.report.parts import contamination
+from contam.harness.report.parts import labels
+from contam.harness.report.parts import probes
+from contam.harness.report.parts import provenance
+from contam.harness.report.parts import study as study_parts
+from contam.harness.report.parts import rule_metrics as study_report
+from contam.harness.report.parts import surface
+from contam.harness.report.parts import absent
+from contam.harness.report.parts import validation
+from contam.harness.report.inputs.cells import LABELS, METRICS, Cells
+from contam.harness.report.inputs.contrast import NO_SUBSETS, choose_contrast
+from contam.harness.report.inputs.study_settings import StudyInputs
 from contam.harness.store import Store, utc_now
 from contam.harness.store.raters import HUMAN_RATER_SQL, JUDGE_RATER_SQL
 from contam.harness.study import PAPER_CONTRAST
@@ -39,10 +46,10 @@ def build_report(store: Store, *, contrast: tuple[str, str] | None = None,
                  study: StudyInputs | None = None, by: str | None = None,
                  correct: str | None = None) -> dict[str, Any]:
     """Everything `contam report` prints, as one JSON-ready dict (see ARCHITECTURE.md, The report);
-    ``study``: the settings of the study sections (:mod:`contam.harness.report.study_parts`); ``by``: an
-    item column to break accuracy down by (:mod:`contam.harness.report.study_report`); ``contrast``:
+    ``study``: the settings of the study sections (:mod:`contam.harness.report.parts.study`); ``by``: an
+    item column to break accuracy down by (:mod:`contam.harness.report.parts.rule_metrics`); ``contrast``:
     documented,undocumented subsets, else the report's own choice
-    (:mod:`contam.harness.report.contrast_choice`), which may be none: then no contrast section is built;
+    (:mod:`contam.harness.report.inputs.contrast`), which may be none: then no contrast section is built;
     ``correct``: what makes an answer correct (``--correct``, :mod:`contam.metrics.outcome`), by default
     the study's ``[study] correct``, else :func:`contam.metrics.outcome.default_outcome`."""
     _require_data(store)

@@ -1,7 +1,7 @@
 """Agreement between raters and the adjudication that settles their disagreements.
 
 Counts are made in SQL (a confusion table per pair of raters); the statistics are the report's
-(:mod:`contam.harness.report.stats`): Cohen's kappa for every pair of human raters and for every human
+(:mod:`contam.harness.report.statistics.named_tests`): Cohen's kappa for every pair of human raters and for every human
 rater against every judge, Fleiss' kappa once three or more human raters have labels (on the cells
 every one of them labelled, as the report has it).
 
@@ -99,7 +99,7 @@ def _kappas(counts: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """One row per (rater_a, rater_b) from their label counts: the report's agreement_row (its
     ``confusion``: rows rater_a's labels, columns rater_b's, in LABELS order) and κ's asymptotic
     95% interval."""
-    from contam.harness.report import stats  # scipy and statsmodels: loaded by the first agreement page
+    from contam.harness.report.statistics import named_tests as stats  # scipy and statsmodels: loaded by the first agreement page
 
     tables: dict[tuple[str, str], list[list[int]]] = {}
     for row in counts:
@@ -113,7 +113,7 @@ def _fleiss(store: Any) -> dict[str, Any] | None:
     rows = store.query(_FLEISS_SQL)
     if not rows:
         return None
-    from contam.harness.report import stats
+    from contam.harness.report.statistics import named_tests as stats
 
     table = [[r, p, w] for r, p, w, n in rows for _ in range(n)]
     return {"m": sum(table[0]), "n": len(table), "kappa": stats.fleiss_kappa(table)}

@@ -8,7 +8,7 @@ from typing import Any
 
 from markupsafe import Markup
 
-from contam.harness.report.format import is_missing
+from contam.harness.report.texts.format import is_missing
 from contam.harness.store.raters import ADJUDICATOR
 from contam.harness.text import visible
 from contam.harness.view.labelling import Screen

@@ -10,7 +10,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from contam.harness.errors import UserError
-from contam.harness.report.html import ReportPage, report_page
+from contam.harness.report.writers.html import ReportPage, report_page
 from contam.harness.view.follow import store_version
 from contam.harness.view.gate import StoreGate
 
@@ -65,8 +65,8 @@ class ReportPages:
 
 def _build(gate: StoreGate, human: str | None, judge: str | None, contrast: str | None) -> Built:
     from contam.harness.report.analysis import build_report, parse_contrast  # pandas, scipy, matplotlib
-    from contam.harness.report.output import figure_pngs
-    from contam.harness.report.study_inputs import study_inputs
+    from contam.harness.report.writers.output import figure_pngs
+    from contam.harness.report.inputs.study_settings import study_inputs
 
     given = {"contrast": parse_contrast(contrast)} if contrast else {}  # else its default
     with gate.reading() as store:

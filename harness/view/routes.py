@@ -22,7 +22,7 @@ from starlette.templating import Jinja2Templates
 
 from contam.harness.errors import UserError
 from contam.harness.labels import LABEL_KEYS, LABEL_NAMES, LABELS
-from contam.harness.report import html as report_html
+from contam.harness.report.writers import html as report_html
 from contam.harness.store.raters import ADJUDICATOR
 from contam.harness.store.store import StoreInUse
 from contam.harness.view import browse as browsing

@@ -1,0 +1,1 @@
+"""What a report reads: the cells with their labels, which are correct, the items' study columns, a probe's rows."""

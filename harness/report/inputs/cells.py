@@ -1,0 +1,166 @@
+"""What a report reads: the (item, model) cells with their effective labels, and the small numeric
+helpers the label and surface analyses share.
+
+The unit of analysis is the (item, model) cell over every item in the store and every model that
+has an answer or a label. Missing data follows the seed paper's lower-bound rule: an empty answer,
+or an item a model never answered, counts as wrong (and is counted in ``missing``); a non-empty
+answer without a label from the chosen rater is left out of that rater's statistics (and counted).
+A model the rater labelled nowhere is no part of that rater's statistics at all: its effective
+label is NULL in every cell, imputed ones included, and the report names it as unlabelled.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from contam.harness.config_schema import METRIC_DISPLAY
+from contam.harness.labels import LABELS
+from contam.harness.report.statistics import named_tests as stats
+from contam.harness.store import Store
+from contam.metrics.metric_registry import DEFAULT_METRICS
+from contam.metrics.outcome import Outcome
+
+__all__ = ["LABELS", "METRICS", "Cells", "sort_value", "nan_if_none", "nan_if_infinite", "mean",
+           "share", "ratio", "json_ratio", "plain", "subset_rank", "contrast_2x2"]
+
+# The paper's surface metrics, the ones `contam score` computes by default.
+METRICS = {metric: METRIC_DISPLAY[metric] for metric in DEFAULT_METRICS}
+
+# One row per (item, model) with the effective human and judge labels ($1 human rater, $2 judge
+# rater). An empty answer is wrong whatever its label says; an item with neither an answer nor a
+# label is wrong too (unanswered); a non-empty answer without a label stays NULL (unlabelled); a
+# model without one label from the rater stays NULL throughout (an unlabelled model).
+_CELLS_SQL = """
+WITH models AS (SELECT model FROM latest_answers UNION SELECT model FROM latest_labels),
+grid AS (SELECT i.item_id, i.title, i.subset, i.seq AS item_seq, m.model
+         FROM latest_items i CROSS JOIN models m),
+raw AS (
+    SELECT g.*, a.item_id IS NOT NULL AS has_answer,
+           a.item_id IS NOT NULL AND coalesce(trim(a.answer), '') = '' AS empty,
+           a.item_id IS NOT NULL AND coalesce(trim(a.answer), '') <> '' AS answered,
+           c.answer_words, coalesce(c.abstained, false) AS abstained, c.bleu2, c.bertscore_f1,
+           coalesce(c.reference_empty, false) AS reference_empty,
+           {human_raw} AS human_raw, j.label AS judge_raw
+    FROM grid g
+    LEFT JOIN latest_answers a USING (item_id, model)
+    LEFT JOIN cells c USING (item_id, model)
+    LEFT JOIN (SELECT item_id, model, label FROM latest_labels WHERE rater = $1) h USING (item_id, model)
+    LEFT JOIN (SELECT item_id, model, label FROM latest_labels WHERE rater = $2) j USING (item_id, model)),
+rated AS (
+    SELECT *, bool_or(human_raw IS NOT NULL) OVER (PARTITION BY model) AS human_model,
+           bool_or(judge_raw IS NOT NULL) OVER (PARTITION BY model) AS judge_model
+    FROM raw)
+SELECT * EXCLUDE (human_model, judge_model),
+    CASE WHEN NOT human_model THEN NULL
+         WHEN empty OR (NOT has_answer AND human_raw IS NULL) THEN 'wrong' ELSE human_raw END AS human,
+    CASE WHEN NOT judge_model THEN NULL
+         WHEN empty OR (NOT has_answer AND judge_raw IS NULL) THEN 'wrong' ELSE judge_raw END AS judge
+FROM rated
+"""
+
+
+class Cells:
+    """The effective-label cells as a CTE, queried with GROUP BY for every count.
+
+    ``outcome`` (:mod:`contam.metrics.outcome`) says what a right answer is. Under labels the ``human``
+    column is the human rater's label; under a metric it is that metric's call, 'right' or
+    'wrong' (NULL where it did not score), and every section that counts right answers reads it
+    so: this is the one place a metric's value becomes right or wrong. ``judge`` stays the judge's."""
+
+    def __init__(self, store: Store, human: str | None, judge: str | None,
+                 outcome: Outcome | None = None) -> None:
+        self.store, self.params = store, [human or "", judge or ""]
+        self.outcome = outcome or Outcome()
+        self.sql = _CELLS_SQL.replace("{human_raw}", _human_raw(self.outcome))
+
+    def query(self, select: str, extra: Sequence[Any] = ()) -> list[dict[str, Any]]:
+        return self.store.query_dicts(f"WITH c AS ({self.sql}) {select}", [*self.params, *extra])
+
+    def frame(self) -> pd.DataFrame:
+        return self.store.query_df(f"{self.sql} ORDER BY model, item_seq", self.params)
+
+    def labelled(self) -> "Cells":
+        """The same cells with the labels as the outcome: agreement, κ and metric validity
+        compare with the labels whatever the outcome."""
+        return self if self.outcome.labels else Cells(self.store, *self.params)
+
+
+def _human_raw(outcome: Outcome) -> str:
+    """The ``human_raw`` column: the human rater's label, or a metric's call on the cell."""
+    if outcome.labels:
+        return "h.label"
+    return outcome.call_sql(f"c.{outcome.metric}")  # a registry name: an identifier
+
+
+# -- small numeric helpers ----------------------------------------------------------------------
+
+def sort_value(x: float | None) -> float:
+    """A value to sort by: None and NaN rank below every number."""
+    return -math.inf if x is None or (isinstance(x, float) and math.isnan(x)) else x
+
+
+def nan_if_none(x: float | None) -> float:
+    return math.nan if x is None else x
+
+
+def nan_if_infinite(x: Any) -> float:
+    """A statsmodels or numpy number as a float; an infinite one (a fit that did not converge, a
+    zero denominator) as NaN."""
+    value = float(x)
+    return value if math.isfinite(value) else math.nan
+
+
+def mean(values: np.ndarray) -> float:
+    return float(np.mean(values)) if len(values) else math.nan
+
+
+def share(flags: np.ndarray) -> float:
+    return float(np.mean(flags)) if len(flags) else math.nan
+
+
+def ratio(a: float, b: float) -> float:
+    return a / b if b and not math.isnan(a) and not math.isnan(b) else math.nan
+
+
+def json_ratio(x: float) -> float | str:
+    """JSON has no infinity: an infinite odds ratio is the string "inf" (ARCHITECTURE.md, The report)."""
+    return "inf" if math.isinf(x) else x
+
+
+def subset_rank(subset: Any, contrast: Sequence[str]) -> int:
+    """Where a subset sorts: 0 the documented one, 1 the undocumented one (``contrast``), 2 any
+    other."""
+    return contrast.index(subset) if subset in contrast else 2
+
+
+def contrast_2x2(dk: int, dn: int, uk: int, un: int, *, count: str, share: str,
+                 difference: str = "difference", interval: str = "ci") -> dict[str, Any]:
+    """The documented-vs-undocumented 2×2 (``dk`` of ``dn`` documented items counted, ``uk`` of
+    ``un`` undocumented): per side ``{side}_n``, ``{side}_{count}``, ``{side}_{share}`` and its
+    Wilson interval ``{side}_ci_low`` / ``_high``; the ``difference`` of the shares with Newcombe's
+    hybrid score interval ``{interval}_low`` / ``_high``; the odds ratio ad/bc (:func:`json_ratio`)
+    and Fisher's two-sided exact p. The gap table, cdd's and ts-guess's contrasts are this row. A
+    side without items leaves no table to test: the odds ratio and p are then None (not Fisher's
+    p of 1), so the row stays out of any Holm family."""
+    row: dict[str, Any] = {}
+    for side, k, n in (("documented", dk, dn), ("undocumented", uk, un)):
+        low, high = stats.wilson_interval(k, n)
+        row |= {f"{side}_n": n, f"{side}_{count}": k, f"{side}_{share}": stats.proportion(k, n),
+                f"{side}_ci_low": low, f"{side}_ci_high": high}
+    low, high = stats.newcombe_interval(dk, dn, uk, un)
+    row |= {difference: row[f"documented_{share}"] - row[f"undocumented_{share}"],
+            f"{interval}_low": low, f"{interval}_high": high}
+    if not (dn and un):
+        return {**row, "odds_ratio": None, "fisher_p": None}
+    fisher = stats.fisher_exact_2x2(dk, dn - dk, uk, un - uk)
+    return {**row, "odds_ratio": json_ratio(fisher.odds_ratio), "fisher_p": fisher.p}
+
+
+def plain(value: Any) -> Any:
+    """numpy scalars -> Python numbers, so the rows compare and serialise like the SQL ones."""
+    return value.item() if isinstance(value, np.generic) else value

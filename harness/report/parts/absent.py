@@ -1,0 +1,60 @@
+"""The report's "Not in this report" list (``report["not_in_report"]``): each section the store or
+the study's settings cannot give, left out rather than printed empty, with what would add it.
+
+A row is ``{"section": ..., "reason": ...}``, the reason naming the command or setting that adds
+the section. The sections the study does not ask for (``[study] exposure`` unset, say) are not
+listed, and the optional evidence beside the study (inter-annotator agreement, the probes) keeps
+its note, so the paper's own report has no such list. See docs/explanation/report-sections.md.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from contam.harness.report.texts.format import is_missing
+
+__all__ = ["absent", "core_sections", "has_regimes"]
+
+HUMAN = ("Accuracy (overall, per title, the contamination gap, pairwise comparisons, the tests across "
+         "models, metric validity, abstention)")
+JUDGE = "LLM judge and human × judge agreement"
+CONTRAST = "The contrast (the contamination gap, its tests across models, surface metrics by subset, figure 2)"
+TITLES = "Per-title accuracy and figure 4"
+REGIMES = "Scoring regimes and figure 3"
+_REGIME_COLUMNS = ("human_accuracy", "judge_accuracy", "bleu2", "bertscore_f1")
+
+
+def absent(section: str, reason: str) -> dict[str, str]:
+    return {"section": section, "reason": reason}
+
+
+def has_regimes(report: dict[str, Any]) -> bool:
+    """Whether the scoring-regimes table has a value beside the answer lengths."""
+    return any(not is_missing(row.get(column)) for row in report.get("regimes") or []
+               for column in _REGIME_COLUMNS)
+
+
+def core_sections(report: dict[str, Any], titled: bool) -> list[dict[str, str]]:
+    """The sections of the paper's report this store cannot give; ``titled``: some item has a title."""
+    rows = []
+    if not report["overall"]:
+        rows.append(absent(HUMAN, "no human labels in the store (rater `human` or `human:NAME`) and no "
+                                  "rule metric to count by; `contam import labels FILE`, or `[study] "
+                                  "correct` naming a scored rule metric, adds them"))
+    if not report["judge_rater"]:
+        rows.append(absent(JUDGE, "no judge labels in the store (rater `judge:MODEL`); "
+                                  "`contam judge CONFIG` adds them"))
+    if not report["contrast"]:
+        rows.append(absent(CONTRAST, _no_contrast(report)))
+    if report["overall"] and not titled:
+        rows.append(absent(TITLES, "no item has a title; a `title` column on the items adds it"))
+    if not has_regimes(report):
+        rows.append(absent(REGIMES, "no labels and no BLEU-2 or BERTScore-F1 scores; labels, or "
+                                    "`[scoring] metrics` with `bleu2` or `bertscore_f1`, add it"))
+    return rows
+
+
+def _no_contrast(report: dict[str, Any]) -> str:
+    if report.get("without_subsets"):
+        return "no item has a subset; a `subset` column on the items adds it"
+    return "the report found no pair of subsets to compare; `--contrast A,B` adds it"
