@@ -126,9 +126,15 @@ def _extras(store, cells, frame, contrast, raters, regimes, order, notes) -> dic
         "meta": {**_meta(store, frame), "unlabelled": _unlabelled(frame, raters, notes),
                  "raters": _coverage(store)},
         "provenance": provenance.provenance(store),
-        "probes": probes.build(store, contrast or PAPER_CONTRAST, notes),  # none: no rows of its own
-        "validation": validation.build(store, cells.outcome),
+        **_probes_and_validation(store, cells, contrast, notes),
     }
+
+
+def _probes_and_validation(store, cells, contrast, notes) -> dict[str, Any]:
+    """The probes section, and the Probe validation that reads its parts (ts-guess's fill
+    check is counted once, there)."""
+    built = probes.build(store, contrast or PAPER_CONTRAST, notes)  # none: no rows of its own
+    return {"probes": built, "validation": validation.build(store, cells.outcome, built)}
 
 
 def _across_models(gap: list[dict] | None, frame, contrast, order, notes) -> dict[str, Any]:
