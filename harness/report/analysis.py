@@ -19,6 +19,8 @@ import pandas as pd
 
 from contam.harness import __version__
 from contam.harness.errors import UserError
+from contam.harness.declare import flag_of
+from contam.harness.jobs.options.report import ReportOptions
 from contam.harness.report.parts import contamination
 from contam.harness.report.parts import labels
 from contam.harness.report.parts import probes
@@ -150,7 +152,7 @@ def _outcome(store: Store, wanted: str | None, settings) -> Outcome | None:
     """``--correct``, else ``[study] correct``, else the default (labels where the store has
     them, else the first rule metric of ``[scoring] metrics``, else none)."""
     if wanted:
-        return parse_outcome(wanted, "--correct")
+        return parse_outcome(wanted, flag_of(ReportOptions, "correct"))
     if settings.correct:
         return parse_outcome(settings.correct)
     return default_outcome(store.count("latest_labels") > 0, settings.metrics)
@@ -159,7 +161,7 @@ def _outcome(store: Store, wanted: str | None, settings) -> Outcome | None:
 def parse_contrast(text: str) -> tuple[str, str]:
     parts = [p.strip() for p in (text or "").split(",")]
     if len(parts) != 2 or not all(parts) or parts[0] == parts[1]:
-        raise UserError(f"--contrast {text!r}: expected two different subsets, e.g. official,fan")
+        raise UserError(f"{flag_of(ReportOptions, 'contrast')} {text!r}: expected two different subsets, e.g. official,fan")
     return parts[0], parts[1]
 
 

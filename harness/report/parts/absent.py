@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from contam.harness.declare import flag_of
+from contam.harness.jobs.options.report import ReportOptions
 from contam.harness.report.texts.format import is_missing
 
 __all__ = ["absent", "core_sections", "has_regimes"]
@@ -57,4 +59,5 @@ def core_sections(report: dict[str, Any], titled: bool) -> list[dict[str, str]]:
 def _no_contrast(report: dict[str, Any]) -> str:
     if report.get("without_subsets"):
         return "no item has a subset; a `subset` column on the items adds it"
-    return "the report found no pair of subsets to compare; `--contrast A,B` adds it"
+    return (f"the report found no pair of subsets to compare; `{flag_of(ReportOptions, 'contrast')} "
+            "A,B` adds it")
