@@ -64,6 +64,14 @@ async def _until(condition) -> None:
             await anyio.sleep(0.01)
 
 
+async def _held(writer: BatchWriter, said: list, replies: int) -> None:
+    """Write ``replies`` replies on a full disk, until the writer says it holds them."""
+    writer.on_waiting = said.append
+    for n in range(replies):
+        await writer.write(reply(n))
+    await _until(lambda: said)
+
+
 def test_a_full_disk_holds_the_answers_and_commits_them_once_there_is_space(store_path,
                                                                            monkeypatch):
     disk, said = _Disk(monkeypatch), []
@@ -71,10 +79,7 @@ def test_a_full_disk_holds_the_answers_and_commits_them_once_there_is_space(stor
     async def main() -> BatchWriter:
         with Store(store_path, create=True) as store:
             async with BatchWriter(store, min_age_s=0, max_delay_s=0.05) as writer:
-                writer.on_waiting = said.append
-                for n in range(8):
-                    await writer.write(reply(n))
-                await _until(lambda: said)
+                await _held(writer, said, 8)
                 tries = disk.tries
                 await _until(lambda: disk.tries > tries + 2)  # tried again, and again
                 disk.full = False
@@ -134,10 +139,7 @@ def test_ctrl_c_while_the_writer_waits_for_space_puts_the_held_answers_in_the_jo
     async def main() -> BatchWriter:
         with Store(store_path, create=True) as store:
             async with BatchWriter(store, min_age_s=0, max_writes=1) as writer:
-                writer.on_waiting = said.append
-                for n in range(3):
-                    await writer.write(reply(n))
-                await _until(lambda: said)
+                await _held(writer, said, 3)
                 journal_full[0] = False
                 writer.stop_waiting()
             return writer
