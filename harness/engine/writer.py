@@ -67,7 +67,7 @@ class BatchWriter:
         self._unjournaled: list[Rows] = []  # replies pending that are not in the journal either
         self._identity: tuple[int, int] | None = None  # the store file's (device, inode)
         self._held = False  # the batch being committed waited for space on a full disk
-        self._ctrl_c = 0  # Ctrl-C presses while a full disk held answers (stop_waiting calls)
+        self._ctrl_c = 0  # Ctrl-C presses so far (stop_waiting calls)
         self._said_unjournaled = False  # "Ctrl-C again gives them up" was said
         self._drained = False  # the drain task has ended
         self._ctrl_c_scope: anyio.CancelScope | None = None  # the watcher while closing
