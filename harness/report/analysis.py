@@ -161,7 +161,8 @@ def _outcome(store: Store, wanted: str | None, settings) -> Outcome | None:
 def parse_contrast(text: str) -> tuple[str, str]:
     parts = [p.strip() for p in (text or "").split(",")]
     if len(parts) != 2 or not all(parts) or parts[0] == parts[1]:
-        raise UserError(f"{flag_of(ReportOptions, 'contrast')} {text!r}: expected two different subsets, e.g. official,fan")
+        raise UserError(f"{flag_of(ReportOptions, 'contrast')} {text!r}: expected two different "
+                        "subsets, e.g. official,fan")
     return parts[0], parts[1]
 
 
