@@ -49,8 +49,8 @@ def test_every_key_the_report_code_sets_has_an_entry():
 
 
 def _built_keys() -> set[str]:
-    """The constant keys of study_report's ``built = {...}`` (its rule-metric and --by parts)."""
-    tree = ast.parse((ref.ROOT / "harness" / "report" / "study_report.py").read_text(encoding="utf-8"))
+    """The constant keys of parts.rule_metrics's ``built = {...}`` (its rule-metric and --by parts)."""
+    tree = ast.parse((ref.ROOT / "harness" / "report" / "parts" / "rule_metrics.py").read_text(encoding="utf-8"))
     return {key.value for node in ast.walk(tree) if isinstance(node, ast.Assign) and isinstance(node.value, ast.Dict)
             and any(isinstance(t, ast.Name) and t.id == "built" for t in node.targets)
             for key in node.value.keys if isinstance(key, ast.Constant)}
