@@ -66,6 +66,7 @@ _READER_NICE = 10
 READ_LIMIT_S = 120.0  # a read through a running job is interrupted after this long
 MAX_ROWS = 2_000_000  # and a result past these is refused (wire.ResultTooLarge)
 MAX_BYTES = 128 << 20
+KEEP_ALIVE_S = 5.0  # an idle reader's connection is closed after this long (uvicorn's default)
 _CLIENT_POLL_S = 0.25  # how often a read's handler looks whether its client is still there
 
 
@@ -112,7 +113,7 @@ class StoreHost:
 
         config = uvicorn.Config(self._app(), log_config=None, log_level="warning",
                                 access_log=False, lifespan="off", server_header=False,
-                                timeout_graceful_shutdown=2)
+                                timeout_graceful_shutdown=2, timeout_keep_alive=KEEP_ALIVE_S)
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [sock]},
                                         name="contam-store-host", daemon=True)
