@@ -6,22 +6,13 @@ the client side).
 A Starlette app, served by uvicorn on a thread of its own over a Unix socket beside the store
 (mode 0600; in a private temporary folder when that path is too long for a socket). Every request
 must carry the token of the discovery file (:mod:`contam.harness.store.discovery`), written once the
-host is up and removed when it stops. Each request runs in a worker thread on a DuckDB cursor of
-the holder's connection of its own, so the job's event loop never waits for a reader, and a read
-sees what the job has committed.
-
-A read yields the job's CPU: reads are worked on :data:`_READERS` at a time, on threads of
-Linux's idle scheduling class (``SCHED_IDLE``), which run only on a core the job leaves free and
-give it back the moment one of the job's threads wakes (a lowered nice value still held the core
-for a time slice at each wake-up). While a read runs, DuckDB works every query on its calling
-thread alone (``threads = 1``, :meth:`Store.one_thread`; the setting is the database's), so no
-DuckDB worker thread of normal priority takes a reader's work. Progress and label appends, short,
-run on niced threads of their own and never wait behind a read.
+host is up and removed when it stops. A read runs on a DuckDB cursor of its own (it sees what the
+job has committed) on one of :data:`_READERS` threads of Linux's idle scheduling class, with
+DuckDB on one thread meanwhile, so it takes only the CPU the job leaves (ARCHITECTURE.md, The
+store host); progress and label appends run on niced threads of their own.
 
 A read is interrupted when it runs past :data:`READ_LIMIT_S` or its client disconnects, and a
-result past :data:`MAX_ROWS` rows or :data:`MAX_BYTES` bytes is refused while it is fetched, so
-that no reader can hold a slot, a core or the job's memory for long.
-
+result past :data:`MAX_ROWS` rows or :data:`MAX_BYTES` bytes is refused while it is fetched.
 Reads obey `contam sql`'s rule (:mod:`contam.harness.store.readonly`): one read-only statement, in a
 ``READ ONLY`` transaction, with the database's file and network access switched off when the
 host starts. A job starts its host once it needs no file access from DuckDB itself.
