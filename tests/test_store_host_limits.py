@@ -157,3 +157,26 @@ def test_a_read_during_a_write_leaves_the_writer_on_one_thread(hosted):
     assert duckdb_threads(host.store) == 1  # the reader let go; the writer has not
     host.store.single_threaded(False)
     assert duckdb_threads(host.store) == default
+
+
+@pytest.mark.skipif(not hasattr(os, "SCHED_IDLE"), reason="Linux's scheduling classes")
+def test_duckdbs_worker_threads_are_not_born_in_the_readers_idle_class(hosted):
+    """DuckDB starts its workers again when its one-thread hold ends; started from a reader's
+    thread they would inherit its idle class and starve the job's own queries."""
+    path, host = hosted
+    if duckdb_threads(host.store) == 1:
+        pytest.skip("one core: DuckDB starts no worker threads")
+    with HostReader(path, host.holder) as reader:
+        reader.query("SELECT 1")
+    host.store.query("SELECT sum(range) FROM range(1000000)")  # the job's query, on workers
+    readers = {t.native_id for t in threading.enumerate() if t.name.startswith("contam-store-reader")}
+    idle = {int(tid) for tid in os.listdir("/proc/self/task")
+            if _policy(int(tid)) == os.SCHED_IDLE}
+    assert readers and idle == readers
+
+
+def _policy(tid: int) -> int | None:
+    try:
+        return os.sched_getscheduler(tid)
+    except OSError:  # the thread ended meanwhile
+        return None

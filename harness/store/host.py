@@ -72,6 +72,7 @@ class StoreHost:
         self._server: Any = None
         self._thread: threading.Thread | None = None
         self._base: duckdb.DuckDBPyConnection | None = None  # the cursor request cursors come from
+        self._settings: duckdb.DuckDBPyConnection | None = None  # the host loop's, for SET threads
         self._lock = threading.Lock()
         self._active: set[duckdb.DuckDBPyConnection] = set()
         self._closing = False
@@ -86,6 +87,7 @@ class StoreHost:
         try:
             close_external_access(self.store.con)
             self._base = self.store.con.cursor()
+            self._settings = self._base.cursor()
             self._readers = ThreadPoolExecutor(_READERS, thread_name_prefix="contam-store-reader",
                                                initializer=_idle_class)
             sock = self._bind()
@@ -124,8 +126,9 @@ class StoreHost:
             self._thread.join(timeout=5)
         if self._readers is not None:
             self._readers.shutdown(wait=False, cancel_futures=True)
-        if self._base is not None:
-            self._base.close()
+        for cursor in (self._settings, self._base):
+            if cursor is not None:
+                cursor.close()
         self._remove_socket()
 
     def __enter__(self) -> "StoreHost":
@@ -190,9 +193,22 @@ class StoreHost:
             return self._read(asked["sql"], asked.get("params"), watch)
         async with anyio.create_task_group() as group:
             group.start_soon(_interrupt_when_gone, request, watch)
-            response = await self._in_worker(read, readers=True)
+            with self._one_thread():
+                response = await self._in_worker(read, readers=True)
             group.cancel_scope.cancel()
         return response
+
+    @contextmanager
+    def _one_thread(self) -> Iterator[None]:
+        """DuckDB on one thread while a read runs (Store.single_threaded), said on this, the
+        host's loop thread, at normal priority: DuckDB starts its workers again from the thread
+        that lets go, and from a reader's they would inherit its idle class."""
+        self.store.single_threaded(True, self._settings)
+        try:
+            yield
+        finally:
+            with suppress(duckdb.Error):  # stop() closed the cursor: the store is closing
+                self.store.single_threaded(False, self._settings)
 
     async def _labels(self, request: Any) -> Any:
         body = await request.body()
@@ -240,7 +256,7 @@ class StoreHost:
 
     def _read(self, sql: str, params: Any, watch: "_Watch") -> bytes:
         """One checked read, interrupted when it runs past READ_LIMIT_S or its client goes."""
-        with self._cursor() as cursor, self.store.one_thread(cursor):
+        with self._cursor() as cursor:
             cursor.execute(READ_ONLY_BEGIN)
             timer = threading.Timer(READ_LIMIT_S, watch.interrupt, ["time"])
             try:

@@ -239,15 +239,6 @@ class Store:
             if not on and not self._one_thread:
                 (con or self.con).execute("RESET threads")
 
-    @contextmanager
-    def one_thread(self, con: duckdb.DuckDBPyConnection | None = None) -> Iterator[None]:
-        """:meth:`single_threaded` for the length of the ``with``."""
-        self.single_threaded(True, con)
-        try:
-            yield
-        finally:
-            self.single_threaded(False, con)
-
     def append_query(self, table: str, select_sql: str, **frames: pd.DataFrame) -> int:
         """``INSERT INTO table BY NAME <select_sql>`` with the given DataFrames registered by name."""
         for name, frame in frames.items():
