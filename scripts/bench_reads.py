@@ -17,7 +17,9 @@ without a reader hammering its host.
 3. Heavy readers. The same run alone and with each of ``--heavy-readers`` (default 1,6) child
    processes running a CPU-heavy query (a 40-million-row join) through the run's host in a loop:
    each run's wall time and its slowdown against the run alone (what the host's bounds on
-   readers, a few slots at a lowered priority and a time limit, leave to the run).
+   readers, two slots on idle-class threads, one DuckDB thread and a time limit, leave to the
+   run, and what the readers' own processes take). Run it before and after a change back to
+   back, and say the load: docs/explanation/performance.md, Readers beside a run.
 """
 
 from __future__ import annotations

@@ -335,3 +335,32 @@ def test_a_malformed_request_is_a_400_not_a_crash(hosted):
             answer = http.post(route, content=body)
             assert answer.status_code == 400 and "malformed request" in answer.json()["error"]
         assert http.get("/health").status_code == 200  # still serving
+
+
+def test_a_reader_idle_past_the_hosts_keep_alive_reads_again(tmp_path, monkeypatch):
+    """The host closes an idle reader's connection; the reader's next call opens a new one
+    rather than failing on the closed one."""
+    from contam.harness.store import host as host_module
+    from contam.harness.store.client import HostReader
+
+    monkeypatch.setattr(host_module, "KEEP_ALIVE_S", 0.2)
+    path = tmp_path / "store.duckdb"
+    with new_store(path) as store, StoreHost(store, command="run") as host, \
+            HostReader(path, host.holder) as reader:
+        assert reader.query("SELECT 1") == [(1,)]
+        wait_for(reader._http.closed_by_host, timeout=10)
+        assert reader.query("SELECT 2") == [(2,)]
+
+
+def test_a_reader_through_the_host_starts_without_importing_an_http_library(tmp_path):
+    """A reader beside a running job costs it little CPU to start: the standard library's HTTP
+    client, not httpx (whose imports took 0.3 s of a core, at normal priority)."""
+    path = tmp_path / "store.duckdb"
+    reader = ("import sys\nfrom contam.harness.store.access import reading\n"
+              "with reading(sys.argv[1]) as r:\n    print(r.through_host, r.query('SELECT 3'))\n"
+              "print(sorted(m for m in ('httpx', 'httpcore', 'trio', 'rich') if m in sys.modules))")
+    with new_store(path) as store, StoreHost(store, command="run"):
+        done = subprocess.run([sys.executable, "-c", reader, str(path)], cwd=ROOT, text=True,
+                              capture_output=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[:2] == ["True [(3,)]", "[]"]

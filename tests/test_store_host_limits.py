@@ -89,27 +89,28 @@ def test_contam_sql_help_states_the_limits(capsys):
     assert f"over {host_module.MAX_ROWS:,} rows or {host_module.MAX_BYTES >> 20} MiB" in text
 
 
-def test_readers_are_worked_on_two_at_a_time_each_on_a_niced_thread(hosted, monkeypatch):
-    """Six readers at once take at most two worker threads, each lowered to
-    nice 10, so the job's own threads keep the cores (bench_reads.py part 3 measures the run)."""
+@pytest.mark.skipif(not hasattr(os, "SCHED_IDLE"), reason="Linux's scheduling classes")
+def test_reads_are_worked_on_two_at_a_time_on_idle_class_threads(hosted, monkeypatch):
+    """Six readers at once take at most two threads, each in Linux's idle scheduling class, so
+    the job's own threads keep the cores (bench_reads.py part 3 measures the run); the job's
+    progress answers while both are taken."""
     path, host = hosted
-    real, lock = host._read, threading.Condition()
-    seen = {"inside": 0, "peak": 0, "nice": []}
+    real, lock, release = host._read, threading.Condition(), threading.Event()
+    seen = {"inside": 0, "peak": 0, "policies": []}
 
-    def watched(sql, params, watch):
+    def held(sql, params, watch):
         with lock:
             seen["inside"] += 1
             seen["peak"] = max(seen["peak"], seen["inside"])
-            seen["nice"].append(os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))
-            lock.notify_all()
-            lock.wait_for(lambda: seen["inside"] >= 2, timeout=2)  # let a second reader in
+            seen["policies"].append(os.sched_getscheduler(0))  # 0: this thread
+        release.wait(10)  # the first two stay in until the test has asked for progress
         try:
             return real(sql, params, watch)
         finally:
             with lock:
                 seen["inside"] -= 1
 
-    monkeypatch.setattr(host, "_read", watched)
+    monkeypatch.setattr(host, "_read", held)
     answers = []
 
     def read() -> None:
@@ -119,8 +120,63 @@ def test_readers_are_worked_on_two_at_a_time_each_on_a_niced_thread(hosted, monk
     threads = [threading.Thread(target=read) for _ in range(6)]
     for thread in threads:
         thread.start()
+    assert wait_until(lambda: seen["inside"] == 2)
+    with HostReader(path, host.holder) as reader:
+        assert reader.progress() == []
+    reads_in_at_progress = seen["inside"]
+    release.set()
     for thread in threads:
         thread.join(60)
     assert answers == [[(7,)]] * 6
-    assert seen["peak"] == 2 and len(seen["nice"]) == 6
-    assert min(seen["nice"]) >= 10  # the worker thread's own nice value, not the process's
+    assert seen["peak"] == 2 and reads_in_at_progress == 2
+    assert seen["policies"] == [os.SCHED_IDLE] * 6
+
+
+def duckdb_threads(store: Store) -> int:
+    return store.query("SELECT current_setting('threads')")[0][0]
+
+
+def test_a_read_is_worked_on_one_duckdb_thread_and_the_job_gets_its_threads_back(hosted):
+    """DuckDB's thread count is the database's: a reader's query runs with one (its own
+    idle-class thread, never DuckDB's workers), and the job's queries get the default back."""
+    path, host = hosted
+    default = duckdb_threads(host.store)
+    if default == 1:
+        pytest.skip("one core: DuckDB's default is one thread already")
+    with HostReader(path, host.holder) as reader:
+        assert reader.query("SELECT current_setting('threads')") == [(1,)]
+    assert duckdb_threads(host.store) == default
+
+
+def test_a_read_during_a_write_leaves_the_writer_on_one_thread(hosted):
+    path, host = hosted
+    default = duckdb_threads(host.store)
+    host.store.single_threaded(True)  # as the job's writer does while it writes
+    with HostReader(path, host.holder) as reader:
+        assert reader.query("SELECT current_setting('threads')") == [(1,)]
+    assert duckdb_threads(host.store) == 1  # the reader let go; the writer has not
+    host.store.single_threaded(False)
+    assert duckdb_threads(host.store) == default
+
+
+@pytest.mark.skipif(not hasattr(os, "SCHED_IDLE"), reason="Linux's scheduling classes")
+def test_duckdbs_worker_threads_are_not_born_in_the_readers_idle_class(hosted):
+    """DuckDB starts its workers again when its one-thread hold ends; started from a reader's
+    thread they would inherit its idle class and starve the job's own queries."""
+    path, host = hosted
+    if duckdb_threads(host.store) == 1:
+        pytest.skip("one core: DuckDB starts no worker threads")
+    with HostReader(path, host.holder) as reader:
+        reader.query("SELECT 1")
+    host.store.query("SELECT sum(range) FROM range(1000000)")  # the job's query, on workers
+    readers = {t.native_id for t in threading.enumerate() if t.name.startswith("contam-store-reader")}
+    idle = {int(tid) for tid in os.listdir("/proc/self/task")
+            if _policy(int(tid)) == os.SCHED_IDLE}
+    assert readers and idle == readers
+
+
+def _policy(tid: int) -> int | None:
+    try:
+        return os.sched_getscheduler(tid)
+    except OSError:  # the thread ended meanwhile
+        return None

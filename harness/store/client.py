@@ -4,16 +4,23 @@
 A refusal comes back as the same UserError, and a DuckDB error as the same DuckDB exception
 class with the same message, that the call would have raised on the store itself; a host that
 stops answering is a one-line UserError.
+
+The requests go by the standard library's HTTP client: a reader beside a running job starts in a
+few milliseconds of CPU, where httpx's imports (its command line's rich and click, httpcore's
+trio) took 0.3 s of a core, at normal priority, from the job a reader is meant to yield to
+(scripts/bench_reads.py part 3).
 """
 
 from __future__ import annotations
 
+import http.client
+import select
+import socket
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import duckdb
-import httpx
 
 from contam.harness.errors import UserError
 from contam.harness.store.discovery import Holder, HostGone
@@ -35,11 +42,9 @@ class HostReader:
     def __init__(self, path: str | Path, holder: Holder) -> None:
         self.path = Path(path)
         self.holder = holder
-        # Plain HTTP over a Unix socket: no TLS, so no certificates to load (100 ms a client).
-        transport = httpx.HTTPTransport(uds=holder.socket, verify=False)
-        self._http = httpx.Client(transport=transport, base_url="http://store-host",
-                                  headers={"Authorization": f"Bearer {holder.token}"},
-                                  timeout=httpx.Timeout(_READ_TIMEOUT_S, connect=_CONNECT_TIMEOUT_S))
+        # Plain HTTP over a Unix socket, one keep-alive connection: no TLS, no pool.
+        self._http = _UnixConnection(holder.socket)
+        self._headers = {"Authorization": f"Bearer {holder.token}"}
 
     # -- the read API of Store ----------------------------------------------------------------
 
@@ -103,18 +108,50 @@ class HostReader:
     def _post(self, route: str, body: dict[str, Any]) -> bytes:
         return self._request("POST", route, content=encode_json(body))
 
-    def _request(self, method: str, route: str, **kwargs: Any) -> bytes:
+    def _request(self, method: str, route: str, content: bytes | None = None) -> bytes:
         try:
-            response = self._http.request(method, route, **kwargs)
-        except httpx.TransportError as exc:
+            status, body = self._exchange(method, route, content)
+        except (OSError, http.client.HTTPException) as exc:
+            self._http.close()
             raise HostGone(f"{self.path}: the process holding it (pid {self.holder.pid}, "
                            f"contam {self.holder.command}) does not answer "
                            f"({type(exc).__name__})") from None
-        if response.status_code == 503:
-            raise HostGone(str(_error(response)))
-        if response.status_code != 200:
-            raise _error(response)
-        return response.content
+        if status == 503:
+            raise HostGone(str(_error(status, body)))
+        if status != 200:
+            raise _error(status, body)
+        return body
+
+    def _exchange(self, method: str, route: str, content: bytes | None) -> tuple[int, bytes]:
+        if self._http.closed_by_host():  # an idle keep-alive connection the host let go
+            self._http.close()
+        self._http.request(method, route, body=content, headers=self._headers)
+        response = self._http.getresponse()
+        return response.status, response.read()
+
+
+class _UnixConnection(http.client.HTTPConnection):
+    """The standard library's HTTP connection, over the host's Unix socket."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__("store-host", timeout=_READ_TIMEOUT_S)
+        self.socket_path = path
+
+    def connect(self) -> None:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(_CONNECT_TIMEOUT_S)
+        try:
+            sock.connect(self.socket_path)
+        except OSError:
+            sock.close()
+            raise
+        sock.settimeout(self.timeout)
+        self.sock = sock
+
+    def closed_by_host(self) -> bool:
+        """Whether the open, idle connection has been closed at the host's end (it reads as
+        ready: the end of the stream)."""
+        return self.sock is not None and bool(select.select([self.sock], [], [], 0)[0])
 
 
 def connect(path: str | Path, holder: Holder) -> HostReader | None:
@@ -126,13 +163,13 @@ def connect(path: str | Path, holder: Holder) -> HostReader | None:
     return None
 
 
-def _error(response: httpx.Response) -> Exception:
+def _error(status: int, body: bytes) -> Exception:
     """The exception the call would have raised on the store itself."""
     try:
-        said = decode_json(response.content)
+        said = decode_json(body)
         message, kind = said["error"], said.get("kind", "")
     except (ValueError, KeyError, TypeError):
-        return UserError(f"the store host answered {response.status_code}")
+        return UserError(f"the store host answered {status}")
     error_class = getattr(duckdb, kind, None)
     if isinstance(error_class, type) and issubclass(error_class, duckdb.Error):
         return error_class(message)

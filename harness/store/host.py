@@ -6,14 +6,13 @@ the client side).
 A Starlette app, served by uvicorn on a thread of its own over a Unix socket beside the store
 (mode 0600; in a private temporary folder when that path is too long for a socket). Every request
 must carry the token of the discovery file (:mod:`contam.harness.store.discovery`), written once the
-host is up and removed when it stops. Each request runs in a worker thread (at most a few at
-once) on a DuckDB cursor of the holder's connection of its own, so the job's event loop never
-waits for a reader, and a read sees what the job has committed.
+host is up and removed when it stops. A read runs on a DuckDB cursor of its own (it sees what the
+job has committed) on one of :data:`_READERS` threads of Linux's idle scheduling class, with
+DuckDB on one thread meanwhile, so it takes only the CPU the job leaves (ARCHITECTURE.md, The
+store host); progress and label appends run on niced threads of their own.
 
 A read is interrupted when it runs past :data:`READ_LIMIT_S` or its client disconnects, and a
-result past :data:`MAX_ROWS` rows or :data:`MAX_BYTES` bytes is refused while it is fetched, so
-that no reader can hold a slot, a core or the job's memory for long.
-
+result past :data:`MAX_ROWS` rows or :data:`MAX_BYTES` bytes is refused while it is fetched.
 Reads obey `contam sql`'s rule (:mod:`contam.harness.store.readonly`): one read-only statement, in a
 ``READ ONLY`` transaction, with the database's file and network access switched off when the
 host starts. A job starts its host once it needs no file access from DuckDB itself.
@@ -21,6 +20,7 @@ host starts. A job starts its host once it needs no file access from DuckDB itse
 
 from __future__ import annotations
 
+import asyncio
 import os
 import secrets
 import shutil
@@ -30,6 +30,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
@@ -48,13 +49,15 @@ from contam.harness.store.wire import encode_json, encode_result, decode_json
 __all__ = ["StoreHost", "ProgressRows", "socket_beside"]
 
 ProgressRows = Callable[[], list[dict[str, Any]]]  # reads the job's per-model counters, as live_progress
-_READERS = 2  # requests worked on at once (a core each, niced); more wait: bench_reads.py part 3
+_READERS = 2  # reads worked on at once (on idle-class threads); more wait: bench_reads.py part 3
+_CALLS = 2  # progress and label requests worked on at once
 _MAX_SOCKET_PATH = 100  # bytes; AF_UNIX allows 104-108 depending on the system
 _START_TIMEOUT_S = 10.0
 _READER_NICE = 10
 READ_LIMIT_S = 120.0  # a read through a running job is interrupted after this long
 MAX_ROWS = 2_000_000  # and a result past these is refused (wire.ResultTooLarge)
 MAX_BYTES = 128 << 20
+KEEP_ALIVE_S = 5.0  # an idle reader's connection is closed after this long (uvicorn's default)
 _CLIENT_POLL_S = 0.25  # how often a read's handler looks whether its client is still there
 
 
@@ -69,12 +72,14 @@ class StoreHost:
         self._server: Any = None
         self._thread: threading.Thread | None = None
         self._base: duckdb.DuckDBPyConnection | None = None  # the cursor request cursors come from
+        self._settings: duckdb.DuckDBPyConnection | None = None  # the host loop's, for SET threads
         self._lock = threading.Lock()
         self._active: set[duckdb.DuckDBPyConnection] = set()
         self._closing = False
         self._socket: str | None = None
         self._socket_dir: str | None = None
-        self._limiter: Any = None
+        self._limiter: Any = None  # of the progress and label requests
+        self._readers: ThreadPoolExecutor | None = None  # the reads' idle-class threads
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -82,6 +87,9 @@ class StoreHost:
         try:
             close_external_access(self.store.con)
             self._base = self.store.con.cursor()
+            self._settings = self._base.cursor()
+            self._readers = ThreadPoolExecutor(_READERS, thread_name_prefix="contam-store-reader",
+                                               initializer=_idle_class)
             sock = self._bind()
             self.holder = Holder(pid=os.getpid(), command=self.command, socket=self._socket)
             self._serve(sock)
@@ -98,7 +106,7 @@ class StoreHost:
 
         config = uvicorn.Config(self._app(), log_config=None, log_level="warning",
                                 access_log=False, lifespan="off", server_header=False,
-                                timeout_graceful_shutdown=2)
+                                timeout_graceful_shutdown=2, timeout_keep_alive=KEEP_ALIVE_S)
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [sock]},
                                         name="contam-store-host", daemon=True)
@@ -116,8 +124,11 @@ class StoreHost:
             self._server.should_exit = True
         if self._thread is not None:
             self._thread.join(timeout=5)
-        if self._base is not None:
-            self._base.close()
+        if self._readers is not None:
+            self._readers.shutdown(wait=False, cancel_futures=True)
+        for cursor in (self._settings, self._base):
+            if cursor is not None:
+                cursor.close()
         self._remove_socket()
 
     def __enter__(self) -> "StoreHost":
@@ -182,9 +193,22 @@ class StoreHost:
             return self._read(asked["sql"], asked.get("params"), watch)
         async with anyio.create_task_group() as group:
             group.start_soon(_interrupt_when_gone, request, watch)
-            response = await self._in_worker(read)
+            with self._one_thread():
+                response = await self._in_worker(read, readers=True)
             group.cancel_scope.cancel()
         return response
+
+    @contextmanager
+    def _one_thread(self) -> Iterator[None]:
+        """DuckDB on one thread while a read runs (Store.single_threaded), said on this, the
+        host's loop thread, at normal priority: DuckDB starts its workers again from the thread
+        that lets go, and from a reader's they would inherit its idle class."""
+        self.store.single_threaded(True, self._settings)
+        try:
+            yield
+        finally:
+            with suppress(duckdb.Error):  # stop() closed the cursor: the store is closing
+                self.store.single_threaded(False, self._settings)
 
     async def _labels(self, request: Any) -> Any:
         body = await request.body()
@@ -194,14 +218,11 @@ class StoreHost:
             return encode_json({"appended": self._append(asked["rows"], asked.get("table", "labels"))})
         return await self._in_worker(append)
 
-    async def _in_worker(self, work: Callable[[], bytes]) -> Any:
-        """``work`` in a worker thread; a refusal or a DuckDB error as a 400 naming its kind."""
-        import anyio.to_thread
-
-        if self._limiter is None:
-            self._limiter = anyio.CapacityLimiter(_READERS)
+    async def _in_worker(self, work: Callable[[], bytes], *, readers: bool = False) -> Any:
+        """``work`` in a worker thread (a reader's, ``readers``); a refusal or a DuckDB error as
+        a 400 naming its kind."""
         try:
-            return _body(await anyio.to_thread.run_sync(_yielding(work), limiter=self._limiter))
+            return _body(await (self._on_reader(work) if readers else self._on_caller(work)))
         except _Finishing as exc:  # the reader is to try again on the store itself
             return _json({"error": str(exc), "kind": "UserError"}, status=503)
         except UserError as exc:
@@ -213,6 +234,23 @@ class StoreHost:
             if self._closing:  # interrupted by stop()
                 return _json({"error": _FINISHING, "kind": "UserError"}, status=503)
             return _json({"error": str(exc), "kind": type(exc).__name__}, status=400)
+
+    async def _on_reader(self, work: Callable[[], bytes]) -> bytes:
+        """``work`` on an idle-class reader thread, waited for to its end as anyio's threads are
+        (a read that must stop is interrupted instead: _Watch, stop())."""
+        try:
+            future = self._readers.submit(work)
+        except RuntimeError:  # shut down: stop() is under way
+            raise _Finishing(_FINISHING) from None
+        with anyio.CancelScope(shield=True):
+            return await asyncio.wrap_future(future)
+
+    async def _on_caller(self, work: Callable[[], bytes]) -> bytes:
+        import anyio.to_thread
+
+        if self._limiter is None:
+            self._limiter = anyio.CapacityLimiter(_CALLS)
+        return await anyio.to_thread.run_sync(_yielding(work), limiter=self._limiter)
 
     # -- the work, in worker threads ------------------------------------------------------------
 
@@ -297,14 +335,28 @@ class _Finishing(UserError):
     pass
 
 
+def _idle_class() -> None:
+    """This thread into Linux's idle scheduling class: it runs only where no other thread of the
+    job wants the core, and any of them that wakes takes the core back at once (a nice value
+    only shares it out, a time slice at a time). Elsewhere, or where that is refused: niced."""
+    try:
+        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))  # 0: this thread, on Linux
+    except (AttributeError, OSError):
+        _lower_nice()
+
+
+def _lower_nice() -> None:
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), _READER_NICE)
+    except (AttributeError, OSError):  # not Linux, or not allowed: as it is
+        pass
+
+
 def _yielding(work: Callable[[], bytes]) -> Callable[[], bytes]:
     """``work`` on a worker thread that yields the CPU to the job's own threads: Linux gives
     each thread its own nice value, and the job's event loop must not wait for a reader."""
     def lowered() -> bytes:
-        try:
-            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), _READER_NICE)
-        except (AttributeError, OSError):  # not Linux, or not allowed: as it is
-            pass
+        _lower_nice()
         return work()
     return lowered
 

@@ -14,6 +14,7 @@ import re
 import stat
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
@@ -100,6 +101,8 @@ class Store:
         self.read_only = read_only
         self.replayed = self.journal_skipped = 0
         self._locked_down = False
+        self._one_thread = 0  # holds of single_threaded(True), from the job and its readers
+        self._threads_lock = threading.Lock()
         if not self.path.exists() and (read_only or not create):
             raise UserError(f"{self.path}: no such store")
         _refuse_odd_file(self.path)
@@ -223,10 +226,18 @@ class Store:
             self.con.execute(*insert_statement(table, rows))
         return len(rows)
 
-    def single_threaded(self, on: bool) -> None:
+    def single_threaded(self, on: bool, con: duckdb.DuckDBPyConnection | None = None) -> None:
         """DuckDB on one thread (``on``) or back to its default: a job's writer commits small
-        batches, where more threads only add overhead (see harness/engine/writer.py)."""
-        self.con.execute("SET threads = 1" if on else "RESET threads")
+        batches, where more threads only add overhead (see harness/engine/writer.py), and a
+        store host works a reader's query on the reader's thread alone (harness/store/host.py).
+        Holds nest, from any thread: DuckDB's default comes back when the last lets go. ``con``:
+        a cursor of this store's to say it on, from a thread other than ``con``'s own."""
+        with self._threads_lock:
+            if on and not self._one_thread:
+                (con or self.con).execute("SET threads = 1")
+            self._one_thread += 1 if on else -1
+            if not on and not self._one_thread:
+                (con or self.con).execute("RESET threads")
 
     def append_query(self, table: str, select_sql: str, **frames: pd.DataFrame) -> int:
         """``INSERT INTO table BY NAME <select_sql>`` with the given DataFrames registered by name."""
