@@ -102,8 +102,8 @@ def _properties(table: str) -> dict[str, Any]:
 
 def _property(spec: Field, default: Any) -> dict[str, Any]:
     schema = dict(_KIND_SCHEMA.get(spec.kind, {}))
-    if spec.choices:
-        inner = {**_STRING, "enum": list(spec.choices)}
+    if spec.allowed():
+        inner = {**_STRING, "enum": list(spec.allowed())}
         schema = {**schema, "items": inner} if spec.kind == "texts" else {**schema, **inner}
     schema["description"] = spec.doc
     if default not in (None, {}, []):
@@ -141,7 +141,8 @@ def _rows_by_table() -> dict[str, list[str]]:
 
 def _type_words(spec: Field) -> str:
     words = _KIND_WORDS[spec.kind] + (", required" if spec.required else "")
-    return f"{words}: one of {', '.join(f'`{c}`' for c in spec.choices)}" if spec.choices else words
+    choices = spec.allowed()
+    return f"{words}: one of {', '.join(f'`{c}`' for c in choices)}" if choices else words
 
 
 def _default_words(default: Any) -> str:

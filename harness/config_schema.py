@@ -13,19 +13,20 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from contam.harness.errors import UserError
 from contam.harness.provider_names import PROVIDERS
-from contam.metrics.metric_registry import metric_labels, study_metrics
+from contam.metrics.metric_registry import metric_labels
 
-__all__ = ["Field", "key", "fields_of", "tables_of", "METRIC_NAMES", "METRIC_DISPLAY",
+__all__ = ["Field", "key", "fields_of", "tables_of", "METRIC_DISPLAY",
            "metric_display", "PROVIDERS", "check_table", "did_you_mean", "KeyProblem"]
 
-# What [scoring] metrics may name (contam.metrics.metric_registry).
-METRIC_NAMES = study_metrics()
+Choices = tuple[str, ...] | Callable[[], tuple[str, ...]]
+
 # What people read for each stored metric name (report tables, the view's pages): the registry's
 # labels, and guided prompting's ROUGE-L, a probe's metric.
 METRIC_DISPLAY = {**metric_labels(), "rouge_l": "ROUGE-L"}
@@ -43,19 +44,24 @@ class Field:
     finite number > 0), ``flag`` (true or false), ``urls`` (a URL or a non-empty list of them),
     ``texts`` (a non-empty list of non-empty strings), ``table`` or ``tables`` (an array of
     tables), ``source`` (a path or a table). With ``choices``, a text (or each of a list's texts)
-    must be one of them. ``doc`` is the key's meaning (the reference page and the JSON Schema
+    must be one of them (a function: asked each time, as a registry's names are; see
+    :meth:`allowed`). ``doc`` is the key's meaning (the reference page and the JSON Schema
     show it); ``at`` its place, ``table.key`` (empty: the field's name in its record's table);
     ``file``: a path relative to the config file."""
 
     kind: str
     required: bool = False
-    choices: tuple[str, ...] = ()
+    choices: Choices = ()
     doc: str = field(default="", compare=False)
     at: str = field(default="", compare=False)
     file: bool = field(default=False, compare=False)
 
+    def allowed(self) -> tuple[str, ...]:
+        """The values the key may take now (none: any)."""
+        return self.choices() if callable(self.choices) else self.choices
 
-def key(kind: str, doc: str = "", *, required: bool = False, choices: tuple[str, ...] = (),
+
+def key(kind: str, doc: str = "", *, required: bool = False, choices: Choices = (),
         at: str = "", file: bool = False) -> dict[str, Field]:
     """A dataclass field's metadata that makes it a config key of ``kind``:
     ``rpm: float | None = field(default=None, metadata=key("number", "requests per minute"))``."""
@@ -175,9 +181,10 @@ def _source_problem(value: Any) -> str | None:
 
 
 def _choice_problem(field: Field, value: Any) -> str | None:
-    if field.choices and value not in field.choices:
-        return (f"{_shown(value)} is not one of {', '.join(field.choices)}"
-                f"{did_you_mean(str(value), field.choices)}")
+    allowed = field.allowed()
+    if allowed and value not in allowed:
+        return (f"{_shown(value)} is not one of {', '.join(allowed)}"
+                f"{did_you_mean(str(value), allowed)}")
     return None
 
 

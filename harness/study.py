@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from contam.harness.config_schema import METRIC_NAMES, fields_of, key
-from contam.metrics.metric_registry import DEFAULT_METRICS
+from contam.harness.config_schema import fields_of, key
+from contam.metrics.metric_registry import DEFAULT_METRICS, study_metrics
 
 __all__ = ["DEFAULT_METRICS", "DEFAULT_NUMERIC_TOLERANCE", "PAPER_CONTRAST", "StudySettings",
            "settings_from_record"]
@@ -54,7 +54,7 @@ class StudySettings:
         "question and reference, each stripped.", at="probes.text"))
     metrics: tuple[str, ...] = field(default=DEFAULT_METRICS, metadata=key(
         "texts", "What `contam score` computes when it is given no metric.",
-        choices=METRIC_NAMES, at="scoring.metrics"))
+        choices=study_metrics, at="scoring.metrics"))
     numeric_tolerance: float = field(default=DEFAULT_NUMERIC_TOLERANCE, metadata=key(
         "number", "The `numeric` metric's relative tolerance.", at="scoring.numeric_tolerance"))
     regex: str | None = field(default=None, metadata=key(

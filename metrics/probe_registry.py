@@ -77,8 +77,9 @@ class ProbeSpec:
     ``part -> {table name: rows}``; ``p_values``: (the part's list of rows, its p column) for
     Holm's correction within each model's probe family, or None; ``measures``: what the probe
     validation (contam.harness.report.parts.validation) compares on planted and not-planted items;
-    ``not_applicable``: ``store -> {model: reason}``, the models the probe cannot work on (its
-    measures there are shown with the reason, not as a score), or None."""
+    ``not_applicable``: ``(store, part) -> {model: reason}``, the models the probe cannot work on
+    (its measures there are shown with the reason, not as a score; ``part``: the probe's part of
+    the report when it was built, else None), or None."""
 
     name: str
     summary: str  # one line for ``contam probe --help``

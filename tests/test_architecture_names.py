@@ -14,7 +14,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("harness", "providers", "metrics")
 # A name is looked up as written, then under each package and harness's own (`engine.lanes`,
-# `config_schema.METRIC_NAMES` are harness's); `contam.` covers the installed import name.
+# `config_schema.METRIC_DISPLAY` are harness's); `contam.` covers the installed import name.
 BASES = ("", "contam.", "contam.harness.", "harness.")
 # Names the text gives to what lives on an instance, not on a module or class.
 INSTANCE_ATTRIBUTES = {"store.con", "engine.interrupted"}

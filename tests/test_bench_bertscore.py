@@ -28,7 +28,7 @@ def test_the_bench_compares_the_pass_with_bert_score_on_a_synthetic_encoder(tmp_
     done = subprocess.run(
         [sys.executable, "scripts/bench_bertscore.py", "--synthetic-encoder", "small",
          "--tokenizer", str(tmp_path), "--device", "cpu", "--pairs", "150", "--per-pair", "5",
-         "--precision", "fp32", "--precision", "bf16"],
+         "--precision", "fp32", "--precision", "bf16", "--target", "0"],
         cwd=ROOT, capture_output=True, text=True, timeout=600,
         env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert done.returncode == 0, done.stderr
@@ -37,7 +37,21 @@ def test_the_bench_compares_the_pass_with_bert_score_on_a_synthetic_encoder(tmp_
     assert len(distances) == 2  # fp32, then bf16
     assert max(distances[0]) <= 1e-6 and 0 < max(distances[1]) < 0.05
     assert len(re.findall(r"speed-up vs one call: [\d.]+x wall", done.stdout)) == 2
+    assert len(re.findall(r"PASS: fp32 [\d.]+x one bert-score call \(target >= 0.00x; [\d.]+x "
+                          r"in CPU time\)", done.stdout)) == 1  # the fp32 pass only
     assert re.search(r"fp32 matrix products: [\d.]+ TFLOP for [\d,]+ tokens", done.stdout)
     per_pair = re.search(r"speed-up vs per-pair calls: [\d.]+x; max \|F diff\| on those pairs: "
                          r"(\S+)", done.stdout)
     assert per_pair and float(per_pair[1]) <= 1e-6
+
+
+def test_the_bench_says_fail_below_its_target(capsys):
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import bench_bertscore
+
+    assert bench_bertscore.TARGET == 1.3
+    assert not bench_bertscore.against_target(1.25, bench_bertscore.TARGET, 1.46)
+    assert bench_bertscore.against_target(1.42, bench_bertscore.TARGET, 1.40)
+    assert capsys.readouterr().out.splitlines() == [
+        "  FAIL: fp32 1.25x one bert-score call (target >= 1.30x; 1.46x in CPU time)",
+        "  PASS: fp32 1.42x one bert-score call (target >= 1.30x; 1.40x in CPU time)"]

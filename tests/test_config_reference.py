@@ -68,3 +68,22 @@ def test_the_schema_refuses_what_the_config_loader_refuses(tmp_path: Path, text:
         load_config(path)
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(tomllib.loads(text), json.loads(SCHEMA_FILE.read_text(encoding="utf-8")))
+
+
+def test_scoring_metrics_choices_are_the_registrys_when_a_config_is_read(tmp_path: Path,
+                                                                        monkeypatch) -> None:
+    """The choices are asked of the metric registry when a config is checked, not fixed when
+    the schema module was imported: a metric registered afterwards is accepted, and offered as
+    the did-you-mean."""
+    from contam.metrics import metric_registry
+
+    toy = metric_registry.MetricSpec("toyrule", "Toy rule", metric_registry.RULE,
+                                     "contam.metrics.rules:exact_scorer")
+    monkeypatch.setitem(metric_registry.METRICS, "toyrule", toy)
+    path = tmp_path / "study.toml"
+    path.write_text('[scoring]\nmetrics = ["toyrule"]\n', encoding="utf-8")
+    assert load_config(path).study.metrics == ("toyrule",)
+    path.write_text('[scoring]\nmetrics = ["toyrul"]\n', encoding="utf-8")
+    with pytest.raises(UserError, match="did you mean 'toyrule'"):
+        load_config(path)
+    assert "toyrule" in json_schema()["properties"]["scoring"]["properties"]["metrics"]["items"]["enum"]

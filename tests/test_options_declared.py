@@ -90,9 +90,12 @@ def test_a_message_names_a_flag_through_its_declaration():
 
 
 # What still spells a flag outside the declarations, and why it may: the leaf packages (metrics/,
-# providers/) cannot import harness's declarations; report/ sits below jobs/; the rest are
-# commands printed for the user to run next (init's README, the demo's closing lines, config's
-# hint) and help text kept with the emulator's skill model. Nothing may join this list.
+# providers/) cannot import harness's declarations (their help and errors name the flag of the
+# option they read); the rest are commands printed for the user to run next (init's README, the
+# demo's closing lines, config's resume hint, a flag of `contam run` or `contam emulator` rather
+# than of the command at hand) and help text kept with the emulator's skill model. The report's
+# and the store's messages take their flags from the declarations (flag_of). Nothing may join
+# this list.
 STILL_SPELLED_ELSEWHERE = {
     "--alpha": {"metrics/probe_cdd.py"}, "--samples": {"metrics/probe_cdd.py"},
     "--temperature": {"metrics/probe_cdd.py"}, "--xi": {"metrics/probe_cdd.py"},
@@ -105,12 +108,6 @@ STILL_SPELLED_ELSEWHERE = {
     "--token-budget": {"metrics/bertscore.py"}, "--device": {"metrics/bertscore_encoder.py"},
     "--precision": {"metrics/bertscore_encoder.py"},
     "--as": {"providers/local.py"}, "--model": {"providers/local.py"},
-    "--by": {"harness/report/parts/rule_metrics.py"},
-    "--contrast": {"harness/report/analysis.py", "harness/report/parts/absent.py",
-                   "harness/report/inputs/contrast.py"},
-    "--correct": {"harness/report/analysis.py", "harness/report/texts/markdown.py"},
-    "--map": {"harness/store/column_map.py", "harness/store/parquet_records.py"},
-    "--format": {"harness/store/wire.py"},
     "--exposure": {"harness/emulator/items.py", "harness/jobs/init.py"},
     "--items": {"harness/emulator/skill.py", "harness/jobs/init.py"},
     "--out": {"harness/jobs/demo.py", "harness/jobs/init.py"},

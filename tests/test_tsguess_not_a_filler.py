@@ -75,3 +75,25 @@ def test_probe_validation_says_it_too_and_keeps_it_out_of_the_family(tmp_path):
     assert f"ts-guess exact match on answers: {NOT_A_FILLER}." in shown.paragraphs
     [answers] = [row for row in shown.tables[0].rows if row[0] == "answers"]
     assert answers[5] == "not applicable"
+
+
+def test_a_report_with_a_planting_counts_the_fills_once(tmp_path, monkeypatch):
+    """The probes section and the Probe validation both say which model does not fill masks;
+    the replies are read and counted once, for the probes section, and the validation reads that."""
+    from contam.harness.report.analysis import build_report
+    from contam.harness.report.parts import probe_tsguess
+
+    path = _store(tmp_path / "s.duckdb")
+    with Store(path) as store:
+        store.append("answers", [{"run_id": "r", "item_id": i, "model": m, "answer": "A",
+                                  "created_at": utc_now()} for i in ITEMS for m in ("fills", "answers")])
+    counted = []
+    real = probe_tsguess._fill_counts
+    monkeypatch.setattr(probe_tsguess, "_fill_counts",
+                        lambda *args: counted.append(args[1:]) or real(*args))
+    with Store(path, read_only=True) as store:
+        report = build_report(store)
+    assert counted == [("p",)]
+    assert report.probes["ts-guess"]["not_applicable"] == ["answers"]
+    rows = {r["model"]: r for r in report.validation["rows"] if r["source"] == "ts-guess"}
+    assert rows["answers"]["not_applicable"] == NOT_A_FILLER and rows["fills"]["not_applicable"] is None

@@ -70,3 +70,16 @@ def test_a_base_model_alarms_on_at_most_five_percent_of_200_seeded_re_splits():
     rates = negative_control.false_alarm_rates(subsets, scores, 200)
     assert rates["after: Holm-adjusted permutation p < 0.05"] <= 0.05
     assert rates["before: uncorrected Mann–Whitney p < 0.05"] >= 0.2  # what the issue measured
+
+
+def test_the_negative_controls_planted_sets_are_the_ones_contam_plant_draws():
+    from contam.harness.jobs.plant import choose_planted
+    from contam.metrics.probes import ProbeItem
+
+    ids = [f"item-{n}" for n in range(len(SUBSETS))]
+    items = [ProbeItem(item_id=i, title="", subset=s, question="", reference="")
+             for i, s in zip(ids, SUBSETS)]
+    for seed in range(5):
+        planted = {item.item_id for item in choose_planted(items, 0.5, seed)}
+        drawn = negative_control.half_of_each_subset(SUBSETS, seed, ids)
+        assert [i for i, chosen in zip(ids, drawn) if chosen] == sorted(planted, key=ids.index)

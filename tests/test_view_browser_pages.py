@@ -16,13 +16,15 @@ from contam.harness.engine.counters import LaneStats
 from contam.harness.jobs.live import serving_reads
 from contam.harness.store import Store, utc_now
 from tests.browserkit import ViewServer, axe_violations, chromium
-from tests.viewkit import MODELS, build_view_store
+from tests.viewkit import MODELS, RICH_CELL, add_rich_cell, build_view_store
 
 pytestmark = pytest.mark.timeout(300)
 
 NEW_MODEL = "newcomer-3b"
 PAGES = {"browse": "/", "cell": f"/cell?item=it001&model={MODELS[0]}", "agreement": "/agree",
-         "label": "/label?rater=kb"}
+         "label": "/label?rater=kb",
+         # no title, rule metrics, two judges, a note, a withdrawn label (tests/viewkit.py)
+         "rich cell": f"/cell?item={RICH_CELL[0]}&model={RICH_CELL[1]}"}
 # What must be on screen at 390 px: the page's numbers
 NUMBERS = {"browse": "#cells td.score", "cell": "#attempts td.outcome, #attempts td.http, "
            "#attempts td.error-text", "agreement": "td.kappa, td.kappa-ci"}
@@ -31,7 +33,7 @@ NUMBERS = {"browse": "#cells td.score", "cell": "#attempts td.outcome, #attempts
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     """8 items x 2 models, two raters on some cells, a 429 then an answer on it001."""
-    store = build_view_store(tmp_path_factory.mktemp("pages") / "s.duckdb", items=8)
+    store = add_rich_cell(build_view_store(tmp_path_factory.mktemp("pages") / "s.duckdb", items=8))
     with Store(store) as opened:
         opened.append("labels", [{"item_id": f"it{n:03d}", "model": m, "rater": rater,
                                   "label": ("right", "partial", "wrong")[(n + k + len(rater)) % 3],
@@ -110,6 +112,20 @@ def test_axe_finds_no_serious_or_critical_violation(browser, server, page, width
         violations = axe_violations(browser)
     print(f"axe {page} at {width} px: {violations or 'no violations'}")
     assert violations == {}, (page, width, violations)
+
+
+@pytest.mark.parametrize("width, height", [(390, 844), (1280, 800)])
+def test_axe_finds_nothing_on_the_cell_page_after_a_label_is_saved_there(browser, server, width,
+                                                                       height):
+    rater = f"human:w{width}"
+    with viewport(browser, width, height):
+        _open(browser, server, PAGES["rich cell"])
+        browser.find_element(_by("ID"), "cell-rater").send_keys(rater)
+        browser.find_element(_by("ID"), "cell-note").send_keys("saved from the page")
+        browser.find_element(_by("CSS_SELECTOR"), "[data-cell-label]").click()
+        _wait(browser, lambda d: rater in d.find_element(_by("CSS_SELECTOR"), "table.stack").text)
+        violations = axe_violations(browser)
+    assert violations == {}, (width, violations)
 
 
 # -- item 6: browsing while a run writes --------------------------------------------------------

@@ -64,6 +64,14 @@ async def _until(condition) -> None:
             await anyio.sleep(0.01)
 
 
+async def _held(writer: BatchWriter, said: list, replies: int) -> None:
+    """Write ``replies`` replies on a full disk, until the writer says it holds them."""
+    writer.on_waiting = said.append
+    for n in range(replies):
+        await writer.write(reply(n))
+    await _until(lambda: said)
+
+
 def test_a_full_disk_holds_the_answers_and_commits_them_once_there_is_space(store_path,
                                                                            monkeypatch):
     disk, said = _Disk(monkeypatch), []
@@ -71,10 +79,7 @@ def test_a_full_disk_holds_the_answers_and_commits_them_once_there_is_space(stor
     async def main() -> BatchWriter:
         with Store(store_path, create=True) as store:
             async with BatchWriter(store, min_age_s=0, max_delay_s=0.05) as writer:
-                writer.on_waiting = said.append
-                for n in range(8):
-                    await writer.write(reply(n))
-                await _until(lambda: said)
+                await _held(writer, said, 8)
                 tries = disk.tries
                 await _until(lambda: disk.tries > tries + 2)  # tried again, and again
                 disk.full = False
@@ -87,7 +92,8 @@ def test_a_full_disk_holds_the_answers_and_commits_them_once_there_is_space(stor
     assert answers(store_path) == 8
 
 
-def test_ctrl_c_while_the_writer_waits_for_space_stops_it_as_before(store_path, monkeypatch):
+def test_ctrl_c_while_the_writer_waits_for_space_without_a_journal_waits_on_until_pressed_again(
+        store_path, monkeypatch):
     _Disk(monkeypatch)
     stopped, said = [], []
 
@@ -99,14 +105,106 @@ def test_ctrl_c_while_the_writer_waits_for_space_stops_it_as_before(store_path, 
                 await _until(lambda: said)
                 await writer.write(reply(1))  # a reply in flight
                 writer.stop_waiting()  # what the engine's signal watcher does on Ctrl-C
+                await _until(lambda: len(said) == 2)
+                assert stopped == []  # the answers are still held
+                writer.stop_waiting()  # Ctrl-C again
             return writer
 
     writer = anyio.run(main)
-    assert stopped == [True] and said == ["disk full: waiting for space (1 answer held)"]
+    assert stopped == [True] and said == [
+        "disk full: waiting for space (1 answer held)",
+        "disk full: the journal has no room for the 2 answers held either: still waiting for "
+        "space (Ctrl-C again gives them up)"]
     assert writer.unkept == 2
     line = writer.failure_line()
     assert "the disk is full" in line and "2 received answers could not be kept" in line
     assert "free some space" in line and "\n" not in line
+
+
+def test_ctrl_c_while_the_writer_waits_for_space_puts_the_held_answers_in_the_journal(
+        store_path, monkeypatch):
+    """The journal refused them while the disk was full; at Ctrl-C it has room again (a reply
+    line is far smaller than a commit): they go there, the writer stops, nothing is lost."""
+    _Disk(monkeypatch)
+    journal_full, said = [True], []
+    real_append = Journal.append
+
+    def append(journal, rows):
+        if journal_full[0]:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real_append(journal, rows)
+
+    monkeypatch.setattr(Journal, "append", append)
+
+    async def main() -> BatchWriter:
+        with Store(store_path, create=True) as store:
+            async with BatchWriter(store, min_age_s=0, max_writes=1) as writer:
+                await _held(writer, said, 3)
+                journal_full[0] = False
+                writer.stop_waiting()
+            return writer
+
+    writer = anyio.run(main)
+    assert said == ["disk full: waiting for space (3 answers held)"]
+    assert writer.unkept == 0
+    assert "every received answer was kept; the journal beside the store holds 3 more" in \
+        writer.failure_line()
+    assert len(journal_path(store_path).read_bytes().splitlines()) == 3
+
+
+# Run as a child: three replies held on a full disk (no journal) when the writer closes, as at a
+# run's end; Ctrl-C arrives while it waits (sent at its first failed commit after closing, by then
+# the writer listens); the disk gets room once the writer has said that it waits on.
+CTRL_C_AT_THE_END = """
+import os, signal, sys
+import anyio, duckdb
+from contam.harness.engine import writer as writer_module
+from contam.harness.engine.writer import BatchWriter
+from contam.harness.store import Store
+from tests.test_journal import reply
+
+said, sent = [], []
+real = BatchWriter._commit
+
+
+def commit(writer, statements):
+    if writer._closed and not sent:
+        sent.append(True)
+        os.kill(os.getpid(), signal.SIGINT)
+    if len(said) < 2:
+        raise duckdb.TransactionException("Failed to commit: No space left on device")
+    real(writer, statements)
+
+
+BatchWriter._commit = commit
+writer_module.SPACE_RETRY_S = 0.01
+
+
+async def main():
+    with Store(sys.argv[1], create=True) as store:
+        async with BatchWriter(store, journal=False, ctrl_c=True, max_delay_s=60) as writer:
+            writer.on_waiting = said.append
+            for n in range(3):
+                await writer.write(reply(n))
+    print(writer.failure_line())
+    print(*said, sep="\\n")
+
+
+anyio.run(main)
+"""
+
+
+def test_ctrl_c_after_the_run_while_the_writer_waits_for_space_keeps_the_held_answers(store_path):
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run([sys.executable, "-c", CTRL_C_AT_THE_END, str(store_path)], cwd=root,
+                          env={**os.environ, "PYTHONPATH": str(root)}, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    assert done.stdout.splitlines() == [
+        "None", "disk full: waiting for space (3 answers held)",
+        "disk full: the journal has no room for the 3 answers held either: still waiting for "
+        "space (Ctrl-C again gives them up)"]
+    assert answers(store_path) == 3
 
 
 def test_a_journal_write_that_fails_cuts_off_its_torn_line(tmp_path, monkeypatch):

@@ -8,7 +8,8 @@ from pathlib import Path
 
 from contam.harness.store import Store, utc_now
 
-__all__ = ["MODELS", "SUBSETS", "JUDGE", "MARKUP", "TOKEN", "build_view_store", "view_client", "report_page"]
+__all__ = ["MODELS", "SUBSETS", "JUDGE", "MARKUP", "TOKEN", "RICH_CELL", "build_view_store",
+           "add_rich_cell", "view_client", "report_page"]
 
 MODELS = ("zorblax-7b", "quuxmodel-2")
 SUBSETS = ("officialstratum", "fanstratum")
@@ -36,6 +37,35 @@ def build_view_store(path: Path, items: int = 30, *, markup_item: int | None = 0
                                  "label": ("right", "partial", "wrong")[(n + k) % 3],
                                  "created_at": now}
                                 for n in range(items) for k, model in enumerate(MODELS)])
+    return path
+
+
+# A cell with everything its page can show: no title, rule metrics beside the graded ones (one
+# unscored), two judges, human labels with a note and one withdrawn, an answer the metrics read
+# differently from its raw text.
+RICH_CELL = ("rich01", MODELS[0])
+
+
+def add_rich_cell(path: Path) -> Path:
+    item, model = RICH_CELL
+    now = utc_now()
+    with Store(path) as store, store.transaction():
+        store.append("items", [{"item_id": item, "title": None, "subset": SUBSETS[0],
+                                "question": "Which river?", "reference": "Quellan.", "added_at": now}])
+        store.append("answers", [{"run_id": "r1", "item_id": item, "model": model,
+                                  "provider": "import", "answer_raw": "  The Quellan.\n",
+                                  "answer": "The Quellan.", "created_at": now}])
+        store.append("scores", [{"item_id": item, "model": model, "metric": metric,
+                                 "value": value, "params": "{}"}
+                                for metric, value in (("bleu2", 0.4), ("bertscore_f1", 0.9),
+                                                      ("exact", 0.0), ("contains", 1.0),
+                                                      ("numeric", None))])
+        store.append("labels", [{"item_id": item, "model": model, "rater": rater, "label": label,
+                                 "note": note, "retracted": retracted, "created_at": now}
+                                for rater, label, note, retracted in (
+                                    (JUDGE, "right", None, False), ("judge:second", "partial", None, False),
+                                    ("human:ann", "right", "names the river", False),
+                                    ("human:bo", "wrong", None, True))])
     return path
 
 

@@ -82,9 +82,10 @@ class Engine:
                     self.notify(f"{signal.Signals(signum).name}: sending nothing new, waiting for "
                                 "the requests in flight (again to abandon them)")
                     self.drain()
-                    self.writer.stop_waiting()  # a full disk: give up the answers it holds
+                    self.writer.stop_waiting()  # a full disk: journal the answers it holds
                 else:
                     self.abandon()
+                    self.writer.stop_waiting()  # or, where the journal had no room, give them up
 
 
 class _LaneRun(LaneAttempts):

@@ -3,8 +3,10 @@
 A full disk does not lose what was received: the batch that could not be committed (and every
 reply after it) is held in memory, the job says ``disk full: waiting for space (N answers held)``
 once, and the commit is tried again every few seconds until it goes through, the run going on (or
-its end waiting) meanwhile. Ctrl-C (:meth:`BatchWriter.stop_waiting`, the engine's signal
-watcher) stops it as any other failed write does.
+its end waiting) meanwhile. Ctrl-C (:meth:`BatchWriter.stop_waiting`: the engine's signal watcher
+during the run, the writer's own once the engine has ended) first puts the answers held in memory
+into the journal and stops the writer as any other failed write does; where the journal has no
+room either, the writer says so in one line and waits on, and only a second Ctrl-C gives them up.
 
 Design notes: ARCHITECTURE.md, The writer.
 """
@@ -14,7 +16,9 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import signal
 import sys
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -34,10 +38,12 @@ class BatchWriter:
     """``async with BatchWriter(store) as writer: await writer.write({"answers": [...]})``."""
 
     def __init__(self, store: Store, *, max_writes: int = 50, max_delay_s: float = 1.0,
-                 min_age_s: float = 0.25, buffer: int = 4096, journal: bool = True) -> None:
+                 min_age_s: float = 0.25, buffer: int = 4096, journal: bool = True,
+                 ctrl_c: bool = False) -> None:
         self.store = store
         self.journal: Journal | None = None
         self._use_journal = journal
+        self._watch_ctrl_c = ctrl_c  # while closing, Ctrl-C is the writer's (the engine has ended)
         self.max_writes = max_writes
         self.max_delay_s = max_delay_s
         self.min_age_s = min_age_s
@@ -58,10 +64,13 @@ class BatchWriter:
         self.on_waiting: Callable[[str], None] = _say  # "disk full: waiting for space (...)"
         self.unkept = 0  # replies received but neither committed nor journaled
         self._in_journal = 0  # replies journaled since the last commit
-        self._unjournaled = 0  # replies pending that are not in the journal either
+        self._unjournaled: list[Rows] = []  # replies pending that are not in the journal either
         self._identity: tuple[int, int] | None = None  # the store file's (device, inode)
         self._held = False  # the batch being committed waited for space on a full disk
-        self._stop_waiting = False  # Ctrl-C: a full disk stops the writer, as any failed write
+        self._ctrl_c = 0  # Ctrl-C presses so far (stop_waiting calls)
+        self._said_unjournaled = False  # "Ctrl-C again gives them up" was said
+        self._drained = False  # the drain task has ended
+        self._ctrl_c_scope: anyio.CancelScope | None = None  # the watcher while closing
 
     async def write(self, rows: Rows) -> None:
         """Queue the rows of one finished attempt. Returns at once, without yielding to the event
@@ -78,7 +87,8 @@ class BatchWriter:
         if self.failure is not None:  # nothing more is committed: the journal is all there is
             self.unkept += not journaled and reply_key(rows) is not None
             return
-        self._unjournaled += not journaled and reply_key(rows) is not None
+        if not journaled and reply_key(rows) is not None:
+            self._unjournaled.append(rows)
         if not self._pending:
             self._first_at = anyio.current_time()
             self._wake.set()  # the drain task starts the max_delay_s clock
@@ -112,8 +122,9 @@ class BatchWriter:
                 await self._committed.wait()
 
     def stop_waiting(self) -> None:
-        """Ctrl-C: wait for space no longer (a full disk then stops the writer, as it used to)."""
-        self._stop_waiting = True
+        """Ctrl-C: wait for space no longer once the answers held are in the journal (a full disk
+        then stops the writer, as any failed write); a second press gives up what is not."""
+        self._ctrl_c += 1
         self._wake.set()
 
     async def __aenter__(self) -> "BatchWriter":
@@ -128,10 +139,13 @@ class BatchWriter:
         return self
 
     async def __aexit__(self, *exc_info: Any) -> bool | None:
+        assert self._task_group is not None
+        if self._watch_ctrl_c and threading.current_thread() is threading.main_thread():
+            with anyio.CancelScope(shield=True):  # listening before closing, even if cancelled
+                await self._task_group.start(self._ctrl_c_while_closing)
         self._closed = True  # the drain task commits what is pending, then ends
         self._wake.set()
         self._room.set()
-        assert self._task_group is not None
         try:
             return await self._task_group.__aexit__(*exc_info)
         finally:
@@ -141,10 +155,29 @@ class BatchWriter:
                 self.journal.close(committed=not self._pending and not self._commit_failed
                                    and self.failure is None)
 
+    async def _ctrl_c_while_closing(self, *, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
+        """The engine's signal watcher has ended with it: while the last commits may still wait
+        for space, Ctrl-C (or SIGTERM) is :meth:`stop_waiting` here too; ends with the drain."""
+        with anyio.CancelScope() as self._ctrl_c_scope, \
+                anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            task_status.started()
+            if self._drained:
+                return
+            async for _ in signals:
+                self.stop_waiting()
+
     async def _drain(self) -> None:
+        try:
+            await self._commit_all()
+        finally:
+            self._drained = True
+            if self._ctrl_c_scope is not None:
+                self._ctrl_c_scope.cancel()
+
+    async def _commit_all(self) -> None:
         with anyio.CancelScope(shield=True):
             while batch := await self._next_batch():
-                unjournaled, self._unjournaled = self._unjournaled, 0
+                unjournaled, self._unjournaled = self._unjournaled, []
                 if not await self._commit_batch(batch, unjournaled):
                     continue
                 if self.journal is not None and not self._held:
@@ -160,21 +193,52 @@ class BatchWriter:
                 committed.set()
                 await anyio.lowlevel.checkpoint()  # let the workers run before the next batch
 
-    async def _commit_batch(self, batch: list[Rows], unjournaled: int) -> bool:
+    async def _commit_batch(self, batch: list[Rows], unjournaled: list[Rows]) -> bool:
         """Commit a batch. On a full disk, say so once, hold the batch and try again every
         SPACE_RETRY_S until it goes in; on another failed write, a store that is gone, or Ctrl-C
-        while it waits, stop the writer instead (:meth:`_give_up`)."""
+        while it waits (:meth:`_may_give_up`), stop the writer instead (:meth:`_give_up`)."""
         self._held = False
         while (error := self._try_commit(batch)) is not None:
-            if not _disk_full(error) or self._stop_waiting:
+            if not _disk_full(error) or self._may_give_up(unjournaled):
                 return self._give_up(error, unjournaled)
             if not self._held:
                 self._held = True
                 held = sum(reply_key(rows) is not None for rows in [*batch, *self._pending])
                 self.on_waiting(f"disk full: waiting for space ({held} answer"
                                 f"{'s' if held != 1 else ''} held)")
+            pressed = self._ctrl_c
             with anyio.move_on_after(SPACE_RETRY_S):
-                await self._until(lambda: self._stop_waiting)
+                await self._until(lambda: self._ctrl_c != pressed)
+        return True
+
+    def _may_give_up(self, unjournaled: list[Rows]) -> bool:
+        """After Ctrl-C, whether the writer may stop: once every answer held in memory is in the
+        journal (the next command recovers it), or at a second Ctrl-C. Until then it says, once,
+        that it waits on."""
+        if self._ctrl_c == 0:
+            return False
+        if self._ctrl_c > 1 or (self._journal_held(unjournaled)
+                                and self._journal_held(self._unjournaled)):
+            return True
+        if not self._said_unjournaled:
+            self._said_unjournaled = True
+            held = len(unjournaled) + len(self._unjournaled)
+            self.on_waiting(f"disk full: the journal has no room for the {held} answer"
+                            f"{'s' if held != 1 else ''} held either: still waiting for space "
+                            "(Ctrl-C again gives them up)")
+        return False
+
+    def _journal_held(self, held: list[Rows]) -> bool:
+        """Move held replies into the journal, oldest first; True once none is left."""
+        while held:
+            if self.journal is None:
+                return False
+            try:
+                self.journal.append(held[0])
+            except OSError:
+                return False
+            self._in_journal += 1
+            del held[0]
         return True
 
     def _try_commit(self, batch: list[Rows]) -> BaseException | str | None:
@@ -187,13 +251,13 @@ class BatchWriter:
         except (duckdb.Error, OSError) as exc:
             return exc
 
-    def _give_up(self, error: BaseException | str, unjournaled: int) -> bool:
+    def _give_up(self, error: BaseException | str, unjournaled: list[Rows]) -> bool:
         """Stop writing: the journal keeps what it has for a replay; count the batch's replies
         that it does not hold either."""
         if isinstance(error, BaseException):
             self._fail(_write_failed(self.store.path, error))
         self._commit_failed = True
-        self.unkept += unjournaled
+        self.unkept += len(unjournaled)
         return False
 
     def _store_gone(self) -> str | None:

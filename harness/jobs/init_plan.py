@@ -11,13 +11,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from contam.harness.config import DEFAULT_SYSTEM_PROMPT
-from contam.harness.config_schema import METRIC_NAMES, did_you_mean
+from contam.harness.config_schema import did_you_mean
 from contam.harness.declare import flag_of
 from contam.harness.errors import UserError
 from contam.harness.jobs.options.init import InitOptions
 from contam.harness.study import DEFAULT_METRICS
 from contam.harness.store.file_columns import FileColumn, file_columns
-from contam.metrics.metric_registry import find_metric
+from contam.metrics.metric_registry import find_metric, study_metrics
 from contam.metrics.probes import DEFAULT_DATASET
 
 __all__ = ["StudyPlan", "ANSWER_ALONE_PROMPT", "plan_study", "system_prompt_for",
@@ -66,11 +66,11 @@ def parse_metrics(text: str | None) -> tuple[str, ...]:
     """``--metrics exact,contains``; each must be a metric contam scores."""
     if not text:
         return DEFAULT_METRICS
-    names = tuple(name.strip() for name in text.split(",") if name.strip())
+    names, known = tuple(name.strip() for name in text.split(",") if name.strip()), study_metrics()
     for name in names:
-        if name not in METRIC_NAMES:
-            raise UserError(f"{flag_of(InitOptions, 'metrics')}: {name!r} is not one of {', '.join(METRIC_NAMES)}"
-                            f"{did_you_mean(name, METRIC_NAMES)}")
+        if name not in known:
+            raise UserError(f"{flag_of(InitOptions, 'metrics')}: {name!r} is not one of {', '.join(known)}"
+                            f"{did_you_mean(name, known)}")
     return names or DEFAULT_METRICS
 
 

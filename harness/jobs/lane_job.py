@@ -92,7 +92,7 @@ async def run_lanes(store: Store, lanes: Sequence[Lane], *, result: JobResult, a
                  ", ".join(lane.spec.name for lane in [*lanes, *batch_lanes]), store.path)
         if first is not None:
             first()
-        async with BatchWriter(store) as writer:
+        async with BatchWriter(store, ctrl_c=options.handle_signals) as writer:
             writer.on_failure = engine.drain  # a full disk or a removed store: send nothing more
             await _run_beside(engine, batch_lanes, writer, progress.note, options)
             result.interrupted = engine.interrupted

@@ -50,9 +50,6 @@ class QueryResult:
         write_rows(fmt, self.columns, iter([self.rows]), text, width=width)
         return text.getvalue()
 
-    def count_line(self) -> str:
-        return Printed(len(self.rows)).footer()
-
 
 def sql(query: str, *, store: str | Path = DEFAULT_STORE) -> QueryResult:
     """``contam sql``: ``query`` on the store, read-only (through the job holding it, if one does)."""

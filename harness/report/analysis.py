@@ -22,6 +22,8 @@ import pandas as pd
 
 from contam.harness import __version__
 from contam.harness.errors import UserError
+from contam.harness.declare import flag_of
+from contam.harness.jobs.options.report import ReportOptions
 from contam.harness.report.parts import contamination
 from contam.harness.report.parts import labels
 from contam.harness.report.parts import probes
@@ -144,10 +146,15 @@ def _extras(store, cells, frame, contrast, raters, regimes, order) -> dict[str, 
         "answer_length": labels.answer_length(cells, order),
         "meta": _meta(store, frame, raters),
         "provenance": provenance.provenance(store),
-        # none: no rows of its own
-        "probes": noted(lambda n: probes.build(store, contrast or PAPER_CONTRAST, n)),
-        "validation": validation.build(store, cells.outcome),
+        **_probes_and_validation(store, cells, contrast),
     }
+
+
+def _probes_and_validation(store, cells, contrast) -> dict[str, Any]:
+    """The probes section, and the Probe validation that reads its parts (ts-guess's fill
+    check is counted once, there)."""
+    built = noted(lambda n: probes.build(store, contrast or PAPER_CONTRAST, n))  # none: no rows of its own
+    return {"probes": built, "validation": validation.build(store, cells.outcome, built.value)}
 
 
 def _across_models(gap: list[dict] | None, frame, contrast, order) -> dict[str, Any]:
@@ -164,7 +171,7 @@ def _outcome(store: Store, wanted: str | None, settings) -> Outcome | None:
     """``--correct``, else ``[study] correct``, else the default (labels where the store has
     them, else the first rule metric of ``[scoring] metrics``, else none)."""
     if wanted:
-        return parse_outcome(wanted, "--correct")
+        return parse_outcome(wanted, flag_of(ReportOptions, "correct"))
     if settings.correct:
         return parse_outcome(settings.correct)
     return default_outcome(store.count("latest_labels") > 0, settings.metrics)
@@ -173,7 +180,8 @@ def _outcome(store: Store, wanted: str | None, settings) -> Outcome | None:
 def parse_contrast(text: str) -> tuple[str, str]:
     parts = [p.strip() for p in (text or "").split(",")]
     if len(parts) != 2 or not all(parts) or parts[0] == parts[1]:
-        raise UserError(f"--contrast {text!r}: expected two different subsets, e.g. official,fan")
+        raise UserError(f"{flag_of(ReportOptions, 'contrast')} {text!r}: expected two different "
+                        "subsets, e.g. official,fan")
     return parts[0], parts[1]
 
 

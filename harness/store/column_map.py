@@ -12,9 +12,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from contam.harness.declare import flag_of
 from contam.harness.errors import InputError, UserError
+from contam.harness.jobs.options.store_tools import ImportOptions
 
-__all__ = ["ColumnMap", "parse_column_map"]
+__all__ = ["ColumnMap", "parse_column_map", "MAP_FLAG"]
+
+MAP_FLAG = flag_of(ImportOptions, "column_map")  # `contam import`'s flag, as its declaration spells it
 
 
 @dataclass(frozen=True)
@@ -22,7 +26,7 @@ class ColumnMap:
     """contam column -> the file's column; empty: the file already uses contam's names."""
 
     to_file: dict[str, str] = field(default_factory=dict)
-    label: str = "--map"  # what the errors call the map: the flag, or the config's [items] map
+    label: str = MAP_FLAG  # what the errors call the map: the flag, or the config's [items] map
 
     def rename(self, path: str, line: int | None, names: Sequence[str]) -> list[str]:
         """The file's column names as contam's; refuses a mapped column the file lacks and a
@@ -61,15 +65,15 @@ def parse_column_map(given: str | Mapping[str, str] | None, kind_columns: Sequen
     targets = [target for target, _ in pairs]
     twice = next((t for n, t in enumerate(targets) if t in targets[:n]), None)
     if twice:
-        raise UserError(f"--map: {twice!r} is mapped twice")
-    return _checked(dict(pairs), kind_columns, kind, "--map")
+        raise UserError(f"{MAP_FLAG}: {twice!r} is mapped twice")
+    return _checked(dict(pairs), kind_columns, kind, MAP_FLAG)
 
 
 def _pair(pair: str) -> tuple[str, str]:
     target, sep, source = (part.strip() for part in pair.partition("="))
     if not sep or not target or not source:
-        raise UserError(f"--map: {pair.strip()!r} is not CONTAM_COLUMN=FILE_COLUMN "
-                        "(e.g. --map item_id=id,question=prompt)")
+        raise UserError(f"{MAP_FLAG}: {pair.strip()!r} is not CONTAM_COLUMN=FILE_COLUMN "
+                        f"(e.g. {MAP_FLAG} item_id=id,question=prompt)")
     return target, source
 
 

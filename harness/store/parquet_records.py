@@ -18,7 +18,7 @@ from typing import Any
 import duckdb
 
 from contam.harness.errors import InputError, first_line
-from contam.harness.store.column_map import ColumnMap
+from contam.harness.store.column_map import MAP_FLAG, ColumnMap
 from contam.harness.store.records import FileKind, Record, as_text, complete, require_columns
 
 __all__ = ["read_parquet_records"]
@@ -53,7 +53,7 @@ def _refuse_nested_text(path: Path, kind: FileKind, names: list[str], types: lis
     for name, type_ in zip(names, types):
         if name in kind.required and (_is_nested(type_) or type_ == "BLOB"):
             raise InputError(str(path), None, f"column {name!r} is {type_}, but contam reads "
-                             f"{name} as text: flatten it or --map another column onto it")
+                             f"{name} as text: flatten it or {MAP_FLAG} another column onto it")
 
 
 def _is_nested(type_: str) -> bool:

@@ -22,7 +22,9 @@ from typing import TYPE_CHECKING, Any
 
 import duckdb
 
+from contam.harness.declare import flag_of
 from contam.harness.errors import UserError
+from contam.harness.jobs.options.store_tools import SqlOptions
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -69,7 +71,8 @@ def encode_result(cursor: duckdb.DuckDBPyConnection, *, max_rows: int | None = N
             raise ResultTooLarge(f"refused: the result is larger than a running job serves "
                                  f"(more than {max_rows:,} rows or {(max_bytes or 0) >> 20} MiB); "
                                  "narrow the query (WHERE, LIMIT, an aggregate), or read it once "
-                                 "the job has finished, when `contam sql --format csv` (or DuckDB's "
+                                 f"the job has finished, when `contam sql {flag_of(SqlOptions, 'format')} "
+                                 "csv` (or DuckDB's "
                                  "COPY) reads the store directly")
         parts.append(encoded)
     return head + b', "rows": [' + b", ".join(parts) + b"]}"

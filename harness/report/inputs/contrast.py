@@ -12,7 +12,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from contam.harness.declare import flag_of
 from contam.harness.errors import UserError
+from contam.harness.jobs.options.report import ReportOptions
 from contam.harness.study import PAPER_CONTRAST
 
 __all__ = ["ContrastChoice", "choose_contrast", "NO_SUBSETS"]
@@ -49,7 +51,7 @@ def _defaults(subsets: Sequence[str]) -> list[tuple[str, str]]:
 def _require_present(given: tuple[str, str], present: Sequence[str]) -> None:
     for name in given:
         if name not in present:
-            raise UserError(f"--contrast: subset {name!r} has no items "
+            raise UserError(f"{flag_of(ReportOptions, 'contrast')}: subset {name!r} has no items "
                             f"(subsets in the store: {', '.join(map(str, present))})")
 
 
@@ -57,4 +59,4 @@ def _no_pair(present: Sequence[str], subsets: Sequence[str]) -> str:
     asked = "`[study] subsets` names fewer than two" if len(subsets) < 2 else "`[study] subsets`' ends are missing"
     return (f"No contrast: {asked} and the store's subsets ({', '.join(map(str, present))}) are not the "
             f"paper's ({' and '.join(PAPER_CONTRAST)}), so the contrast sections are left out; "
-            "`--contrast A,B` compares two of them.")
+            f"`{flag_of(ReportOptions, 'contrast')} A,B` compares two of them.")

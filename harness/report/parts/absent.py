@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from contam.harness.declare import flag_of
+from contam.harness.jobs.options.report import ReportOptions
 from contam.harness.report.texts.format import is_missing
 
 __all__ = ["absent", "core_sections", "has_regimes"]
@@ -56,4 +58,5 @@ def core_sections(*, overall: list | None, judge_rater: str | None, contrast: tu
 
 
 _NO_SUBSETS = "no item has a subset; a `subset` column on the items adds it"
-_NO_PAIR = "the report found no pair of subsets to compare; `--contrast A,B` adds it"
+_NO_PAIR = (f"the report found no pair of subsets to compare; `{flag_of(ReportOptions, 'contrast')} A,B` "
+            "adds it")

@@ -58,8 +58,11 @@ def _fill_counts(store: Store, params_sha256: str) -> dict[str, dict[str, Any]]:
                     "fills_masks": fills_masks(texts)} for model, texts in replies.items()}
 
 
-def not_applicable(store: Store) -> dict[str, str]:
-    """model -> why ts-guess says nothing about it (the registry's ``not_applicable`` hook)."""
+def not_applicable(store: Store, part: dict[str, Any] | None = None) -> dict[str, str]:
+    """model -> why ts-guess says nothing about it (the registry's ``not_applicable`` hook);
+    ``part``: this report's ts-guess part, whose fill counts are read rather than counted again."""
+    if part is not None:
+        return {model: NOT_A_FILLER for model in part["not_applicable"]}
     chosen = chosen_params(store, KIND)
     counts = _fill_counts(store, chosen["params_sha256"]) if chosen else {}
     return {model: NOT_A_FILLER for model, c in counts.items() if not c["fills_masks"]}

@@ -19,6 +19,8 @@ import numpy as np
 import pandas as pd
 
 from contam.harness.config_schema import did_you_mean
+from contam.harness.declare import flag_of
+from contam.harness.jobs.options.report import ReportOptions
 from contam.harness.errors import UserError
 from contam.harness.report.parts import labels
 from contam.harness.report.statistics import named_tests as stats
@@ -102,7 +104,7 @@ def item_columns(store: Store) -> list[str]:
 def _column_values(store: Store, column: str) -> pd.DataFrame:
     known = item_columns(store)
     if column not in known:
-        raise UserError(f"--by {column!r}: no such item column{did_you_mean(column, known)} "
+        raise UserError(f"{flag_of(ReportOptions, 'by')} {column!r}: no such item column{did_you_mean(column, known)} "
                         f"(columns present: {', '.join(known)})")
     value = column if column in CORE_COLUMNS else "json_extract_string(extra, ?)"
     params = [] if column in CORE_COLUMNS else [f'$."{column}"']

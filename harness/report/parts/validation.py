@@ -79,17 +79,19 @@ def _cells_sql(outcome: Outcome) -> str:
             "WHERE list_contains($models, model) AND answer IS NOT NULL")
 
 
-def build(store: Store, outcome: Outcome | None = None) -> dict[str, Any] | None:
+def build(store: Store, outcome: Outcome | None = None,
+          probes: dict[str, Any] | None = None) -> dict[str, Any] | None:
     """The section's data, or None when the store records no planting (no note: a study without
     plantings is the usual case, and its report stays as it was); ``outcome``: what the density
-    rows count as right (labels by default)."""
+    rows count as right (labels by default); ``probes``: the report's probes section, whose
+    parts say which models a probe cannot work on (none: asked of the store)."""
     planted = sorted(plantings(store), key=lambda p: (p["base_name"], p["format"], p["epochs"]))
     if not planted:
         return None
     roles = _roles(planted, configured_models(store))
     models = sorted({model for _, model, _ in roles})
     scores, subsets = model_scores(store, models, outcome), item_subsets(store)
-    unfit = _not_applicable(store)
+    unfit = _not_applicable(store, probes or {})
     rows = [row for group, model, role in roles
             for row in _rows(group, model, role, scores.get(model, {}), subsets,
                              {source: why for (source, m), why in unfit.items() if m == model})]
@@ -119,10 +121,11 @@ def _roles(planted: list[dict], models: list[tuple[str, str, str]]) -> list[tupl
     return roles
 
 
-def _not_applicable(store: Store) -> dict[tuple[str, str], str]:
-    """(probe, model) -> why the probe cannot work on that model (its spec's hook)."""
+def _not_applicable(store: Store, probes: dict[str, Any]) -> dict[tuple[str, str], str]:
+    """(probe, model) -> why the probe cannot work on that model (its spec's hook, given the
+    probe's part of the report where it was built)."""
     return {(spec.name, model): why for spec in PROBES.values() if spec.not_applicable
-            for model, why in resolve(spec.not_applicable)(store).items()}
+            for model, why in resolve(spec.not_applicable)(store, probes.get(spec.name)).items()}
 
 
 def model_scores(store: Store, models: list[str],

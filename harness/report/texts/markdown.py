@@ -7,6 +7,8 @@ paragraph goes through :func:`user`; every table cell is escaped by each rendere
 
 from __future__ import annotations
 
+from contam.harness.declare import flag_of
+from contam.harness.jobs.options.report import ReportOptions
 from contam.harness.labels import LABEL_NAMES, LABELS
 from contam.harness.report.model import Report
 from contam.harness.report.parts.absent import has_regimes
@@ -67,7 +69,7 @@ def _outcome_line(report: Report) -> list[str]:
         return []
     if report.outcome is None:
         return ["**correct = none**: no labels in the store and no rule metric among [scoring] "
-                "metrics; set `[study] correct` or give `--correct`."]
+                f"metrics; set `[study] correct` or give `{flag_of(ReportOptions, 'correct')}`."]
     return [f"**correct = {report.outcome}**: an answer is right when {report.outcome} "
             "says so, right or not (no partial credit); empty and unanswered answers are wrong."]
 
