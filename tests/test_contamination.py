@@ -44,8 +44,8 @@ def breslow_day(tables, odds):
 
 
 def test_cmh_and_breslow_day_on_the_paper_data(paper):
-    tables = tables_of(paper["gap"])
-    cmh = paper["cmh"]
+    tables = tables_of(paper.gap)
+    cmh = paper.cmh
     assert cmh["odds_ratio"] == pytest.approx(mantel_haenszel(tables))
     assert cmh["ci_low"] < cmh["odds_ratio"] < cmh["ci_high"]
     chi2, p = breslow_day(tables, cmh["odds_ratio"])
@@ -108,10 +108,10 @@ def test_logistic_interaction_model_is_saturated():
 
 
 def test_logistic_separation_falls_back_to_main_effects(paper):
-    fit = paper["logistic"]
+    fit = paper.logistic
     assert fit["interaction"] is False and fit["formula"] == "right ~ subset + model"
     assert fit["documented_ci_low"] < fit["documented_odds_ratio"] < fit["documented_ci_high"]
-    assert any(n["section"] == "logistic" and "perfect separation" in n["reason"] for n in paper["notes"])
+    assert any(n.section == "logistic" and "perfect separation" in n.reason for n in paper.notes)
 
 
 @pytest.mark.parametrize("spec", [

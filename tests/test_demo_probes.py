@@ -35,11 +35,11 @@ def test_demo_probes_runs_every_probe_on_both_emulated_models_and_feeds_the_repo
     assert "probe scores per model and subset" in out and "emulated-clean" in out
     assert "demo-emulator" not in store.query("SELECT string_agg(config, ' ') FROM runs")[0][0]
     report = build_report(store)  # the probes section, before any answer of the demo's model
-    models = {r["model"] for r in report["probes"]["cdd"]["per_model"]}
+    models = {r["model"] for r in report.probes["cdd"]["per_model"]}
     assert models == set(EMULATED_MODELS)
     # min-k: the contaminated model's documented items are likelier; the clean model's 18 texts
     # are noise (tests/test_probe_mink_emulated.py shows AUC about 0.5 on 80 items).
-    auc = {r["model"]: r["auc"] for r in report["probes"]["min-k"]["rows"]}
+    auc = {r["model"]: r["auc"] for r in report.probes["min-k"]["rows"]}
     assert auc["emulated-contaminated"] > 0.8 > auc[MIN_K_CLEAN]
 
 

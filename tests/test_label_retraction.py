@@ -72,8 +72,8 @@ def test_the_report_leaves_a_retracted_cell_out_as_unlabelled(store_path):
         before = build_report(store)
         _retract(store, "i1")
         after = build_report(store)
-    assert (before["overall"][0]["n"], after["overall"][0]["n"]) == (4, 3)
-    assert (before["missing"][0]["unlabelled_human"], after["missing"][0]["unlabelled_human"]) == (0, 1)
+    assert (before.overall[0]["n"], after.overall[0]["n"]) == (4, 3)
+    assert (before.missing[0]["unlabelled_human"], after.missing[0]["unlabelled_human"]) == (0, 1)
 
 
 def test_reimporting_a_retracted_label_appends_it_again(store_path, tmp_path, contam):

@@ -87,10 +87,10 @@ def by_rule(scored):
 
 def test_a_rule_scored_store_reports_accuracy_under_the_first_rule_metric(scored, by_rule):
     _, truth = scored
-    assert by_rule["outcome"] == "contains" and by_rule["human_rater"] is None
-    rights = {r["model"]: (r["right"], r["n"]) for r in by_rule["overall"]}
+    assert by_rule.outcome == "contains" and by_rule.human_rater is None
+    rights = {r["model"]: (r["right"], r["n"]) for r in by_rule.overall}
     assert rights == {m: (sum(truth.correct[(i, m)] for i in truth.item_ids), 90) for m in MODELS}
-    assert by_rule["gap"] and by_rule["cmh"] and by_rule["logistic"]  # the contrast, by the rule
+    assert by_rule.gap and by_rule.cmh and by_rule.logistic  # the contrast, by the rule
 
 
 @pytest.mark.parametrize("model", MODELS)
@@ -101,22 +101,22 @@ def test_the_exposure_fit_under_a_rule_is_statsmodels_logit_on_that_rule(scored,
     x = np.array([truth.exposure[i] for i in truth.item_ids])
     y = np.array([calls[i] for i in truth.item_ids])  # the rule's own values, read from the store
     expected = sm.Logit(y, sm.add_constant(x)).fit(disp=0)
-    row = next(r for r in by_rule["exposure"]["per_model"] if r["model"] == model)
+    row = next(r for r in by_rule.exposure["per_model"] if r["model"] == model)
     low, high = np.exp(expected.conf_int()[1])
     assert row["odds_ratio"] == pytest.approx(np.exp(expected.params[1]), rel=1e-6)
     assert (row["ci_low"], row["ci_high"]) == pytest.approx((low, high), rel=1e-6)
     assert row["wald_p"] == pytest.approx(expected.pvalues[1], rel=1e-6)
-    assert by_rule["exposure"]["pooled"]["odds_ratio"] > 1  # the pooled row is there too
-    assert by_rule["exposure"]["correct"] == {"outcome": "contains", "scored": 180, "unanswered": 0,
+    assert by_rule.exposure["pooled"]["odds_ratio"] > 1  # the pooled row is there too
+    assert by_rule.exposure["correct"] == {"outcome": "contains", "scored": 180, "unanswered": 0,
                                               "unlabelled": 0}
 
 
 def test_the_tiers_under_a_rule_count_its_right_answers(scored, by_rule):
     _, truth = scored
-    rows = {(r["model"], r["subset"]): r["right"] for r in by_rule["tiers"]["per_tier"]}
+    rows = {(r["model"], r["subset"]): r["right"] for r in by_rule.tiers["per_tier"]}
     assert rows == {(m, t): sum(truth.correct[(i, m)] for i in truth.item_ids if truth.tier[i] == t)
                     for m in MODELS for t in TIERS}
-    assert len(by_rule["tiers"]["trend"]) == len(MODELS)
+    assert len(by_rule.tiers["trend"]) == len(MODELS)
 
 
 def test_correct_overrides_the_study_and_a_threshold_is_right_or_not(scored):
@@ -125,9 +125,9 @@ def test_correct_overrides_the_study_and_a_threshold_is_right_or_not(scored):
         expected = dict(store.query("SELECT model, count(*) FILTER (WHERE bleu2 >= 0.5) FROM cells "
                                     "GROUP BY model"))
     report = report_of(path, correct="bleu2 >= 0.5")
-    assert report["outcome"] == "bleu2 >= 0.5"
-    assert {r["model"]: r["right"] for r in report["overall"]} == expected
-    assert all(r["partial"] == 0 for r in report["overall"])  # no partial credit under a metric
+    assert report.outcome == "bleu2 >= 0.5"
+    assert {r["model"]: r["right"] for r in report.overall} == expected
+    assert all(r["partial"] == 0 for r in report.overall)  # no partial credit under a metric
     with pytest.raises(UserError, match=r"^--correct: 'containz' is no metric"):
         report_of(path, correct="containz")
 
@@ -138,13 +138,13 @@ def test_labels_stay_the_default_where_the_store_has_them(tmp_path):
     with Store(path) as store:
         score_store(store, ["contains"])
     labelled = report_of(path, settings=StudySettings(metrics=("contains",), subsets=TIERS))
-    assert "outcome" not in labelled  # the paper's report, unchanged
-    assert labelled["human_rater"] == "human"
+    assert "outcome" not in labelled.to_json()  # the paper's report, unchanged
+    assert labelled.human_rater == "human"
     by_rule = report_of(path, settings=StudySettings(metrics=("contains",), subsets=TIERS,
                                                      correct="contains"))
-    assert [r["right"] for r in by_rule["overall"]] == [
-        sum(truth.correct[(i, m)] for i in truth.item_ids) for m in [r["model"] for r in by_rule["overall"]]]
-    assert by_rule["agreement"] == labelled["agreement"]  # agreement stays label-based
+    assert [r["right"] for r in by_rule.overall] == [
+        sum(truth.correct[(i, m)] for i in truth.item_ids) for m in [r["model"] for r in by_rule.overall]]
+    assert by_rule.agreement == labelled.agreement  # agreement stays label-based
 
 
 def test_the_report_names_its_outcome_first_and_in_every_caption(scored, tmp_path, contam):
@@ -156,7 +156,7 @@ def test_the_report_names_its_outcome_first_and_in_every_caption(scored, tmp_pat
     markdown = (out / "report.md").read_text("utf-8")
     first = next(line for line in markdown.splitlines()[1:] if line.strip())
     assert first.startswith("**correct = exact**")
-    report = json.loads((out / "report.json").read_text("utf-8"))
+    report = report_of(path, correct="exact", contrast=("official", "obscure-hack"))  # as the command built it
     figures = sorted(p.stem for p in out.glob("fig*.png"))
     assert "fig1_leaderboard" in figures
     for name in figures:
@@ -207,7 +207,7 @@ def test_by_a_column_under_a_threshold_counts_the_outcome(scored):
     with Store(path, read_only=True) as store:
         expected = {(m, s): n for m, s, n in store.query(
             "SELECT model, subset, count(*) FILTER (WHERE bleu2 >= 0.5) FROM cells GROUP BY ALL")}
-    by = report_of(path, correct="bleu2 >= 0.5", by="subset")["by"]
+    by = report_of(path, correct="bleu2 >= 0.5", by="subset").by
     assert by["regimes"][0] == "outcome"
     rows = {(r["model"], r["value"]): r["right"] for r in by["rows"] if r["regime"] == "outcome"}
     assert rows == expected

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from sklearn.metrics import roc_auc_score, roc_curve
 
+from contam.harness.report.model import Report
 from contam.harness.jobs.report import report
 from contam.harness.report.parts.validation import build, section, tpr_at_fpr
 from contam.harness.store import Store, utc_now
@@ -116,7 +117,7 @@ def test_the_roc_points_are_scikit_learns_curve(tmp_path):
 def test_a_base_model_that_separates_the_items_is_said_plainly(tmp_path):
     _build_store(tmp_path / "s.duckdb", doses=(1,), base_shift=3.0)
     part = _part(tmp_path / "s.duckdb")
-    text = " ".join(section({"validation": part}).paragraphs)
+    text = " ".join(section(Report(validation=part)).paragraphs)
     assert re.search(r"Negative control: on base model base, which never saw any item, Min-K%'s "
                      r"AUC 0\.\d+ lies at the 100\.0% percentile of re-drawn planted sets "
                      r"\(permutation p [^,]+, Holm p [^,]+ over its 2 measures", text), text
@@ -128,7 +129,7 @@ def test_a_base_model_that_separates_the_items_is_said_plainly(tmp_path):
     assert ("Negative control: on no base model does any measure separate the planted items beyond "
             "chance (Holm-adjusted permutation p ≥ 0.05 in every family; base on the items of "
             "planted:t-e1: 2 measure(s))") in " ".join(
-        section({"validation": clean}).paragraphs)
+        section(Report(validation=clean)).paragraphs)
 
 
 def test_the_report_writes_the_section_its_table_and_figures(tmp_path):
@@ -146,13 +147,13 @@ def test_the_report_writes_the_section_its_table_and_figures(tmp_path):
     markdown = (out / "report.md").read_text()
     assert "## Probe validation (planted contamination)" in markdown
     assert "weights sha256 abababababab…; training 1 s." in markdown  # the time labelled as what it is
-    assert result.report["validation"] is not None
+    assert result.report.validation is not None
 
 
 def test_a_store_without_plantings_has_no_section(tmp_path):
     with Store(tmp_path / "s.duckdb", create=True) as store:
         assert build(store) is None
-    assert section({"validation": None}) is None
+    assert section(Report(validation=None)) is None
 
 
 def test_the_base_model_is_shown_once_per_distinct_planted_set(tmp_path):
@@ -164,7 +165,7 @@ def test_the_base_model_is_shown_once_per_distinct_planted_set(tmp_path):
     assert {planting for planting, _ in base} == {"planted:t-e1, planted:t-e3", "planted:other"}
     assert len({family for _, family in base}) == 2
     assert sum(r["role"] == "base" for r in part["rows"]) == 4  # 2 measures x 2 planted sets
-    text = " ".join(section({"validation": part}).paragraphs)
+    text = " ".join(section(Report(validation=part)).paragraphs)
     assert "base on the items of planted:other: 2 measure(s)" in text
 
 
@@ -192,7 +193,7 @@ def test_guided_shows_every_score_it_stores_in_the_family(tmp_path):
         "guided BLEU-2 (guided)", "guided BLEU-2 (general)", "guided BLEU-2 difference"]
     assert all(r["direction"] == "higher" and r["auc"] > 0.8 for r in guided)
     assert {r["family_size"] for r in part["rows"] if r["model"] == "text-e3"} == {8}
-    markdown = section({"validation": part}).tables[0].rows
+    markdown = section(Report(validation=part)).tables[0].rows
     assert sum(row[3].startswith("guided ") for row in markdown) == 12  # base and text-e3
 
 

@@ -14,6 +14,7 @@ import pytest
 from scipy.stats import mannwhitneyu
 from sklearn.metrics import roc_auc_score, roc_curve
 
+from contam.harness.report.model import Report
 from contam.harness.report.parts.validation import MAX_FPR, MEASURES, READINGS, build, section
 from contam.harness.store import Store, utc_now
 from contam.harness.store.plantings import record_planting
@@ -215,6 +216,6 @@ def test_the_gaps_are_left_out_as_documented(store_rows):
 
 def test_the_section_shows_the_rows(store_rows):
     _, part = store_rows
-    [table] = section({"validation": part}).tables
+    [table] = section(Report(validation=part)).tables
     shown = {(row[0], row[3]) for row in table.rows}
     assert shown == {(MODELS[role], MEASURES[(source, metric)]) for role, source, metric in CASES}

@@ -9,6 +9,7 @@ import math
 import orjson
 import pytest
 
+from contam.harness.report.model import Report
 from contam.harness.report.parts.probe_mink import RESAMPLES, SEED, auc_interval, build, section
 from contam.harness.store import Store, utc_now
 from contam.metrics.probe_mink import probe_params
@@ -86,7 +87,7 @@ def test_two_parameter_sets_of_the_same_k_count_each_item_once(tmp_path):
     assert row["documented_values"] == [3.0, 4.0, 5.0] and row["auc"] == pytest.approx(8 / 9)
     assert row["params_sha256"] == params_sha256("min-k", probe_params(0.2, "forward"))
     assert part["other_params"] == [params_sha256("min-k", other)]
-    paragraphs = section(part, {"contrast": {"documented": "official", "undocumented": "fan"}}).paragraphs
+    paragraphs = section(part, Report(contrast={"documented": "official", "undocumented": "fan"})).paragraphs
     assert "also holds min-k scores under 1 other parameter set(s)" in " ".join(paragraphs)
 
 

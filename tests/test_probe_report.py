@@ -22,7 +22,7 @@ def probed(tmp_path_factory):
 
 def test_cdd_part_counts_shares_intervals_and_fisher(probed):
     with Store(probed, read_only=True) as store:
-        part = build_report(store)["probes"]["cdd"]
+        part = build_report(store).probes["cdd"]
         truth = dict(((m, s), (n, f)) for m, s, n, f in store.query(
             "SELECT s.model, i.subset, count(*), sum(s.value)::INT FROM latest_probe_scores s "
             "JOIN latest_items i USING (item_id) WHERE s.metric = 'flagged' GROUP BY ALL"))
@@ -56,5 +56,5 @@ def test_report_files_hold_the_section_and_its_figure(probed, tmp_path, contam):
 
 
 def test_a_store_without_probe_scores_has_no_probes_section_and_a_note(paper):
-    assert paper["probes"] is None
-    assert any(n["section"] == "probes" for n in paper["notes"])
+    assert paper.probes is None
+    assert any(n.section == "probes" for n in paper.notes)

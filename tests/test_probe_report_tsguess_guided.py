@@ -21,7 +21,7 @@ def probed(tmp_path_factory):
 
 def test_ts_guess_part_is_the_stored_matches(probed):
     with Store(probed, read_only=True) as store:
-        part = build_report(store)["probes"]["ts-guess"]
+        part = build_report(store).probes["ts-guess"]
         truth = {(m, s): (n, k) for m, s, n, k in store.query(
             "SELECT s.model, i.subset, count(s.value), sum(s.value)::INT FROM latest_probe_scores s "
             "JOIN latest_items i USING (item_id) WHERE s.probe = 'ts-guess' GROUP BY ALL")}
@@ -37,7 +37,7 @@ def test_ts_guess_part_is_the_stored_matches(probed):
 
 def test_guided_part_separates_only_the_contaminated_models_documented_items(probed):
     with Store(probed, read_only=True) as store:
-        part = build_report(store)["probes"]["guided"]
+        part = build_report(store).probes["guided"]
     rows = {(r["model"], r["subset"], r["measure"]): r for r in part["differences"]}
     assert rows[("dirty", "official", "rouge_l")]["mean_difference"] > 0.5
     assert rows[("dirty", "official", "rouge_l")]["p"] < 0.001

@@ -21,6 +21,7 @@ from matplotlib.figure import Figure
 from contam.harness.emulator.knowledge import Knowledge
 from contam.harness.emulator.server import EmulatorSettings, run_emulator
 from contam.harness.jobs.demo import demo_items_path
+from contam.harness.report.model import Report
 from contam.harness.report.texts.format import Section, Table, fmt_pct
 from contam.harness.report.inputs.probe_rows import chosen_params, score_frame
 from contam.harness.store import Store
@@ -78,7 +79,7 @@ def part(store: Store, contrast: tuple[str, str]) -> dict[str, Any] | None:
                                 "share": float(r.mean)} for r in shares.itertuples()]}
 
 
-def section(part: dict[str, Any], report: dict[str, Any]) -> Section:
+def section(part: dict[str, Any], report: Report) -> Section:
     rows = [[r["model"], r["subset"], str(r["n"]), fmt_pct(r["share"])] for r in part["rows"]]
     table = Table(["Model", "Subset", "Items", "Holds the reference"], rows,
                   "Toy probe per model and subset.", "probe_toy_by_model_subset")
@@ -89,8 +90,8 @@ def tidy(part: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
     return {"probe_toy_by_model_subset": part["rows"]}
 
 
-def draw(report: dict) -> Figure:
-    rows = report["probes"][KIND]["rows"]
+def draw(report: Report) -> Figure:
+    rows = report.probes[KIND]["rows"]
     figure = Figure()
     figure.add_subplot().bar([f"{r['model']} {r['subset']}" for r in rows], [r["share"] for r in rows])
     return figure

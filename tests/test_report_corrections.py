@@ -56,15 +56,15 @@ def test_kappa_is_over_cells_both_labelled_as_the_view_has_it(tmp_path):
                             "(SELECT item_id, model FROM latest_answers WHERE trim(answer) <> '')")
         labelled = store.query(f"SELECT count(*) {both}")[0][0]
         view = view_agreement(store).judges[0]
-    pooled = report["agreement"]["pooled"]
+    pooled = report.agreement["pooled"]
     human, judge = zip(*pairs)
     assert pooled["n"] == len(pairs) < labelled == view["n"]  # the view counts the raters' labels
     assert pooled["kappa"] == pytest.approx(cohen_kappa_score(human, judge))
     assert pooled["kappa_linear"] == pytest.approx(cohen_kappa_score(
         human, judge, labels=["right", "partial", "wrong"], weights="linear"))
-    grid = report["missing"]
+    grid = report.missing
     blank_or_unanswered = sum(r["empty"] + r["no_answer"] for r in grid)
-    assert 0 < report["agreement"]["imputed"] <= blank_or_unanswered
+    assert 0 < report.agreement["imputed"] <= blank_or_unanswered
 
 
 def test_report_states_the_imputed_cells_apart(tmp_path):
@@ -73,7 +73,7 @@ def test_report_states_the_imputed_cells_apart(tmp_path):
     with Store(kappa_store(tmp_path / "k.duckdb"), read_only=True) as store:
         report = build_report(store, contrast=CONTRAST)
     md = render(report, "md")
-    imputed = report["agreement"]["imputed"]
+    imputed = report.agreement["imputed"]
     assert f"over the cells both labelled, labels as given; {imputed} cells with an imputed label" in md
 
 
@@ -92,7 +92,7 @@ def probed_report(tmp_path: Path) -> dict:
 def test_holm_adjusts_each_models_probe_p_values_together(tmp_path):
     from statsmodels.stats.multitest import multipletests
 
-    probes = probed_report(tmp_path)["probes"]
+    probes = probed_report(tmp_path).probes
     members = [(row, column) for kind, key, column in (
         ("cdd", "contrast", "fisher_p"), ("ts-guess", "tests", "fisher_p"), ("guided", "differences", "p"),
         ("min-k", "rows", "mannwhitney_p")) for row in probes[kind][key]]
@@ -147,7 +147,7 @@ def cdd_store(path: Path) -> tuple[Path, list[int]]:
 def test_a_model_without_a_scored_item_on_one_side_has_no_contrast_row(tmp_path):
     path, _ = cdd_store(tmp_path / "c.duckdb")
     with Store(path, read_only=True) as store:
-        cdd = build_report(store, contrast=CONTRAST)["probes"]["cdd"]
+        cdd = build_report(store, contrast=CONTRAST).probes["cdd"]
     assert [r["model"] for r in cdd["contrast"]] == ["m2"]  # m1: canon only, no Fisher p of 1
     assert {r["model"] for r in cdd["per_model"]} == {"m1", "m2"}  # its shares are still shown
     m2 = cdd["contrast"][0]
@@ -161,7 +161,7 @@ def test_the_cdd_section_states_the_share_of_short_cells(tmp_path):
     with Store(path, read_only=True) as store:
         report = build_report(store, contrast=CONTRAST)
     short = sum(length < 20 for length in lengths)
-    assert report["probes"]["cdd"]["short"] == {"tokens": 20, "n": len(lengths), "short": short,
+    assert report.probes["cdd"]["short"] == {"tokens": 20, "n": len(lengths), "short": short,
                                                 "share": pytest.approx(short / len(lengths))}
     md = render(report, "md")
     share = f"{100 * short / len(lengths):.1f}%"

@@ -43,7 +43,7 @@ def study(tmp_path_factory):
 @pytest.mark.parametrize("model", MODELS)
 def test_before_and_after_the_cutoff_match_an_independent_computation(study, model):
     truth, cutoffs, report = study
-    row = next(r for r in report["cutoff"]["per_model"] if r["model"] == model)
+    row = next(r for r in report.cutoff["per_model"] if r["model"] == model)
     before = [truth.correct[(i, model)] for i in truth.item_ids if truth.released[i] <= cutoffs[model]]
     after = [truth.correct[(i, model)] for i in truth.item_ids if truth.released[i] > cutoffs[model]]
     k1, n1, k2, n2 = sum(before), len(before), sum(after), len(after)
@@ -62,7 +62,7 @@ def test_before_and_after_the_cutoff_match_an_independent_computation(study, mod
 
 def test_holm_adjusts_across_the_models(study):
     _, _, report = study
-    rows = report["cutoff"]["per_model"]
+    rows = report.cutoff["per_model"]
     raw = sorted(r["fisher_p"] for r in rows)
     assert min(r["fisher_p_holm"] for r in rows) == pytest.approx(min(1.0, 2 * raw[0]))
 
@@ -72,8 +72,8 @@ def test_a_model_without_a_cutoff_is_left_out_with_a_note(tmp_path):
     inputs = StudyInputs(StudySettings(released="released"), {"model-a": datetime.date(2024, 6, 30)})
     with Store(tmp_path / "s.duckdb", read_only=True) as store:
         report = build_report(store, contrast=("official", "obscure-hack"), study=inputs)
-    assert [r["model"] for r in report["cutoff"]["per_model"]] == ["model-a"]
-    assert any(n["section"] == "cutoff" and "model-b" in n["reason"] for n in report["notes"])
+    assert [r["model"] for r in report.cutoff["per_model"]] == ["model-a"]
+    assert any(n.section == "cutoff" and "model-b" in n.reason for n in report.notes)
 
 
 def test_contam_report_reads_the_cutoffs_a_run_recorded(tmp_path, contam):

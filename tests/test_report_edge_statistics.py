@@ -14,6 +14,7 @@ import pytest
 import statsmodels.api as sm
 from sklearn.metrics import cohen_kappa_score
 
+from contam.harness.report.model import Report
 from contam.harness.report.parts import exposure
 from contam.harness.report.statistics import logistic
 from contam.harness.report.statistics import holm as probe_holm
@@ -61,7 +62,7 @@ def test_one_models_pooled_exposure_row_is_labelled_as_its_item_clustered_fit():
                   for n, x in enumerate(rng.uniform(0, 4, 80))])
     part = {"column": "pop", "correct": {"human": 80}, "per_model": [exposure.model_fit("solo", data)],
             "pooled": exposure.pooled_fit(data, ["solo"], []), "quintiles": []}
-    section = exposure_section({"exposure": part, "study": {"settings_from": "a test"}})
+    section = exposure_section(Report(exposure=part, study={"settings_from": "a test"}))
     names = [row[0] for row in section.tables[0].rows]
     assert names == ["solo", "solo (item-clustered fit)"]
     assert not any("fixed effect" in p for p in section.paragraphs)
@@ -74,7 +75,7 @@ def test_a_cutoff_with_an_empty_side_has_no_p_and_leaves_the_holm_family(tmp_pat
     with Store(tmp_path / "s.duckdb", read_only=True) as store:
         report = build_report(store, contrast=("official", "obscure-hack"),
                               study=StudyInputs(StudySettings(released="released"), cutoffs))
-    rows = {r["model"]: r for r in report["cutoff"]["per_model"]}
+    rows = {r["model"]: r for r in report.cutoff["per_model"]}
     assert rows["model-b"]["before_n"] == 0 and rows["model-b"]["fisher_p"] is None
     assert rows["model-b"]["odds_ratio"] is None and math.isnan(rows["model-b"]["fisher_p_holm"])
     assert rows["model-a"]["fisher_p_holm"] == pytest.approx(rows["model-a"]["fisher_p"])  # a family of one
@@ -114,7 +115,7 @@ def kappa_store(path):
 def test_kappa_counts_blank_and_unanswered_cells_apart(tmp_path):
     path, answered = kappa_store(tmp_path / "k.duckdb")
     with Store(path, read_only=True) as store:
-        agreement = build_report(store)["agreement"]
+        agreement = build_report(store).agreement
     human, judge = zip(*answered)
     assert agreement["imputed"] == 2 and agreement["pooled"]["n"] == 4
     assert agreement["pooled"]["kappa"] == pytest.approx(cohen_kappa_score(human, judge))

@@ -17,6 +17,7 @@ from PIL import Image
 
 from contam.harness.report.plots import paper as figures
 from contam.harness.report.analysis import build_report
+from contam.harness.report.model import Report
 from contam.harness.report.texts.format import md_cell
 from contam.harness.report.texts.markdown import note_heading
 from contam.harness.report.writers.tables import latex_text
@@ -97,14 +98,14 @@ def test_tables_csv_are_tidy_numbers_for_pandas_and_r(paper, paper_out):
     assert not numeric(gap["model"]) and all(numeric(gap[c]) for c in gap.columns if c != "model")
     by_model = gap.set_index("model")
     assert by_model.loc["gpt-5.6-sol", "odds_ratio"] == np.inf  # written "inf": pandas and R read it
-    assert by_model.loc["gemma-4-31b", "gap"] == paper["gap"][3]["gap"] == pytest.approx(0.485)  # 48.5 pp
-    assert by_model.loc["claude-opus-5", "fisher_p"] == paper["gap"][0]["fisher_p"]  # every digit
+    assert by_model.loc["gemma-4-31b", "gap"] == paper.gap[3]["gap"] == pytest.approx(0.485)  # 48.5 pp
+    assert by_model.loc["claude-opus-5", "fisher_p"] == paper.gap[0]["fisher_p"]  # every digit
     assert ",inf," in (folder / "gap_by_model.csv").read_text("utf-8")
     accuracy = pd.read_csv(folder / "accuracy_by_model.csv")
     assert pd.api.types.is_integer_dtype(accuracy["n"]) and accuracy["accuracy"].between(0, 1).all()
     assert list(accuracy.columns[:4]) == ["model", "n", "right", "partial"]
     cmh = pd.read_csv(folder / "pooled_odds_ratio.csv").iloc[0]
-    assert cmh["cmh_p"] == paper["cmh"]["cmh_p"] > 0 and cmh["breslow_day_df"] == 3
+    assert cmh["cmh_p"] == paper.cmh["cmh_p"] > 0 and cmh["breslow_day_df"] == 3
     for path in set(folder.glob("*.csv")) - {folder / "index.csv"}:  # the index holds the captions
         frame = pd.read_csv(path, keep_default_na=False)
         text = frame.select_dtypes(exclude="number")
@@ -134,7 +135,7 @@ def test_a_table_without_tidy_data_is_written_as_displayed(tmp_path):
     from contam.harness.report.writers.tables import write_tables
 
     section = Section("Probe: min-k% prob", [], [Table(["Model", "AUC"], [["m1", "0.71"]], "A probe.")])
-    write_tables({}, [section], tmp_path)
+    write_tables(Report(), [section], tmp_path)
     assert (tmp_path / "probe_min_k_prob.tex").exists()
     assert pd.read_csv(tmp_path / "probe_min_k_prob.csv").to_dict("records") == [{"Model": "m1", "AUC": 0.71}]
     assert pd.read_csv(tmp_path / "index.csv")["tidy"].tolist() == [False]

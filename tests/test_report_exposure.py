@@ -45,7 +45,7 @@ def test_each_models_odds_ratio_is_statsmodels_logit(study, model):
     truth, report = study
     x, y = cells_of(truth, model)
     expected = sm.Logit(y, sm.add_constant(x)).fit(disp=0)
-    row = next(r for r in report["exposure"]["per_model"] if r["model"] == model)
+    row = next(r for r in report.exposure["per_model"] if r["model"] == model)
     low, high = expected.conf_int()[1]
     assert row["odds_ratio"] == pytest.approx(np.exp(expected.params[1]), rel=1e-6)
     assert (row["ci_low"], row["ci_high"]) == pytest.approx((np.exp(low), np.exp(high)), rel=1e-6)
@@ -70,7 +70,7 @@ def test_the_pooled_fit_is_statsmodels_cluster_robust_logit(study):
     groups = pd.factorize(frame["item"])[0]
     expected = sm.Logit(frame["y"].to_numpy(), exog).fit(
         disp=0, cov_type="cluster", cov_kwds={"groups": groups, "use_correction": True})
-    pooled = report["exposure"]["pooled"]
+    pooled = report.exposure["pooled"]
     assert pooled["odds_ratio"] == pytest.approx(np.exp(expected.params[1]), rel=1e-6)
     assert pooled["se"] == pytest.approx(expected.bse[1], rel=1e-6)
     low, high = expected.conf_int()[1]
@@ -89,12 +89,12 @@ def test_the_pooled_standard_error_is_the_clustered_sandwich_written_out(study):
     scores = pd.DataFrame(exog * (frame["y"].to_numpy() - p)[:, None]).groupby(frame["item"]).sum().to_numpy()
     g, n, k = len(scores), len(frame), exog.shape[1]
     covariance = g / (g - 1) * (n - 1) / (n - k) * bread @ (scores.T @ scores) @ bread
-    assert report["exposure"]["pooled"]["se"] == pytest.approx(np.sqrt(covariance[1, 1]), rel=1e-6)
+    assert report.exposure["pooled"]["se"] == pytest.approx(np.sqrt(covariance[1, 1]), rel=1e-6)
 
 
 def test_correct_is_the_human_label_else_the_judges_and_the_section_counts_each(study):
     truth, report = study
-    counts = report["exposure"]["correct"]
+    counts = report.exposure["correct"]
     judged = sum(1 for s in truth.source.values() if s == "judge")
     assert counts == {"human": len(truth.source) - judged, "judge": judged, "unanswered": 0, "unlabelled": 0}
     assert 0 < judged < len(truth.source)
@@ -102,7 +102,7 @@ def test_correct_is_the_human_label_else_the_judges_and_the_section_counts_each(
 
 def test_quintiles_hold_every_cell_once_with_wilson_intervals(study):
     truth, report = study
-    rows = report["exposure"]["quintiles"]
+    rows = report.exposure["quintiles"]
     assert sorted({r["quintile"] for r in rows}) == [1, 2, 3, 4, 5]
     for model in MODELS:
         mine = [r for r in rows if r["model"] == model]
@@ -152,7 +152,7 @@ def test_without_study_settings_the_report_has_no_study_keys(tmp_path):
     build_study_store(tmp_path / "s.duckdb")
     with Store(tmp_path / "s.duckdb", read_only=True) as store:
         report = build_report(store, contrast=("official", "obscure-hack"))
-    assert not {"study", "exposure", "cutoff", "tiers"} & set(report)
+    assert not {"study", "exposure", "cutoff", "tiers"} & set(report.to_json())
 
 
 def test_the_newest_runs_recorded_settings_are_used_without_config(tmp_path, contam):
@@ -223,11 +223,11 @@ def test_an_item_without_an_exposure_value_is_left_out_with_a_note(tmp_path):
     with Store(tmp_path / "s.duckdb", read_only=True) as store:
         report = build_report(store, contrast=("official", "obscure-hack"),
                               study=StudyInputs(StudySettings(exposure="exposure")))
-    part = report["exposure"]
+    part = report.exposure
     assert part["items_without_value"] == 1 and part["items"] == len(truth.item_ids) - 1
     assert all(r["n"] == len(truth.item_ids) - 1 for r in part["per_model"])
-    assert any(n["section"] == "exposure" and "1 item(s) have no 'exposure'" in n["reason"]
-               for n in report["notes"])
+    assert any(n.section == "exposure" and "1 item(s) have no 'exposure'" in n.reason
+               for n in report.notes)
 
 
 
@@ -238,8 +238,8 @@ def test_a_store_without_labels_leaves_the_exposure_section_out_and_says_why(tmp
     with Store(tmp_path / "s.duckdb", read_only=True) as store:
         report = build_report(store, contrast=("official", "obscure-hack"),
                               study=StudyInputs(StudySettings(exposure="exposure")))
-    assert "exposure" not in report
-    assert [r["section"] for r in report["not_in_report"] if "right or wrong" in r["reason"]] == ["Exposure"]
+    assert report.exposure is None and "exposure" not in report.to_json()
+    assert [r["section"] for r in report.not_in_report if "right or wrong" in r["reason"]] == ["Exposure"]
     md = render_markdown(report)
     assert "## Exposure" not in md and "fig5_exposure" not in md and "no pooled fit" not in md
 

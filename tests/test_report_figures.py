@@ -5,6 +5,8 @@ artists' window extents (what the PNG shows)."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import matplotlib.colors as mcolors
 import pytest
 
@@ -86,7 +88,7 @@ def test_fig2_gap_labels_print_the_tables_rounding(paper, draw):
     labels = [t.get_text() for t in fig.axes[0].texts]
     table = next(s for s in sections(paper) if s.heading == "The contamination gap").tables[0]
     gap_column = table.headers.index("Gap")
-    assert labels == [row[gap_column] for row in table.rows] == [fmt_pp(r["gap"]) for r in paper["gap"]]
+    assert labels == [row[gap_column] for row in table.rows] == [fmt_pp(r["gap"]) for r in paper.gap]
     assert "48.5 pp" in labels  # gemma-4-31b: round(48.5) would print 48
 
 
@@ -94,7 +96,7 @@ def test_fig3_panel_a_values_sit_by_their_bars_clear_of_panel_b(paper, draw):
     fig, renderer = draw(figures.metric_disagreement, paper)
     panel_a, panel_b = fig.axes[:2]
     b_box = panel_b.get_tightbbox(renderer)  # its spine and tick marks included
-    highs = [100 * r["ci_high"] for r in paper["overall"]]
+    highs = [100 * r["ci_high"] for r in paper.overall]
     for text, high in zip(panel_a.texts, highs):
         extent = text.get_window_extent(renderer)
         assert not extent.overlaps(b_box) and extent.x1 < panel_a.bbox.x1
@@ -142,7 +144,7 @@ def test_zero_bars_get_a_visible_baseline_mark(edge, draw):
 def test_fig1_x_label_stays_inside_the_figure(edge, draw):
     """Without human labels fig1 names the judge in its x label: a long rater name once ran off
     both sides of the column figure."""
-    fig, renderer = draw(figures.leaderboard, {**edge, "overall": None})
+    fig, renderer = draw(figures.leaderboard, dataclasses.replace(edge, overall=None))
     label = fig.axes[0].xaxis.label
     extent = label.get_window_extent(renderer)
     assert 0 <= extent.x0 and extent.x1 <= fig.bbox.x1 and extent.y0 >= 0

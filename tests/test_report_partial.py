@@ -16,6 +16,7 @@ import pytest
 from markupsafe import escape
 from scipy import stats as sps
 
+from contam.harness.report.model import Report
 from contam.harness.jobs.report import write_report
 from contam.harness.report.analysis import build_report
 from contam.harness.report.texts.markdown import sections
@@ -142,8 +143,8 @@ def written(request, tmp_path_factory):
     return case, report, folder / "out"
 
 
-def chosen_human(case: Case, report: dict) -> dict[str, set[str]]:
-    return case.human.get(report["human_rater"], {}) if report["human_rater"] else {}
+def chosen_human(case: Case, report: Report) -> dict[str, set[str]]:
+    return case.human.get(report.human_rater, {}) if report.human_rater else {}
 
 
 # -- every part is written ----------------------------------------------------------------------
@@ -169,15 +170,15 @@ def test_human_sections_cover_exactly_the_labelled_models(written):
     case, report, _ = written
     labelled = set(chosen_human(case, report))
     if not labelled:
-        assert report["overall"] is None and report["mcnemar"] is None
+        assert report.overall is None and report.mcnemar is None
         return
-    assert {r["model"] for r in report["overall"]} == labelled
-    assert {r["model"] for r in report["per_title"]} <= labelled
-    assert {r["model"] for r in report["abstention"]} <= labelled
-    assert set(report["meta"]["unlabelled"]["human"]) == set(MODELS) - labelled
+    assert {r["model"] for r in report.overall} == labelled
+    assert {r["model"] for r in report.per_title} <= labelled
+    assert {r["model"] for r in report.abstention} <= labelled
+    assert set(report.meta["unlabelled"]["human"]) == set(MODELS) - labelled
     both_sides = {m for m, items in chosen_human(case, report).items()
                   if _imputed_or(items, m, case) & CANON and _imputed_or(items, m, case) & HACK}
-    assert {r["model"] for r in report["gap"]} == both_sides
+    assert {r["model"] for r in report.gap} == both_sides
 
 
 def _imputed_or(items: set[str], model: str, case: Case) -> set[str]:
@@ -189,16 +190,16 @@ def _imputed_or(items: set[str], model: str, case: Case) -> set[str]:
 
 def test_unlabelled_models_are_named_in_the_report(written):
     case, report, out = written
-    unlabelled = report["meta"]["unlabelled"]
+    unlabelled = report.meta["unlabelled"]
     md = (out / "report.md").read_text("utf-8")
     for side in ("human", "judge"):
         for model in unlabelled[side]:
-            assert any(n["section"] == f"unlabelled.{side}" and model in n["reason"] for n in report["notes"])
+            assert any(n.section == f"unlabelled.{side}" and model in n.reason for n in report.notes)
         if unlabelled[side]:
             assert f"(no labels for {', '.join(unlabelled[side])})" in md
     judged = set(case.judge)
-    if report["judge"]:
-        assert {r["model"] for r in report["judge"]} == judged
+    if report.judge:
+        assert {r["model"] for r in report.judge} == judged
         assert set(unlabelled["judge"]) == set(MODELS) - judged
 
 
@@ -206,9 +207,9 @@ def test_mcnemar_runs_over_labelled_pairs_and_matches_an_exact_binomial(written)
     case, report, _ = written
     per_model = chosen_human(case, report)
     if len(per_model) < 2:
-        assert not report["mcnemar"]
+        assert not report.mcnemar
         return
-    rows = {(r["model_a"], r["model_b"], r["scope"]): r for r in report["mcnemar"]}
+    rows = {(r["model_a"], r["model_b"], r["scope"]): r for r in report.mcnemar}
     assert {m for key in rows for m in key[:2]} <= set(per_model)
     for a, b in combinations(sorted(per_model), 2):
         common = _imputed_or(per_model[a], a, case) & _imputed_or(per_model[b], b, case)

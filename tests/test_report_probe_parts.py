@@ -4,6 +4,7 @@ sign-flip test for guided (checked by brute-force enumeration and scipy)."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from fractions import Fraction
 from itertools import product
@@ -13,6 +14,7 @@ import pandas as pd
 import pytest
 import scipy.stats as sps
 
+from contam.harness.report.model import Report
 from contam.harness.report.parts.probe_guided import BOOTSTRAP, guided_part, paired_difference
 from contam.harness.report.parts.probe_tsguess import tsguess_part
 from contam.harness.report.statistics.named_tests import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
@@ -162,9 +164,9 @@ def test_bootstrap_edge_cases() -> None:
     assert math.isnan(none["p"]) and not none["small_n"]
 
 
-def report_of(tsguess: dict, guided: dict) -> dict:
-    return {"contrast": {"documented": "official", "undocumented": "fan"},
-            "probes": {"ts-guess": tsguess, "guided": guided}}
+def report_of(tsguess: dict, guided: dict) -> Report:
+    return Report(contrast={"documented": "official", "undocumented": "fan"},
+                  probes={"ts-guess": tsguess, "guided": guided})
 
 
 def params_info(**params) -> dict:
@@ -241,7 +243,7 @@ def test_probe_tables_are_named_and_their_csvs_are_tidy_numbers(tmp_path) -> Non
         parts = probes.build(store, CONTRAST, [])
     parts["ts-guess"] = {**params_info(rule="rarest"), **tsguess_part(tsguess_frame(), CONTRAST)}
     parts["guided"] = {**params_info(dataset="d", split="s"), **guided_part(guided_frame(0.4), CONTRAST)}
-    report = {**report_of(parts["ts-guess"], parts["guided"]), "probes": parts}
+    report = dataclasses.replace(report_of(parts["ts-guess"], parts["guided"]), probes=parts)
     write_tables(report, probes.sections(report), tmp_path / "tables")
     names = {"probe_cdd_by_model", "probe_cdd_by_model_subset", "probe_cdd_contrast",
              "probe_tsguess_by_model_subset", "probe_tsguess_contrast", "probe_guided_rouge_l",

@@ -91,13 +91,13 @@ def test_the_studys_first_and_last_tier_are_the_contrast(tmp_path):
 
     report = report_of(build_store(tmp_path / "s.duckdb", labels=True),
                        study=StudyInputs(StudySettings(subsets=("popular", "core", "obscure"))))
-    assert report["contrast"] == {"documented": "popular", "undocumented": "obscure"}
-    assert report["gap"] and "without_contrast" not in report
+    assert report.contrast == {"documented": "popular", "undocumented": "obscure"}
+    assert report.gap and report.without_contrast is None
 
 
 def test_the_papers_pair_is_the_default_where_the_store_has_both(tmp_path):
     report = report_of(build_store(tmp_path / "s.duckdb", subsets=("official", "fan", "other"), labels=True))
-    assert report["contrast"] == {"documented": "official", "undocumented": "fan"} and report["gap"]
+    assert report.contrast == {"documented": "official", "undocumented": "fan"} and report.gap
 
 
 def test_a_contrast_the_user_names_is_still_checked(tmp_path, contam):
@@ -155,7 +155,7 @@ def test_label_less_figures_have_a_panel_only_for_each_scored_metric(tmp_path):
 
 
 def test_the_papers_report_has_no_not_in_this_report_list(paper):
-    assert paper["not_in_report"] == []
+    assert paper.not_in_report == []
     assert "Not in this report" not in [s.heading for s in sections(paper)]
 
 
@@ -164,10 +164,10 @@ def test_every_exposure_blank_is_a_note_saying_so(tmp_path):
 
     report = report_of(build_store(tmp_path / "s.duckdb", labels=True, exposure=lambda i, rng: " "),
                        study=StudyInputs(StudySettings(exposure="pop")))
-    assert "exposure" not in report
-    assert [n["reason"] for n in report["notes"] if n["section"] == "exposure"] == [
+    assert report.exposure is None and "exposure" not in report.to_json()
+    assert [n.reason for n in report.notes if n.section == "exposure"] == [
         "every item's 'pop' value is blank: no exposure fit"]
-    assert any(r["section"] == "Exposure" and "blank" in r["reason"] for r in report["not_in_report"])
+    assert any(r["section"] == "Exposure" and "blank" in r["reason"] for r in report.not_in_report)
 
 
 # -- titles are optional --------------------------------------------------------------------------
@@ -176,16 +176,16 @@ def test_a_study_without_titles_has_no_per_title_section_or_figure(tmp_path):
     report = report_of(build_store(tmp_path / "s.duckdb", subsets=("official", "fan"), labels=True,
                                    metrics=("exact", "bleu2")))
     headings = [s.heading for s in sections(report)]
-    assert report["per_title"] is None and "Per-title accuracy" not in headings
+    assert report.per_title is None and "Per-title accuracy" not in headings
     assert "fig4_per_title" not in draw_figures(report)
-    assert any(r["section"].startswith("Per-title accuracy") for r in report["not_in_report"])
+    assert any(r["section"].startswith("Per-title accuracy") for r in report.not_in_report)
     surface = next(s for s in sections(report) if s.heading == "Surface metrics by subset")
     assert all(t.rows for t in surface.tables)
 
 
 def test_a_study_with_titles_has_its_per_title_section(tmp_path):
     report = report_of(build_store(tmp_path / "s.duckdb", subsets=("official", "fan"), labels=True, titles=True))
-    assert {r["title"] for r in report["per_title"]} == {"T0", "T1", "T2", "T3"}
+    assert {r["title"] for r in report.per_title} == {"T0", "T1", "T2", "T3"}
 
 
 # -- plain Markdown -------------------------------------------------------------------------------

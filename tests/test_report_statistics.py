@@ -50,7 +50,7 @@ def test_p_values_print_their_digits_never_a_bound_where_a_value_exists():
 
 def test_cmh_p_of_the_paper_data_is_printed_with_its_digits(paper):
     """The paper data's case: CMH χ² = 825.4, p = 1.6 × 10⁻¹⁸¹ (was "p < 10⁻³⁰⁰")."""
-    cmh = paper["cmh"]
+    cmh = paper.cmh
     assert cmh["cmh_statistic"] == pytest.approx(825.4, abs=0.05)
     assert cmh["cmh_p"] == pytest.approx(sps.chi2.sf(cmh["cmh_statistic"], 1), rel=1e-12) and cmh["cmh_p"] > 0
     md = render_markdown(paper)
@@ -93,7 +93,7 @@ def test_colon_names_in_the_main_effects_model_and_report(tmp_path):
     labels = [(i, m, "human", "right" if right[m](i) else "wrong") for i, m, _ in answers]
     with make_store(tmp_path / "s.duckdb", items, answers, labels) as store:
         report = build_report(store)
-    fit = report["logistic"]
+    fit = report.logistic
     assert fit["interaction"] is False and fit["interaction_wald_df"] is None
     assert not any("×" in t["term"] for t in fit["terms"])
     md = render_markdown(report)
@@ -125,7 +125,7 @@ def test_one_model_says_the_model_tests_need_two(tmp_path):
     assert "**Does the gap differ between models?** Asking needs at least two models; this report has one." in section
     assert "**Logistic model** right ~ subset on 40 answers" in section
     assert "(one model: whether the gap differs between models needs at least two)" in section
-    assert report["logistic"]["models"] == 1 and report["logistic"]["interaction_wald_p"] is None
+    assert report.logistic["models"] == 1 and report.logistic["interaction_wald_p"] is None
     assert "40 items, 1 model;" in md and "(1 test, human labels)" in md
     assert "Spearman ρ with human" not in md  # a row of dashes said nothing
 
@@ -164,11 +164,11 @@ def test_report_states_every_test_variant(paper):
     assert "Breslow–Day test of equal odds ratios with Tarone's correction: χ² = 51.6 (3 df)" in md
     assert "small-sample correction G/(G−1)·(N−1)/(N−K) for G items, N answers and K coefficients" in md
     assert f"({stats.BOOTSTRAP_RESAMPLES} resamples of the items, seed {stats.BOOTSTRAP_SEED})" in md
-    assert paper["cmh"]["methods"]["breslow_day"] == "Breslow–Day with Tarone's correction"
+    assert paper.cmh["methods"]["breslow_day"] == "Breslow–Day with Tarone's correction"
 
 
 def test_mcnemar_is_the_exact_p_not_the_mid_p(paper):
-    row = min((r for r in paper["mcnemar"] if r["a_only"] != r["b_only"]), key=lambda r: r["a_only"] + r["b_only"])
+    row = min((r for r in paper.mcnemar if r["a_only"] != r["b_only"]), key=lambda r: r["a_only"] + r["b_only"])
     b, c = row["a_only"], row["b_only"]
     exact = sps.binomtest(b, b + c, 0.5).pvalue  # 2·P(X ≤ min(b, c))
     mid = exact - sps.binom.pmf(min(b, c), b + c, 0.5)  # 2·P(X < min) + P(X = min)
@@ -193,5 +193,5 @@ def test_common_odds_ratio_is_cautioned_when_breslow_day_rejects(paper):
     logistic = next(p for p in section.paragraphs if p.startswith("**Logistic model**"))
     assert "the common odds ratio documented vs undocumented 58.9" in logistic
     assert "**Caution**: the Breslow–Day test rejects equal odds ratios (p = 3.6 × 10⁻¹¹)" in logistic
-    homogeneous = {**paper["cmh"], "breslow_day_p": 0.4}
-    assert "Caution" not in sections._logistic_reading(paper["logistic"], homogeneous)
+    homogeneous = {**paper.cmh, "breslow_day_p": 0.4}
+    assert "Caution" not in sections._logistic_reading(paper.logistic, homogeneous)

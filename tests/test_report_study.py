@@ -58,15 +58,15 @@ def accuracy(right, n, not_scored=0):
 def test_rule_accuracy_counts_empty_as_wrong_and_leaves_unscorable_out(store_path):
     report = report_of(build_store(store_path))
     rows = {(r["model"], r["metric"]): {k: v for k, v in r.items() if k not in ("model", "metric")}
-            for r in report["rule_accuracy"]}
-    assert report["rule_metrics"] == ["exact", "numeric"]
+            for r in report.rule_accuracy}
+    assert report.rule_metrics == ["exact", "numeric"]
     assert rows == {  # A's i4 is empty: wrong; "Paris" and "Pikachu" have no number: left out
         ("A", "exact"): accuracy(3, 4), ("A", "numeric"): accuracy(2, 3, not_scored=1),
         ("B", "exact"): accuracy(0, 4), ("B", "numeric"): accuracy(0, 2, not_scored=2)}
 
 
 def test_metric_validity_covers_the_rule_metrics_with_agreement(store_path):
-    validity = report_of(build_store(store_path))["metric_validity"]
+    validity = report_of(build_store(store_path)).metric_validity
     assert set(validity) == {"bleu2", "bertscore_f1", "exact", "numeric"}
     pooled = validity["exact"]["pooled"]
     # 7 labelled, scored cells: human right & exact 1: 3; right & 0: 1 (B i2); others 0: 3
@@ -95,7 +95,7 @@ def test_the_report_files_show_the_rule_metrics(store_path, tmp_path, contam):
 
 
 def test_by_a_field_breaks_accuracy_down_per_value(store_path):
-    by = report_of(build_store(store_path), by="tier")["by"]
+    by = report_of(build_store(store_path), by="tier").by
     assert by["column"] == "tier" and by["regimes"] == ["human", "judge", "exact", "numeric"]
     rows = {(r["value"], r["model"], r["regime"]): r for r in by["rows"]}
     assert [v for v, _, _ in rows][::8] == ["low", "high"]  # first-occurrence order
@@ -108,9 +108,9 @@ def test_by_a_field_breaks_accuracy_down_per_value(store_path):
 
 def test_by_a_core_column_and_a_value_some_items_lack(store_path):
     path = build_store(store_path)
-    by_subset = report_of(path, by="subset")["by"]
+    by_subset = report_of(path, by="subset").by
     assert {r["value"] for r in by_subset["rows"]} == {"official", "fan"}
-    year = {(r["value"], r["model"], r["regime"]): r for r in report_of(path, by="year")["by"]["rows"]}
+    year = {(r["value"], r["model"], r["regime"]): r for r in report_of(path, by="year").by["rows"]}
     assert year[None, "A", "human"]["n"] == 1 and year["2001", "A", "human"]["n"] == 2
 
 
@@ -176,5 +176,5 @@ def _every_table_has_rows(md: str) -> None:
 
 def test_a_report_without_rule_scores_has_no_new_keys(store_path):
     report = report_of(build_store(store_path, rules=False))
-    assert not {"rule_metrics", "rule_accuracy", "by", "without_subsets"} & set(report)
-    assert set(report["metric_validity"]) == {"bleu2", "bertscore_f1"}
+    assert not {"rule_metrics", "rule_accuracy", "by", "without_subsets"} & set(report.to_json())
+    assert set(report.metric_validity) == {"bleu2", "bertscore_f1"}

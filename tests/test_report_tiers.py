@@ -61,24 +61,24 @@ def test_undefined_trends_are_nan():
 @pytest.mark.parametrize("model", MODELS)
 def test_each_tiers_accuracy_and_the_trend_come_from_the_cells(study, model):
     truth, report = study
-    rows = {r["subset"]: r for r in report["tiers"]["per_tier"] if r["model"] == model}
+    rows = {r["subset"]: r for r in report.tiers["per_tier"] if r["model"] == model}
     right = [sum(truth.correct[(i, model)] for i in truth.item_ids if truth.tier[i] == t) for t in TIERS]
     n = [sum(1 for i in truth.item_ids if truth.tier[i] == t) for t in TIERS]
     assert [(rows[t]["right"], rows[t]["n"]) for t in TIERS] == list(zip(right, n))
     for t, k, m in zip(TIERS, right, n):
         ci = sps.binomtest(k, m).proportion_ci(method="wilson")
         assert (rows[t]["ci_low"], rows[t]["ci_high"]) == pytest.approx((ci.low, ci.high))
-    trend = next(r for r in report["tiers"]["trend"] if r["model"] == model)
+    trend = next(r for r in report.tiers["trend"] if r["model"] == model)
     assert (trend["z"], trend["p"]) == pytest.approx(cochran_armitage(right, n))
     assert trend["z"] < 0  # the kit's first tier is the most exposed: accuracy falls along the list
 
 
 def test_contrast_still_picks_two_subsets(study):
     _, report = study
-    assert report["contrast"] == {"documented": "popular-hack", "undocumented": "obscure-hack"}
+    assert report.contrast == {"documented": "popular-hack", "undocumented": "obscure-hack"}
     # model-a's obscure-hack cells carry the judge's labels only (tests.studykit), so the human
     # gap has no row for it: a model labelled on one side of the contrast gets none
-    assert {r["model"] for r in report["gap"]} == {"model-b"}
+    assert {r["model"] for r in report.gap} == {"model-b"}
 
 
 def test_contam_report_writes_the_tiers_tables(tmp_path, contam):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+from contam.harness.report.model import Report
 from contam.harness.report.parts.probe_tsguess import build, section, tidy
 from contam.harness.report.parts.validation import build as build_validation
 from contam.harness.report.parts.validation import section as validation_section
@@ -54,7 +55,7 @@ def test_the_section_says_the_probe_does_not_apply_to_a_model_that_answers(tmp_p
         part = build(store, ("official", "fan"))
     assert part["not_applicable"] == ["answers"]
     assert [t["model"] for t in part["tests"]] == ["fills"]  # no Fisher test of a 0% that means nothing
-    shown = section(part, {"contrast": {"documented": "official", "undocumented": "fan"}})
+    shown = section(part, Report(contrast={"documented": "official", "undocumented": "fan"}))
     text = " ".join(shown.paragraphs)
     assert f"answers: {NOT_A_FILLER} (12 of 12 replies are longer than 3 words or not a word)" in text
     rates = {(row[0], row[1]): row[4] for row in shown.tables[0].rows}
@@ -70,7 +71,7 @@ def test_probe_validation_says_it_too_and_keeps_it_out_of_the_family(tmp_path):
     assert rows["answers"]["not_applicable"] == NOT_A_FILLER
     assert rows["answers"]["auc"] != rows["answers"]["auc"] and rows["answers"]["family_size"] == 0
     assert rows["fills"]["not_applicable"] is None and rows["fills"]["family_size"] == 1
-    shown = validation_section({"validation": part})
+    shown = validation_section(Report(validation=part))
     assert f"ts-guess exact match on answers: {NOT_A_FILLER}." in shown.paragraphs
     [answers] = [row for row in shown.tables[0].rows if row[0] == "answers"]
     assert answers[5] == "not applicable"
@@ -93,6 +94,6 @@ def test_a_report_with_a_planting_counts_the_fills_once(tmp_path, monkeypatch):
     with Store(path, read_only=True) as store:
         report = build_report(store)
     assert counted == [("p",)]
-    assert report["probes"]["ts-guess"]["not_applicable"] == ["answers"]
-    rows = {r["model"]: r for r in report["validation"]["rows"] if r["source"] == "ts-guess"}
+    assert report.probes["ts-guess"]["not_applicable"] == ["answers"]
+    rows = {r["model"]: r for r in report.validation["rows"] if r["source"] == "ts-guess"}
     assert rows["answers"]["not_applicable"] == NOT_A_FILLER and rows["fills"]["not_applicable"] is None

@@ -260,7 +260,7 @@ def test_the_agreement_page_and_the_report_agree_on_raters_pairs_and_fleiss(smal
                                  "label": ("wrong", "right")[n % 2]} for n, (i, m) in enumerate(halves)])
     with reading(small) as store:
         view = agreement(store)
-        report = build_report(store, contrast=SUBSETS)["inter_annotator"]
+        report = build_report(store, contrast=SUBSETS).inter_annotator
     assert view.raters == report["raters"] == ["human:a", "human:b", "human:c", "human:d"]
     # the view adds κ's interval to the report's rows
     assert [{k: v for k, v in p.items() if k != "kappa_ci"} for p in view.pairs] == \

@@ -9,6 +9,7 @@ import re
 
 import pytest
 
+from contam.harness.report.model import Report
 from contam.harness.report.analysis import build_report
 from contam.harness.store import Store
 from contam.harness.view.reporting import rater_sides
@@ -48,12 +49,12 @@ def served(raters_store):
 def test_the_default_human_rater_is_the_one_that_labelled_the_most_cells(raters_store):
     with Store(raters_store, read_only=True) as store:
         report = build_report(store, contrast=SUBSETS)
-    assert report["human_rater"] == "human:bob"  # not human:adjudicated, first by name
-    assert report["meta"]["cells"] == 24
-    assert report["meta"]["raters"] == {"human": {"human:adjudicated": 3, "human:alice": 10,
+    assert report.human_rater == "human:bob"  # not human:adjudicated, first by name
+    assert report.meta["cells"] == 24
+    assert report.meta["raters"] == {"human": {"human:adjudicated": 3, "human:alice": 10,
                                                   "human:bob": 20},
                                         "judge": {JUDGE: 24}}
-    note = next(n["reason"] for n in report["notes"] if n["section"] == "human_rater")
+    note = next(n.reason for n in report.notes if n.section == "human_rater")
     assert "accuracy uses 'human:bob', the one with most labels" in note
 
 
@@ -73,8 +74,7 @@ def test_a_rater_asked_for_is_the_one_named(raters_store):
 
 
 def test_without_a_judge_or_human_labels_the_line_says_none_not_None():
-    report = {"human_rater": None, "judge_rater": None,
-              "meta": {"cells": 8, "raters": {"human": {}, "judge": {}}}}
+    report = Report(meta={"cells": 8, "raters": {"human": {}, "judge": {}}})
     assert [(side.head, side.others) for side in rater_sides(report, {})] == [
         ("Human rater: none (no human labels in this store)", ()),
         ("Judge: none (no judge labels in this store)", ())]

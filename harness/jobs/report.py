@@ -17,6 +17,7 @@ from contam.harness.declare import flag_of, options_from
 from contam.harness.errors import UserError
 from contam.harness.jobs.options.report import ReportOptions
 from contam.harness.report.analysis import build_report, parse_contrast
+from contam.harness.report.model import Report
 from contam.harness.report.writers.output import render, report_json, write_files
 from contam.harness.report.inputs.study_settings import study_inputs
 from contam.harness.store import DEFAULT_STORE
@@ -29,7 +30,7 @@ __all__ = ["report", "ReportOptions", "ReportResult", "write_report", "report_js
 class ReportResult:
     """The report, where its files went (none with ``format`` alone), and ``format``'s text."""
 
-    report: dict[str, Any]
+    report: Report
     out: Path | None = None
     written: list[Path] = field(default_factory=list)
     text: str | None = None
@@ -59,7 +60,7 @@ def default_out_dir(store_path: str | Path) -> Path:
     return path.with_name(f"{path.stem}_report")
 
 
-def write_report(report: dict[str, Any], out: Path, figure_titles: bool = False) -> list[Path]:
+def write_report(report: Report, out: Path, figure_titles: bool = False) -> list[Path]:
     """All three formats, every figure as PNG and PDF, every table as CSV and LaTeX; returns the
     paths written. Everything is written into a scratch folder inside ``out`` first and then
     renamed into place, so a failure leaves the folder as it was."""

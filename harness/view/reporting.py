@@ -10,6 +10,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from contam.harness.errors import UserError
+from contam.harness.report.model import Report
 from contam.harness.report.writers.html import ReportPage, report_page
 from contam.harness.view.follow import store_version
 from contam.harness.view.gate import StoreGate
@@ -72,7 +73,7 @@ def _build(gate: StoreGate, human: str | None, judge: str | None, contrast: str 
     with gate.reading() as store:
         # the study's own settings (subsets, prompt, by) from the newest run, as `contam report` does
         report = build_report(store, human=human, judge=judge, study=study_inputs(store, None), **given)
-    when = str(report["meta"].get("generated_at", "")).replace("T", " ").rstrip("Z")
+    when = str(report.meta.get("generated_at", "")).replace("T", " ").rstrip("Z")
     asked = {"human": human, "judge": judge, "contrast": contrast}
     return Built(report_page(report, figure_pngs(report)), rater_sides(report, asked), when)
 
@@ -97,10 +98,10 @@ class RaterSide:
         return f"{self.title}: {self.chosen}, {self.cells} of {self.total} cells"
 
 
-def rater_sides(report: dict[str, Any], asked: dict[str, str | None]) -> tuple[RaterSide, ...]:
+def rater_sides(report: Report, asked: dict[str, str | None]) -> tuple[RaterSide, ...]:
     """Which raters the numbers below come from, and how far each goes."""
-    meta = report["meta"]
-    return tuple(_side(title, kind, report[f"{kind}_rater"], meta["raters"][kind], meta["cells"], asked)
+    meta = report.meta
+    return tuple(_side(title, kind, report.rater(kind), meta["raters"][kind], meta["cells"], asked)
                  for title, kind in (("Human rater", "human"), ("Judge", "judge")))
 
 

@@ -38,6 +38,6 @@ class ReportOptions:
     figure_titles: bool = option(
         "--figure-titles", default=False, action="store_true",
         help="draw each figure's title inside it (default: none; the captions carry them)")
-    config: str | Path | None = option(  # else the newest run's record (report.study_inputs)
+    config: str | Path | None = option(  # else the newest run's record (report.inputs.study_settings)
         "--config", help="the study's config: its [study] exposure, released, subsets and "
                          "[[models]] cutoff (default: what the newest contam run recorded)")

@@ -1,1 +1,2 @@
-"""What a report reads: the cells with their labels, which are correct, the items' study columns, a probe's rows."""
+"""What a report reads: the cells with their labels, which are correct, the contrast, the study's
+settings, the items' study columns, a probe's rows."""

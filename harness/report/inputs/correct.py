@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from contam.harness.report.model import OMITTED, Report
 from contam.metrics.outcome import Outcome
 
 __all__ = ["SOURCES", "METRIC_SOURCES", "correct_cells", "source_counts", "source_sentence",
@@ -77,18 +78,18 @@ def _metric_sentence(counts: dict[str, Any]) -> str:
     return f"Correct = {counts['outcome']}, right or not (no partial credit): " + "; ".join(parts) + "."
 
 
-def names_outcome(report: dict) -> bool:
+def names_outcome(report: Report) -> bool:
     """Whether the report names its outcome: any but labels (the paper's report is unchanged)."""
-    return "outcome" in report
+    return report.outcome is not OMITTED
 
 
-def metric_outcome(report: dict) -> str | None:
+def metric_outcome(report: Report) -> str | None:
     """The outcome a report counts by when it is a metric (``contains``, ``bleu2 >= 0.5``); None
     under labels, or with no outcome at all."""
-    return report.get("outcome")
+    return report.outcome or None  # OMITTED under labels
 
 
-def correct_heading(report: dict, labels: str = "Human") -> str:
+def correct_heading(report: Report, labels: str = "Human") -> str:
     """What says an answer is right, as a column or axis names it: ``labels`` under labels, else
     ``correct = contains`` (with no outcome at all, ``correct = none``, the labels' name too)."""
     outcome = metric_outcome(report)

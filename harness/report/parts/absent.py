@@ -1,4 +1,4 @@
-"""The report's "Not in this report" list (``report["not_in_report"]``): each section the store or
+"""The report's "Not in this report" list (``Report.not_in_report``): each section the store or
 the study's settings cannot give, left out rather than printed empty, with what would add it.
 
 A row is ``{"section": ..., "reason": ...}``, the reason naming the command or setting that adds
@@ -30,34 +30,33 @@ def absent(section: str, reason: str) -> dict[str, str]:
     return {"section": section, "reason": reason}
 
 
-def has_regimes(report: dict[str, Any]) -> bool:
-    """Whether the scoring-regimes table has a value beside the answer lengths."""
-    return any(not is_missing(row.get(column)) for row in report.get("regimes") or []
-               for column in _REGIME_COLUMNS)
+def has_regimes(regimes: list[dict[str, Any]] | None) -> bool:
+    """Whether the scoring-regimes table (``regimes``' rows) has a value beside the answer lengths."""
+    return any(not is_missing(row.get(column)) for row in regimes or [] for column in _REGIME_COLUMNS)
 
 
-def core_sections(report: dict[str, Any], titled: bool) -> list[dict[str, str]]:
-    """The sections of the paper's report this store cannot give; ``titled``: some item has a title."""
+def core_sections(*, overall: list | None, judge_rater: str | None, contrast: tuple | None,
+                  without_subsets: str | None, regimes: list | None, titled: bool) -> list[dict[str, str]]:
+    """The sections of the paper's report this store cannot give (from those sections' values);
+    ``titled``: some item has a title."""
     rows = []
-    if not report["overall"]:
+    if not overall:
         rows.append(absent(HUMAN, "no human labels in the store (rater `human` or `human:NAME`) and no "
                                   "rule metric to count by; `contam import labels FILE`, or `[study] "
                                   "correct` naming a scored rule metric, adds them"))
-    if not report["judge_rater"]:
+    if not judge_rater:
         rows.append(absent(JUDGE, "no judge labels in the store (rater `judge:MODEL`); "
                                   "`contam judge CONFIG` adds them"))
-    if not report["contrast"]:
-        rows.append(absent(CONTRAST, _no_contrast(report)))
-    if report["overall"] and not titled:
+    if not contrast:
+        rows.append(absent(CONTRAST, _NO_SUBSETS if without_subsets else _NO_PAIR))
+    if overall and not titled:
         rows.append(absent(TITLES, "no item has a title; a `title` column on the items adds it"))
-    if not has_regimes(report):
+    if not has_regimes(regimes):
         rows.append(absent(REGIMES, "no labels and no BLEU-2 or BERTScore-F1 scores; labels, or "
                                     "`[scoring] metrics` with `bleu2` or `bertscore_f1`, add it"))
     return rows
 
 
-def _no_contrast(report: dict[str, Any]) -> str:
-    if report.get("without_subsets"):
-        return "no item has a subset; a `subset` column on the items adds it"
-    return (f"the report found no pair of subsets to compare; `{flag_of(ReportOptions, 'contrast')} "
-            "A,B` adds it")
+_NO_SUBSETS = "no item has a subset; a `subset` column on the items adds it"
+_NO_PAIR = (f"the report found no pair of subsets to compare; `{flag_of(ReportOptions, 'contrast')} A,B` "
+            "adds it")

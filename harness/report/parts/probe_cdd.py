@@ -1,4 +1,4 @@
-"""The cdd probe's part of the report (``report["probes"]["cdd"]``): per model, the share of items
+"""The cdd probe's part of the report (``report.probes["cdd"]``): per model, the share of items
 flagged as peaked (Dong et al. 2024; :mod:`contam.metrics.probe_cdd`) with 95% Wilson intervals and the
 mean peakedness, the same per subset, and per model the documented against the undocumented
 subset on the 2×2 flagged / not-flagged table (:func:`contam.harness.report.inputs.cells.contrast_2x2`, as the
@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from contam.harness.report.inputs.cells import contrast_2x2
+from contam.harness.report.model import Report
 from contam.harness.report.texts.format import (Section, Table, contrast_names, fmt_ci, fmt_num, fmt_or, fmt_p,
                                    fmt_pct, fmt_pp, fmt_sides, user)
 from contam.harness.report.statistics.holm import HOLM_CAPTION
@@ -98,7 +99,7 @@ def tidy(part: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
 
 # -- rendering ---------------------------------------------------------------------------------
 
-def section(part: dict[str, Any], report: dict[str, Any]) -> Section:
+def section(part: dict[str, Any], report: Report) -> Section:
     doc, undoc = contrast_names(report).values()
     return Section("Probe: cdd (output peakedness)", _paragraphs(part), [
         _share_table(part["per_model"], "Per model, every item.", "probe_cdd_by_model"),

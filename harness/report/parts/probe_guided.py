@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 
 from contam.harness.report.inputs.cells import subset_rank
+from contam.harness.report.model import Report
 from contam.harness.report.texts.format import Section, Table, fmt_num, fmt_num_ci, fmt_p, user
 from contam.harness.report.statistics.holm import HOLM_CAPTION
 from contam.harness.report.inputs.probe_rows import chosen_params, other_params_note, score_frame
@@ -65,7 +66,7 @@ def paired_difference(guided: np.ndarray, general: np.ndarray) -> dict[str, Any]
 
 
 def build(store: Store, contrast: tuple[str, str]) -> dict[str, Any] | None:
-    """``report["probes"]["guided"]``, or None when the store has no guided scores."""
+    """``report.probes["guided"]``, or None when the store has no guided scores."""
     chosen = chosen_params(store, KIND)
     if chosen is None:
         return None
@@ -108,7 +109,7 @@ def tidy(part: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
 
 # -- rendering ---------------------------------------------------------------------------------
 
-def section(part: dict[str, Any], report: dict[str, Any]) -> Section:
+def section(part: dict[str, Any], report: Report) -> Section:
     tables = [Table(["Model", "Subset", "Items", "Guided", "General", "Guided − general",
                      "95% CI (BCa)", "p (one-sided)", "Holm p"],
                     [[r["model"], str(r["subset"]), str(r["n"]), fmt_num(r["guided_mean"]),

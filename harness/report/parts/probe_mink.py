@@ -1,4 +1,4 @@
-"""The min-k probe's part of the report (``report["probes"]["min-k"]``): per model, score and k, the
+"""The min-k probe's part of the report (``report.probes["min-k"]``): per model, score and k, the
 Min-K% / Min-K%++ scores of the documented and the undocumented subset, and how well each score
 tells them apart.
 
@@ -28,6 +28,7 @@ import numpy as np
 import orjson
 from scipy import stats as sps
 
+from contam.harness.report.model import Report
 from contam.harness.report.texts.format import Section, Table, contrast_names, fmt_num, fmt_num_ci, fmt_p, user
 from contam.harness.report.statistics.holm import HOLM_CAPTION
 from contam.harness.report.inputs.probe_rows import other_params_note
@@ -137,7 +138,7 @@ def tidy(part: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
 
 # -- rendering ------------------------------------------------------------------------------------
 
-def section(part: dict[str, Any], report: dict[str, Any]) -> Section:
+def section(part: dict[str, Any], report: Report) -> Section:
     contrast = contrast_names(report)
     paragraphs = [
         f"**Min-K% and Min-K%++** (Shi et al. 2023; Zhang et al. 2024): the mean log-probability "

@@ -16,6 +16,7 @@ from typing import Any
 import pandas as pd
 
 from contam.harness.report.inputs.cells import contrast_2x2, subset_rank
+from contam.harness.report.model import Report
 from contam.harness.report.texts.format import (Section, Table, contrast_names, fmt_ci, fmt_or, fmt_p, fmt_pct, fmt_pp,
                                    fmt_sides, user)
 from contam.harness.report.statistics.holm import HOLM_CAPTION
@@ -32,7 +33,7 @@ METRIC = "exact_match"
 
 
 def build(store: Store, contrast: tuple[str, str]) -> dict[str, Any] | None:
-    """``report["probes"]["ts-guess"]``, or None when the store has no ts-guess scores."""
+    """``report.probes["ts-guess"]``, or None when the store has no ts-guess scores."""
     chosen = chosen_params(store, KIND)
     if chosen is None:
         return None
@@ -114,7 +115,7 @@ def tidy(part: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
 
 # -- rendering ---------------------------------------------------------------------------------
 
-def section(part: dict[str, Any], report: dict[str, Any]) -> Section:
+def section(part: dict[str, Any], report: Report) -> Section:
     doc, undoc = contrast_names(report).values()
     rates = Table(["Model", "Subset", "Items probed", "Matches", "Exact match", "95% CI (Wilson)",
                    "Not probed"],

@@ -1,15 +1,16 @@
 """The report's probes section: one part per registered probe (``contam.metrics.probe_registry.PROBES``),
 each built and rendered by the functions its spec names (``part``, ``section``).
 
-A part reads the store into ``report["probes"][KIND]`` and renders that as one :class:`Section`;
+A part reads the store into ``report.probes[KIND]`` and renders that as one :class:`Section`;
 its figures are drawn by :mod:`contam.harness.report.plots.probes` (which imports matplotlib, so this
 module stays free of it). A part without data is left out, and ``notes`` says so; a store without
-any probe score has ``report["probes"] = None`` and one note. ``contam.harness.report.analysis`` calls
+any probe score has ``report.probes = None`` and one note. ``contam.harness.report.analysis`` calls
 :func:`build` and ``contam.harness.report.texts.markdown`` :func:`sections`.
 """
 
 from __future__ import annotations
 
+from contam.harness.report.model import Report
 from contam.harness.report.statistics import holm as probe_holm
 from contam.harness.report.texts.format import Section
 from contam.harness.store import Store
@@ -19,7 +20,7 @@ __all__ = ["build", "sections"]
 
 
 def build(store: Store, contrast: tuple[str, str], notes: list[dict[str, str]]) -> dict | None:
-    """``report["probes"]``: each part that has data, by probe kind; None when none has."""
+    """``report.probes``: each part that has data, by probe kind; None when none has."""
     built = {kind: resolve(spec.part)(store, contrast) for kind, spec in PROBES.items()}
     present = {kind: part for kind, part in built.items() if part is not None}
     if not present:
@@ -32,8 +33,8 @@ def build(store: Store, contrast: tuple[str, str], notes: list[dict[str, str]]) 
     return present
 
 
-def sections(report: dict) -> list[Section]:
-    probes = report.get("probes") or {}
+def sections(report: Report) -> list[Section]:
+    probes = report.probes or {}
     built = [resolve(spec.section)(probes[kind], report)
              for kind, spec in PROBES.items() if kind in probes]
     if built:

@@ -1,6 +1,7 @@
 """The report's parts for a study of one's own: accuracy under each rule-based metric
 (``exact``, ``contains``, ``numeric``, ``regex``) beside the human and judge accuracy, each rule
-metric's agreement with the human labels (also added to ``metric_validity``), and accuracy broken down
+metric's agreement with the human labels (rows of ``metric_validity``, built with the surface
+metrics' own), and accuracy broken down
 by an item column (``contam report --by COLUMN``). Rendered by
 :mod:`contam.harness.report.texts.rule_metrics`. See ARCHITECTURE.md, "The report".
 
@@ -11,6 +12,7 @@ out of that metric's accuracy and counted in ``not_scored``.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -27,42 +29,55 @@ from contam.harness.report.parts.surface import _validity
 from contam.harness.store import Store
 from contam.metrics.metric_registry import metric_labels, rule_metrics
 
-__all__ = ["RULE_METRICS", "CORE_COLUMNS", "build", "item_columns"]
+__all__ = ["RULE_METRICS", "CORE_COLUMNS", "RuleCells", "rule_cells", "build", "validity", "regimes",
+           "item_columns"]
 
 # both from the registry as it is now (a label table built earlier may predate a metric added since)
 RULE_METRICS = {metric: metric_labels()[metric] for metric in rule_metrics()}
 CORE_COLUMNS = ("item_id", "title", "subset", "question", "reference")
 
 
-def build(store: Store, cells: Cells, report: dict[str, Any], by: str | None,
-          notes: list) -> dict[str, Any]:
-    """The new report keys, each only where it has data (so a paper-style report is unchanged):
-    ``rule_metrics``, ``rule_accuracy``, ``by``; the rule metrics join ``metric_validity``. The
-    labels here are the labels whatever the study's outcome; a metric outcome is one more regime
-    of ``by`` (``outcome``)."""
+@dataclass(frozen=True)
+class RuleCells:
+    """The labelled cells with each rule metric's value (and the ``--by`` column), and the rule
+    metrics some cell has a value of."""
+
+    frame: pd.DataFrame
+    present: list[str]
+
+
+def rule_cells(store: Store, cells: Cells, by: str | None) -> RuleCells:
+    """The cells this module counts over; a ``--by`` naming no item column is refused here."""
     frame = _frame(store, cells, by)
-    present = [m for m in RULE_METRICS if frame[m].notna().any()]
-    regimes = _regimes(report, present)
-    validity = report.get("metric_validity")
-    if report.get("human_rater") and present:
-        report["metric_validity"] = {**(validity or {}), **_rule_validity(frame, present, report)}
-    built = {"rule_metrics": present,
-             "rule_accuracy": _rule_accuracy(frame, present, _models(report, frame)),
-             "by": _by_column(frame, by, regimes, _models(report, frame)) if by else None}
+    return RuleCells(frame, [m for m in RULE_METRICS if frame[m].notna().any()])
+
+
+def build(rules: RuleCells, by: str | None, regimes: list[str], order: list[str]) -> dict[str, Any]:
+    """The new report keys, each only where it has data (so a paper-style report is unchanged):
+    ``rule_metrics``, ``rule_accuracy``, ``by``; ``regimes``: :func:`regimes`; ``order``: the
+    models in human-accuracy order (empty without it)."""
+    models = _models(order, rules.frame)
+    built = {"rule_metrics": rules.present,
+             "rule_accuracy": _rule_accuracy(rules.frame, rules.present, models),
+             "by": _by_column(rules.frame, by, regimes, models) if by else None}
     return {key: value for key, value in built.items() if value}
 
 
-def _models(report: dict, frame: pd.DataFrame) -> list[str]:
+def validity(rules: RuleCells, contrast: tuple, order: list[str]) -> dict[str, Any]:
+    """Each present rule metric's rows of ``metric_validity`` (beside the surface metrics')."""
+    return _rule_validity(rules.frame, rules.present, contrast, _models(order, rules.frame))
+
+
+def _models(order: list[str], frame: pd.DataFrame) -> list[str]:
     """Models in human-accuracy order where there is one, else by name."""
-    return labels.model_order(report.get("overall")) or sorted(frame["model"].unique())
+    return order or sorted(frame["model"].unique())
 
 
-def _regimes(report: dict, present: list[str]) -> list[str]:
+def regimes(outcome: str | None, human: str | None, judge: str | None, rules: RuleCells) -> list[str]:
     """What a right answer means in each column: the study's outcome where it is a metric, the
     human's label, the judge's, each rule metric."""
-    return [*(["outcome"] if report.get("outcome") else []),
-            *(["human"] if report.get("human_rater") else []),
-            *(["judge"] if report.get("judge_rater") else []), *present]
+    return [*(["outcome"] if outcome else []), *(["human"] if human else []),
+            *(["judge"] if judge else []), *rules.present]
 
 
 # -- the cells with their rule values and the --by column ---------------------------------------
@@ -138,11 +153,11 @@ def _by_column(frame: pd.DataFrame, column: str, regimes: list[str],
 
 # -- agreement with the human labels ------------------------------------------------------------
 
-def _rule_validity(frame: pd.DataFrame, present: list[str], report: dict) -> dict[str, Any]:
+def _rule_validity(frame: pd.DataFrame, present: list[str], contrast: tuple,
+                   models: list[str]) -> dict[str, Any]:
     """Each rule metric as a classifier of the human 'right' label: metric validity's columns
     plus the agreement, Cohen's κ, sensitivity and specificity of the two right/not-right calls."""
-    contrast = tuple((report.get("contrast") or {}).values())
-    labelled, models = frame[frame["human"].notna()], _models(report, frame)
+    labelled = frame[frame["human"].notna()]
     result: dict[str, Any] = {}
     for metric in present:
         scored = labelled[labelled[metric].notna()]

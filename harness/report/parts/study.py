@@ -23,6 +23,7 @@ from contam.harness.report.parts.absent import absent
 from contam.harness.report.inputs.cells import Cells
 from contam.harness.report.inputs.item_fields import item_fields
 from contam.harness.report.inputs.study_settings import StudyInputs
+from contam.harness.report.model import Section, noted
 
 if TYPE_CHECKING:
     from contam.harness.store.access import Reader
@@ -35,47 +36,51 @@ NO_OUTCOME = ("no cell has a right or wrong answer under the study's outcome; la
               "FILE`, `contam judge CONFIG`) or `[study] correct` naming a scored rule metric add them")
 
 
-def build(store: Reader, cells: Cells, report: dict[str, Any], inputs: StudyInputs,
-          notes: list) -> tuple[dict[str, Any], list[dict[str, str]]]:
-    """The study parts the settings ask for and the store can give, and the rows of "Not in this
-    report" for those it cannot (none asked for: two empty results)."""
+def build(store: Reader, cells: Cells, order: list[str],
+          inputs: StudyInputs) -> tuple[dict[str, Any], list[dict[str, str]]]:
+    """The study parts the settings ask for (each a :class:`Section` with its notes; one the store
+    cannot give has no value) and the rows of "Not in this report" for those it cannot (none asked
+    for: two empty results); ``order``: the models in human-accuracy order."""
     settings = inputs.settings
     if not (settings.exposure or settings.released or settings.subsets):
         return {}, []
     frame, items = cells.frame(), item_fields(store)
-    order = _model_order(report, frame)
+    order = order + sorted(set(frame["model"]) - set(order))  # then any other model by name
     parts: dict[str, Any] = {"study": {"settings_from": inputs.source, "exposure": settings.exposure,
                                        "released": settings.released, "subsets": list(settings.subsets),
                                        "cutoffs": {m: d.isoformat() for m, d in inputs.cutoffs.items()}}}
     built, outcome = [], cells.outcome
     if settings.exposure:
-        built.append(("exposure", *_exposure(frame, items, settings.exposure, order, notes, outcome)))
+        built.append(("exposure", *_exposure(frame, items, settings.exposure, order, outcome)))
     if settings.released:
-        built.append(("cutoff", *_cutoff(frame, items, settings.released, inputs, order, notes, outcome)))
+        built.append(("cutoff", *_cutoff(frame, items, settings.released, inputs, order, outcome)))
     if settings.subsets:
         built.append(("tiers", *_tiers(frame, settings.subsets, order, outcome)))
-    parts.update({key: part for key, part, _ in built if part})
+    parts.update({key: part for key, part, _ in built})
     return parts, [row for _, _, row in built if row]
 
 
-def _exposure(frame: pd.DataFrame, items: pd.DataFrame, column: str, order: list[str], notes: list,
-              outcome: Outcome | None):
-    part = exposure.exposure(frame, items, column, order, notes, outcome)
-    if part is None:
-        return None, absent(EXPOSURE, f"every item's `{column}` value is blank; values in that column add it")
-    return (part, None) if part["per_model"] else (None, absent(EXPOSURE, NO_OUTCOME))
+def _exposure(frame: pd.DataFrame, items: pd.DataFrame, column: str, order: list[str],
+              outcome: Outcome | None) -> tuple[Section, dict | None]:
+    part = noted(lambda notes: exposure.exposure(frame, items, column, order, notes, outcome))
+    if part.value is None:
+        return part, absent(EXPOSURE, f"every item's `{column}` value is blank; values in that column add it")
+    if part.value["per_model"]:
+        return part, None
+    return Section(None, part.notes), absent(EXPOSURE, NO_OUTCOME)  # its notes stay, as the cut-off's
 
 
 def _cutoff(frame: pd.DataFrame, items: pd.DataFrame, column: str, inputs: StudyInputs, order: list[str],
-            notes: list, outcome: Outcome | None):
-    part = cutoff.cutoff(frame, items, column, inputs.cutoffs, order, notes, outcome)
-    if part["per_model"]:
+            outcome: Outcome | None) -> tuple[Section, dict | None]:
+    part = noted(lambda notes: cutoff.cutoff(frame, items, column, inputs.cutoffs, order, notes, outcome))
+    if part.value["per_model"]:
         return part, None
+    left_out = Section(None, part.notes)  # its notes stay: they say what the part would leave out
     if not set(inputs.cutoffs) & set(order):
-        return None, absent(CUTOFF, "no model in the store has a cut-off; a `cutoff` for each `[[models]]` adds it")
-    if part["items_without_date"] == len(items):
-        return None, absent(CUTOFF, f"every item's `{column}` date is blank; dates in that column add it")
-    return None, absent(CUTOFF, NO_OUTCOME)
+        return left_out, absent(CUTOFF, "no model in the store has a cut-off; a `cutoff` for each `[[models]]` adds it")
+    if part.value["items_without_date"] == len(items):
+        return left_out, absent(CUTOFF, f"every item's `{column}` date is blank; dates in that column add it")
+    return left_out, absent(CUTOFF, NO_OUTCOME)
 
 
 def _tiers(frame: pd.DataFrame, subsets: tuple[str, ...], order: list[str], outcome: Outcome | None):
@@ -85,9 +90,3 @@ def _tiers(frame: pd.DataFrame, subsets: tuple[str, ...], order: list[str], outc
     part = tiers.tiers(frame, subsets, order, outcome)
     return (part, None) if part["per_tier"] and any(r["n"] for r in part["per_tier"]) else \
         (None, absent(TIERS, NO_OUTCOME))
-
-
-def _model_order(report: dict[str, Any], frame: Any) -> list[str]:
-    """The report's model order (human accuracy), then any other model by name."""
-    ranked = [r["model"] for r in report.get("overall") or []]
-    return ranked + sorted(set(frame["model"]) - set(ranked))

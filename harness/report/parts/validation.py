@@ -1,4 +1,4 @@
-"""The report's "Probe validation" section (``report["validation"]``): when the store records
+"""The report's "Probe validation" section (``report.validation``): when the store records
 plantings (``contam plant``), how well each probe tells the planted items from the others, on
 each planted model and on its base model, the negative control that never saw them.
 
@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from contam.harness.report.model import Report
 from contam.harness.report.texts.format import Section, Table, fmt_num, fmt_num_ci, fmt_p, fmt_pct, user
 from contam.harness.report.parts.probe_mink import CONFIDENCE, RESAMPLES, SEED, auc_interval
 from contam.harness.report.statistics.named_tests import roc_auc_test
@@ -232,9 +233,9 @@ def _summary(planting: dict) -> dict[str, Any]:
 
 # -- rendering ------------------------------------------------------------------------------------
 
-def section(report: dict) -> Section | None:
+def section(report: Report) -> Section | None:
     """The section, or None when the report has no plantings."""
-    part = report.get("validation")
+    part = report.validation
     if not part:
         return None
     paragraphs = [_method_line(part), *_control_lines(part), *_unfit_lines(part["rows"]),
@@ -330,8 +331,8 @@ def caption(name: str) -> str | None:
                          "epoch 0 is the base model."}.get(name)
 
 
-def _tidy(report: dict) -> list[dict[str, Any]]:
-    rows = (report.get("validation") or {}).get("rows") or []
+def _tidy(report: Report) -> list[dict[str, Any]]:
+    rows = (report.validation or {}).get("rows") or []
     return [{k: v for k, v in row.items() if k not in ("roc_fpr", "roc_tpr")} for row in rows]
 
 

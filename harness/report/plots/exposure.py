@@ -1,6 +1,6 @@
 """The Exposure section's figure (``fig5_exposure``): each model's accuracy in the items' exposure
 quintiles (points at the bin's mean exposure, 95% Wilson bars) and its fitted logistic curve over
-the exposure range it covers. Drawn from ``report["exposure"]`` alone, in the report's style and
+the exposure range it covers. Drawn from ``report.exposure`` alone, in the report's style and
 model colours (:mod:`contam.harness.report.plots.style`); written as PNG and PDF beside the others."""
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 from matplotlib.figure import Figure
 
+from contam.harness.report.model import Report
 from contam.harness.report.parts.exposure import FIGURE
 from contam.harness.report.plots.style import COLUMN, FULL, NEUTRAL, fit, grid, model_colours
 from contam.harness.report.plots.paper import export_drawn
@@ -26,18 +27,18 @@ def caption(name: str) -> str | None:
     return CAPTION if name == FIGURE else None
 
 
-def draw(report: dict) -> dict[str, Figure]:
-    part = report.get("exposure")
+def draw(report: Report) -> dict[str, Figure]:
+    part = report.exposure
     return {FIGURE: accuracy_by_exposure(report)} if part and part["quintiles"] else {}
 
 
-def export(report: dict, out: Path | None = None) -> dict[str, bytes]:
+def export(report: Report, out: Path | None = None) -> dict[str, bytes]:
     """The figure as PNG bytes (what the HTML embeds); with ``out``, also saved as PNG and PDF."""
     return export_drawn(lambda: draw(report), out)
 
 
-def accuracy_by_exposure(report: dict) -> Figure:
-    part = report["exposure"]
+def accuracy_by_exposure(report: Report) -> Figure:
+    part = report.exposure
     models = list(dict.fromkeys(r["model"] for r in part["quintiles"]))
     colours = model_colours(report)
     fig = Figure(figsize=(COLUMN if len(models) <= 3 else FULL, 2.6), layout="constrained")

@@ -29,6 +29,7 @@ matplotlib.use("Agg")  # files only, never a window; must precede pyplot
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
+from contam.harness.report.model import Report
 from contam.harness.report.parts.absent import has_regimes  # noqa: E402
 from contam.harness.report.analysis import METRICS, figure_regime  # noqa: E402
 from contam.harness.report.inputs.cells import subset_rank  # noqa: E402
@@ -55,11 +56,11 @@ def _model_label(model: str, n: Any) -> str:
 
 # -- Figure 1 -----------------------------------------------------------------------------------
 
-def leaderboard(report: dict) -> Figure:
+def leaderboard(report: Report) -> Figure:
     regime = figure_regime(report)
     if regime == "surface":
         return _surface_leaderboard(report)
-    rows = report["overall"] if regime == "human" else _best_first(report["judge"] or [])
+    rows = report.overall if regime == "human" else _best_first(report.judge or [])
     fig, ax = plt.subplots(figsize=(COLUMN, 0.8 + 0.42 * max(len(rows), 1)), layout="constrained")
     if regime is None:
         empty_panel(ax, "Strict accuracy", NO_HUMAN)
@@ -68,7 +69,7 @@ def leaderboard(report: dict) -> Figure:
     if regime == "human":
         ax.set_xlabel(f"strict accuracy (%), {correct_heading(report, 'human labels')}")
     else:  # wrapped: centred under an axes that long model names push right, it must still fit
-        ax.set_xlabel(fit(f"strict accuracy (%), LLM judge, not human ({report['judge_rater']})",
+        ax.set_xlabel(fit(f"strict accuracy (%), LLM judge, not human ({report.judge_rater})",
                           _XLABEL_CHARS, lines=3))
     return fig
 
@@ -92,9 +93,9 @@ def _accuracy_bars(ax, rows: list[dict], colours: dict[str, str]) -> None:
     grid(ax, "x")
 
 
-def _surface_leaderboard(report: dict) -> Figure:
+def _surface_leaderboard(report: Report) -> Figure:
     """No labels at all: mean BLEU-2 and BERTScore-F1 per model, one panel for each the store has."""
-    rows = sorted(report["regimes"], key=lambda r: (-row_value(r, _lead_metric(report)), r["model"]))
+    rows = sorted(report.regimes, key=lambda r: (-row_value(r, _lead_metric(report)), r["model"]))
     metrics = [m for m in METRICS if any(not is_missing(r.get(m)) for r in rows)]
     fig, axes = plt.subplots(1, len(metrics), figsize=(FULL if len(metrics) > 1 else COLUMN,
                                                        0.8 + 0.42 * max(len(rows), 1)),
@@ -113,11 +114,11 @@ def _surface_leaderboard(report: dict) -> Figure:
 
 # -- Figure 2 -----------------------------------------------------------------------------------
 
-def contamination_gap(report: dict) -> Figure:
+def contamination_gap(report: Report) -> Figure:
     regime = figure_regime(report)
     if regime == "surface":
         return _surface_gap(report)
-    rows = (report["gap"] if regime == "human" else report.get("judge_gap")) or []  # ordered by gap
+    rows = (report.gap if regime == "human" else report.judge_gap) or []  # ordered by gap
     fig, ax = plt.subplots(figsize=(COLUMN if len(rows) <= 4 else FULL, 2.8), layout="constrained")
     if regime is None or not rows:
         empty_panel(ax, "Contamination gap", NO_HUMAN)
@@ -153,10 +154,10 @@ def _subset_bars(fig, ax, rows: list[dict], contrast: dict, value: str, scale: f
     grid(ax, "y")
 
 
-def _surface_gap(report: dict) -> Figure:
+def _surface_gap(report: Report) -> Figure:
     """No labels at all: documented vs undocumented score means, BLEU-2 then BERTScore-F1 (the
     panel order of every figure), models ordered by the lead metric's difference."""
-    surface, lead = report["surface_by_subset"], _lead_metric(report)
+    surface, lead = report.surface_by_subset, _lead_metric(report)
     order = [r["model"] for r in sorted(surface[lead], key=lambda r: (-row_value(r, "difference"), r["model"]))]
     metrics = [m for m in METRICS if surface.get(m)]  # a panel only for a metric with scores
     fig, axes = plt.subplots(1, len(metrics), figsize=(FULL if len(metrics) > 1 else COLUMN, 2.8),
@@ -193,9 +194,9 @@ def _narrow(ax, models: int) -> None:
         ax.set_xlim(-1, models)
 
 
-def _lead_metric(report: dict) -> str:
+def _lead_metric(report: Report) -> str:
     """BERTScore-F1 when present (the metric the paper leans on for §4.3), else BLEU-2."""
-    surface = report.get("surface_by_subset") or {}
+    surface = report.surface_by_subset or {}
     return "bertscore_f1" if surface.get("bertscore_f1") else "bleu2"
 
 
@@ -212,12 +213,12 @@ _PANELS = (  # (title, column, low, high, is a percentage, missing-data reason),
 )
 
 
-def _regime_rows(report: dict) -> list[dict]:
+def _regime_rows(report: Report) -> list[dict]:
     """Table 5 rows plus the accuracy intervals, which live in the overall and judge sections."""
-    human = {r["model"]: r for r in report["overall"] or []}
-    judge = {r["model"]: r for r in report["judge"] or []}
+    human = {r["model"]: r for r in report.overall or []}
+    judge = {r["model"]: r for r in report.judge or []}
     rows = []
-    for r in report["regimes"] or []:
+    for r in report.regimes or []:
         h, j = human.get(r["model"], {}), judge.get(r["model"], {})
         rows.append({**r, "human_ci_low": h.get("ci_low"), "human_ci_high": h.get("ci_high"),
                      "judge_ci_low": j.get("ci_low"), "judge_ci_high": j.get("ci_high")})
@@ -229,7 +230,7 @@ def available_panels(rows: list[dict]) -> list[tuple]:
     return [p for p in _PANELS if any(not is_missing(r.get(p[1])) for r in rows)]
 
 
-def metric_disagreement(report: dict) -> Figure:
+def metric_disagreement(report: Report) -> Figure:
     rows = _regime_rows(report)
     panels = available_panels(rows)
     columns = 1 if len(panels) <= 1 else 2
@@ -279,9 +280,9 @@ def _regime_panel(ax, rows, y, colours: dict[str, str], panel: tuple) -> None:
 
 # -- Figure 4 -----------------------------------------------------------------------------------
 
-def per_title(report: dict) -> Figure:
+def per_title(report: Report) -> Figure:
     """Accuracy per title, one bar per model (each in its colour), the documented subset's titles first."""
-    rows = report.get("per_title") or []
+    rows = report.per_title or []
     titles = _titles_by_subset(rows, contrast_names(report))
     models = list(dict.fromkeys(r["model"] for r in rows))
     fig, ax = plt.subplots(figsize=(FULL, 2.9), layout="constrained")
@@ -331,7 +332,7 @@ def _subset_dividers(ax, titles: list[tuple[str, str]], contrast: dict) -> None:
 
 # -- all figures --------------------------------------------------------------------------------
 
-FIGURES: dict[str, Callable[[dict], Figure]] = {
+FIGURES: dict[str, Callable[[Report], Figure]] = {
     "fig1_leaderboard": leaderboard,
     "fig2_contamination_gap": contamination_gap,
     "fig3_metric_disagreement": metric_disagreement,
@@ -345,7 +346,7 @@ TITLES = {  # drawn in only with titles=True (--figure-titles); the captions car
 }
 
 
-def draw_figures(report: dict, titles: bool = False) -> dict[str, Figure]:
+def draw_figures(report: Report, titles: bool = False) -> dict[str, Figure]:
     """Every figure the report has data for (fig4 needs human labels); call it, and save what it
     returns, inside ``plt.rc_context(STYLE)`` (as :func:`export` does): tick labels are made at
     save time and must see the style too."""
@@ -358,18 +359,18 @@ def draw_figures(report: dict, titles: bool = False) -> dict[str, Figure]:
     return drawn
 
 
-def _has_data(name: str, report: dict) -> bool:
+def _has_data(name: str, report: Report) -> bool:
     """A figure is drawn only where it has something to show: no empty panel stands in for a section."""
     if name == "fig1_leaderboard":
         return figure_regime(report) is not None
     if name == "fig2_contamination_gap":
-        return bool(report.get("contrast")) and figure_regime(report) is not None
+        return bool(report.contrast) and figure_regime(report) is not None
     if name == "fig3_metric_disagreement":
-        return has_regimes(report)
-    return bool(report.get("per_title"))
+        return has_regimes(report.regimes)
+    return bool(report.per_title)
 
 
-def export(report: dict, titles: bool = False, out: Path | None = None) -> dict[str, bytes]:
+def export(report: Report, titles: bool = False, out: Path | None = None) -> dict[str, bytes]:
     """Each figure as PNG bytes (what the HTML embeds); with ``out``, also saved as PNG and PDF."""
     return export_drawn(lambda: draw_figures(report, titles), out)
 

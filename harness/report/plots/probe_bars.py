@@ -1,4 +1,4 @@
-"""The ts-guess and guided probes' figures, drawn from ``report["probes"]`` alone in the report's
+"""The ts-guess and guided probes' figures, drawn from ``report.probes`` alone in the report's
 style (:mod:`contam.harness.report.plots.paper`): per model, the documented and the undocumented subset side
 by side with their 95% intervals.
 
@@ -13,6 +13,7 @@ import math
 
 from matplotlib.figure import Figure
 
+from contam.harness.report.model import Report
 from contam.harness.report.plots.style import (BAR, COLUMN, FULL, SUBSET_COLOURS, errors, grid, row_value,
                                          zero_marks)
 from contam.harness.report.texts.format import contrast_names, fmt_p, p_clause
@@ -56,8 +57,8 @@ def _bars(ax, x: list[int], rows: list[dict | None], offset: float, color: str, 
     return values
 
 
-def exact_match_rates(report: dict) -> Figure:
-    part = report["probes"][probe_tsguess.KIND]
+def exact_match_rates(report: Report) -> Figure:
+    part = report.probes[probe_tsguess.KIND]
     return share_bars(sorted({r["model"] for r in part["rates"]}),
                       {(r["model"], r["subset"]): r for r in part["rates"]},
                       {r["model"]: r["fisher_p"] for r in part["tests"]}, contrast_names(report),
@@ -83,8 +84,8 @@ def share_bars(models: list[str], rows: dict[tuple[str, str], dict], fisher: dic
     return fig
 
 
-def guided_differences(report: dict) -> Figure:
-    part, contrast = report["probes"][probe_guided.KIND], contrast_names(report)
+def guided_differences(report: Report) -> Figure:
+    part, contrast = report.probes[probe_guided.KIND], contrast_names(report)
     models = sorted({r["model"] for r in part["differences"]})
     by_key = {(r["model"], r["subset"], r["measure"]): r for r in part["differences"]}
     fig = Figure(figsize=(FULL, 2.8), layout="constrained")

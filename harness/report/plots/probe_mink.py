@@ -1,6 +1,6 @@
 """The min-k probe's figure: per model (columns) and score (rows), the distribution of the
 documented and the undocumented items' scores, as box plots with every item drawn as a point, and
-the ROC-AUC with its interval under the model's name. Drawn from ``report["probes"]["min-k"]``
+the ROC-AUC with its interval under the model's name. Drawn from ``report.probes["min-k"]``
 alone, in the report's style (:mod:`contam.harness.report.plots.paper`)."""
 
 from __future__ import annotations
@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.figure import Figure
 
+from contam.harness.report.model import Report
 from contam.harness.report.plots.style import COLUMN, FULL, SUBSET_COLOURS, empty_panel, grid
 from contam.harness.report.texts.format import contrast_names, is_missing
 from contam.harness.report.parts.probe_mink import KIND, NAMES
@@ -21,8 +22,8 @@ CAPTION = ("Probe min-k: Min-K% (and Min-K%++ for local models) of each item's t
 _JITTER_SEED = 0  # the points' horizontal spread: the same drawing every time
 
 
-def distributions(report: dict) -> Figure:
-    rows, contrast = report["probes"][KIND]["rows"], contrast_names(report)
+def distributions(report: Report) -> Figure:
+    rows, contrast = report.probes[KIND]["rows"], contrast_names(report)
     models = list(dict.fromkeys(r["model"] for r in rows))
     scores = list(dict.fromkeys((r["metric"], r["k"]) for r in rows))
     width = min(FULL, max(COLUMN, 1.8 * len(models)))

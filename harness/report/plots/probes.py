@@ -9,6 +9,7 @@ from pathlib import Path
 
 from matplotlib.figure import Figure
 
+from contam.harness.report.model import Report
 from contam.harness.report.plots.paper import export_drawn
 from contam.metrics.probe_registry import PROBES, ProbeFigure, resolve
 
@@ -25,13 +26,13 @@ def caption(name: str) -> str | None:
     return resolve(entry[1].caption) if entry else None
 
 
-def draw(report: dict) -> dict[str, Figure]:
+def draw(report: Report) -> dict[str, Figure]:
     """Each figure whose probe has data; call it inside ``plt.rc_context(STYLE)`` (:func:`export`)."""
-    probes = report.get("probes") or {}
+    probes = report.probes or {}
     return {name: resolve(figure.draw)(report) for name, (kind, figure) in _figures().items()
             if kind in probes}
 
 
-def export(report: dict, out: Path | None = None) -> dict[str, bytes]:
+def export(report: Report, out: Path | None = None) -> dict[str, bytes]:
     """The probes' figures as PNG bytes; with ``out``, also saved as PNG and PDF."""
     return export_drawn(lambda: draw(report), out)

@@ -16,6 +16,7 @@ import textwrap
 from itertools import cycle
 from typing import Any
 
+from contam.harness.report.model import Report
 from contam.harness.report.texts.format import PNG_DPI, is_missing
 
 __all__ = ["COLUMN", "FULL", "STYLE", "BAR", "OKABE_ITO", "SUBSET_COLOURS", "MODEL_PALETTE", "NEUTRAL",
@@ -39,9 +40,9 @@ BAR = {"capsize": 2, "error_kw": {"elinewidth": 0.8, "ecolor": "black", "capthic
 _LABEL_GAP = 3  # points between an interval's end and its value label
 
 
-def model_colours(report: dict) -> dict[str, str]:
+def model_colours(report: Report) -> dict[str, str]:
     """Model -> colour, in the report's model order (human accuracy, else the judge's, else names)."""
-    rows = report.get("overall") or report.get("judge") or report.get("regimes") or []
+    rows = report.overall or report.judge or report.regimes or []
     models = list(dict.fromkeys(r["model"] for r in rows))
     return dict(zip(models, cycle(MODEL_PALETTE)))
 

@@ -1,4 +1,4 @@
-"""The probe validation section's figures, drawn from ``report["validation"]`` alone in the
+"""The probe validation section's figures, drawn from ``report.validation`` alone in the
 report's style: ROC curves per measure (each planted model solid, its base model dashed), and,
 when a format has several doses, ROC-AUC against epochs (ARCHITECTURE.md, The report)."""
 
@@ -10,6 +10,7 @@ from pathlib import Path
 
 from matplotlib.figure import Figure
 
+from contam.harness.report.model import Report
 from contam.harness.report.plots.style import COLUMN, FULL, grid
 from contam.harness.report.plots.paper import export_drawn
 from contam.harness.report.parts.validation import DOSE_FIGURE, MEASURES, READINGS, ROC_FIGURE, section
@@ -20,8 +21,8 @@ __all__ = ["roc_curves", "auc_by_dose", "draw", "export"]
 _AUC_MEASURES = [m.label for (source, _), m in READINGS.items() if source != "density" or m.reading != "share"]
 
 
-def roc_curves(report: dict) -> Figure:
-    rows = [r for r in report["validation"]["rows"] if r["roc_fpr"]]
+def roc_curves(report: Report) -> Figure:
+    rows = [r for r in report.validation["rows"] if r["roc_fpr"]]
     measures = [m for m in MEASURES.values() if any(r["measure"] == m for r in rows)]
     columns = min(3, len(measures))
     lines = math.ceil(len(measures) / columns)
@@ -52,8 +53,8 @@ def _roc_panel(ax, measure: str, rows: list[dict]) -> None:
     grid(ax, "both")
 
 
-def auc_by_dose(report: dict) -> Figure:
-    part = report["validation"]
+def auc_by_dose(report: Report) -> Figure:
+    part = report.validation
     fig = Figure(figsize=(COLUMN * 1.4, 2.6), layout="constrained")
     ax = fig.add_subplot()
     series: dict[tuple[str, str], list[tuple[int, dict]]] = defaultdict(list)
@@ -81,12 +82,12 @@ def auc_by_dose(report: dict) -> Figure:
     return fig
 
 
-def draw(report: dict) -> dict[str, Figure]:
+def draw(report: Report) -> dict[str, Figure]:
     """The figures the section lists (none without plantings)."""
     built = section(report)
     makers = {ROC_FIGURE: roc_curves, DOSE_FIGURE: auc_by_dose}
     return {name: makers[name](report) for name in (built.figures if built else [])}
 
 
-def export(report: dict, out: Path | None = None) -> dict[str, bytes]:
+def export(report: Report, out: Path | None = None) -> dict[str, bytes]:
     return export_drawn(lambda: draw(report), out)

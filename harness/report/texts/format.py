@@ -13,6 +13,7 @@ import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
+from contam.harness.report.model import Report
 
 __all__ = ["DASH", "contrast_names", "PNG_DPI", "is_missing", "Table", "Section", "fmt_pct", "fmt_ci", "fmt_num_ci", "fmt_p",
            "p_clause", "fmt_or", "fmt_num", "fmt_pp", "fmt_sides", "fmt_params", "plural", "md_cell",
@@ -104,10 +105,10 @@ def plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
-def contrast_names(report: dict[str, Any]) -> dict[str, str]:
+def contrast_names(report: Report) -> dict[str, str]:
     """``{"documented": A, "undocumented": B}``: the report's contrast, or the two sides' own names
     where it has none (then no section has rows of either side)."""
-    return report.get("contrast") or {"documented": "documented", "undocumented": "undocumented"}
+    return report.contrast or {"documented": "documented", "undocumented": "undocumented"}
 
 
 # -- structure ----------------------------------------------------------------------------------

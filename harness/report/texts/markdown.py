@@ -10,6 +10,7 @@ from __future__ import annotations
 from contam.harness.declare import flag_of
 from contam.harness.jobs.options.report import ReportOptions
 from contam.harness.labels import LABEL_NAMES, LABELS
+from contam.harness.report.model import Report
 from contam.harness.report.parts.absent import has_regimes
 from contam.harness.report.analysis import METRICS, figure_regime
 from contam.harness.report.inputs.correct import correct_heading, metric_outcome, names_outcome
@@ -18,8 +19,8 @@ from contam.harness.report.texts.format import (DASH, Section, Table, fmt_ci, fm
 from contam.harness.report.plots import exposure as exposure_figure
 from contam.harness.report.plots import probes as probe_figures
 from contam.harness.report.parts import probes
-from contam.harness.report.texts import rule_metrics as study_section
-from contam.harness.report.texts import study as study_sections
+from contam.harness.report.texts import rule_metrics as rule_metric_texts
+from contam.harness.report.texts import study as study_texts
 from contam.harness.report.parts import validation
 from contam.harness.report.texts.provenance import provenance_section
 from contam.harness.report.texts.pooled import contamination_section
@@ -53,7 +54,7 @@ _CAPTIONS = {
 }
 
 
-def figure_caption(name: str, report: dict) -> str:
+def figure_caption(name: str, report: Report) -> str:
     """The figure's caption; under a metric outcome it names it ("correct = contains")."""
     caption, outcome = _figure_caption(name, report), metric_outcome(report)
     if not outcome:  # labels (the paper's), or no outcome at all
@@ -62,18 +63,18 @@ def figure_caption(name: str, report: dict) -> str:
     return f"{plain} Correct = {outcome}."
 
 
-def _outcome_line(report: dict) -> list[str]:
+def _outcome_line(report: Report) -> list[str]:
     """The report's first line under a metric outcome (or none)."""
     if not names_outcome(report):
         return []
-    if report["outcome"] is None:
+    if report.outcome is None:
         return ["**correct = none**: no labels in the store and no rule metric among [scoring] "
                 f"metrics; set `[study] correct` or give `{flag_of(ReportOptions, 'correct')}`."]
-    return [f"**correct = {report['outcome']}**: an answer is right when {report['outcome']} "
+    return [f"**correct = {report.outcome}**: an answer is right when {report.outcome} "
             "says so, right or not (no partial credit); empty and unanswered answers are wrong."]
 
 
-def _figure_caption(name: str, report: dict) -> str:
+def _figure_caption(name: str, report: Report) -> str:
     regime = figure_regime(report)
     if name == "fig3_metric_disagreement" and regime != "human":
         return ("Figure 3. The same answers under each scoring regime in the store, one panel each, models "
@@ -83,15 +84,15 @@ def _figure_caption(name: str, report: dict) -> str:
         f"{name}: nothing to draw (no labels or scores in the store).")
 
 
-def sections(report: dict) -> list[Section]:
+def sections(report: Report) -> list[Section]:
     """Every section that has data, in the paper's order; the notes say what was left out.
 
     Without human labels the sections that stand in for accuracy come first: the judge's (when
     there is a judge) and the surface metrics by subset, which then carry figures 1 and 2."""
     regime = figure_regime(report)
     leading = {"human": [_overall, _per_title, _gap], "judge": [_judge, _judge_gap]}.get(regime, [])
-    builders = [_overview, *leading, contamination_section, study_sections.sections, surface_section,
-                _mcnemar, _regimes, study_section.sections,
+    builders = [_overview, *leading, contamination_section, study_texts.sections, surface_section,
+                _mcnemar, _regimes, rule_metric_texts.sections,
                 *([_judge] if regime == "human" else []), _agreement, _inter_annotator, _metric_validity,
                 _abstention, _missing_data, probes.sections, validation.section, provenance_section, _notes,
                 _not_in_report]
@@ -99,8 +100,8 @@ def sections(report: dict) -> list[Section]:
     return [s for b in built for s in (b if isinstance(b, list) else [b]) if s is not None]
 
 
-def _overview(report: dict) -> Section:
-    meta = report.get("meta") or {}
+def _overview(report: Report) -> Section:
+    meta = report.meta or {}
     return Section("contam report", [
         *_outcome_line(report),
         *_no_human_note(report),
@@ -113,19 +114,19 @@ def _overview(report: dict) -> Section:
         "see Missing data."])
 
 
-def _contrast_line(report: dict) -> str:
-    contrast = report["contrast"]
+def _contrast_line(report: Report) -> str:
+    contrast = report.contrast
     if not contrast:
-        return report.get("without_subsets") or report["without_contrast"]
+        return report.without_subsets or report.without_contrast
     return (f"Contrast: {user(contrast['documented'])} (documented) vs {user(contrast['undocumented'])} "
             "(undocumented).")
 
 
-def _rater(report: dict, side: str) -> str:
+def _rater(report: Report, side: str) -> str:
     """The rater's name, and the models it labelled nowhere (left out of its sections)."""
-    missing = ((report.get("meta") or {}).get("unlabelled") or {}).get(side) or []
+    missing = ((report.meta or {}).get("unlabelled") or {}).get(side) or []
     unlabelled = f" (no labels for {', '.join(map(user, missing))})" if missing else ""
-    return user(report[f"{side}_rater"] or "none") + unlabelled
+    return user(report.rater(side) or "none") + unlabelled
 
 
 def _count(meta: dict, key: str, word: str) -> str:
@@ -140,24 +141,24 @@ _STAND_IN = {
 }
 
 
-def _no_human_note(report: dict) -> list[str]:
+def _no_human_note(report: Report) -> list[str]:
     """The first thing a reader of a label-less report (the demo's) needs to know."""
-    if report["human_rater"] or report.get("outcome"):  # a metric outcome stands in for labels
+    if report.human_rater or report.outcome:  # a metric outcome stands in for labels
         return []
     how = "accuracy sections need human labels: `contam import labels FILE`"
-    if not report["judge_rater"]:
+    if not report.judge_rater:
         how += "; the judge: `contam judge CONFIG`"
     stand_in = _STAND_IN.get(figure_regime(report))
     return [f"**No human labels in this store**: {how}.", *([stand_in] if stand_in else [])]
 
 
-def _overall(report: dict) -> Section | None:
-    if not report["overall"]:
+def _overall(report: Report) -> Section | None:
+    if not report.overall:
         return None
-    caption = (f"Correct = {report['outcome']}: right or not, no partial credit."
+    caption = (f"Correct = {report.outcome}: right or not, no partial credit."
                if names_outcome(report) else
                "Human annotation; partial credit counts a partially right answer as one half.")
-    return Section("Overall accuracy", [], [_accuracy_table(report["overall"], "accuracy_by_model",
+    return Section("Overall accuracy", [], [_accuracy_table(report.overall, "accuracy_by_model",
                                                             caption)], figures=["fig1_leaderboard"])
 
 
@@ -170,12 +171,12 @@ def _accuracy_table(rows: list[dict], name: str, caption: str = "") -> Table:
                  body, caption, name)
 
 
-def _per_title(report: dict) -> Section | None:
-    if not report["per_title"]:
+def _per_title(report: Report) -> Section | None:
+    if not report.per_title:
         return None
-    titles = list(dict.fromkeys((r["title"], r["subset"]) for r in report["per_title"]))
-    cell = {(r["model"], r["title"]): r for r in report["per_title"]}
-    models = list(dict.fromkeys(r["model"] for r in report["per_title"]))
+    titles = list(dict.fromkeys((r["title"], r["subset"]) for r in report.per_title))
+    cell = {(r["model"], r["title"]): r for r in report.per_title}
+    models = list(dict.fromkeys(r["model"] for r in report.per_title))
     rows = [[m] + [_title_cell(cell.get((m, t))) for t, _ in titles] for m in models]
     return Section("Per-title accuracy", [], [Table(
         ["Model"] + [t if s is None else f"{t} ({s})" for t, s in titles], rows, "Strict accuracy [95% Wilson interval].",
@@ -187,25 +188,25 @@ def _title_cell(r: dict | None) -> str:
     return DASH if r is None else f"{fmt_pct(r['accuracy'])} {fmt_ci(r['ci_low'], r['ci_high'])}"
 
 
-def _gap(report: dict) -> Section | None:
-    if not report["gap"]:
+def _gap(report: Report) -> Section | None:
+    if not report.gap:
         return None
-    return Section("The contamination gap", [], [_gap_table(report, report["gap"], "gap_by_model")],
+    return Section("The contamination gap", [], [_gap_table(report, report.gap, "gap_by_model")],
                    figures=["fig2_contamination_gap"])
 
 
-def _judge_gap(report: dict) -> Section | None:
+def _judge_gap(report: Report) -> Section | None:
     """Only without human labels: then the judge's gap is the best accuracy contrast there is."""
-    if not report.get("judge_gap"):
+    if not report.judge_gap:
         return None
     return Section("The contamination gap under the LLM judge", [
-        f"Strict accuracy by subset under the judge's labels (rater {user(report['judge_rater'])}), "
+        f"Strict accuracy by subset under the judge's labels (rater {user(report.judge_rater)}), "
         "standing in for the human-labelled gap this store cannot give."],
-        [_gap_table(report, report["judge_gap"], "judge_gap_by_model")], figures=["fig2_contamination_gap"])
+        [_gap_table(report, report.judge_gap, "judge_gap_by_model")], figures=["fig2_contamination_gap"])
 
 
-def _gap_table(report: dict, gap: list[dict], name: str) -> Table:
-    doc, undoc = report["contrast"]["documented"], report["contrast"]["undocumented"]
+def _gap_table(report: Report, gap: list[dict], name: str) -> Table:
+    doc, undoc = report.contrast["documented"], report.contrast["undocumented"]
     rows = [[r["model"], *fmt_sides(r, "right", "accuracy"), fmt_pp(r["gap"]),
              fmt_ci(r["gap_ci_low"], r["gap_ci_high"]), fmt_or(r["odds_ratio"]), fmt_p(r["fisher_p"]),
              fmt_p(r.get("fisher_p_holm"))] for r in gap]
@@ -215,29 +216,29 @@ def _gap_table(report: dict, gap: list[dict], name: str) -> Table:
                  f"not-right table; Holm p is adjusted within the family {family}.", name)
 
 
-def _mcnemar(report: dict) -> Section | None:
-    if not report.get("mcnemar"):
+def _mcnemar(report: Report) -> Section | None:
+    if not report.mcnemar:
         return None
     rows = [[r["model_a"], r["model_b"], r["scope"], str(r["n"]), str(r["a_right"]), str(r["b_right"]),
              str(r["a_only"]), str(r["b_only"]), str(r["identical_labels"]), fmt_p(r["p"]),
-             fmt_p(r.get("p_holm"))] for r in report["mcnemar"]]
+             fmt_p(r.get("p_holm"))] for r in report.mcnemar]
     return Section("Pairwise model comparisons", [
         "Exact McNemar test on the same items (two-sided exact binomial p on the discordant pairs, not the "
         "mid-p): a small p means the two models' right / not-right records differ beyond chance. Holm p "
         "is the Holm-adjusted p within the "
-        f"family {report['mcnemar'][0].get('holm_family', '')}; read the adjusted p when several "
+        f"family {report.mcnemar[0].get('holm_family', '')}; read the adjusted p when several "
         "comparisons are made at once."], [Table(
             ["Model A", "Model B", "Items", "n", "A right", "B right", "A only", "B only",
              "Identical labels", "p", "Holm p"], rows, name="mcnemar_pairs")])
 
 
-def _regimes(report: dict) -> Section | None:
-    if not has_regimes(report):  # answer lengths alone: the table would be dashes
+def _regimes(report: Report) -> Section | None:
+    if not has_regimes(report.regimes):  # answer lengths alone: the table would be dashes
         return None
     rows = [[r["model"], fmt_pct(r["human_accuracy"]), fmt_pct(r["judge_accuracy"]),
              fmt_pct(r["judge_partial_credit"]), fmt_num(r["bleu2"]), fmt_num(r["bertscore_f1"]),
-             fmt_num(r["mean_words"], 1)] for r in report["regimes"]]
-    rho = report["rank_correlation"] or {}
+             fmt_num(r["mean_words"], 1)] for r in report.regimes]
+    rho = report.rank_correlation or {}
     if any(v is not None for v in rho.values()):
         rows.append([f"Spearman ρ with {correct_heading(report, 'human')}", DASH, fmt_num(rho.get("judge")),
                      fmt_num(rho.get("judge_partial_credit")), fmt_num(rho.get("bleu2")),
@@ -249,17 +250,17 @@ def _regimes(report: dict) -> Section | None:
         figures=["fig3_metric_disagreement"])
 
 
-def _judge(report: dict) -> Section | None:
-    if not report["judge"]:
+def _judge(report: Report) -> Section | None:
+    if not report.judge:
         return None
     leads = figure_regime(report) == "judge"
-    return Section("LLM judge", [f"Rater {user(report['judge_rater'])}."],
-                   [_accuracy_table(report["judge"], "judge_accuracy_by_model")],
+    return Section("LLM judge", [f"Rater {user(report.judge_rater)}."],
+                   [_accuracy_table(report.judge, "judge_accuracy_by_model")],
                    figures=["fig1_leaderboard"] if leads else [])
 
 
-def _agreement(report: dict) -> Section | None:
-    agreement = report["agreement"]
+def _agreement(report: Report) -> Section | None:
+    agreement = report.agreement
     if not agreement:
         return None
     pooled = agreement["pooled"]
@@ -285,8 +286,8 @@ def _imputed_clause(imputed: int | None) -> str:
             "wrong by the lower-bound rule, on either side) left out of κ")
 
 
-def _inter_annotator(report: dict) -> Section | None:
-    inter = report.get("inter_annotator")
+def _inter_annotator(report: Report) -> Section | None:
+    inter = report.inter_annotator
     if not inter:
         return None
     rows = [[r["rater_a"], r["rater_b"], str(r["n"]), fmt_pct(r["exact"]), fmt_num(r["kappa"]),
@@ -306,8 +307,8 @@ _VALIDITY_COLUMNS = (
 )
 
 
-def _metric_validity(report: dict) -> Section | None:
-    validity = report["metric_validity"]
+def _metric_validity(report: Report) -> Section | None:
+    validity = report.metric_validity
     if not validity:
         return None
     tables = []
@@ -326,11 +327,11 @@ def _validity_row(model: str, r: dict) -> list[str]:
     return [model, *(fmt(r[key]) for _, key, fmt in _VALIDITY_COLUMNS)]
 
 
-def _abstention(report: dict) -> Section | None:
-    if not report.get("abstention"):
+def _abstention(report: Report) -> Section | None:
+    if not report.abstention:
         return None
     rows = [[r["model"], str(r["subset"]), str(r["n"]), str(r["abstained"]), fmt_pct(r["abstention_rate"]),
-             str(r["confabulated"]), fmt_pct(r["confabulation_rate"])] for r in report["abstention"]]
+             str(r["confabulated"]), fmt_pct(r["confabulation_rate"])] for r in report.abstention]
     return Section("Abstention and confabulation", [
         "Abstained: the answer declines (\"I don't know\", \"I'm not familiar with ...\"). Confabulated: a "
         f"non-empty answer {_called_wrong(report)} that does not decline."],
@@ -338,16 +339,16 @@ def _abstention(report: dict) -> Section | None:
                rows, name="abstention_by_model_subset")])
 
 
-def _called_wrong(report: dict) -> str:
-    return f"{report['outcome']} calls wrong" if names_outcome(report) else "the human labelled wrong"
+def _called_wrong(report: Report) -> str:
+    return f"{report.outcome} calls wrong" if names_outcome(report) else "the human labelled wrong"
 
 
-def _missing_data(report: dict) -> Section | None:
-    if not report.get("missing"):
+def _missing_data(report: Report) -> Section | None:
+    if not report.missing:
         return None
     rows = [[r["model"], str(r["items"]), str(r["answered"]), str(r["empty"]), str(r["no_answer"]),
              str(r["unlabelled_human"]), str(r["unlabelled_judge"]), str(r["reference_empty"])]
-            for r in report["missing"]]
+            for r in report.missing]
     return Section("Missing data", [
         "Empty answers and items without an answer count as wrong for every rater (lower bound); "
         "non-empty answers a rater did not label are left out of that rater's statistics."],
@@ -356,10 +357,10 @@ def _missing_data(report: dict) -> Section | None:
                 "Empty reference"], rows, name="missing_data_by_model")])
 
 
-def _notes(report: dict) -> Section | None:
-    if not report.get("notes"):
+def _notes(report: Report) -> Section | None:
+    if not report.notes:
         return None
-    return Section("Notes", [f"**{note_heading(n['section'])}**: {user(n['reason'])}" for n in report["notes"]])
+    return Section("Notes", [f"**{note_heading(n.section)}**: {user(n.reason)}" for n in report.notes])
 
 
 _WORDS = {"overall": "overall accuracy", "per_title": "per-title accuracy", "gap": "contamination gap",
@@ -372,8 +373,8 @@ _WORDS = {"overall": "overall accuracy", "per_title": "per-title accuracy", "gap
           "human": "human labels", "judge_gap": "contamination gap under the judge"}
 
 
-def _not_in_report(report: dict) -> Section | None:
-    rows = report.get("not_in_report")
+def _not_in_report(report: Report) -> Section | None:
+    rows = report.not_in_report
     if not rows:
         return None
     return Section("Not in this report", ["\n".join(f"- **{row['section']}**: {row['reason']}." for row in rows)])
@@ -397,7 +398,7 @@ def _md_table(table: Table) -> str:
     return "\n".join(lines) + (f"\n\n*{md_cell(table.caption)}*" if table.caption else "")
 
 
-def render_markdown(report: dict, figure_files: bool = True) -> str:
+def render_markdown(report: Report, figure_files: bool = True) -> str:
     """``figure_files``: link fig*.png beside report.md (False when printing to stdout)."""
     parts = []
     for i, section in enumerate(sections(report)):

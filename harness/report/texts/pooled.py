@@ -5,6 +5,7 @@ small-sample correction). The provenance section is :mod:`contam.harness.report.
 
 from __future__ import annotations
 
+from contam.harness.report.model import Report
 from contam.harness.report.texts.format import DASH, Section, Table, fmt_num, fmt_p, is_missing, p_clause, user
 
 __all__ = ["contamination_section"]
@@ -24,13 +25,13 @@ def _ratio_ci(r: dict, prefix: str = "") -> str:
 
 # -- contamination across models ----------------------------------------------------------------
 
-def contamination_section(report: dict) -> Section | None:
-    cmh, logistic = report.get("cmh"), report.get("logistic")
+def contamination_section(report: Report) -> Section | None:
+    cmh, logistic = report.cmh, report.logistic
     if not cmh and not logistic:
         return None
     paragraphs, tables = [], []
     if cmh:
-        paragraphs += [_cmh_reading(cmh, report["contrast"]), _breslow_day_reading(cmh)]
+        paragraphs += [_cmh_reading(cmh, report.contrast), _breslow_day_reading(cmh)]
     if logistic:
         paragraphs.append(_logistic_reading(logistic, cmh))
         tables.append(_logistic_table(logistic))

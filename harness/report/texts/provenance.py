@@ -1,17 +1,18 @@
 """The report's provenance section: what a reader needs to reproduce the numbers — the runs and
 their hashes, every imported file with its sha256, the models as served, the raters, the scoring
 parameters with how many scores are not NULL, the software versions and the bootstrap's seed —
-read from ``report["provenance"]`` (:mod:`contam.harness.report.parts.provenance`)."""
+read from ``report.provenance`` (:mod:`contam.harness.report.parts.provenance`)."""
 
 from __future__ import annotations
 
+from contam.harness.report.model import Report
 from contam.harness.report.texts.format import DASH, Section, Table, fmt_params, plural, user
 
 __all__ = ["provenance_section"]
 
 
-def provenance_section(report: dict) -> Section | None:
-    prov = report.get("provenance")
+def provenance_section(report: Report) -> Section | None:
+    prov = report.provenance
     if not prov:
         return None
     paragraphs = [f"contam {user(prov['contam_version'] or 'version unknown')}; store "
@@ -23,7 +24,7 @@ def provenance_section(report: dict) -> Section | None:
     return Section("Provenance", paragraphs, tables)
 
 
-def _software(prov: dict, report: dict) -> list[str]:
+def _software(prov: dict, report: Report) -> list[str]:
     """The versions that computed this report, and the bootstrap's resamples and seed (the
     min-k probe's interval has its own, :mod:`contam.harness.report.parts.probe_mink`)."""
     software, boot = prov.get("software") or {}, prov.get("bootstrap") or {}
@@ -31,7 +32,7 @@ def _software(prov: dict, report: dict) -> list[str]:
         return []
     versions = ", ".join(f"{'Python' if name == 'python' else name} {version or 'not installed'}"
                          for name, version in software.items())
-    min_k = (report.get("probes") or {}).get("min-k")
+    min_k = (report.probes or {}).get("min-k")
     own = (f" (the min-k probe's ROC-AUC: percentile, {min_k['resamples']} resamples of each "
            f"subset, seed {min_k['seed']})" if min_k else "")
     return [f"Computed with {user(versions)}. Bootstrap intervals: {boot.get('method', 'BCa')}, "

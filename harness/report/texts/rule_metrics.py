@@ -9,6 +9,7 @@ import re
 from typing import Any
 
 from contam.harness.report.inputs.correct import correct_heading
+from contam.harness.report.model import Report
 from contam.harness.report.texts.format import DASH, Section, Table, fmt_ci, fmt_num, fmt_pct, user
 from contam.harness.report.parts.rule_metrics import RULE_METRICS
 
@@ -20,7 +21,7 @@ _COUNTING = ("An empty answer or an unanswered item counts as wrong under every 
              "not score yet is left out of that metric's n.")
 
 
-def sections(report: dict) -> list[Section]:
+def sections(report: Report) -> list[Section]:
     """The rule metrics' accuracy and agreement, then the --by breakdown, where each has data."""
     built = [_rule_section(report), _by_section(report)]
     return [section for section in built if section is not None]
@@ -33,20 +34,20 @@ def _cell(r: dict | None) -> str:
     return f"{fmt_pct(r['accuracy'])} {fmt_ci(r['ci_low'], r['ci_high'])} ({r['right']}/{r['n']})"
 
 
-def _regime_name(regime: str, report: dict) -> str:
+def _regime_name(regime: str, report: Report) -> str:
     if regime == "outcome":
-        return f"correct = {report['outcome']}"
+        return f"correct = {report.outcome}"
     return _RATERS.get(regime) or RULE_METRICS.get(regime, regime)
 
 
 # -- accuracy and agreement by rule metric ------------------------------------------------------
 
-def _rule_section(report: dict) -> Section | None:
-    rows = report.get("rule_accuracy")
+def _rule_section(report: Report) -> Section | None:
+    rows = report.rule_accuracy
     if not rows:
         return None
-    metrics = report["rule_metrics"]
-    raters = [(key, report.get(key)) for key in ("overall", "judge") if report.get(key)]
+    metrics = report.rule_metrics
+    raters = [(key, rows) for key, rows in (("overall", report.overall), ("judge", report.judge)) if rows]
     by_model: dict[str, dict[str, dict]] = {}
     for row in rows:
         by_model.setdefault(row["model"], {})[row["metric"]] = row
@@ -64,8 +65,8 @@ def _find(rows: list[dict], model: str) -> dict | None:
     return next((r for r in rows if r["model"] == model), None)
 
 
-def _agreement_rows(report: dict, metrics: list[str]) -> list[dict[str, Any]]:
-    validity = report.get("metric_validity") or {}
+def _agreement_rows(report: Report, metrics: list[str]) -> list[dict[str, Any]]:
+    validity = report.metric_validity or {}
     rows = []
     for metric in metrics:
         if validity.get(metric):
@@ -74,7 +75,7 @@ def _agreement_rows(report: dict, metrics: list[str]) -> list[dict[str, Any]]:
     return rows
 
 
-def _agreement_table(report: dict, metrics: list[str]) -> Table | None:
+def _agreement_table(report: Report, metrics: list[str]) -> Table | None:
     rows = _agreement_rows(report, metrics)
     if not rows:
         return None
@@ -92,8 +93,8 @@ def by_table_name(column: str) -> str:
     return "accuracy_by_item_" + (re.sub(r"[^a-z0-9]+", "_", column.lower()).strip("_") or "column")
 
 
-def _by_section(report: dict) -> Section | None:
-    by = report.get("by")
+def _by_section(report: Report) -> Section | None:
+    by = report.by
     if not by:
         return None
     heading = f"Accuracy by {by['column']}"
@@ -115,16 +116,16 @@ def _by_section(report: dict) -> Section | None:
 
 # -- tidy rows ----------------------------------------------------------------------------------
 
-def tidy(report: dict) -> dict[str, list[dict[str, Any]]]:
+def tidy(report: Report) -> dict[str, list[dict[str, Any]]]:
     """The numbers of this module's tables, by table name."""
     tables = {}
-    if report.get("rule_accuracy"):
-        tables["rule_accuracy"] = [dict(r) for r in report["rule_accuracy"]]
-    agreement = _agreement_rows(report, report.get("rule_metrics") or [])
+    if report.rule_accuracy:
+        tables["rule_accuracy"] = [dict(r) for r in report.rule_accuracy]
+    agreement = _agreement_rows(report, report.rule_metrics or [])
     if agreement:
         tables["rule_agreement"] = [{k: v for k, v in r.items() if k in _AGREEMENT_KEYS}
                                     for r in agreement]
-    by = report.get("by")
+    by = report.by
     if by and by["rows"]:
         tables[by_table_name(by["column"])] = [{"column": by["column"], **r} for r in by["rows"]]
     return tables

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from contam.harness.report.inputs.correct import source_sentence
+from contam.harness.report.model import Report
 from contam.harness.report.parts.exposure import FIGURE
 from contam.harness.report.texts.format import (DASH, Section, Table, fmt_ci, fmt_num, fmt_or, fmt_p, fmt_pct, fmt_pp,
                                    is_missing, p_clause, plural, user)
@@ -16,7 +17,7 @@ from contam.harness.report.texts.format import (DASH, Section, Table, fmt_ci, fm
 __all__ = ["sections", "exposure_section", "cutoff_section", "tiers_section", "pooled_label", "TIDY"]
 
 
-def sections(report: dict) -> list[Section]:
+def sections(report: Report) -> list[Section]:
     built = [exposure_section(report), cutoff_section(report), tiers_section(report)]
     return [s for s in built if s is not None]
 
@@ -35,16 +36,16 @@ def _range(low: float | None, high: float | None) -> str:
     return DASH if is_missing(low) or is_missing(high) else f"{fmt_num(low, 2)} to {fmt_num(high, 2)}"
 
 
-def _settings_line(report: dict, what: str, key: str, column: str) -> str:
+def _settings_line(report: Report, what: str, key: str, column: str) -> str:
     """``Exposure: the item column `x` ([study] exposure; settings from ...).``"""
-    origin = (report.get("study") or {}).get("settings_from", "the config")
+    origin = (report.study or {}).get("settings_from", "the config")
     return f"{what}: the item column {user(column)} (`[study] {key}`; settings from {user(origin)})."
 
 
 # -- Exposure -------------------------------------------------------------------------------------
 
-def exposure_section(report: dict) -> Section | None:
-    part = report.get("exposure")
+def exposure_section(report: Report) -> Section | None:
+    part = report.exposure
     if not part:
         return None
     paragraphs = [_settings_line(report, "Exposure", "exposure", part["column"]),
@@ -102,8 +103,8 @@ def _quintile_table(part: dict) -> Table:
 
 # -- the cut-off ----------------------------------------------------------------------------------
 
-def cutoff_section(report: dict) -> Section | None:
-    part = report.get("cutoff")
+def cutoff_section(report: Report) -> Section | None:
+    part = report.cutoff
     if part is None:
         return None
     paragraphs = [_settings_line(report, "Release date", "released", part["column"]),
@@ -136,8 +137,8 @@ def _holm_family(part: dict) -> str:
 
 # -- ordered tiers ----------------------------------------------------------------------------------
 
-def tiers_section(report: dict) -> Section | None:
-    part = report.get("tiers")
+def tiers_section(report: Report) -> Section | None:
+    part = report.tiers
     if not part:
         return None
     order = " → ".join(map(user, part["subsets"]))
@@ -169,8 +170,8 @@ def _trend_table(part: dict) -> Table:
 
 # -- tidy numbers for tables/*.csv --------------------------------------------------------------------
 
-def _exposure_rows(report: dict) -> list[dict[str, Any]]:
-    part = report.get("exposure")
+def _exposure_rows(report: Report) -> list[dict[str, Any]]:
+    part = report.exposure
     if not part:
         return []
     rows = [{"scope": "model", "column": part["column"], **r} for r in part["per_model"]]
@@ -181,12 +182,12 @@ def _exposure_rows(report: dict) -> list[dict[str, Any]]:
     return rows
 
 
-def _rows(part: str, key: str, drop: tuple[str, ...] = ()) -> Callable[[dict], list[dict[str, Any]]]:
+def _rows(part: str, key: str, drop: tuple[str, ...] = ()) -> Callable[[Report], list[dict[str, Any]]]:
     return lambda report: [{k: v for k, v in r.items() if k not in drop}
-                           for r in (report.get(part) or {}).get(key) or []]
+                           for r in (getattr(report, part) or {}).get(key) or []]
 
 
-TIDY: dict[str, Callable[[dict], list[dict[str, Any]]]] = {
+TIDY: dict[str, Callable[[Report], list[dict[str, Any]]]] = {
     "exposure_by_model": _exposure_rows,
     "exposure_quintiles": _rows("exposure", "quintiles"),
     "cutoff_by_model": _rows("cutoff", "per_model", ("holm_family",)),

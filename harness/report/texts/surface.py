@@ -6,17 +6,18 @@ and the means per title (:func:`contam.harness.report.parts.surface.surface_by_s
 from __future__ import annotations
 
 from contam.harness.report.analysis import METRICS, figure_regime
+from contam.harness.report.model import Report
 from contam.harness.report.texts.format import DASH, Section, Table, fmt_num, fmt_num_ci, fmt_p, is_missing
 from contam.harness.report.statistics.named_tests import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
 
 __all__ = ["surface_section"]
 
 
-def surface_section(report: dict) -> Section | None:
-    surface = report.get("surface_by_subset")
+def surface_section(report: Report) -> Section | None:
+    surface = report.surface_by_subset
     if not surface:
         return None
-    contrast = report["contrast"]
+    contrast = report.contrast
     tables = [_surface_table(surface[metric], contrast, metric) for metric in METRICS if surface.get(metric)]
     if surface["per_title"]:  # no titled item: no per-title table
         tables.append(_surface_title_table(surface["per_title"]))

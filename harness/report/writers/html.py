@@ -13,6 +13,7 @@ import jinja2
 from markdown_it import MarkdownIt
 from markupsafe import Markup
 
+from contam.harness.report.model import Report
 from contam.harness.report.texts.format import DASH, PNG_DPI, Section
 
 __all__ = ["TEMPLATES", "Figure", "ReportPage", "markdown", "environment", "report_page", "render_html"]
@@ -72,7 +73,7 @@ def environment(*more: Path) -> jinja2.Environment:
     return env
 
 
-def report_page(report: dict[str, Any], figures_png: dict[str, bytes]) -> ReportPage:
+def report_page(report: Report, figures_png: dict[str, bytes]) -> ReportPage:
     """The report's sections (:func:`contam.harness.report.texts.markdown.sections`) and its figures."""
     from contam.harness.report.texts.markdown import figure_caption, sections  # pandas: only once a report is built
 
@@ -81,7 +82,7 @@ def report_page(report: dict[str, Any], figures_png: dict[str, bytes]) -> Report
     return ReportPage("contam report", sections(report), figures)
 
 
-def render_html(report: dict[str, Any], figures_png: dict[str, bytes]) -> str:
+def render_html(report: Report, figures_png: dict[str, bytes]) -> str:
     """One self-contained page: styles inline, the figures embedded as base64 PNG."""
     return _ENV.get_template("report.html").render(page=report_page(report, figures_png))
 

@@ -5,19 +5,21 @@ ARCHITECTURE.md, The report."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import orjson
+
+from contam.harness.report.model import Report
 
 __all__ = ["report_json", "render", "figure_pngs", "write_files"]
 
 
-def report_json(report: dict[str, Any]) -> bytes:
-    """orjson writes NaN as null; the odds ratio's infinity is already the string "inf"."""
-    return orjson.dumps(report, option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY) + b"\n"
+def report_json(report: Report) -> bytes:
+    """report.json's bytes (:meth:`Report.to_json`); orjson writes NaN as null, and the odds ratio's
+    infinity is already the string "inf"."""
+    return orjson.dumps(report.to_json(), option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY) + b"\n"
 
 
-def render(report: dict[str, Any], fmt: str, figure_titles: bool = False) -> str:
+def render(report: Report, fmt: str, figure_titles: bool = False) -> str:
     """One format as text, for stdout (Markdown without figure links; HTML with them embedded)."""
     from contam.harness.report.writers.html import render_html
     from contam.harness.report.texts.markdown import render_markdown
@@ -29,7 +31,7 @@ def render(report: dict[str, Any], fmt: str, figure_titles: bool = False) -> str
     return render_html(report, figure_pngs(report, titles=figure_titles))
 
 
-def write_files(report: dict[str, Any], out: Path, figure_titles: bool = False) -> None:
+def write_files(report: Report, out: Path, figure_titles: bool = False) -> None:
     """report.json, report.md, report.html, every figure as PNG and PDF, every table as CSV and
     LaTeX under ``tables/``, all into ``out``."""
     from contam.harness.report.writers.html import render_html
@@ -43,7 +45,7 @@ def write_files(report: dict[str, Any], out: Path, figure_titles: bool = False) 
     write_tables(report, sections(report), out / "tables")
 
 
-def figure_pngs(report: dict[str, Any], out: Path | None = None, titles: bool = False) -> dict[str, bytes]:
+def figure_pngs(report: Report, out: Path | None = None, titles: bool = False) -> dict[str, bytes]:
     """Each figure as PNG bytes (what the HTML embeds); with ``out``, also saved as PNG and PDF."""
     from contam.harness.report.plots import exposure as exposure_figure  # matplotlib
     from contam.harness.report.plots import paper as figures

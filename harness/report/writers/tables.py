@@ -23,6 +23,7 @@ from typing import Any
 
 import orjson
 
+from contam.harness.report.model import Report
 from contam.harness.report.texts.format import Section, Table
 from contam.harness.report.writers.tidy import TEXT_ONLY, tidy_tables
 
@@ -66,7 +67,7 @@ def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_") or "table"
 
 
-def write_tables(report: dict, sections: list[Section], folder: Path) -> list[Path]:
+def write_tables(report: Report, sections: list[Section], folder: Path) -> list[Path]:
     """``NAME.tex`` and ``NAME.csv`` per table, the tidy-only CSVs, and ``index.csv``; returns the paths."""
     folder.mkdir(parents=True, exist_ok=True)
     tidy, written, index = tidy_tables(report), [], []

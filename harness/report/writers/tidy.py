@@ -15,9 +15,10 @@ from collections.abc import Callable
 from typing import Any
 
 from contam.harness.report.analysis import LABELS, METRICS
+from contam.harness.report.model import Report, Rows
 from contam.harness.report.texts.study import TIDY as STUDY_TIDY
 from contam.harness.report.parts.rule_metrics import RULE_METRICS
-from contam.harness.report.texts.rule_metrics import tidy as study_tidy
+from contam.harness.report.texts.rule_metrics import tidy as rule_metric_tidy
 from contam.harness.report.parts.validation import TIDY as VALIDATION_TIDY
 from contam.metrics.probe_registry import PROBES, resolve
 
@@ -31,10 +32,7 @@ TEXT_ONLY = {
     "judge_gap_by_model": "The contamination gap under the LLM judge's labels",
 }
 
-Rows = list[dict[str, Any]]
-
-
-def tidy_tables(report: dict) -> dict[str, Rows]:
+def tidy_tables(report: Report) -> dict[str, Rows]:
     """Every table the report has data for, by name; each row a dict of plain values."""
     tables: dict[str, Rows] = {}
     built = [(name, build(report)) for name, build in _BUILDERS.items()]
@@ -44,7 +42,7 @@ def tidy_tables(report: dict) -> dict[str, Rows]:
             tables[name] = [{key: _number(value) for key, value in row.items()} for row in rows]
     for metric in (*METRICS, *RULE_METRICS):
         tables.update(_per_metric(report, metric))
-    tables.update(study_tidy(report))
+    tables.update(rule_metric_tidy(report))
     return tables
 
 
@@ -65,24 +63,24 @@ def _with_scope(per_model: list[dict], pooled: dict, drop: tuple[str, ...] = ())
 
 # -- one builder per table ----------------------------------------------------------------------
 
-def _pooled_odds_ratio(report: dict) -> Rows:
-    cmh = report.get("cmh")
+def _pooled_odds_ratio(report: Report) -> Rows:
+    cmh = report.cmh
     if not cmh:
         return []
     return [{"models": len(cmh["models"]), "model_list": "; ".join(cmh["models"]),
              **_pick([cmh], ("models", "methods"))[0]}]
 
 
-def _logistic_terms(report: dict) -> Rows:
-    fit = report.get("logistic")
+def _logistic_terms(report: Report) -> Rows:
+    fit = report.logistic
     if not fit:
         return []
     shared = {k: fit.get(k) for k in ("formula", "covariance", "reference_model", "n", "items")}
     return [{**term, **shared} for term in fit["terms"]]
 
 
-def _agreement_confusion(report: dict) -> Rows:
-    agreement = report.get("agreement")
+def _agreement_confusion(report: Report) -> Rows:
+    agreement = report.agreement
     if not agreement:
         return []
     confusion = agreement["pooled"]["confusion"]
@@ -90,63 +88,63 @@ def _agreement_confusion(report: dict) -> Rows:
             for k, j in enumerate(LABELS)]
 
 
-def _agreement_by_model(report: dict) -> Rows:
-    agreement = report.get("agreement")
+def _agreement_by_model(report: Report) -> Rows:
+    agreement = report.agreement
     return _with_scope(agreement["per_model"], agreement["pooled"], ("confusion",)) if agreement else []
 
 
-def _rank_correlation(report: dict) -> Rows:
-    rho = report.get("rank_correlation") or {}
+def _rank_correlation(report: Report) -> Rows:
+    rho = report.rank_correlation or {}
     return [{"regime": regime, "spearman_rho": value} for regime, value in rho.items()]
 
 
-def _per_metric(report: dict, metric: str) -> dict[str, Rows]:
+def _per_metric(report: Report, metric: str) -> dict[str, Rows]:
     """Metric validity and the surface means by subset, one table per metric."""
     tables = {}
-    validity = (report.get("metric_validity") or {}).get(metric)
+    validity = (report.metric_validity or {}).get(metric)
     if validity:
         tables[f"validity_{metric}"] = _with_scope(validity["per_model"], validity["pooled"])
-    surface = (report.get("surface_by_subset") or {}).get(metric)
+    surface = (report.surface_by_subset or {}).get(metric)
     if surface:
         tables[f"surface_{metric}_by_subset"] = _pick(surface)
     return tables
 
 
-def _provenance(key: str, drop: tuple[str, ...] = ()) -> Callable[[dict], Rows]:
-    return lambda report: _pick((report.get("provenance") or {}).get(key), drop)
+def _provenance(key: str, drop: tuple[str, ...] = ()) -> Callable[[Report], Rows]:
+    return lambda report: _pick((report.provenance or {}).get(key), drop)
 
 
-def _provenance_models(report: dict) -> Rows:
+def _provenance_models(report: Report) -> Rows:
     return [{"model": m["model"], "provider": m["provider"], "requested": m["requested"],
              "served": [f"{s['id']} ({s['answers']})" for s in m["served"]], "sampling": m["sampling"],
              "answers": m["answers"], **_pick([m["attempts"]], ("failures",))[0]}
-            for m in (report.get("provenance") or {}).get("models") or []]
+            for m in (report.provenance or {}).get("models") or []]
 
 
-def _probe_tables(report: dict) -> list[tuple[str, Rows]]:
+def _probe_tables(report: Report) -> list[tuple[str, Rows]]:
     """Each registered probe's tables (its spec's ``tidy``), where its part has data."""
-    probes = report.get("probes") or {}
+    probes = report.probes or {}
     return [(name, _pick(rows)) for kind, spec in PROBES.items() if probes.get(kind)
             for name, rows in resolve(spec.tidy)(probes[kind]).items()]
 
 
-_BUILDERS: dict[str, Callable[[dict], Rows]] = {
-    "accuracy_by_model": lambda r: _pick(r.get("overall")),
-    "accuracy_by_title": lambda r: _pick(r.get("per_title")),
-    "gap_by_model": lambda r: _pick(r.get("gap"), ("holm_family",)),
-    "judge_gap_by_model": lambda r: _pick(r.get("judge_gap"), ("holm_family",)),
+_BUILDERS: dict[str, Callable[[Report], Rows]] = {
+    "accuracy_by_model": lambda r: _pick(r.overall),
+    "accuracy_by_title": lambda r: _pick(r.per_title),
+    "gap_by_model": lambda r: _pick(r.gap, ("holm_family",)),
+    "judge_gap_by_model": lambda r: _pick(r.judge_gap, ("holm_family",)),
     "pooled_odds_ratio": _pooled_odds_ratio,
     "logistic_terms": _logistic_terms,
-    "surface_by_title": lambda r: _pick((r.get("surface_by_subset") or {}).get("per_title")),
-    "mcnemar_pairs": lambda r: _pick(r.get("mcnemar"), ("holm_family",)),
-    "scoring_regimes": lambda r: _pick(r.get("regimes")),
+    "surface_by_title": lambda r: _pick((r.surface_by_subset or {}).get("per_title")),
+    "mcnemar_pairs": lambda r: _pick(r.mcnemar, ("holm_family",)),
+    "scoring_regimes": lambda r: _pick(r.regimes),
     "rank_correlation": _rank_correlation,
-    "judge_accuracy_by_model": lambda r: _pick(r.get("judge")),
+    "judge_accuracy_by_model": lambda r: _pick(r.judge),
     "agreement_confusion": _agreement_confusion,
     "agreement_by_model": _agreement_by_model,
-    "inter_annotator_pairs": lambda r: _pick((r.get("inter_annotator") or {}).get("pairwise"), ("confusion",)),
-    "abstention_by_model_subset": lambda r: _pick(r.get("abstention")),
-    "missing_data_by_model": lambda r: _pick(r.get("missing")),
+    "inter_annotator_pairs": lambda r: _pick((r.inter_annotator or {}).get("pairwise"), ("confusion",)),
+    "abstention_by_model_subset": lambda r: _pick(r.abstention),
+    "missing_data_by_model": lambda r: _pick(r.missing),
     "provenance_runs": _provenance("runs"),
     "provenance_imports": _provenance("imports"),
     "provenance_models": _provenance_models,
