@@ -228,6 +228,23 @@ class Store:
         batches, where more threads only add overhead (see harness/engine/writer.py)."""
         self.con.execute("SET threads = 1" if on else "RESET threads")
 
+    @contextmanager
+    def memory_limit(self, limit: str) -> Iterator[None]:
+        """DuckDB's memory limit lowered to ``limit`` (e.g. "64MB") for a while, then put back.
+        Its buffer pool otherwise keeps every block a job reads or writes (up to 80% of RAM), so a
+        pass over a million cells would weigh what the store weighs."""
+        previous = self.query("SELECT current_setting('memory_limit')")[0][0]
+        self.con.execute(f"SET memory_limit = '{limit}'")
+        try:
+            yield
+        finally:
+            self.con.execute(f"SET memory_limit = '{previous}'")
+
+    def checkpoint(self) -> None:
+        """Write what the WAL holds into the file now (DuckDB does it on its own past 16 MB of
+        WAL, and when the store closes)."""
+        self.con.execute("CHECKPOINT")
+
     def append_query(self, table: str, select_sql: str, **frames: pd.DataFrame) -> int:
         """``INSERT INTO table BY NAME <select_sql>`` with the given DataFrames registered by name."""
         for name, frame in frames.items():
