@@ -24,6 +24,7 @@ import duckdb
 
 from contam.harness.errors import UserError, first_line
 from contam.harness.store import DEFAULT_STORE
+from contam.harness.store.frames import joined, with_categories
 from contam.harness.store.journal import journal_path, replay
 from contam.harness.store.schema import MIGRATIONS, TABLE_COLUMNS
 from contam.harness.store.views import cells_view_current, cells_view_sql
@@ -64,6 +65,20 @@ def insert_statement(table: str, rows: Sequence[Mapping[str, Any]]) -> tuple[str
         columns, values = [known[0]], [[None] * len(rows)]
     select = ", ".join(f"unnest(${n}) AS {c}" for n, c in enumerate(columns, start=1))
     return f"INSERT INTO {table} BY NAME SELECT {select}", values
+
+
+_FRAME_CHUNK_VECTORS = 10  # DuckDB vectors (2,048 rows each) a chunk of a frame holds
+
+
+def _frame_chunks(cursor: duckdb.DuckDBPyConnection) -> Iterator["pd.DataFrame"]:
+    """The result's chunks up to DuckDB's empty one, which is kept only when it is the first
+    (an empty result keeps its columns)."""
+    chunk = cursor.fetch_df_chunk(_FRAME_CHUNK_VECTORS)
+    yield chunk
+    while len(chunk):
+        chunk = cursor.fetch_df_chunk(_FRAME_CHUNK_VECTORS)
+        if len(chunk):
+            yield chunk
 
 
 def utc_now() -> dt.datetime:
@@ -272,9 +287,15 @@ class Store:
         names = [d[0] for d in cursor.description]
         return [dict(zip(names, row)) for row in cursor.fetchall()]
 
-    def query_df(self, sql: str,
-                 params: Iterable[Any] | Mapping[str, Any] | None = None) -> "pd.DataFrame":
-        return self.con.execute(sql, query_parameters(params)).df()
+    def query_df(self, sql: str, params: Iterable[Any] | Mapping[str, Any] | None = None,
+                 categories: Sequence[str] = ()) -> "pd.DataFrame":
+        """The result as DuckDB's ``df()`` gives it; with ``categories``, those string columns as
+        categoricals, converted a chunk at a time (:mod:`contam.harness.store.frames`)."""
+        cursor = self.con.execute(sql, query_parameters(params))
+        if not categories:
+            return cursor.df()
+        return joined((with_categories(chunk, categories) for chunk in _frame_chunks(cursor)),
+                      categories)
 
     def checked_query(self, query: str) -> tuple[list[str], list[tuple]]:
         """`contam sql`'s query (:mod:`contam.harness.store.readonly`): one read-only statement, with
