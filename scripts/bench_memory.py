@@ -73,16 +73,22 @@ def _measure(cells: int, base_url: str, args) -> list[tuple[str, dict[str, tuple
                 for label, path, checkout in runs]
 
 
-def _insert_answers(store: Path) -> None:
-    """Model m's answer to every item, as `contam run` against the emulator would leave it."""
-    import duckdb
+# Model m's answer to every item, as `contam run` against the emulator would leave it. Run in a
+# child: a parent grown by the INSERT would count in the next child's peak RSS (it is forked
+# from this process, and Linux carries the peak over the exec).
+_INSERT_ANSWERS = """
+import sys, duckdb
+with duckdb.connect(sys.argv[1]) as con:
+    con.execute(\"\"\"INSERT INTO answers (run_id, item_id, model, provider, provider_model,
+                       served_model, answer_raw, answer, finish_reason, latency_s, created_at)
+                   SELECT 'bench', item_id, 'm', 'openai', 'bench', 'bench',
+                          'The answer to ' || question, 'the answer to ' || lower(question),
+                          'stop', 0.001, now()::TIMESTAMP FROM items ORDER BY seq\"\"\")
+"""
 
-    with duckdb.connect(str(store)) as con:
-        con.execute("""INSERT INTO answers (run_id, item_id, model, provider, provider_model,
-                           served_model, answer_raw, answer, finish_reason, latency_s, created_at)
-                       SELECT 'bench', item_id, 'm', 'openai', 'bench', 'bench',
-                              'The answer to ' || question, 'the answer to ' || lower(question),
-                              'stop', 0.001, now()::TIMESTAMP FROM items ORDER BY seq""")
+
+def _insert_answers(store: Path) -> None:
+    subprocess.run([sys.executable, "-c", _INSERT_ANSWERS, str(store)], check=True)
 
 
 def _write_items(path: Path, n: int) -> None:
@@ -101,7 +107,7 @@ def _contam(argv: list[str], store: Path, checkout: Path | None = None) -> tuple
     environment = {**os.environ, "PYTHONPATH": str(checkout.resolve())} if checkout else None
     started = time.perf_counter()
     child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                             env=environment)
+                             env=environment, cwd=checkout)  # -m puts the folder first on the path
     _, status, usage = os.wait4(child.pid, 0)
     wall = time.perf_counter() - started
     errors = child.stderr.read().decode(errors="replace").strip().splitlines()
