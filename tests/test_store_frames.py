@@ -3,6 +3,7 @@ the same values as DuckDB's own ``df()``, in the same order, grouped and sorted 
 
 from __future__ import annotations
 
+import duckdb
 import pandas as pd
 import pandas.testing as pdt
 import pytest
@@ -44,3 +45,15 @@ def test_a_frame_with_categories_holds_the_values_of_a_plain_one(store, monkeypa
 def test_an_empty_result_keeps_its_columns(store):
     frame = store.query_df("SELECT 'a' AS subset, 1 AS n WHERE false", None, ("subset",))
     assert list(frame.columns) == ["subset", "n"] and len(frame) == 0
+
+
+def test_a_frame_too_big_for_the_lowered_memory_limit_is_still_read(store, monkeypatch):
+    """DuckDB refuses the frame under its lowered limit (made tiny here): it is read without."""
+    monkeypatch.setattr(store_module, "_FRAME_MEMORY", "1MB")
+    sql = "SELECT i, 'x' || (i % 5) AS subset FROM range(300000) t(i) ORDER BY i DESC"
+    with pytest.raises(duckdb.OutOfMemoryException):  # the limit alone does refuse it (or its SET)
+        with store.memory_limit("1MB"):
+            store.query(sql)
+    frame = store.query_df(sql, None, ("subset",))
+    assert len(frame) == 300_000 and frame["i"].iloc[0] == 299_999
+    assert store.query("SELECT current_setting('memory_limit')")[0][0] != "1.0 MiB"  # put back

@@ -68,6 +68,7 @@ def insert_statement(table: str, rows: Sequence[Mapping[str, Any]]) -> tuple[str
 
 
 _FRAME_CHUNK_VECTORS = 10  # DuckDB vectors (2,048 rows each) a chunk of a frame holds
+_FRAME_MEMORY = "256MB"  # DuckDB's memory limit while it works on such a frame
 
 
 def _frame_chunks(cursor: duckdb.DuckDBPyConnection) -> Iterator["pd.DataFrame"]:
@@ -291,9 +292,16 @@ class Store:
                  categories: Sequence[str] = ()) -> "pd.DataFrame":
         """The result as DuckDB's ``df()`` gives it; with ``categories``, those string columns as
         categoricals, converted a chunk at a time (:mod:`contam.harness.store.frames`)."""
-        cursor = self.con.execute(sql, query_parameters(params))
         if not categories:
-            return cursor.df()
+            return self.con.execute(sql, query_parameters(params)).df()
+        try:  # DuckDB's work on a big frame's query spills to disk past the limit
+            with self.memory_limit(_FRAME_MEMORY):
+                return self._frame_with_categories(sql, params, categories)
+        except duckdb.OutOfMemoryException:  # an operator that cannot spill: as much as it takes
+            return self._frame_with_categories(sql, params, categories)
+
+    def _frame_with_categories(self, sql: str, params: Any, categories: Sequence[str]) -> "pd.DataFrame":
+        cursor = self.con.execute(sql, query_parameters(params))
         return joined((with_categories(chunk, categories) for chunk in _frame_chunks(cursor)),
                       categories)
 
