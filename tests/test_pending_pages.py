@@ -7,6 +7,7 @@ import pytest
 
 from contam.harness.store import Store
 from contam.harness.jobs import score as score_job
+from contam.harness.store import cells as cells_module
 from contam.harness.store.cells import DueCells, count_unanswered, unanswered, unscored
 
 ITEMS = 23
@@ -110,12 +111,28 @@ def _answered_store(store: Store) -> Store:
     return store
 
 
-def test_due_cells_are_the_unscored_ones_in_order_and_come_in_bounded_chunks(store):
+@pytest.mark.parametrize("per_range", [None, 1, 3])
+def test_due_cells_are_the_unscored_ones_in_order_and_come_in_bounded_chunks(store, per_range):
     _answered_store(store)
-    due = DueCells(store, "bleu2", '{"a": 1}')
+    due = DueCells(store, "bleu2", '{"a": 1}', per_range=per_range)
+    assert (len(due.ranges) > 4) == (per_range is not None)  # several ranges of 18 answer rows
     chunks = list(due.chunks(5))
     assert [len(chunk) for chunk in chunks] == [5, 5, 5, 1]
     assert [row for chunk in chunks for row in chunk] == unscored(store, "bleu2", '{"a": 1}')
+    assert (len(due), due.answered) == (16, 16)
+
+
+def test_due_cells_read_by_ranges_leave_out_the_up_to_date_ones(store):
+    _answered_store(store)
+    params = score_job._params_json({"a": 1})
+    store.append("scores", [{"item_id": item, "model": "m", "metric": "bleu2", "value": 0.5,
+                             "params": params} for item in ("q08", "q10", "q15")])
+    store.append("answers", [{"item_id": "q10", "model": "m", "answer": "newer"}])  # stale again
+    due = DueCells(store, "bleu2", params, per_range=2)
+    rows = [row for chunk in due.chunks(4) for row in chunk]
+    assert rows == unscored(store, "bleu2", params)
+    assert {row[0] for row in rows} >= {"q10"} and not {"q08", "q15"} & {row[0] for row in rows}
+    assert (len(due), due.answered) == (14, 16)
 
 
 def test_a_surface_metric_scores_and_writes_a_batch_at_a_time(store, monkeypatch):
@@ -141,3 +158,21 @@ def test_a_surface_metric_scores_and_writes_a_batch_at_a_time(store, monkeypatch
     assert scores["q12"] == pytest.approx(1.0) and scores["q09"] is None and scores["q11"] is None
     [again] = score_job.score_store(store, ["bleu2"])
     assert (again.scored, again.skipped) == (0, 16)
+
+
+def test_scores_read_a_range_at_a_time_are_those_of_one_read(store, tmp_path, monkeypatch):
+    """The same store scored twice, once as one range, once as ranges of two cells: same rows."""
+    _answered_store(store)
+    store.con.execute(f"ATTACH '{tmp_path / 'copy.duckdb'}' AS copy")
+    store.con.execute("COPY FROM DATABASE s TO copy")
+    store.con.execute("DETACH copy")
+    [whole] = score_job.score_store(store, ["bleu2"])
+    monkeypatch.setattr(cells_module, "_RANGE_CELLS", 2)
+    with Store(tmp_path / "copy.duckdb") as copy:
+        [ranged] = score_job.score_store(copy, ["bleu2"])
+        assert _scores(copy) == _scores(store)
+    assert (ranged.scored, ranged.null, ranged.flagged) == (whole.scored, whole.null, whole.flagged)
+
+
+def _scores(store: Store) -> list[tuple]:
+    return store.query("SELECT item_id, model, value, params FROM latest_scores ORDER BY ALL")

@@ -36,7 +36,7 @@ from contam.harness.jobs.live import serving_reads
 from contam.harness.jobs.options.score import ScoreOptions
 from contam.harness.jobs.score_ray import RayShards
 from contam.harness.store import DEFAULT_STORE, Store, utc_now
-from contam.harness.store.cells import DueCells, answered_cells, count_answered, unscored
+from contam.harness.store.cells import DUE_MEMORY, DueCells, answered_cells, any_answered, unscored
 from contam.harness.store.settings import study_settings
 from contam.harness.study import StudySettings
 from contam.harness.text import is_blank
@@ -115,8 +115,7 @@ def score_store(store: Store, metrics: Iterable[str] | None = None, *,
     study = study or StudySettings()
     scorers = {spec.name: _surface_scorer(spec, study) for spec in chosen if spec.kind != MODEL}
     _check_contradictions(options)
-    total = count_answered(store)
-    if not total:  # nothing to score: say so before any metric's packages or model are loaded
+    if not any_answered(store):  # said before any metric's packages or model are loaded
         if any(spec.kind == MODEL for spec in chosen):
             _check_bertscore_options(options)
         return [MetricSummary(spec.name) for spec in chosen]
@@ -126,7 +125,7 @@ def score_store(store: Store, metrics: Iterable[str] | None = None, *,
     try:
         for spec in chosen:  # every check happens here, before anything is written
             passes.append(_BertScorePass(store, cells, options) if spec.kind == MODEL else
-                          _SurfacePass(spec.name, scorers[spec.name], store, total))
+                          _SurfacePass(spec.name, scorers[spec.name], store))
         del cells  # each pass keeps only what it still needs: a million cells weigh
         reporter = BatchProgress(options.progress)
         return [run(store, reporter) for run in passes]
@@ -207,20 +206,23 @@ def _append(store: Store, rows: list[dict]) -> None:
 
 class _SurfacePass:
     """BLEU-2 (ours or NLTK's) or a rule metric: cheap, so its due cells are read, scored and
-    written a batch at a time (memory stays flat however many cells are due)."""
+    written a batch at a time, a range of item ids read at a time (memory stays flat however many
+    cells are due)."""
 
-    def __init__(self, metric: str, scorer: tuple, store: Store, total: int) -> None:
+    def __init__(self, metric: str, scorer: tuple, store: Store) -> None:
         self.metric = metric
         self.score_many, self.params = scorer
-        self.todo = DueCells(store, self.metric, _params_json(self.params))  # fixed now
-        self.summary = MetricSummary(self.metric, skipped=total - len(self.todo),
+        with store.memory_limit(DUE_MEMORY):
+            self.todo = DueCells(store, self.metric, _params_json(self.params))  # counted now
+        self.summary = MetricSummary(self.metric, skipped=self.todo.answered - len(self.todo),
                                      params=self.params)
 
     def __call__(self, store: Store, reporter: BatchProgress) -> MetricSummary:
-        with reporter.task(self.metric, len(self.todo)) as advance:
+        with store.memory_limit(DUE_MEMORY), reporter.task(self.metric, len(self.todo)) as advance:
             for rows in self.todo.chunks(_WRITE_BATCH):
                 self._score_batch(store, [_Cell(*row) for row in rows])
                 advance(len(rows))
+            store.checkpoint()  # under the limit too: the store's close would do it without
         return self.summary
 
     def _score_batch(self, store: Store, cells: list[_Cell]) -> None:

@@ -44,7 +44,8 @@ class Reader(Protocol):
 
     def query_dicts(self, sql: str, params: Iterable[Any] | None = None) -> list[dict[str, Any]]: ...
 
-    def query_df(self, sql: str, params: Iterable[Any] | None = None) -> "pd.DataFrame": ...
+    def query_df(self, sql: str, params: Iterable[Any] | None = None,
+                 categories: Sequence[str] = ()) -> "pd.DataFrame": ...
 
     def count(self, table: str) -> int: ...
 
@@ -126,8 +127,9 @@ class _Following:
     def query_dicts(self, sql: str, params: Iterable[Any] | None = None) -> list[dict[str, Any]]:
         return self._call("query_dicts", sql, params)
 
-    def query_df(self, sql: str, params: Iterable[Any] | None = None) -> "pd.DataFrame":
-        return self._call("query_df", sql, params)
+    def query_df(self, sql: str, params: Iterable[Any] | None = None,
+                 categories: Sequence[str] = ()) -> "pd.DataFrame":
+        return self._call("query_df", sql, params, categories)
 
     def count(self, table: str) -> int:
         return self._call("count", table)

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from contam.harness.store.store import Store
 
 __all__ = ["count_unanswered", "unanswered", "item_columns", "unjudged", "answered_cells", "unscored",
-           "DueCells", "count_answered",
+           "DueCells", "DUE_MEMORY", "any_answered",
            "first_items", "unscored_items", "Expected", "missing_samples", "complete_unscored",
            "probe_texts"]
 
@@ -161,46 +161,91 @@ WHERE NOT coalesce(s.seq > greatest(a.seq, coalesce(i.seq, 0))
 _UNSCORED_SQL = _ANSWERED_CELLS_SQL + _DUE
 
 
-# The seqs of each due cell's answer row and item row (0: no item), in cell order: narrow, so
-# that a million due cells weigh 16 bytes each until their rows are read a chunk at a time.
-_UNSCORED_SEQS_SQL = """
-SELECT a.seq AS answer_seq, coalesce(i.seq, 0) AS item_seq
-FROM latest_answers a LEFT JOIN latest_items i USING (item_id)
-""" + _DUE + "ORDER BY a.item_id, a.model"
+# A score pass works through the cells by ranges of item ids, each holding about this many
+# cells: DuckDB's work (the latest answer, item and score of each cell) is bounded by one range,
+# never the whole store, so the pass's memory is flat in the number of cells.
+_RANGE_CELLS = 20_000
+# DuckDB's memory limit while a pass works through the ranges: one range's work fits well within
+# it, and it keeps DuckDB's buffer pool from caching every block the pass reads and writes.
+DUE_MEMORY = "64MB"
+_SAMPLE_PER_RANGE = 64  # sampled item ids per range: the bounds split the cells about evenly
 
-_CELLS_BY_SEQ_SQL = """
-SELECT a.item_id, a.model, a.answer, i.reference, greatest(a.seq, coalesce(i.seq, 0))
-FROM (SELECT unnest($answers) AS answer_seq, unnest($items) AS item_seq,
-             unnest(range(len($answers))) AS ord) p
-JOIN answers a ON a.seq = p.answer_seq LEFT JOIN items i ON i.seq = p.item_seq
-ORDER BY p.ord
+# The cells of one range of item ids ({range}) with their latest answer, item and ``metric`` score
+# (the latest_* views' rule: the highest seq wins), and whether that score is up to date. The
+# range is filtered in each table's scan, before its window, which is what bounds the work.
+_RANGE_CELLS_SQL = """
+WITH a AS (SELECT item_id, model, answer, seq FROM answers WHERE {range}
+           QUALIFY row_number() OVER (PARTITION BY item_id, model ORDER BY seq DESC) = 1),
+i AS (SELECT item_id, reference, seq FROM items WHERE {range}
+      QUALIFY row_number() OVER (PARTITION BY item_id ORDER BY seq DESC) = 1),
+s AS (SELECT item_id, model, params, seq FROM scores WHERE metric = $metric AND {range}
+      QUALIFY row_number() OVER (PARTITION BY item_id, model ORDER BY seq DESC) = 1),
+cell AS (SELECT a.item_id, a.model, a.answer, i.reference,
+                greatest(a.seq, coalesce(i.seq, 0)) AS source_seq,
+                coalesce(s.seq > greatest(a.seq, coalesce(i.seq, 0))
+                         AND json(s.params) = json($params), false) AS done
+         FROM a LEFT JOIN i USING (item_id) LEFT JOIN s USING (item_id, model))
 """
+
+_RANGE_COUNTS = "SELECT count(*), count(*) FILTER (WHERE NOT done) FROM cell"
+_RANGE_DUE = ("SELECT item_id, model, answer, reference, source_seq FROM cell WHERE NOT done "
+              "ORDER BY item_id, model")
 
 
 class DueCells:
-    """The cells :func:`unscored` names, as seqs fixed when made, their rows read ``chunk`` at a
-    time (on a cursor of their own, so that scores appended between chunks change nothing)."""
+    """The cells :func:`unscored` names, in the same order, counted when made and read a range of
+    item ids at a time (about ``per_range`` cells; each read on a cursor of its own): memory is
+    bounded by a range, however many cells the store holds. Scores appended for one range change
+    no other range's cells, so the counts stay true while the pass writes."""
 
-    def __init__(self, store: Store, metric: str, params_json: str) -> None:
-        self.store = store
-        self.answer_seqs, self.item_seqs = _seq_columns(
-            store, _UNSCORED_SEQS_SQL, {"metric": metric, "params": params_json}, 2)
+    def __init__(self, store: Store, metric: str, params_json: str, *,
+                 per_range: int | None = None) -> None:
+        self.store, self.params = store, {"metric": metric, "params": params_json}
+        self.ranges = _item_ranges(store, per_range or _RANGE_CELLS)
+        counts = [self._read(where, _RANGE_COUNTS)[0] for where in self.ranges]
+        self.answered = sum(answered for answered, _ in counts)  # every cell with an answer
+        self.due = [due for _, due in counts]
 
     def __len__(self) -> int:
-        return len(self.answer_seqs)
+        return sum(self.due)
 
     def chunks(self, size: int) -> Iterator[list[tuple]]:
-        """(item_id, model, answer, reference, source_seq) rows, ``size`` at most at a time."""
-        for start in range(0, len(self), size):
-            where = slice(start, start + size)
-            params = {"answers": self.answer_seqs[where].tolist(),
-                      "items": self.item_seqs[where].tolist()}
-            yield self.store.con.cursor().execute(_CELLS_BY_SEQ_SQL, params).fetchall()
+        """(item_id, model, answer, reference, source_seq) rows, ``size`` at a time (the last
+        chunk fewer)."""
+        held: list[tuple] = []
+        for (where, params), due in zip(self.ranges, self.due):
+            held.extend(self._read((where, params), _RANGE_DUE) if due else ())
+            while len(held) >= size:
+                yield held[:size]
+                del held[:size]
+        if held:
+            yield held
+
+    def _read(self, where: tuple[str, dict[str, str]], select: str) -> list[tuple]:
+        sql = _RANGE_CELLS_SQL.format(range=where[0]) + select
+        return _on_own_cursor(self.store, sql, {**self.params, **where[1]})
 
 
-def count_answered(store: Store) -> int:
-    """How many cells have an answer."""
-    return store.query("SELECT count(*) FROM (SELECT DISTINCT item_id, model FROM answers)")[0][0]
+def _item_ranges(store: Store, per_range: int) -> list[tuple[str, dict[str, str]]]:
+    """(SQL condition on item_id, its parameters) of each range, in item id order: the bounds are
+    quantiles of a sample of the answers' item ids, so each range holds about ``per_range``
+    answer rows (one range where the store holds no more)."""
+    rows = store.query("SELECT count(*) FROM answers")[0][0]
+    count = -(-rows // per_range)
+    if count <= 1:
+        return [("true", {})]
+    sample = sorted(item for (item,) in store.query(
+        f"SELECT item_id FROM answers USING SAMPLE reservoir({count * _SAMPLE_PER_RANGE} ROWS)"))
+    bounds = sorted({sample[len(sample) * k // count] for k in range(1, count)})
+    conditions = [("item_id < $high", {"high": bounds[0]})]
+    conditions += [("item_id >= $low AND item_id < $high", {"low": low, "high": high})
+                   for low, high in zip(bounds, bounds[1:])]
+    return conditions + [("item_id >= $low", {"low": bounds[-1]})]
+
+
+def any_answered(store: Store) -> bool:
+    """Whether any cell has an answer."""
+    return store.query("SELECT EXISTS (SELECT 1 FROM answers)")[0][0]
 
 
 def answered_cells(store: Store) -> list[tuple]:

@@ -25,6 +25,7 @@ import duckdb
 from contam.harness.errors import UserError
 from contam.harness.store.discovery import Holder, HostGone
 from contam.harness.store.store import query_parameters
+from contam.harness.store.frames import with_categories
 from contam.harness.store.wire import decode_json, decode_result, encode_json, result_frame
 
 if TYPE_CHECKING:
@@ -54,8 +55,9 @@ class HostReader:
     def query_dicts(self, sql: str, params: Iterable[Any] | None = None) -> list[dict[str, Any]]:
         return decode_result(self._query(sql, params)).dicts()
 
-    def query_df(self, sql: str, params: Iterable[Any] | None = None) -> "pd.DataFrame":
-        return result_frame(self._query(sql, params))
+    def query_df(self, sql: str, params: Iterable[Any] | None = None,
+                 categories: Sequence[str] = ()) -> "pd.DataFrame":
+        return with_categories(result_frame(self._query(sql, params)), categories)
 
     def count(self, table: str) -> int:
         return self.query(f"SELECT count(*) FROM {table}")[0][0]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 from contam.harness.store.records import KINDS
@@ -52,15 +52,9 @@ _NEW_ROWS_SQL = {
 }
 
 
-@contextmanager
-def import_memory(store: Store) -> Iterator[None]:
+def import_memory(store: Store) -> AbstractContextManager[None]:
     """Lower DuckDB's memory limit for one import, and put it back."""
-    previous = store.query("SELECT current_setting('memory_limit')")[0][0]
-    store.con.execute(f"SET memory_limit = '{_IMPORT_MEMORY_LIMIT}'")
-    try:
-        yield
-    finally:
-        store.con.execute(f"SET memory_limit = '{previous}'")
+    return store.memory_limit(_IMPORT_MEMORY_LIMIT)
 
 
 def stage(store: Store, kind: str, rows: Iterable[dict[str, Any]]) -> int:

@@ -25,6 +25,7 @@ import duckdb
 
 from contam.harness.errors import UserError, first_line
 from contam.harness.store import DEFAULT_STORE
+from contam.harness.store.frames import joined, with_categories
 from contam.harness.store.journal import journal_path, replay
 from contam.harness.store.schema import MIGRATIONS, TABLE_COLUMNS
 from contam.harness.store.views import cells_view_current, cells_view_sql
@@ -65,6 +66,21 @@ def insert_statement(table: str, rows: Sequence[Mapping[str, Any]]) -> tuple[str
         columns, values = [known[0]], [[None] * len(rows)]
     select = ", ".join(f"unnest(${n}) AS {c}" for n, c in enumerate(columns, start=1))
     return f"INSERT INTO {table} BY NAME SELECT {select}", values
+
+
+_FRAME_CHUNK_VECTORS = 10  # DuckDB vectors (2,048 rows each) a chunk of a frame holds
+_FRAME_MEMORY = "256MB"  # DuckDB's memory limit while it works on such a frame
+
+
+def _frame_chunks(cursor: duckdb.DuckDBPyConnection) -> Iterator["pd.DataFrame"]:
+    """The result's chunks up to DuckDB's empty one, which is kept only when it is the first
+    (an empty result keeps its columns)."""
+    chunk = cursor.fetch_df_chunk(_FRAME_CHUNK_VECTORS)
+    yield chunk
+    while len(chunk):
+        chunk = cursor.fetch_df_chunk(_FRAME_CHUNK_VECTORS)
+        if len(chunk):
+            yield chunk
 
 
 def utc_now() -> dt.datetime:
@@ -239,6 +255,23 @@ class Store:
             if not on and not self._one_thread:
                 (con or self.con).execute("RESET threads")
 
+    @contextmanager
+    def memory_limit(self, limit: str) -> Iterator[None]:
+        """DuckDB's memory limit lowered to ``limit`` (e.g. "64MB") for a while, then put back.
+        Its buffer pool otherwise keeps every block a job reads or writes (up to 80% of RAM), so a
+        pass over a million cells would weigh what the store weighs."""
+        previous = self.query("SELECT current_setting('memory_limit')")[0][0]
+        self.con.execute(f"SET memory_limit = '{limit}'")
+        try:
+            yield
+        finally:
+            self.con.execute(f"SET memory_limit = '{previous}'")
+
+    def checkpoint(self) -> None:
+        """Write what the WAL holds into the file now (DuckDB does it on its own past 16 MB of
+        WAL, and when the store closes)."""
+        self.con.execute("CHECKPOINT")
+
     def append_query(self, table: str, select_sql: str, **frames: pd.DataFrame) -> int:
         """``INSERT INTO table BY NAME <select_sql>`` with the given DataFrames registered by name."""
         for name, frame in frames.items():
@@ -266,9 +299,22 @@ class Store:
         names = [d[0] for d in cursor.description]
         return [dict(zip(names, row)) for row in cursor.fetchall()]
 
-    def query_df(self, sql: str,
-                 params: Iterable[Any] | Mapping[str, Any] | None = None) -> "pd.DataFrame":
-        return self.con.execute(sql, query_parameters(params)).df()
+    def query_df(self, sql: str, params: Iterable[Any] | Mapping[str, Any] | None = None,
+                 categories: Sequence[str] = ()) -> "pd.DataFrame":
+        """The result as DuckDB's ``df()`` gives it; with ``categories``, those string columns as
+        categoricals, converted a chunk at a time (:mod:`contam.harness.store.frames`)."""
+        if not categories:
+            return self.con.execute(sql, query_parameters(params)).df()
+        try:  # DuckDB's work on a big frame's query spills to disk past the limit
+            with self.memory_limit(_FRAME_MEMORY):
+                return self._frame_with_categories(sql, params, categories)
+        except duckdb.OutOfMemoryException:  # an operator that cannot spill: as much as it takes
+            return self._frame_with_categories(sql, params, categories)
+
+    def _frame_with_categories(self, sql: str, params: Any, categories: Sequence[str]) -> "pd.DataFrame":
+        cursor = self.con.execute(sql, query_parameters(params))
+        return joined((with_categories(chunk, categories) for chunk in _frame_chunks(cursor)),
+                      categories)
 
     def checked_query(self, query: str) -> tuple[list[str], list[tuple]]:
         """`contam sql`'s query (:mod:`contam.harness.store.readonly`): one read-only statement, with

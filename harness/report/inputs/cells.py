@@ -64,6 +64,11 @@ FROM rated
 """
 
 
+# The frame's columns of few distinct values, held as pandas categoricals (a byte or two a row
+# instead of a Python string each).
+_CATEGORIES = ("title", "subset", "model", "human_raw", "judge_raw", "human", "judge")
+
+
 class Cells:
     """The effective-label cells as a CTE, queried with GROUP BY for every count.
 
@@ -77,17 +82,28 @@ class Cells:
         self.store, self.params = store, [human or "", judge or ""]
         self.outcome = outcome or Outcome()
         self.sql = _CELLS_SQL.replace("{human_raw}", _human_raw(self.outcome))
+        self._frame: pd.DataFrame | None = None
+        self._labelled: Cells | None = None
 
     def query(self, select: str, extra: Sequence[Any] = ()) -> list[dict[str, Any]]:
         return self.store.query_dicts(f"WITH c AS ({self.sql}) {select}", [*self.params, *extra])
 
     def frame(self) -> pd.DataFrame:
-        return self.store.query_df(f"{self.sql} ORDER BY model, item_seq", self.params)
+        """One row per cell, read once per report (a million cells weigh): each caller gets a
+        copy that shares the data until it changes it (pandas' copy-on-write)."""
+        if self._frame is None:
+            self._frame = self.store.query_df(f"{self.sql} ORDER BY model, item_seq", self.params,
+                                              _CATEGORIES)
+        return self._frame.copy(deep=False)
 
     def labelled(self) -> "Cells":
         """The same cells with the labels as the outcome: agreement, κ and metric validity
         compare with the labels whatever the outcome."""
-        return self if self.outcome.labels else Cells(self.store, *self.params)
+        if self.outcome.labels:
+            return self
+        if self._labelled is None:
+            self._labelled = Cells(self.store, *self.params)
+        return self._labelled
 
 
 def _human_raw(outcome: Outcome) -> str:

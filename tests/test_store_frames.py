@@ -1,0 +1,59 @@
+"""A query's frame with its repetitive string columns as categoricals, read a chunk at a time:
+the same values as DuckDB's own ``df()``, in the same order, grouped and sorted the same way."""
+
+from __future__ import annotations
+
+import duckdb
+import pandas as pd
+import pandas.testing as pdt
+import pytest
+
+from contam.harness.store import Store
+from contam.harness.store import store as store_module
+
+# 5,000 rows: with one vector (2,048 rows) a chunk, three chunks, each with other categories (the
+# first chunk has no "fan" subset, the last no "official"), and a column NULL in a whole chunk.
+_SQL = """
+SELECT i AS n, 'q' || i AS item_id,
+       CASE WHEN i < 2048 THEN 'official' WHEN i < 4096 THEN (['official', 'fan'])[i % 2 + 1]
+            ELSE 'fan' END AS subset,
+       CASE WHEN i BETWEEN 2048 AND 4095 THEN NULL ELSE 'm' || (i % 3) END AS model
+FROM range(5000) t(i) ORDER BY i
+"""
+
+
+@pytest.fixture
+def store(tmp_path):
+    with Store(tmp_path / "s.duckdb", create=True) as opened:
+        yield opened
+
+
+@pytest.mark.parametrize("vectors", [1, 10])
+def test_a_frame_with_categories_holds_the_values_of_a_plain_one(store, monkeypatch, vectors):
+    monkeypatch.setattr(store_module, "_FRAME_CHUNK_VECTORS", vectors)
+    plain = store.query_df(_SQL)
+    compact = store.query_df(_SQL, None, ("subset", "model"))
+    assert isinstance(compact["subset"].dtype, pd.CategoricalDtype)
+    assert list(compact["subset"].cat.categories) == ["fan", "official"]  # sorted, as strings sort
+    assert list(compact["model"].cat.categories) == ["m0", "m1", "m2"]
+    pdt.assert_frame_equal(compact.astype({"subset": plain["subset"].dtype,
+                                           "model": plain["model"].dtype}), plain)
+    groups = [list(frame.groupby(["model", "subset"]).size().items()) for frame in (compact, plain)]
+    assert groups[0] == groups[1]  # the same groups, in the same order, no empty ones
+
+
+def test_an_empty_result_keeps_its_columns(store):
+    frame = store.query_df("SELECT 'a' AS subset, 1 AS n WHERE false", None, ("subset",))
+    assert list(frame.columns) == ["subset", "n"] and len(frame) == 0
+
+
+def test_a_frame_too_big_for_the_lowered_memory_limit_is_still_read(store, monkeypatch):
+    """DuckDB refuses the frame under its lowered limit (made tiny here): it is read without."""
+    monkeypatch.setattr(store_module, "_FRAME_MEMORY", "1MB")
+    sql = "SELECT i, 'x' || (i % 5) AS subset FROM range(300000) t(i) ORDER BY i DESC"
+    with pytest.raises(duckdb.OutOfMemoryException):  # the limit alone does refuse it (or its SET)
+        with store.memory_limit("1MB"):
+            store.query(sql)
+    frame = store.query_df(sql, None, ("subset",))
+    assert len(frame) == 300_000 and frame["i"].iloc[0] == 299_999
+    assert store.query("SELECT current_setting('memory_limit')")[0][0] != "1.0 MiB"  # put back
