@@ -218,6 +218,19 @@ def test_the_correct_rule_cell_by_cell():
     assert source_counts(cells, frame) == {"human": 2, "judge": 2, "unanswered": 1, "unlabelled": 1}
 
 
+def test_the_calls_are_read_from_label_columns_whose_categories_differ():
+    """The cells frame holds its labels as categoricals (store/frames.py): a human column that
+    only ever says "wrong" beside a judge column that only says "right" still gives each cell its call."""
+    from contam.harness.report.inputs.correct import correct_cells
+
+    frame = pd.DataFrame({"has_answer": [True, True], "empty": [False, False],
+                          "human_raw": ["wrong", None], "judge_raw": [None, "right"],
+                          "human": pd.Categorical(["wrong", None]),
+                          "judge": pd.Categorical([None, "right"])})
+    cells = correct_cells(frame)
+    assert list(cells["source"]) == ["human", "judge"] and list(cells["correct"]) == [0, 1]
+
+
 def test_an_item_without_an_exposure_value_is_left_out_with_a_note(tmp_path):
     truth = build_study_store(tmp_path / "s.duckdb", bad_exposure="  ")
     with Store(tmp_path / "s.duckdb", read_only=True) as store:

@@ -36,8 +36,9 @@ def correct_cells(frame: pd.DataFrame, outcome: Outcome | None = None) -> pd.Dat
     judged = frame["judge_raw"].notna() & (not by_metric)
     source = np.select([frame["human_raw"].notna(), unanswered, judged],
                        ["scored" if by_metric else "human", "unanswered", "judge"], default="")
-    label = frame["human"].where(frame["human"].notna(), frame["judge"])
-    cells = frame.assign(source=source, correct=(label == "right").astype(int))
+    # compared one column at a time: the two are categoricals whose categories may differ
+    right = np.where(frame["human"].notna(), frame["human"] == "right", frame["judge"] == "right")
+    cells = frame.assign(source=source, correct=right.astype(int))
     return cells[cells["source"] != ""].reset_index(drop=True)
 
 
