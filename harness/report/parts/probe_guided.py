@@ -77,9 +77,9 @@ def guided_part(frame: pd.DataFrame, contrast: tuple[str, str]) -> dict[str, Any
     """``frame``: ``probe_scores`` rows of the guided probe with ``model``, ``item_id``,
     ``subset``, ``metric`` and ``value``; items not probed (NULL) are left out."""
     wide = frame.pivot_table(index=["model", "item_id", "subset"], columns="metric",
-                             values="value", aggfunc="first").reset_index()
+                             values="value", aggfunc="first", observed=True).reset_index()
     rows = []
-    for model, items in wide.groupby("model", sort=True):
+    for model, items in wide.groupby("model", sort=True, observed=True):
         for scope, subset_rows in _scopes(items, contrast):
             rows += [{"model": model, "subset": scope, "measure": measure,
                       **_measure(subset_rows, measure)} for measure in MEASURES]

@@ -76,7 +76,7 @@ def tsguess_part(frame: pd.DataFrame, contrast: tuple[str, str],
     fillers = fillers or {}
     unfit = {m for m, c in fillers.items() if not c["fills_masks"]}
     rates = [_rate(model, subset, rows) for (model, subset), rows
-             in frame.groupby(["model", "subset"], sort=False)]
+             in frame.groupby(["model", "subset"], sort=False, observed=True)]
     rates.sort(key=lambda r: (r["model"], subset_rank(r["subset"], contrast), r["subset"]))
     tests = [_test(model, rates, contrast) for model in sorted({r["model"] for r in rates} - unfit)]
     return {"metric": METRIC, "rates": rates, "tests": [t for t in tests if t is not None],

@@ -68,7 +68,7 @@ def _design(frame: pd.DataFrame, contrast: tuple[str, str], order: list[str]) ->
 def _two_sided(cells: pd.DataFrame, order: list[str]) -> list[str]:
     """The models with labelled cells on both subsets: one labelled on one side only would make the
     design singular (its subset effect cannot be told from its model effect)."""
-    sides = cells.groupby("model")["subset"].nunique()
+    sides = cells.groupby("model", observed=True)["subset"].nunique()
     return [m for m in order if sides.get(m, 0) == 2]
 
 
