@@ -164,6 +164,8 @@ def test_a_request_without_the_token_gets_nothing(tmp_path, browser, servers):
     server = servers(store)
     browser.delete_all_cookies()
     browser.get(server.base + "/label?rater=kb")
+    # a plain-text page is drawn into its <pre> after get() returns: wait for the text, not a time
+    assert _wait(browser, lambda d: "403 Forbidden" in d.page_source or d.find_element("tag name", "pre").text)
     assert "403 Forbidden" in browser.page_source
     assert "Question" not in browser.page_source and MODELS[0] not in browser.page_source
 
