@@ -10,6 +10,7 @@ import pytest
 
 from contam.harness.store import Store
 from contam.harness.store import store as store_module
+from contam.harness.store.frames import query_frame
 
 # 5,000 rows: with one vector (2,048 rows) a chunk, three chunks, each with other categories (the
 # first chunk has no "fan" subset, the last no "official"), and a column NULL in a whole chunk.
@@ -49,7 +50,7 @@ def test_an_empty_result_keeps_its_columns(store):
 
 def test_a_frame_too_big_for_the_lowered_memory_limit_is_still_read(store, monkeypatch):
     """DuckDB refuses the frame under its lowered limit (made tiny here): it is read without."""
-    monkeypatch.setattr(store_module, "_FRAME_MEMORY", "1MB")
+    monkeypatch.setattr(store_module, "_FRAME_MEMORY", ("1MB", "2MB"))
     sql = "SELECT i, 'x' || (i % 5) AS subset FROM range(300000) t(i) ORDER BY i DESC"
     with pytest.raises(duckdb.OutOfMemoryException):  # the limit alone does refuse it (or its SET)
         with store.memory_limit("1MB"):
@@ -75,3 +76,23 @@ def test_every_grouping_in_the_report_keeps_only_the_groups_it_sees():
                     and "observed" not in {k.arg for k in node.keywords}):
                 unbounded.append(f"{path.relative_to(report)}:{node.lineno}")
     assert unbounded == []
+
+
+def test_a_frame_refused_under_the_first_limit_is_read_under_the_next(store, monkeypatch):
+    monkeypatch.setattr(store_module, "_FRAME_MEMORY", ("1MB", "1GB"))
+    tried, lowered = [], store.memory_limit
+    monkeypatch.setattr(store, "memory_limit", lambda limit: tried.append(limit) or lowered(limit))
+    frame = store.query_df("SELECT i, 'x' || (i % 5) AS subset FROM range(300000) t(i) ORDER BY i DESC",
+                           None, ("subset",))
+    assert tried == ["1MB", "1GB"] and len(frame) == 300_000 and frame["i"].iloc[0] == 299_999
+
+
+def test_a_frame_read_once_answers_a_grouped_query_as_the_store_does(store):
+    """The report's counts are worked on its cells frame, not over the store's joins again: the
+    same rows, its categorical columns and NULLs included, and ``$1`` ... its own parameters."""
+    select = ("SELECT model, subset, count(*) AS n, count(model) FILTER (WHERE subset = $1) AS "
+              "official, min(n) AS first, median(n) AS middle FROM c GROUP BY ALL ORDER BY ALL")
+    frame = store.query_df(_SQL, None, ("subset", "model"))
+    expected = store.query_dicts(f"WITH c AS ({_SQL}) {select}", ["official"])
+    assert query_frame(frame, select, ["official"]) == expected
+    assert len(expected) == 8 and {r["model"] for r in expected} == {"m0", "m1", "m2", None}

@@ -64,10 +64,14 @@ def build_report(store: Store, *, contrast: tuple[str, str] | None = None,
     outcome = _outcome(store, correct, study.settings)  # a refused --correct before anything else
     choice = choose_contrast(_store_subsets(store), contrast, study.settings.subsets)
     human_rater, judge_rater = _human_rater(store, human), _judge_rater(store, judge)
+    # before the cells frame: its queries over every answer and score fill DuckDB's buffer pool,
+    # which the frame's lowered limit then empties (after it, they would add to the frame's memory)
+    facts = provenance.provenance(store)
     cells = Cells(store, human_rater.value, judge_rater.value, outcome)
     titled = _titled(store)
     rules = rule_metrics.rule_cells(store, cells, by)  # a refused --by before anything is built
     built = {"human_rater": human_rater, "judge_rater": judge_rater, "outcome": _named_outcome(outcome),
+             "provenance": facts,
              **_sections(store, cells, choice.pair, (human_rater.value, judge_rater.value, titled), rules)}
     order = labels.model_order(built["overall"])
     parts, left_out = study_parts.build(store, cells, order, study)  # each a Section, or none
@@ -145,7 +149,6 @@ def _extras(store, cells, frame, contrast, raters, regimes, order) -> dict[str, 
         "missing": Section(missing, _missing_notes(missing, human)),
         "answer_length": labels.answer_length(cells, order),
         "meta": _meta(store, frame, raters),
-        "provenance": provenance.provenance(store),
         **_probes_and_validation(store, cells, contrast),
     }
 

@@ -3,18 +3,19 @@
 A report's cells frame holds a million rows at a million cells; a plain string column holds one
 Python string per row (~60 bytes each, even where every row says "official"), a categorical one
 byte or two per row. The rows are converted a chunk at a time, so the whole result never exists
-as Python strings at once.
+as Python strings at once. A frame read once can then be queried again with SQL
+(:func:`query_frame`), without working the query that made it over again.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["with_categories", "joined"]
+__all__ = ["with_categories", "joined", "query_frame"]
 
 
 def with_categories(frame: "pd.DataFrame", columns: Sequence[str]) -> "pd.DataFrame":
@@ -35,3 +36,17 @@ def joined(chunks: Iterable["pd.DataFrame"], columns: Sequence[str]) -> "pd.Data
                                                                for part in parts))))
               for column in columns}
     return pd.concat([part.astype(dtypes) for part in parts], ignore_index=True)
+
+
+def query_frame(frame: "pd.DataFrame", sql: str, params: Sequence[Any] = (), name: str = "c",
+                ) -> list[dict[str, Any]]:
+    """The rows of ``sql`` over ``frame`` (the table ``name`` in it), as dicts, on an in-memory
+    DuckDB of its own: a GROUP BY over a million rows read once weighs a few MB there, where the
+    joins that made them would take hundreds again in the store's."""
+    import duckdb
+
+    with duckdb.connect() as con:
+        con.register(name, frame)
+        cursor = con.execute(sql, list(params))
+        names = [d[0] for d in cursor.description]
+        return [dict(zip(names, row)) for row in cursor.fetchall()]

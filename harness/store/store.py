@@ -69,7 +69,9 @@ def insert_statement(table: str, rows: Sequence[Mapping[str, Any]]) -> tuple[str
 
 
 _FRAME_CHUNK_VECTORS = 10  # DuckDB vectors (2,048 rows each) a chunk of a frame holds
-_FRAME_MEMORY = "256MB"  # DuckDB's memory limit while it works on such a frame
+# DuckDB's memory limits, tried in turn, while it works on such a frame: the report's cells at a
+# million need ~160 MB (its ORDER BY refuses less); a bigger query is tried again under more.
+_FRAME_MEMORY = ("160MB", "512MB")
 
 
 def _frame_chunks(cursor: duckdb.DuckDBPyConnection) -> Iterator["pd.DataFrame"]:
@@ -305,11 +307,13 @@ class Store:
         categoricals, converted a chunk at a time (:mod:`contam.harness.store.frames`)."""
         if not categories:
             return self.con.execute(sql, query_parameters(params)).df()
-        try:  # DuckDB's work on a big frame's query spills to disk past the limit
-            with self.memory_limit(_FRAME_MEMORY):
-                return self._frame_with_categories(sql, params, categories)
-        except duckdb.OutOfMemoryException:  # an operator that cannot spill: as much as it takes
-            return self._frame_with_categories(sql, params, categories)
+        for limit in _FRAME_MEMORY:
+            try:  # DuckDB's work on a big frame's query spills to disk past the limit
+                with self.memory_limit(limit):
+                    return self._frame_with_categories(sql, params, categories)
+            except duckdb.OutOfMemoryException:  # an operator that cannot spill under it
+                continue
+        return self._frame_with_categories(sql, params, categories)  # as much as it takes
 
     def _frame_with_categories(self, sql: str, params: Any, categories: Sequence[str]) -> "pd.DataFrame":
         cursor = self.con.execute(sql, query_parameters(params))

@@ -22,7 +22,8 @@ from contam.harness.config_schema import METRIC_DISPLAY
 from contam.harness.labels import LABELS
 from contam.harness.report.statistics import named_tests as stats
 from contam.harness.store import Store
-from contam.metrics.metric_registry import DEFAULT_METRICS
+from contam.harness.store.frames import query_frame
+from contam.metrics.metric_registry import DEFAULT_METRICS, rule_metrics
 from contam.metrics.outcome import Outcome
 
 __all__ = ["LABELS", "METRICS", "Cells", "sort_value", "nan_if_none", "nan_if_infinite", "mean",
@@ -32,9 +33,10 @@ __all__ = ["LABELS", "METRICS", "Cells", "sort_value", "nan_if_none", "nan_if_in
 METRICS = {metric: METRIC_DISPLAY[metric] for metric in DEFAULT_METRICS}
 
 # One row per (item, model) with the effective human and judge labels ($1 human rater, $2 judge
-# rater). An empty answer is wrong whatever its label says; an item with neither an answer nor a
-# label is wrong too (unanswered); a non-empty answer without a label stays NULL (unlabelled); a
-# model without one label from the rater stays NULL throughout (an unlabelled model).
+# rater), and last each rule metric's value (NULL where unscored). An empty answer is wrong
+# whatever its label says; an item with neither an answer nor a label is wrong too (unanswered); a
+# non-empty answer without a label stays NULL (unlabelled); a model without one label from the
+# rater stays NULL throughout (an unlabelled model).
 _CELLS_SQL = """
 WITH models AS (SELECT model FROM latest_answers UNION SELECT model FROM latest_labels),
 grid AS (SELECT i.item_id, i.title, i.subset, i.seq AS item_seq, m.model
@@ -44,6 +46,7 @@ raw AS (
            a.item_id IS NOT NULL AND coalesce(trim(a.answer), '') = '' AS empty,
            a.item_id IS NOT NULL AND coalesce(trim(a.answer), '') <> '' AS answered,
            c.answer_words, coalesce(c.abstained, false) AS abstained, c.bleu2, c.bertscore_f1,
+           {rule_values},
            coalesce(c.reference_empty, false) AS reference_empty,
            {human_raw} AS human_raw, j.label AS judge_raw
     FROM grid g
@@ -55,13 +58,15 @@ rated AS (
     SELECT *, bool_or(human_raw IS NOT NULL) OVER (PARTITION BY model) AS human_model,
            bool_or(judge_raw IS NOT NULL) OVER (PARTITION BY model) AS judge_model
     FROM raw)
-SELECT * EXCLUDE (human_model, judge_model),
+SELECT * EXCLUDE (human_model, judge_model, {rules}),
     CASE WHEN NOT human_model THEN NULL
          WHEN empty OR (NOT has_answer AND human_raw IS NULL) THEN 'wrong' ELSE human_raw END AS human,
     CASE WHEN NOT judge_model THEN NULL
-         WHEN empty OR (NOT has_answer AND judge_raw IS NULL) THEN 'wrong' ELSE judge_raw END AS judge
+         WHEN empty OR (NOT has_answer AND judge_raw IS NULL) THEN 'wrong' ELSE judge_raw END AS judge,
+    {rules}
 FROM rated
-"""
+""".replace("{rule_values}", ", ".join(f"c.{metric}" for metric in rule_metrics())).replace(
+    "{rules}", ", ".join(rule_metrics()))
 
 
 # The frame's columns of few distinct values, held as pandas categoricals (a byte or two a row
@@ -85,16 +90,22 @@ class Cells:
         self._frame: pd.DataFrame | None = None
         self._labelled: Cells | None = None
 
-    def query(self, select: str, extra: Sequence[Any] = ()) -> list[dict[str, Any]]:
-        return self.store.query_dicts(f"WITH c AS ({self.sql}) {select}", [*self.params, *extra])
+    def query(self, select: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
+        """``select`` over the cells, the table ``c`` in it (``params``: its ``$1``, ``$2`` ...),
+        worked on the frame (:meth:`frame`), not on the store: the joins that make the cells
+        would otherwise be worked again, hundreds of MB a time at a million cells."""
+        return query_frame(self._read(), select, params)
 
     def frame(self) -> pd.DataFrame:
         """One row per cell, read once per report (a million cells weigh): each caller gets a
         copy that shares the data until it changes it (pandas' copy-on-write)."""
+        return self._read().copy(deep=False)
+
+    def _read(self) -> pd.DataFrame:
         if self._frame is None:
             self._frame = self.store.query_df(f"{self.sql} ORDER BY model, item_seq", self.params,
                                               _CATEGORIES)
-        return self._frame.copy(deep=False)
+        return self._frame
 
     def labelled(self) -> "Cells":
         """The same cells with the labels as the outcome: agreement, κ and metric validity

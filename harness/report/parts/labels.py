@@ -62,10 +62,10 @@ def gap(cells: Cells, contrast: tuple[str, str], rater: str = "human",
     """The 2×2 right / not-right contrast per model under the ``human`` or the ``judge`` labels,
     over the models with labelled items on both subsets (the others are named in ``notes``)."""
     rows = cells.query(
-        f"SELECT model, count({rater}) FILTER (WHERE subset = $3) AS dn, "
-        f"count(*) FILTER (WHERE subset = $3 AND {rater} = 'right') AS dk, "
-        f"count({rater}) FILTER (WHERE subset = $4) AS un, "
-        f"count(*) FILTER (WHERE subset = $4 AND {rater} = 'right') AS uk "
+        f"SELECT model, count({rater}) FILTER (WHERE subset = $1) AS dn, "
+        f"count(*) FILTER (WHERE subset = $1 AND {rater} = 'right') AS dk, "
+        f"count({rater}) FILTER (WHERE subset = $2) AS un, "
+        f"count(*) FILTER (WHERE subset = $2 AND {rater} = 'right') AS uk "
         f"FROM c GROUP BY model HAVING count({rater}) > 0", contrast)
     _note_one_sided([r["model"] for r in rows if not (r["dn"] and r["un"])], rater, notes)
     gaps = [_gap_row(r["model"], r["dk"], r["dn"], r["uk"], r["un"]) for r in rows if r["dn"] and r["un"]]

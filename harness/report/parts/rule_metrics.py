@@ -83,12 +83,10 @@ def regimes(outcome: str | None, human: str | None, judge: str | None, rules: Ru
 # -- the cells with their rule values and the --by column ---------------------------------------
 
 def _frame(store: Store, cells: Cells, by: str | None) -> pd.DataFrame:
-    frame = cells.labelled().frame()
+    frame = cells.labelled().frame()  # each rule metric's values among its columns
     if not cells.outcome.labels:  # the outcome's call, beside the labels
         calls = cells.frame()[["item_id", "model", "human"]].rename(columns={"human": "outcome"})
         frame = frame.merge(calls, on=["item_id", "model"], how="left")
-    rules = store.query_df(f"SELECT item_id, model, {', '.join(RULE_METRICS)} FROM cells")
-    frame = frame.merge(rules, on=["item_id", "model"], how="left")
     if by:
         frame = frame.merge(_column_values(store, by), on="item_id", how="left")
     return frame
