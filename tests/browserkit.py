@@ -51,3 +51,13 @@ def require_browser() -> None:
             reason = "selenium is not installed (pip install 'contam[test]')"
     if reason is not None:
         _skip_or_fail(reason)
+
+
+def wait_until(driver, condition, timeout: float = 60):
+    """What ``condition(driver)`` returns once it is truthy, within ``timeout`` seconds."""
+    from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    # A page that reloads itself drops its elements between finding one and reading it: look again.
+    ignored = (NoSuchElementException, StaleElementReferenceException)
+    return WebDriverWait(driver, timeout, ignored_exceptions=ignored).until(condition)

@@ -17,7 +17,7 @@ import pytest
 from contam.harness.report.statistics import named_tests as stats
 from contam.harness.store import Store
 from contam.harness.view.queue import order_key
-from tests.browserkit import ViewServer, chromium
+from tests.browserkit import ViewServer, chromium, wait_until
 from tests.viewkit import MARKUP, MODELS, SUBSETS, build_view_store
 
 pytestmark = pytest.mark.timeout(300)
@@ -42,14 +42,6 @@ def _by(kind: str):
 
     return getattr(By, kind)
 
-
-def _wait(driver, condition, timeout: float = 30):
-    from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
-    from selenium.webdriver.support.ui import WebDriverWait
-
-    # A page that reloads itself drops its elements between finding one and reading it: look again.
-    ignored = (NoSuchElementException, StaleElementReferenceException)
-    return WebDriverWait(driver, timeout, ignored_exceptions=ignored).until(condition)
 
 
 def _press(driver, keys: str) -> None:
@@ -84,7 +76,7 @@ def _open(driver, server: ViewServer, path: str) -> None:
 def _label_by_key(driver, key: str) -> None:
     before = _cell(driver)
     _press(driver, key)
-    _wait(driver, lambda d: _cell(d) != before and _text(d, "status").startswith("Saved"))
+    wait_until(driver, lambda d: _cell(d) != before and _text(d, "status").startswith("Saved"))
 
 
 def _blind(driver) -> None:
@@ -111,7 +103,7 @@ def test_twenty_labels_by_keyboard_survive_a_reload_and_kill_9(tmp_path, browser
             _press(browser, "\ue00c")
         _label_by_key(browser, key)
     _press(browser, "u")  # the eleventh label is withdrawn and its cell comes back
-    _wait(browser, lambda d: _text(d, "status").startswith("Undone"))
+    wait_until(browser, lambda d: _text(d, "status").startswith("Undone"))
     assert _shown(browser) == texts[order[10]] and _text(browser, "progress-text").startswith("10 / 60")
     for key in "w123rpw123":  # ten more: twenty standing
         _label_by_key(browser, key)
@@ -148,14 +140,14 @@ def test_a_restarted_server_keeps_its_link_and_a_new_token_says_so(tmp_path, bro
     again = servers(store, "--port", port)
     assert again.url == server.url  # the same link: the token is the store's
     _press(browser, "2")  # the page left open recovers: its cell id is stale, so it reloads itself
-    _wait(browser, lambda d: "reload" in _text(d, "status"))
-    _wait(browser, lambda d: "reload" not in _text(d, "status"))
+    wait_until(browser, lambda d: "reload" in _text(d, "status"))
+    wait_until(browser, lambda d: "reload" not in _text(d, "status"))
     _label_by_key(browser, "2")  # ... and labels on with the same link
     again.stop()
     rotated = servers(store, "--port", port, "--new-token")
     assert rotated.url != server.url
     _press(browser, "3")
-    _wait(browser, lambda d: "has a new one" in _text(d, "status"))
+    wait_until(browser, lambda d: "has a new one" in _text(d, "status"))
     assert "Forbidden" not in _text(browser, "status")
 
 
@@ -165,7 +157,7 @@ def test_a_request_without_the_token_gets_nothing(tmp_path, browser, servers):
     browser.delete_all_cookies()
     browser.get(server.base + "/label?rater=kb")
     # a plain-text page is drawn into its <pre> after get() returns: wait for the text, not a time
-    assert _wait(browser, lambda d: "403 Forbidden" in d.page_source or d.find_element("tag name", "pre").text)
+    assert wait_until(browser, lambda d: "403 Forbidden" in d.page_source or d.find_element("tag name", "pre").text)
     assert "403 Forbidden" in browser.page_source
     assert "Question" not in browser.page_source and MODELS[0] not in browser.page_source
 
@@ -221,12 +213,12 @@ def test_the_browse_filters_by_keyboard_and_sorts(tmp_path, browser, servers):
     subset.send_keys(SUBSETS[1])  # typing an option's name picks it, as for any select
     browser.find_element(_by("ID"), "f-disagree").send_keys(Keys.SPACE)
     browser.find_element(_by("CSS_SELECTOR"), ".filters button").send_keys(Keys.ENTER)
-    _wait(browser, lambda d: "subset=" in d.current_url)
+    wait_until(browser, lambda d: "subset=" in d.current_url)
     assert Select(browser.find_element(_by("ID"), "f-subset")).first_selected_option.text == SUBSETS[1]
     assert _text(browser, "count").startswith("0 cells")  # no human labels: nothing disagrees
     browser.find_element(_by("ID"), "f-disagree").click()
     browser.find_element(_by("CSS_SELECTOR"), ".filters button").click()
-    _wait(browser, lambda d: "disagree" not in d.current_url)
+    wait_until(browser, lambda d: "disagree" not in d.current_url)
     assert _text(browser, "count").startswith("30 cells")
     rows = browser.find_elements(_by("CSS_SELECTOR"), "#cells tbody tr")
     assert len(rows) == 30 and all(f" {SUBSETS[1]} " in f" {r.text} " for r in rows)

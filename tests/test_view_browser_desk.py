@@ -8,7 +8,7 @@ import pytest
 
 from contam.harness.store import Store
 from contam.harness.view.queue import order_key
-from tests.browserkit import ViewServer
+from tests.browserkit import ViewServer, wait_until
 from tests.viewkit import MODELS, SUBSETS, build_view_store
 
 pytestmark = pytest.mark.timeout(300)
@@ -27,11 +27,6 @@ def _by(kind: str):
     return getattr(By, kind)
 
 
-def _wait(driver, condition, timeout: float = 60):
-    from selenium.webdriver.support.ui import WebDriverWait
-
-    return WebDriverWait(driver, timeout).until(condition)
-
 
 def _press(driver, keys: str) -> None:
     from selenium.webdriver.common.action_chains import ActionChains
@@ -47,9 +42,9 @@ def test_keys_pressed_ahead_are_all_saved_in_order_and_the_done_desk_leads_on(br
     browser.get(server.url)
     browser.get(server.base + "/label?rater=quick")
     _press(browser, "1231231")  # seven keys at once: most arrive while a label is being saved
-    _wait(browser, lambda d: _progress(d).startswith("7 / 12"))
+    wait_until(browser, lambda d: _progress(d).startswith("7 / 12"))
     _press(browser, "23123")  # and the last five
-    _wait(browser, lambda d: _progress(d) == "12 / 12 · all done")
+    wait_until(browser, lambda d: _progress(d) == "12 / 12 · all done")
     order = sorted(((f"it{n:03d}", m) for n in range(6) for m in MODELS),
                    key=lambda key: order_key(11, *key))
     names = {"1": "right", "2": "partial", "3": "wrong"}
@@ -74,6 +69,6 @@ def test_the_filter_form_leaves_empty_fields_out_of_the_url(browser, server):
     browser.get(server.base + "/")
     Select(browser.find_element(_by("ID"), "f-subset")).select_by_value(SUBSETS[0])
     browser.find_element(_by("CSS_SELECTOR"), "form.filters button[type=submit]").click()
-    _wait(browser, lambda d: "subset=" in d.current_url)
+    wait_until(browser, lambda d: "subset=" in d.current_url)
     assert browser.current_url == f"{server.base}/?subset={SUBSETS[0]}"
     assert "6 cells" in browser.find_element(_by("ID"), "count").text

@@ -15,7 +15,7 @@ import pytest
 from contam.harness.engine.counters import LaneStats
 from contam.harness.jobs.live import serving_reads
 from contam.harness.store import Store, utc_now
-from tests.browserkit import ViewServer, axe_violations, chromium
+from tests.browserkit import ViewServer, axe_violations, chromium, wait_until
 from tests.viewkit import MODELS, RICH_CELL, add_rich_cell, build_view_store
 
 pytestmark = pytest.mark.timeout(300)
@@ -55,11 +55,6 @@ def _by(kind: str):
 
     return getattr(By, kind)
 
-
-def _wait(driver, condition, timeout: float = 30):
-    from selenium.webdriver.support.ui import WebDriverWait
-
-    return WebDriverWait(driver, timeout).until(condition)
 
 
 @contextmanager
@@ -123,7 +118,7 @@ def test_axe_finds_nothing_on_the_cell_page_after_a_label_is_saved_there(browser
         browser.find_element(_by("ID"), "cell-rater").send_keys(rater)
         browser.find_element(_by("ID"), "cell-note").send_keys("saved from the page")
         browser.find_element(_by("CSS_SELECTOR"), "[data-cell-label]").click()
-        _wait(browser, lambda d: rater in d.find_element(_by("CSS_SELECTOR"), "table.stack").text)
+        wait_until(browser, lambda d: rater in d.find_element(_by("CSS_SELECTOR"), "table.stack").text)
         violations = axe_violations(browser)
     assert violations == {}, (width, violations)
 
@@ -152,16 +147,16 @@ def test_a_browse_page_left_open_during_a_run_says_how_many_answers_are_new(tmp_
             board.watch([lane])
             opened.append("answers", _answers(range(2)))
             lane.done = 2
-            _wait(browser, lambda d: _notice(d).startswith("2 new answers"))
+            wait_until(browser, lambda d: _notice(d).startswith("2 new answers"))
             live = browser.find_element(_by("ID"), "live")
             assert live.is_displayed() and NEW_MODEL in live.text
             opened.append("answers", _answers(range(2, 3)))
             lane.done = 3
-            _wait(browser, lambda d: _notice(d).startswith("3 new answers"))
+            wait_until(browser, lambda d: _notice(d).startswith("3 new answers"))
         # the run is over: the panel goes, the notice stays until the page is reloaded
-        _wait(browser, lambda d: not d.find_element(_by("ID"), "live").is_displayed())
+        wait_until(browser, lambda d: not d.find_element(_by("ID"), "live").is_displayed())
         assert _notice(browser).startswith("3 new answers since this page was built")
         assert browser.find_element(_by("ID"), "count").text.startswith("8 cells")
         browser.find_element(_by("ID"), "new-answers-reload").click()
-        _wait(browser, lambda d: d.find_element(_by("ID"), "count").text.startswith("11 cells"))
+        wait_until(browser, lambda d: d.find_element(_by("ID"), "count").text.startswith("11 cells"))
         assert _notice(browser) == ""
