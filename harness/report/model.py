@@ -29,10 +29,6 @@ class Note:
     section: str
     reason: str
 
-    def rater(self, side: str) -> str | None:
-        """The ``human`` or the ``judge`` rater."""
-        return {"human": self.human_rater, "judge": self.judge_rater}[side]
-
     def to_json(self) -> dict[str, str]:
         return {"section": self.section, "reason": self.reason}
 

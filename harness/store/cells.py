@@ -152,10 +152,12 @@ SELECT a.item_id, a.model, a.answer, i.reference, greatest(a.seq, coalesce(i.seq
 FROM latest_answers a LEFT JOIN latest_items i USING (item_id)
 """
 
-_DUE = """
+# A cell's score is up to date: newer than its answer and its item, and under these params.
+_SCORE_UP_TO_DATE = "s.seq > greatest(a.seq, coalesce(i.seq, 0)) AND json(s.params) = json($params)"
+
+_DUE = f"""
 LEFT JOIN latest_scores s ON s.item_id = a.item_id AND s.model = a.model AND s.metric = $metric
-WHERE NOT coalesce(s.seq > greatest(a.seq, coalesce(i.seq, 0))
-                   AND json(s.params) = json($params), false)
+WHERE NOT coalesce({_SCORE_UP_TO_DATE}, false)
 """
 
 _UNSCORED_SQL = _ANSWERED_CELLS_SQL + _DUE
@@ -182,10 +184,9 @@ s AS (SELECT item_id, model, params, seq FROM scores WHERE metric = $metric AND 
       QUALIFY row_number() OVER (PARTITION BY item_id, model ORDER BY seq DESC) = 1),
 cell AS (SELECT a.item_id, a.model, a.answer, i.reference,
                 greatest(a.seq, coalesce(i.seq, 0)) AS source_seq,
-                coalesce(s.seq > greatest(a.seq, coalesce(i.seq, 0))
-                         AND json(s.params) = json($params), false) AS done
+                coalesce({up_to_date}, false) AS done
          FROM a LEFT JOIN i USING (item_id) LEFT JOIN s USING (item_id, model))
-"""
+""".replace("{up_to_date}", _SCORE_UP_TO_DATE)
 
 _RANGE_COUNTS = "SELECT count(*), count(*) FILTER (WHERE NOT done) FROM cell"
 _RANGE_DUE = ("SELECT item_id, model, answer, reference, source_seq FROM cell WHERE NOT done "
