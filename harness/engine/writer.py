@@ -30,6 +30,7 @@ from anyio.abc import TaskGroup
 from contam.harness.errors import first_line
 from contam.harness.store.journal import Journal, Rows, journal_path, merge_writes, reply_key
 from contam.harness.store import Store, insert_statement
+from contam.harness.store.memory import bounded_memory
 
 __all__ = ["BatchWriter", "Rows", "insert_statements"]
 
@@ -321,10 +322,18 @@ class BatchWriter:
             await self._wake.wait()
 
     def _commit(self, statements: list[tuple[str, list]]) -> None:
-        """One transaction, on the event loop's thread (see the module docstring)."""
-        with self.store.transaction() as con:
+        """One transaction, on the event loop's thread (see the module docstring), with DuckDB's
+        memory bounded (``COMMIT_MEMORY``)."""
+        with bounded_memory(self.store, COMMIT_MEMORY), self.store.transaction() as con:
             for sql, parameters in statements:
                 con.execute(sql, parameters)
+
+
+# DuckDB's memory limit while a batch is committed. The commit's checkpoint (past 16 MB of WAL)
+# loads blocks of the tables it appends to, and the buffer pool would keep them all: it grew
+# with the run (12 MB at 200,000 answers). Lowering the limit lets them go; between commits it is
+# DuckDB's own again, for the reads the job's host serves.
+COMMIT_MEMORY = "32MB"
 
 
 SPACE_RETRY_S = 2.0  # how often a commit is tried again while the disk is full

@@ -11,17 +11,25 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
+from tempfile import SpooledTemporaryFile
 from typing import TYPE_CHECKING, Any
+
+from contam.harness.store.memory import bounded_memory
 
 if TYPE_CHECKING:
     from contam.harness.store.store import Store
 
 __all__ = ["count_unanswered", "unanswered", "item_columns", "unjudged", "answered_cells", "unscored",
-           "DueCells", "DUE_MEMORY", "any_answered",
+           "DueCells", "DUE_MEMORY", "PENDING_MEMORY", "pending_memory", "any_answered",
            "first_items", "unscored_items", "Expected", "missing_samples", "complete_unscored",
            "probe_texts"]
 
 _PAGE = 2048  # items a page of a run's pending work holds: its task list is never held whole
+_SEQ_BYTES = 8  # a pending item's seq in the spool (a signed 64-bit integer)
+_SPOOL_BYTES = 1 << 20  # the pending seqs a run holds in memory (131,072); more go to a file
+# DuckDB's memory limit while it finds a run's pending items (see pending_memory).
+PENDING_MEMORY = "32MB"
 
 # -- the scope: the first ``limit`` items in file order (all when None) -------------------------
 
@@ -63,10 +71,12 @@ WHERE NOT EXISTS (SELECT 1 FROM answers a WHERE a.model = $model AND a.item_id =
 {order}
 """
 
-# The item rows of one page of those seqs, in the page's order.
+# The item rows of one page of those seqs, in the page's order. The range of the page's seqs is
+# filtered in the scan of items, which then reads the few row groups that hold them, not all.
 _ITEMS_BY_SEQ = """
 SELECT i.item_id, i.title, i.subset, i.question, i.extra::VARCHAR
 FROM (SELECT unnest($seqs) AS seq, unnest(range(len($seqs))) AS ord) p JOIN items i USING (seq)
+WHERE i.seq BETWEEN $low AND $high
 ORDER BY p.ord
 """
 
@@ -79,30 +89,42 @@ def _unanswered_sql(columns: str, limit: int | None, *, order: bool) -> str:
 def count_unanswered(store: Store, model: str, limit: int | None) -> int:
     """Items among the first ``limit`` (all when None) that ``model`` has no answer to."""
     sql = _unanswered_sql("count(*)", limit, order=False)
-    return store.query(sql, _scoped_params(limit, model=model))[0][0]  # leaves no open result
+    with pending_memory(store):
+        return store.query(sql, _scoped_params(limit, model=model))[0][0]  # leaves no open result
 
 
 def unanswered(store: Store, model: str, limit: int | None, *,
                page: int = _PAGE) -> Iterator[tuple[str, str | None, str | None, str | None, Any]]:
     """(item_id, title, subset, question, extra JSON text) of those items, lazily, in item order,
-    ``page`` items at a time. Only the pending items' seqs are held whole (8 bytes each); their
-    columns are read page by page. Each read is on a cursor of its own: the run's writer commits
-    through ``store.con`` between two pages, and an execute there discards any result open on it."""
-    [seqs] = _seq_columns(store, _unanswered_sql("s.last_seq", limit, order=True),
-                          _scoped_params(limit, model=model), 1)
-    for start in range(0, len(seqs), page):
-        chunk = seqs[start:start + page].tolist()
-        yield from store.con.cursor().execute(_ITEMS_BY_SEQ, {"seqs": chunk}).fetchall()
+    ``page`` items at a time. The pending items' seqs go to a spool (a temporary file past
+    ``_SPOOL_BYTES``), read back a page at a time, and their columns are read page by page: what
+    the run holds is a page, however many items are pending. Each read is on a cursor of its
+    own: the run's writer commits through ``store.con`` between two pages, and an execute there
+    discards any result open on it."""
+    sql = _unanswered_sql("s.last_seq", limit, order=True)
+    with _spooled_seqs(store, sql, _scoped_params(limit, model=model)) as spool:
+        while seqs := array("q", spool.read(page * _SEQ_BYTES)).tolist():
+            yield from store.con.cursor().execute(
+                _ITEMS_BY_SEQ, {"seqs": seqs, "low": min(seqs), "high": max(seqs)}).fetchall()
 
 
-def _seq_columns(store: Store, sql: str, params: dict[str, Any], width: int) -> list[array]:
-    """The ``width`` integer columns of ``sql``, each a compact array (8 bytes a row), fetched
-    a page at a time on a cursor of its own."""
-    cursor, columns = store.con.cursor().execute(sql, params), [array("q") for _ in range(width)]
-    while rows := cursor.fetchmany(_PAGE):
-        for column, values in zip(columns, zip(*rows)):
-            column.extend(values)
-    return columns
+def _spooled_seqs(store: Store, sql: str, params: dict[str, Any]) -> SpooledTemporaryFile:
+    """The single integer column of ``sql``, fetched a page at a time into a spool (memory up to
+    ``_SPOOL_BYTES``, then a temporary file, gone once closed), rewound for reading."""
+    spool = SpooledTemporaryFile(max_size=_SPOOL_BYTES)
+    with pending_memory(store):
+        cursor = store.con.cursor().execute(sql, params)
+        while rows := cursor.fetchmany(_PAGE):
+            spool.write(array("q", [seq for seq, in rows]).tobytes())
+    spool.seek(0)
+    return spool
+
+
+def pending_memory(store: Store) -> AbstractContextManager[None]:
+    """DuckDB's memory bounded (:func:`~contam.harness.store.memory.bounded_memory`) while it finds
+    a run's pending items: its aggregate over every item and its sort spill beyond
+    ``PENDING_MEMORY``."""
+    return bounded_memory(store, PENDING_MEMORY)
 
 
 _ITEM_COLUMNS_SQL = """

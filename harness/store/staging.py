@@ -1,7 +1,7 @@
 """The staging table an import goes through (ARCHITECTURE.md, The store): a file's records are
 inserted in chunks into a temporary ``staged`` table (the connection's own, never in the store
-file; the next import replaces it), checked there in SQL, and only the rows that differ from the
-latest row of their key are appended. DuckDB may spill the table to disk: its memory limit is
+file; dropped once the rows are appended), checked there in SQL, and only the rows that differ from
+the latest row of their key are appended. DuckDB may spill the table to disk: its memory limit is
 lowered while importing. ``contam import`` (harness/jobs/importing.py) drives it.
 """
 
@@ -12,6 +12,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
+from contam.harness.store.memory import bounded_memory
 from contam.harness.store.records import KINDS
 
 if TYPE_CHECKING:
@@ -21,10 +22,12 @@ __all__ = ["STAGED_COLUMNS", "import_memory", "stage", "name_import_run", "first
            "first_unknown_item", "append_new_rows"]
 
 # Rows per INSERT into the staging table: large enough that the per-statement cost vanishes,
-# small enough that a chunk's Python objects stay a few MB.
-_CHUNK_ROWS = 20_000
-# DuckDB's memory while importing (it spills the staging table to disk beyond this).
-_IMPORT_MEMORY_LIMIT = "256MB"
+# small enough that a chunk's Python objects stay a few MB (20,000 rows weighed ~40 MB more).
+_CHUNK_ROWS = 5_000
+# DuckDB's memory while importing: it spills the staging table, the duplicate check's window and
+# the comparison with the latest items to disk beyond this, so a re-import of a million items
+# (each `contam run` re-imports its config's file) stays near a small file's peak.
+_IMPORT_MEMORY_LIMIT = "32MB"
 
 # The staged columns of each kind: its table's, as the import fills them, and the source line.
 STAGED_COLUMNS = {
@@ -53,8 +56,9 @@ _NEW_ROWS_SQL = {
 
 
 def import_memory(store: Store) -> AbstractContextManager[None]:
-    """Lower DuckDB's memory limit for one import, and put it back."""
-    return store.memory_limit(_IMPORT_MEMORY_LIMIT)
+    """DuckDB's memory bounded for one import (:func:`~contam.harness.store.memory.bounded_memory`),
+    then put back."""
+    return bounded_memory(store, _IMPORT_MEMORY_LIMIT)
 
 
 def stage(store: Store, kind: str, rows: Iterable[dict[str, Any]]) -> int:
@@ -95,8 +99,12 @@ def first_unknown_item(store: Store) -> tuple[int, str] | None:
 
 
 def append_new_rows(store: Store, kind: str) -> int:
-    """Append the staged rows that differ from the latest row of their key; how many."""
-    return store.append_query(kind, _NEW_ROWS_SQL[kind])
+    """Append the staged rows that differ from the latest row of their key; how many. The staged
+    table is dropped then: kept, it weighed on the rest of the command (`contam run` imports its
+    config's items first; a million of them stayed in DuckDB's memory all the run)."""
+    added = store.append_query(kind, _NEW_ROWS_SQL[kind])
+    store.con.execute("DROP TABLE staged")
+    return added
 
 
 def _chunks(rows: Iterable[dict[str, Any]], size: int) -> Iterator[list[dict[str, Any]]]:
