@@ -26,9 +26,35 @@ def bounded_memory(store: Store, limit: str) -> Iterator[None]:
     job's host serves holds), the work goes on under the limit it has rather than fail."""
     store.single_threaded(True)
     try:
-        with contextlib.ExitStack() as lowered:
-            with contextlib.suppress(duckdb.OutOfMemoryException):  # DuckDB keeps its limit
-                lowered.enter_context(store.memory_limit(limit))
+        previous = _lowered(store, limit)
+        try:
             yield
+        finally:
+            if previous is not None:
+                _put_back(store, previous)
     finally:
         store.single_threaded(False)
+
+
+def _lowered(store: Store, limit: str) -> str | None:
+    """Set the limit; the one it replaced, or None where DuckDB kept its own."""
+    previous = _limit(store)
+    try:
+        store.con.execute(f"SET memory_limit = '{limit}'")
+    except duckdb.OutOfMemoryException:
+        return None
+    return previous
+
+
+def _put_back(store: Store, previous: str) -> None:
+    """The limit as it was. DuckDB's words for a limit round down (set again, "18.8 GiB" reads
+    "18.7 GiB"): set by them at every commit, its default wore down commit after commit. The
+    default comes back exactly by RESET; only a limit a caller had set is set again by its words
+    (which settle within a few rounds, a few tenths of their unit lower)."""
+    store.con.execute("RESET memory_limit")
+    if _limit(store) != previous:
+        store.con.execute(f"SET memory_limit = '{previous}'")
+
+
+def _limit(store: Store) -> str:
+    return store.con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
