@@ -18,7 +18,10 @@ from contam.harness.jobs import importing
 from contam.harness.store import Store
 from contam.harness.store import cells as cells_module
 from contam.harness.store.cells import PENDING_MEMORY, count_unanswered, unanswered
-from contam.harness.store.memory import bounded_memory
+from contam.harness.store import memory as memory_module
+from contam.harness.store.access import reading
+from contam.harness.store.host import StoreHost
+from contam.harness.store.memory import bounded_memory, serving_read
 from contam.harness.store.staging import _IMPORT_MEMORY_LIMIT
 
 ITEMS = 20
@@ -76,6 +79,16 @@ def test_bounded_memory_goes_on_under_the_limit_it_has_when_duckdb_cannot_free_e
     finally:
         store.con = store.con._con
     assert _settings(store.con)[0] == limit
+
+
+def test_no_limit_is_lowered_while_the_host_serves_a_read(store):
+    """DuckDB's limit is the whole database's: a read needing more than the bound would fail."""
+    before = _settings(store.con)
+    with serving_read(store), serving_read(store):
+        with bounded_memory(store, "32MB"):
+            assert _settings(store.con) == (before[0], 1)
+    with bounded_memory(store, "32MB"):
+        assert _settings(store.con) == _bounded("32MB")
 
 
 def test_duckdbs_own_limit_put_back_at_every_commit_is_the_limit_it_was(store):
@@ -193,3 +206,15 @@ def test_an_import_compares_under_the_bounded_memory_and_leaves_no_staged_table(
     assert importing.import_file(store, "items", path).added == 3
     assert seen == [_bounded(_IMPORT_MEMORY_LIMIT)] and _settings(store.con) == before
     assert store.query("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'staged'") == [(0,)]
+
+
+def test_the_host_counts_each_read_it_serves_as_one_in_flight(tmp_path, monkeypatch):
+    seen: list[int] = []
+    read = StoreHost._read
+    monkeypatch.setattr(StoreHost, "_read", lambda host, *args: seen.append(
+        memory_module._reads.get(id(host.store), 0)) or read(host, *args))
+    path = tmp_path / "hosted.duckdb"
+    with Store(path, create=True) as store, StoreHost(store, command="run"):
+        with reading(path) as reader:
+            assert reader.through_host and reader.count("items") == 0
+        assert seen == [1] and id(store) not in memory_module._reads

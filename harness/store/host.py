@@ -41,6 +41,7 @@ import duckdb
 from contam.harness.errors import UserError
 from contam.harness.store.discovery import Holder, publish, withdraw
 from contam.harness.store.labels import append_label_rows
+from contam.harness.store.memory import serving_read
 from contam.harness.store.readonly import (READ_ONLY_BEGIN, check_query, close_external_access,
                                     refuse_side_effects)
 from contam.harness.store.store import Store
@@ -193,7 +194,7 @@ class StoreHost:
             return self._read(asked["sql"], asked.get("params"), watch)
         async with anyio.create_task_group() as group:
             group.start_soon(_interrupt_when_gone, request, watch)
-            with self._one_thread():
+            with self._one_thread(), serving_read(self.store):  # no bound on DuckDB meanwhile
                 response = await self._in_worker(read, readers=True)
             group.cancel_scope.cancel()
         return response

@@ -3,11 +3,13 @@ items, a commit of the run's writer): one thread, under a memory limit beyond wh
 aggregates, sorts and temporary tables spill to disk and its buffer pool lets blocks go, so the
 same work over a million rows takes about the memory it takes over a thousand. One thread because
 each of DuckDB's threads wants buffers of its own: under a small limit, many threads fail where
-one spills."""
+one spills. DuckDB's limit is the whole database's: while the job's host serves a read
+(:func:`serving_read`), the limit is left as it is, for a read may need more than the bound."""
 
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -16,14 +18,33 @@ import duckdb
 if TYPE_CHECKING:
     from contam.harness.store.store import Store
 
-__all__ = ["bounded_memory"]
+__all__ = ["bounded_memory", "serving_read"]
+
+_reads: dict[int, int] = {}  # id(store) -> reads its host serves now
+_reads_lock = threading.Lock()  # the host's reader threads count them
+
+
+@contextlib.contextmanager
+def serving_read(store: Store) -> Iterator[None]:
+    """A read the job's host serves from another thread, for its duration: meanwhile
+    :func:`bounded_memory` lowers no limit (a commit's bound would be the read's too)."""
+    with _reads_lock:
+        _reads[id(store)] = _reads.get(id(store), 0) + 1
+    try:
+        yield
+    finally:
+        with _reads_lock:
+            if _reads[id(store)] == 1:
+                del _reads[id(store)]
+            else:
+                _reads[id(store)] -= 1
 
 
 @contextlib.contextmanager
 def bounded_memory(store: Store, limit: str) -> Iterator[None]:
     """DuckDB on one thread with its memory limit at ``limit`` (e.g. "32MB") for the block; both
-    put back after it. Where DuckDB cannot free enough to lower the limit now (blocks a read the
-    job's host serves holds), the work goes on under the limit it has rather than fail."""
+    put back after it. While the job's host serves a read, or where DuckDB cannot free enough to
+    lower the limit now, the work goes on under the limit it has rather than fail."""
     store.single_threaded(True)
     try:
         previous = _lowered(store, limit)
@@ -37,7 +58,9 @@ def bounded_memory(store: Store, limit: str) -> Iterator[None]:
 
 
 def _lowered(store: Store, limit: str) -> str | None:
-    """Set the limit; the one it replaced, or None where DuckDB kept its own."""
+    """Set the limit; the one it replaced, or None where it was left as it is."""
+    if id(store) in _reads:
+        return None
     previous = _limit(store)
     try:
         store.con.execute(f"SET memory_limit = '{limit}'")
