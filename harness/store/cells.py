@@ -21,14 +21,14 @@ if TYPE_CHECKING:
     from contam.harness.store.store import Store
 
 __all__ = ["count_unanswered", "unanswered", "item_columns", "unjudged", "answered_cells", "unscored",
-           "DueCells", "DUE_MEMORY", "PENDING_MEMORY", "pending_memory", "any_answered",
+           "DueCells", "DUE_MEMORY", "PENDING_MEMORY", "any_answered",
            "first_items", "unscored_items", "Expected", "missing_samples", "complete_unscored",
            "probe_texts"]
 
 _PAGE = 2048  # items a page of a run's pending work holds: its task list is never held whole
 _SEQ_BYTES = 8  # a pending item's seq in the spool (a signed 64-bit integer)
 _SPOOL_BYTES = 1 << 20  # the pending seqs a run holds in memory (131,072); more go to a file
-# DuckDB's memory limit while it finds a run's pending items (see pending_memory).
+# DuckDB's memory limit while it finds a run's pending items (see _pending_memory).
 PENDING_MEMORY = "32MB"
 
 # -- the scope: the first ``limit`` items in file order (all when None) -------------------------
@@ -89,7 +89,7 @@ def _unanswered_sql(columns: str, limit: int | None, *, order: bool) -> str:
 def count_unanswered(store: Store, model: str, limit: int | None) -> int:
     """Items among the first ``limit`` (all when None) that ``model`` has no answer to."""
     sql = _unanswered_sql("count(*)", limit, order=False)
-    with pending_memory(store):
+    with _pending_memory(store):
         return store.query(sql, _scoped_params(limit, model=model))[0][0]  # leaves no open result
 
 
@@ -112,15 +112,19 @@ def _spooled_seqs(store: Store, sql: str, params: dict[str, Any]) -> SpooledTemp
     """The single integer column of ``sql``, fetched a page at a time into a spool (memory up to
     ``_SPOOL_BYTES``, then a temporary file, gone once closed), rewound for reading."""
     spool = SpooledTemporaryFile(max_size=_SPOOL_BYTES)
-    with pending_memory(store):
-        cursor = store.con.cursor().execute(sql, params)
-        while rows := cursor.fetchmany(_PAGE):
-            spool.write(array("q", [seq for seq, in rows]).tobytes())
+    try:
+        with _pending_memory(store):
+            cursor = store.con.cursor().execute(sql, params)
+            while rows := cursor.fetchmany(_PAGE):
+                spool.write(array("q", [seq for seq, in rows]).tobytes())
+    except BaseException:
+        spool.close()
+        raise
     spool.seek(0)
     return spool
 
 
-def pending_memory(store: Store) -> AbstractContextManager[None]:
+def _pending_memory(store: Store) -> AbstractContextManager[None]:
     """DuckDB's memory bounded (:func:`~contam.harness.store.memory.bounded_memory`) while it finds
     a run's pending items: its aggregate over every item and its sort spill beyond
     ``PENDING_MEMORY``."""
