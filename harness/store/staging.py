@@ -28,6 +28,8 @@ _CHUNK_ROWS = 5_000
 # the comparison with the latest items to disk beyond this, so a re-import of a million items
 # (each `contam run` re-imports its config's file) stays near a small file's peak.
 _IMPORT_MEMORY_LIMIT = "32MB"
+# ... and while the new rows are appended (a first import of 250,000 items failed under 32 MB).
+_APPEND_MEMORY_LIMIT = "256MB"
 
 # The staged columns of each kind: its table's, as the import fills them, and the source line.
 STAGED_COLUMNS = {
@@ -99,12 +101,21 @@ def first_unknown_item(store: Store) -> tuple[int, str] | None:
 
 
 def append_new_rows(store: Store, kind: str) -> int:
-    """Append the staged rows that differ from the latest row of their key; how many. The staged
+    """Append the staged rows that differ from the latest row of their key; how many. They are
+    found first, under the import's bound, into a temporary table that spills; only appending
+    them to the store's table, which DuckDB holds in memory until the import commits, raises the
+    limit to ``_APPEND_MEMORY_LIMIT`` (a re-import of the same file appends nothing). The staged
     table is dropped then: kept, it weighed on the rest of the command (`contam run` imports its
     config's items first; a million of them stayed in DuckDB's memory all the run)."""
-    added = store.append_query(kind, _NEW_ROWS_SQL[kind])
+    store.con.execute(f"CREATE OR REPLACE TEMP TABLE fresh AS {_NEW_ROWS_SQL[kind]}")
     store.con.execute("DROP TABLE staged")
-    return added
+    try:
+        if not store.count("fresh"):
+            return 0
+        with store.memory_limit(_APPEND_MEMORY_LIMIT):
+            return store.append_query(kind, "SELECT * FROM fresh")
+    finally:
+        store.con.execute("DROP TABLE fresh")
 
 
 def _chunks(rows: Iterable[dict[str, Any]], size: int) -> Iterator[list[dict[str, Any]]]:
