@@ -21,8 +21,8 @@ from contam.harness.store.cells import PENDING_MEMORY, count_unanswered, unanswe
 from contam.harness.store import memory as memory_module
 from contam.harness.store.access import reading
 from contam.harness.store.host import StoreHost
-from contam.harness.store.memory import bounded_memory, serving_read
-from contam.harness.store.staging import _IMPORT_MEMORY_LIMIT
+from contam.harness.store.memory import bounded_memory, serving_read, within_bounds
+from contam.harness.store.staging import IMPORT_MEMORY
 
 ITEMS = 20
 
@@ -115,8 +115,43 @@ def test_each_commit_of_the_writer_is_made_under_the_bounded_memory(store, monke
                                                           "answer": "a"}]})
 
     anyio.run(main)
-    assert len(seen) == 6 and set(seen) == {_bounded(COMMIT_MEMORY)}
+    assert len(seen) == 6 and set(seen) == {_bounded(COMMIT_MEMORY[0])}
     assert store.count("answers") == 6 and _settings(store.con) == before
+
+
+def test_work_that_runs_out_of_memory_under_a_bound_is_done_again_under_the_next(store):
+    own = _settings(store.con)
+    tries: list[tuple[str, int]] = []
+
+    def work():
+        tries.append(_settings(store.con))
+        if len(tries) == 1:
+            raise duckdb.OutOfMemoryException("could not allocate block of size 256.0 KiB")
+        return "done"
+
+    assert within_bounds(store, ("32MB", None), work) == "done"
+    assert tries == [_bounded("32MB"), (own[0], 1)] and _settings(store.con) == own
+
+
+def test_a_commit_that_runs_out_of_memory_under_the_bound_is_made_all_the_same(store, monkeypatch):
+    transaction, failed = store.transaction, []
+
+    def first_fails():
+        if not failed:
+            failed.append(True)
+            raise duckdb.OutOfMemoryException("failed to pin block of size 256.0 KiB")
+        return transaction()
+
+    monkeypatch.setattr(store, "transaction", first_fails)
+
+    async def main():
+        async with BatchWriter(store, journal=False) as writer:
+            await writer.write_durably({"answers": [{"item_id": "q00", "model": "m",
+                                                      "answer": "a"}]})
+        return writer.failure
+
+    assert anyio.run(main) is None and failed
+    assert store.query("SELECT item_id FROM answers") == [("q00",)]
 
 
 class _RecordingConnection:
@@ -156,7 +191,7 @@ def test_the_pending_work_is_found_under_the_bounded_memory(store):
         assert len(list(unanswered(store, "m", None, page=4))) == ITEMS
     finally:
         store.con = recording._con
-    assert recording.seen == [_bounded(PENDING_MEMORY)] * 2
+    assert recording.seen == [_bounded(PENDING_MEMORY[0])] * 2
     assert _settings(store.con) == before
 
 
@@ -204,7 +239,7 @@ def test_an_import_compares_under_the_bounded_memory_and_leaves_no_staged_table(
         _settings(opened.con)) or append_new_rows(opened, kind))
     before = _settings(store.con)
     assert importing.import_file(store, "items", path).added == 3
-    assert seen == [_bounded(_IMPORT_MEMORY_LIMIT)] and _settings(store.con) == before
+    assert seen == [_bounded(IMPORT_MEMORY[0])] and _settings(store.con) == before
     assert store.query("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'staged'") == [(0,)]
 
 

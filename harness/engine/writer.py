@@ -30,7 +30,7 @@ from anyio.abc import TaskGroup
 from contam.harness.errors import first_line
 from contam.harness.store.journal import Journal, Rows, journal_path, merge_writes, reply_key
 from contam.harness.store import Store, insert_statement
-from contam.harness.store.memory import bounded_memory
+from contam.harness.store.memory import within_bounds
 
 __all__ = ["BatchWriter", "Rows", "insert_statements"]
 
@@ -324,7 +324,10 @@ class BatchWriter:
     def _commit(self, statements: list[tuple[str, list]]) -> None:
         """One transaction, on the event loop's thread (see the module docstring), with DuckDB's
         memory bounded (``COMMIT_MEMORY``)."""
-        with bounded_memory(self.store, COMMIT_MEMORY), self.store.transaction() as con:
+        within_bounds(self.store, COMMIT_MEMORY, lambda: self._transaction(statements))
+
+    def _transaction(self, statements: list[tuple[str, list]]) -> None:
+        with self.store.transaction() as con:
             for sql, parameters in statements:
                 con.execute(sql, parameters)
 
@@ -332,8 +335,9 @@ class BatchWriter:
 # DuckDB's memory limit while a batch is committed. The commit's checkpoint (past 16 MB of WAL)
 # loads blocks of the tables it appends to, and the buffer pool would keep them all: it grew
 # with the run (12 MB at 200,000 answers). Lowering the limit lets them go; between commits it is
-# DuckDB's own again, for the reads the job's host serves.
-COMMIT_MEMORY = "32MB"
+# DuckDB's own again, for the reads the job's host serves. A commit DuckDB cannot make under it
+# is made again under its own limit (None), never given up for it.
+COMMIT_MEMORY = ("32MB", None)
 
 
 SPACE_RETRY_S = 2.0  # how often a commit is tried again while the disk is full

@@ -25,8 +25,9 @@ from contam.harness.store.column_map import ColumnMap
 from contam.harness.store.record_file import RecordFile, parse_column_map
 from contam.harness.store.records import KINDS, Record, normalise_label
 from contam.harness.store import DEFAULT_STORE, Store, utc_now
+from contam.harness.store.memory import within_bounds
 from contam.harness.store.staging import (
-    append_new_rows, first_duplicate, first_unknown_item, import_memory, name_import_run, stage,
+    IMPORT_MEMORY, append_new_rows, first_duplicate, first_unknown_item, name_import_run, stage,
 )
 from contam.harness.text import normalise_answer
 
@@ -64,9 +65,16 @@ def import_file(store: Store, kind: str, path: str | Path, *,
     source = str(path)
     columns = (column_map if isinstance(column_map, ColumnMap)
                else parse_column_map(column_map, KINDS[kind].required, kind))
-    records = RecordFile(path, KINDS[kind], columns)  # refuses an unknown file type at once
+    RecordFile(path, KINDS[kind], columns)  # refuses an unknown file type at once
+    return within_bounds(store, IMPORT_MEMORY, lambda: _import_once(store, kind, path, columns))
+
+
+def _import_once(store: Store, kind: str, path: str | Path, columns: ColumnMap) -> ImportResult:
+    """The file read, staged, checked and its new rows appended in one transaction (all or
+    nothing: a try that ran out of memory leaves nothing, and the next reads the file again)."""
+    source, records = str(path), RecordFile(path, KINDS[kind], columns)
     row_for = _ROW_BUILDERS[kind](source)
-    with import_memory(store), store.transaction():
+    with store.transaction():
         read = stage(store, kind, (row_for(record) for record in records))
         digest = records.sha256()  # of the very bytes parsed: the import's provenance row
         name_import_run(store, f"import:{digest[:12]}")  # imported answers: named after the file

@@ -11,11 +11,10 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Iterator, Sequence
-from contextlib import AbstractContextManager
 from tempfile import SpooledTemporaryFile
 from typing import TYPE_CHECKING, Any
 
-from contam.harness.store.memory import bounded_memory
+from contam.harness.store.memory import within_bounds
 
 if TYPE_CHECKING:
     from contam.harness.store.store import Store
@@ -28,8 +27,8 @@ __all__ = ["count_unanswered", "unanswered", "item_columns", "unjudged", "answer
 _PAGE = 2048  # items a page of a run's pending work holds: its task list is never held whole
 _SEQ_BYTES = 8  # a pending item's seq in the spool (a signed 64-bit integer)
 _SPOOL_BYTES = 1 << 20  # the pending seqs a run holds in memory (131,072); more go to a file
-# DuckDB's memory limit while it finds a run's pending items (see _pending_memory).
-PENDING_MEMORY = "32MB"
+# DuckDB's memory limits while it finds a run's pending items, tried in turn (None: its own).
+PENDING_MEMORY = ("32MB", None)
 
 # -- the scope: the first ``limit`` items in file order (all when None) -------------------------
 
@@ -89,8 +88,9 @@ def _unanswered_sql(columns: str, limit: int | None, *, order: bool) -> str:
 def count_unanswered(store: Store, model: str, limit: int | None) -> int:
     """Items among the first ``limit`` (all when None) that ``model`` has no answer to."""
     sql = _unanswered_sql("count(*)", limit, order=False)
-    with _pending_memory(store):
-        return store.query(sql, _scoped_params(limit, model=model))[0][0]  # leaves no open result
+    params = _scoped_params(limit, model=model)
+    return within_bounds(store, PENDING_MEMORY,
+                         lambda: store.query(sql, params)[0][0])  # leaves no open result
 
 
 def unanswered(store: Store, model: str, limit: int | None, *,
@@ -110,25 +110,23 @@ def unanswered(store: Store, model: str, limit: int | None, *,
 
 def _spooled_seqs(store: Store, sql: str, params: dict[str, Any]) -> SpooledTemporaryFile:
     """The single integer column of ``sql``, fetched a page at a time into a spool (memory up to
-    ``_SPOOL_BYTES``, then a temporary file, gone once closed), rewound for reading."""
+    ``_SPOOL_BYTES``, then a temporary file, gone once closed), rewound for reading; DuckDB's
+    memory bounded meanwhile (``PENDING_MEMORY``: its aggregate over every item and its sort
+    spill beyond it)."""
+    return within_bounds(store, PENDING_MEMORY,
+                         lambda: _spool(store.con.cursor().execute(sql, params)))
+
+
+def _spool(cursor: Any) -> SpooledTemporaryFile:
     spool = SpooledTemporaryFile(max_size=_SPOOL_BYTES)
     try:
-        with _pending_memory(store):
-            cursor = store.con.cursor().execute(sql, params)
-            while rows := cursor.fetchmany(_PAGE):
-                spool.write(array("q", [seq for seq, in rows]).tobytes())
+        while rows := cursor.fetchmany(_PAGE):
+            spool.write(array("q", [seq for seq, in rows]).tobytes())
     except BaseException:
         spool.close()
         raise
     spool.seek(0)
     return spool
-
-
-def _pending_memory(store: Store) -> AbstractContextManager[None]:
-    """DuckDB's memory bounded (:func:`~contam.harness.store.memory.bounded_memory`) while it finds
-    a run's pending items: its aggregate over every item and its sort spill beyond
-    ``PENDING_MEMORY``."""
-    return bounded_memory(store, PENDING_MEMORY)
 
 
 _ITEM_COLUMNS_SQL = """

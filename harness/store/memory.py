@@ -10,15 +10,17 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, TypeVar
 
 import duckdb
 
 if TYPE_CHECKING:
     from contam.harness.store.store import Store
 
-__all__ = ["bounded_memory", "serving_read"]
+__all__ = ["bounded_memory", "within_bounds", "serving_read"]
+
+T = TypeVar("T")
 
 _reads: dict[int, int] = {}  # id(store) -> reads its host serves now
 _reads_lock = threading.Lock()  # the host's reader threads count them
@@ -40,10 +42,27 @@ def serving_read(store: Store) -> Iterator[None]:
                 _reads[id(store)] -= 1
 
 
+def within_bounds(store: Store, limits: Sequence[str | None], work: Callable[[], T]) -> T:
+    """``work()`` under :func:`bounded_memory` of each limit in turn (None: DuckDB's own), the
+    next where DuckDB runs out of memory under one: what an operator has pinned cannot spill,
+    and how much that is varies from one run to the next (a first import of a million items
+    failed under 32 MB in one run of two). ``work`` must leave nothing behind when it fails (a
+    transaction, a spool of its own); what a failed COMMIT left open is rolled back."""
+    for limit in limits[:-1]:
+        try:
+            with bounded_memory(store, limit):
+                return work()
+        except duckdb.OutOfMemoryException:
+            with contextlib.suppress(duckdb.Error):  # no transaction open: nothing to undo
+                store.con.execute("ROLLBACK")
+    with bounded_memory(store, limits[-1]):
+        return work()
+
+
 @contextlib.contextmanager
-def bounded_memory(store: Store, limit: str) -> Iterator[None]:
-    """DuckDB on one thread with its memory limit at ``limit`` (e.g. "32MB") for the block; both
-    put back after it. While the job's host serves a read, or where DuckDB cannot free enough to
+def bounded_memory(store: Store, limit: str | None) -> Iterator[None]:
+    """DuckDB on one thread with its memory limit at ``limit`` (e.g. "32MB"; None: as it is) for
+    the block; both put back after it. While the job's host serves a read, or where DuckDB cannot free enough to
     lower the limit now, the work goes on under the limit it has rather than fail."""
     store.single_threaded(True)
     try:
@@ -57,9 +76,9 @@ def bounded_memory(store: Store, limit: str) -> Iterator[None]:
         store.single_threaded(False)
 
 
-def _lowered(store: Store, limit: str) -> str | None:
+def _lowered(store: Store, limit: str | None) -> str | None:
     """Set the limit; the one it replaced, or None where it was left as it is."""
-    if id(store) in _reads:
+    if limit is None or id(store) in _reads:
         return None
     previous = _limit(store)
     try:

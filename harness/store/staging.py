@@ -9,25 +9,24 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable, Iterator
-from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
-from contam.harness.store.memory import bounded_memory
 from contam.harness.store.records import KINDS
 
 if TYPE_CHECKING:
     from contam.harness.store.store import Store
 
-__all__ = ["STAGED_COLUMNS", "import_memory", "stage", "name_import_run", "first_duplicate",
+__all__ = ["STAGED_COLUMNS", "IMPORT_MEMORY", "stage", "name_import_run", "first_duplicate",
            "first_unknown_item", "append_new_rows"]
 
 # Rows per INSERT into the staging table: large enough that the per-statement cost vanishes,
 # small enough that a chunk's Python objects stay a few MB (20,000 rows weighed ~40 MB more).
 _CHUNK_ROWS = 5_000
 # DuckDB's memory while importing: it spills the staging table, the duplicate check's window and
-# the comparison with the latest items to disk beyond this, so a re-import of a million items
-# (each `contam run` re-imports its config's file) stays near a small file's peak.
-_IMPORT_MEMORY_LIMIT = "32MB"
+# the comparison with the latest items to disk beyond the first, so a re-import of a million
+# items (each `contam run` re-imports its config's file) stays near a small file's peak; the
+# import is made again under the next where DuckDB runs out under one (None: its own).
+IMPORT_MEMORY = ("32MB", "256MB", None)
 # ... and while the new rows are appended (a first import of 250,000 items failed under 32 MB).
 _APPEND_MEMORY_LIMIT = "256MB"
 
@@ -55,12 +54,6 @@ _NEW_ROWS_SQL = {
         SELECT 1 FROM latest_labels l WHERE l.item_id = s.item_id AND l.model = s.model
           AND l.rater = s.rater AND l.label = s.label) ORDER BY _line""",
 }
-
-
-def import_memory(store: Store) -> AbstractContextManager[None]:
-    """DuckDB's memory bounded for one import (:func:`~contam.harness.store.memory.bounded_memory`),
-    then put back."""
-    return bounded_memory(store, _IMPORT_MEMORY_LIMIT)
 
 
 def stage(store: Store, kind: str, rows: Iterable[dict[str, Any]]) -> int:
