@@ -81,6 +81,14 @@ def test_bounded_memory_goes_on_under_the_limit_it_has_when_duckdb_cannot_free_e
     assert _settings(store.con)[0] == limit
 
 
+def test_a_callers_lower_limit_is_never_raised(store):
+    store.con.execute("SET memory_limit = '16MB'")
+    before = _settings(store.con)
+    with bounded_memory(store, "32MB"):
+        assert _settings(store.con) == (before[0], 1)
+    assert _settings(store.con) == before
+
+
 def test_no_limit_is_lowered_while_the_host_serves_a_read(store):
     """DuckDB's limit is the whole database's: a read needing more than the bound would fail."""
     before = _settings(store.con)

@@ -9,6 +9,7 @@ one spills. DuckDB's limit is the whole database's: while the job's host serves 
 from __future__ import annotations
 
 import contextlib
+import re
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, TypeVar
@@ -77,10 +78,13 @@ def bounded_memory(store: Store, limit: str | None) -> Iterator[None]:
 
 
 def _lowered(store: Store, limit: str | None) -> str | None:
-    """Set the limit; the one it replaced, or None where it was left as it is."""
+    """Set the limit; the one it replaced, or None where it was left as it is (no bound, a read
+    being served, or a limit already as low: a caller's own bound is never raised)."""
     if limit is None or id(store) in _reads:
         return None
     previous = _limit(store)
+    if _bytes(previous) <= _bytes(limit):
+        return None
     try:
         store.con.execute(f"SET memory_limit = '{limit}'")
     except duckdb.OutOfMemoryException:
@@ -96,6 +100,17 @@ def _put_back(store: Store, previous: str) -> None:
     store.con.execute("RESET memory_limit")
     if _limit(store) != previous:
         store.con.execute(f"SET memory_limit = '{previous}'")
+
+
+_UNITS = {"B": 1, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12,
+          "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40}
+
+
+def _bytes(words: str) -> float:
+    """A limit in DuckDB's words ("30.5 MiB", "32MB") in bytes; words it has no number in (no
+    limit) are infinite."""
+    found = re.fullmatch(r"\s*([\d.]+)\s*([KMGT]?i?B)\s*", words, re.IGNORECASE)
+    return float(found[1]) * _UNITS[found[2].upper()] if found else float("inf")
 
 
 def _limit(store: Store) -> str:
