@@ -28,7 +28,7 @@ _PAGE = 2048  # items a page of a run's pending work holds: its task list is nev
 _SEQ_BYTES = 8  # a pending item's seq in the spool (a signed 64-bit integer)
 _SPOOL_BYTES = 1 << 20  # the pending seqs a run holds in memory (131,072); more go to a file
 # DuckDB's memory limits while it finds a run's pending items, tried in turn (None: its own).
-PENDING_MEMORY = ("32MB", None)
+PENDING_MEMORY = ("32MB", "64MB", None)
 
 # -- the scope: the first ``limit`` items in file order (all when None) -------------------------
 

@@ -9,6 +9,7 @@ one spills. DuckDB's limit is the whole database's: while the job's host serves 
 from __future__ import annotations
 
 import contextlib
+import logging
 import re
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -16,12 +17,15 @@ from typing import TYPE_CHECKING, TypeVar
 
 import duckdb
 
+from contam.harness.errors import first_line
+
 if TYPE_CHECKING:
     from contam.harness.store.store import Store
 
 __all__ = ["bounded_memory", "within_bounds", "serving_read"]
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 _reads: dict[int, int] = {}  # id(store) -> reads its host serves now
 _reads_lock = threading.Lock()  # the host's reader threads count them
@@ -53,7 +57,9 @@ def within_bounds(store: Store, limits: Sequence[str | None], work: Callable[[],
         try:
             with bounded_memory(store, limit):
                 return work()
-        except duckdb.OutOfMemoryException:
+        except duckdb.OutOfMemoryException as exc:
+            log.info("DuckDB ran out of memory under %s, tried again under the next limit: %s",
+                     limit, first_line(exc))
             with contextlib.suppress(duckdb.Error):  # no transaction open: nothing to undo
                 store.con.execute("ROLLBACK")
     with bounded_memory(store, limits[-1]):

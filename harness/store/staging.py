@@ -24,9 +24,10 @@ __all__ = ["STAGED_COLUMNS", "IMPORT_MEMORY", "stage", "name_import_run", "first
 _CHUNK_ROWS = 5_000
 # DuckDB's memory while importing: it spills the staging table, the duplicate check's window and
 # the comparison with the latest items to disk beyond the first, so a re-import of a million
-# items (each `contam run` re-imports its config's file) stays near a small file's peak; the
-# import is made again under the next where DuckDB runs out under one (None: its own).
-IMPORT_MEMORY = ("32MB", "256MB", None)
+# items (each `contam run` re-imports its config's file) stays near a small file's peak (under
+# 32 MB it ran out of memory in most tries); the import is made again under the next where
+# DuckDB runs out under one (None: its own).
+IMPORT_MEMORY = ("64MB", "256MB", None)
 # ... and while the new rows are appended (a first import of 250,000 items failed under 32 MB).
 _APPEND_MEMORY_LIMIT = "256MB"
 
