@@ -258,16 +258,29 @@ class Store:
                 (con or self.con).execute("RESET threads")
 
     @contextmanager
-    def memory_limit(self, limit: str) -> Iterator[None]:
+    def memory_limit(self, limit: str, *, if_possible: bool = False) -> Iterator[None]:
         """DuckDB's memory limit lowered to ``limit`` (e.g. "64MB") for a while, then put back.
         Its buffer pool otherwise keeps every block a job reads or writes (up to 80% of RAM), so a
-        pass over a million cells would weigh what the store weighs."""
+        pass over a million cells would weigh what the store weighs. ``if_possible``: where DuckDB
+        cannot free enough to lower it now (blocks held by a read the job's host is serving), go
+        on under the limit as it is rather than fail."""
         previous = self.query("SELECT current_setting('memory_limit')")[0][0]
-        self.con.execute(f"SET memory_limit = '{limit}'")
+        if not self._lower_memory_limit(limit, if_possible):
+            yield
+            return
         try:
             yield
         finally:
             self.con.execute(f"SET memory_limit = '{previous}'")
+
+    def _lower_memory_limit(self, limit: str, if_possible: bool) -> bool:
+        try:
+            self.con.execute(f"SET memory_limit = '{limit}'")
+        except duckdb.OutOfMemoryException:  # DuckDB keeps the limit it had
+            if not if_possible:
+                raise
+            return False
+        return True
 
     def checkpoint(self) -> None:
         """Write what the WAL holds into the file now (DuckDB does it on its own past 16 MB of
