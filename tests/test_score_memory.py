@@ -1,6 +1,7 @@
 """A surface score pass keeps DuckDB's memory bounded: its due cells are read under one lowered
 limit, and its writes and checkpoint under a lower one still, since a checkpoint fills the buffer
-pool up to whatever limit it finds (the bigger the scores table, the more of it)."""
+pool up to whatever limit it finds (the bigger the scores table, the more of it); and DuckDB works
+on one thread meanwhile, since each thread keeps memory of its own."""
 
 from __future__ import annotations
 
@@ -30,39 +31,45 @@ def _as_duckdb_says(store: Store, limit: str) -> str:
         return _limit(store)
 
 
-def _noting_limits(store: Store, monkeypatch) -> dict[str, list[str]]:
-    """The limit in effect at each write of scores, each checkpoint and each read of due cells."""
-    seen: dict[str, list[str]] = {"write": [], "checkpoint": [], "read": []}
+def _settings(store: Store) -> tuple[str, int]:
+    """DuckDB's memory limit and threads now."""
+    return store.query("SELECT current_setting('memory_limit'), current_setting('threads')")[0]
+
+
+def _noting_settings(store: Store, monkeypatch) -> dict[str, list[tuple[str, int]]]:
+    """DuckDB's settings at each write of scores, each checkpoint and each read of due cells."""
+    seen: dict[str, list[tuple[str, int]]] = {"write": [], "checkpoint": [], "read": []}
     append, checkpoint, read = store.append, store.checkpoint, cells_module._on_own_cursor
     monkeypatch.setattr(store, "append", lambda table, rows: (
-        seen["write"].append(_limit(store)), append(table, rows))[1])
+        seen["write"].append(_settings(store)), append(table, rows))[1])
     monkeypatch.setattr(store, "checkpoint", lambda: (
-        seen["checkpoint"].append(_limit(store)), checkpoint())[1])
+        seen["checkpoint"].append(_settings(store)), checkpoint())[1])
     monkeypatch.setattr(cells_module, "_on_own_cursor", lambda opened, sql, params: (
-        seen["read"].append(_limit(opened)), read(opened, sql, params))[1])
+        seen["read"].append(_settings(opened)), read(opened, sql, params))[1])
     return seen
 
 
-def test_a_surface_pass_writes_and_checkpoints_under_a_lower_limit_than_it_reads(store, monkeypatch):
+def test_a_surface_pass_reads_under_one_limit_writes_under_a_lower_one_on_one_thread(store, monkeypatch):
     _scored_store(store)
     monkeypatch.setattr(score_job, "_WRITE_BATCH", 5)
     monkeypatch.setattr(cells_module, "_RANGE_CELLS", 6)
-    before = _limit(store)
+    before = _settings(store)
     write_limit = _as_duckdb_says(store, score_job._WRITE_MEMORY)
     read_limit = _as_duckdb_says(store, DUE_MEMORY)
-    seen = _noting_limits(store, monkeypatch)
+    seen = _noting_settings(store, monkeypatch)
     [summary] = score_job.score_store(store, ["bleu2"])
     assert summary.scored == 24 and store.count("scores") == 24
-    assert seen["write"] == [write_limit] * 5  # 24 cells, 5 a batch
-    assert seen["checkpoint"] == [write_limit]
-    assert len(seen["read"]) > 2 and set(seen["read"]) == {read_limit}
-    assert duckdb_bytes(write_limit) < duckdb_bytes(read_limit)
-    # put back (DuckDB writes it to one decimal, so a round trip may lose a little of it)
-    assert _limit(store) not in (write_limit, read_limit)
-    assert duckdb_bytes(_limit(store)) > 0.9 * duckdb_bytes(before)
+    assert seen["write"] == [(write_limit, 1)] * 5  # 24 cells, 5 a batch
+    assert seen["checkpoint"] == [(write_limit, 1)]
+    assert len(seen["read"]) > 2 and set(seen["read"]) == {(read_limit, 1)}
+    assert _duckdb_bytes(write_limit) < _duckdb_bytes(read_limit)
+    # put back (DuckDB writes the limit to one decimal, so a round trip may lose a little of it)
+    limit, threads = _settings(store)
+    assert threads == before[1] and limit not in (write_limit, read_limit)
+    assert _duckdb_bytes(limit) > 0.9 * _duckdb_bytes(before[0])
 
 
-def duckdb_bytes(limit: str) -> float:
+def _duckdb_bytes(limit: str) -> float:
     number, unit = limit.split()
     return float(number) * {"KiB": 2**10, "MiB": 2**20, "GiB": 2**30}[unit]
 
