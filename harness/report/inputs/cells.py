@@ -59,7 +59,7 @@ raw AS (
         USING (item_id, model)
     LEFT JOIN (SELECT item_id, model, label FROM latest_labels WHERE rater = $judge AND {range}) j
         USING (item_id, model))
-SELECT * EXCLUDE ({rules}),
+SELECT * EXCLUDE (item_id, {rules}),
     CASE WHEN empty OR (NOT has_answer AND human_raw IS NULL) THEN 'wrong' ELSE human_raw END AS human,
     CASE WHEN empty OR (NOT has_answer AND judge_raw IS NULL) THEN 'wrong' ELSE judge_raw END AS judge,
     {rules}
