@@ -12,6 +12,7 @@ from contam.harness.report.inputs import cells as cells_module
 from contam.harness.report.inputs.cells import Cells
 from contam.harness.store import Store, utc_now
 from contam.harness.store import cells as store_cells
+from contam.metrics.metric_registry import rule_metrics
 from contam.metrics.outcome import parse_outcome
 
 ITEMS = ["q9", "a3", "m1", "z0", "b7", "k2", "c5", "y4"]  # imported in this order, not sorted
@@ -74,3 +75,10 @@ def test_each_cells_effective_label_follows_the_lower_bound_rule(store, monkeypa
     assert frame.loc[("m-judged", "z0"), "judge"] == "wrong"  # unanswered and unjudged
     assert frame.loc[("m-judged", "c5"), "judge"] != frame.loc[("m-judged", "c5"), "judge"]
     assert frame.loc[("m-labelled", slice(None)), "judge"].isna().all()
+
+
+def test_only_the_rule_metrics_with_scores_have_a_column(store, monkeypatch):
+    """A rule metric nobody scored would be a column of NULLs, 8 bytes a cell: it is not read."""
+    frame = _frame(store, None, monkeypatch, 10_000)
+    assert rule_metrics() and not set(rule_metrics()) & set(frame.columns)
+    assert frame["bleu2"].notna().sum() == len(ITEMS) * len(MODELS) - 1  # the one unanswered cell

@@ -39,7 +39,8 @@ METRICS = {metric: METRIC_DISPLAY[metric] for metric in DEFAULT_METRICS}
 # wrong too (unanswered); a non-empty answer without a label stays NULL (unlabelled). The range is
 # filtered in every view's scan, before its window, so DuckDB's work is bounded by one range
 # however many cells the store holds; a model the rater labelled nowhere (NULL throughout) is
-# found over the whole frame afterwards (:func:`_unrated_models_cleared`).
+# found over the whole frame afterwards (:func:`_unrated_models_cleared`). An item is keyed by
+# its seq (``item_seq``): its id stays in the store.
 _CELLS_SQL = """
 WITH grid AS (SELECT i.item_id, i.title, i.subset, i.seq AS item_seq, m.model
               FROM (SELECT * FROM latest_items WHERE {range}) i
@@ -48,8 +49,7 @@ raw AS (
     SELECT g.*, a.item_id IS NOT NULL AS has_answer,
            a.item_id IS NOT NULL AND coalesce(trim(a.answer), '') = '' AS empty,
            a.item_id IS NOT NULL AND coalesce(trim(a.answer), '') <> '' AS answered,
-           c.answer_words, coalesce(c.abstained, false) AS abstained, c.bleu2, c.bertscore_f1,
-           {rule_values},
+           c.answer_words, coalesce(c.abstained, false) AS abstained, c.bleu2, c.bertscore_f1,{rule_values}
            coalesce(c.reference_empty, false) AS reference_empty,
            {human_raw} AS human_raw, j.label AS judge_raw
     FROM grid g
@@ -59,14 +59,17 @@ raw AS (
         USING (item_id, model)
     LEFT JOIN (SELECT item_id, model, label FROM latest_labels WHERE rater = $judge AND {range}) j
         USING (item_id, model))
-SELECT * EXCLUDE (item_id, {rules}),
+SELECT * EXCLUDE (item_id{rules}),
     CASE WHEN empty OR (NOT has_answer AND human_raw IS NULL) THEN 'wrong' ELSE human_raw END AS human,
-    CASE WHEN empty OR (NOT has_answer AND judge_raw IS NULL) THEN 'wrong' ELSE judge_raw END AS judge,
+    CASE WHEN empty OR (NOT has_answer AND judge_raw IS NULL) THEN 'wrong' ELSE judge_raw END AS judge
     {rules}
 FROM raw
 ORDER BY model, item_seq
-""".replace("{rule_values}", ", ".join(f"c.{metric}" for metric in rule_metrics())).replace(
-    "{rules}", ", ".join(rule_metrics()))
+"""
+
+# The rule metrics the store has scores of: only their columns are read (a column of NULLs says
+# nothing, and would weigh 8 bytes a cell).
+_SCORED_SQL = "SELECT DISTINCT metric FROM scores"
 
 # Every model with an answer or a label (the latest rows have the same keys as all rows, so the
 # tables answer without the views' windows).
@@ -117,7 +120,8 @@ class Cells:
         models = [model for (model,) in self.store.query(_MODELS_SQL)]
         params = {"human": self.raters[0] or "", "judge": self.raters[1] or "", "models": models}
         ranges = item_ranges(self.store, max(1, _RANGE_CELLS // max(1, len(models))), "items")
-        return joined((self.store.query_df(self.sql.replace("{range}", where), params | bounds,
+        sql = _with_rules(self.sql, _scored_rules(self.store))
+        return joined((self.store.query_df(sql.replace("{range}", where), params | bounds,
                                            _CATEGORIES) for where, bounds in ranges), _CATEGORIES)
 
     def labelled(self) -> "Cells":
@@ -154,6 +158,17 @@ def _unrated_models_cleared(frame: pd.DataFrame) -> pd.DataFrame:
         if len(unrated):
             frame.loc[frame["model"].isin(unrated), rater] = np.nan
     return frame
+
+
+def _scored_rules(store: Store) -> list[str]:
+    scored = {metric for (metric,) in store.query(_SCORED_SQL)}
+    return [metric for metric in rule_metrics() if metric in scored]
+
+
+def _with_rules(sql: str, rules: list[str]) -> str:
+    """The cells' SQL with a column for each of ``rules``, last (registry names: identifiers)."""
+    return sql.replace("{rule_values}", "".join(f" c.{m}," for m in rules)).replace(
+        "{rules}", "".join(f", {m}" for m in rules))
 
 
 def _human_raw(outcome: Outcome) -> str:

@@ -49,7 +49,7 @@ class RuleCells:
 def rule_cells(store: Store, cells: Cells, by: str | None) -> RuleCells:
     """The cells this module counts over; a ``--by`` naming no item column is refused here."""
     frame = _frame(store, cells, by)
-    return RuleCells(frame, [m for m in RULE_METRICS if frame[m].notna().any()])
+    return RuleCells(frame, [m for m in RULE_METRICS if m in frame and frame[m].notna().any()])
 
 
 def build(rules: RuleCells, by: str | None, regimes: list[str], order: list[str]) -> dict[str, Any]:
