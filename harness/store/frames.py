@@ -28,14 +28,21 @@ def with_categories(frame: "pd.DataFrame", columns: Sequence[str]) -> "pd.DataFr
 
 def joined(chunks: Iterable["pd.DataFrame"], columns: Sequence[str]) -> "pd.DataFrame":
     """The chunks (each already :func:`with_categories`) as one frame, each categorical column's
-    categories the sorted union of the chunks' (a chunk where a column is all NULL has none)."""
+    categories the sorted union of the chunks' (a chunk where a column is all NULL has none).
+    Joined a column at a time, each chunk letting go of its piece as it goes: the frame is held
+    about once, not once in chunks and again whole."""
     import pandas as pd
 
-    parts = list(chunks)
+    parts = [{name: chunk[name].copy() for name in chunk.columns} for chunk in chunks]
     dtypes = {column: pd.CategoricalDtype(sorted(set().union(*(part[column].cat.categories
                                                                for part in parts))))
               for column in columns}
-    return pd.concat([part.astype(dtypes) for part in parts], ignore_index=True)
+    whole = {}
+    for name in list(parts[0]):
+        pieces = [part.pop(name) for part in parts]
+        whole[name] = pd.concat([piece.astype(dtypes[name]) if name in dtypes else piece
+                                 for piece in pieces], ignore_index=True)
+    return pd.DataFrame(whole, copy=False)
 
 
 def query_frame(frame: "pd.DataFrame", sql: str, params: Sequence[Any] = (), name: str = "c",
