@@ -82,3 +82,17 @@ def test_only_the_rule_metrics_with_scores_have_a_column(store, monkeypatch):
     frame = _frame(store, None, monkeypatch, 10_000)
     assert rule_metrics() and not set(rule_metrics()) & set(frame.columns)
     assert frame["bleu2"].notna().sum() == len(ITEMS) * len(MODELS) - 1  # the one unanswered cell
+
+
+def test_an_items_seq_and_an_answers_words_take_four_bytes_a_cell(store, monkeypatch):
+    frame = _frame(store, None, monkeypatch, 10_000)
+    assert str(frame["item_seq"].dtype) == "int32" and str(frame["answer_words"].dtype) == "int32"
+    unanswered = frame[(frame["model"] == "m-judged") & ~frame["has_answer"]]
+    assert len(unanswered) == 1 and unanswered["answer_words"].tolist() == [0]
+    assert frame.loc[frame["answered"], "answer_words"].tolist() == [2] * int(frame["answered"].sum())
+
+
+def test_a_seq_past_four_bytes_keeps_eight(store):
+    assert cells_module._seq_type(store) == "INTEGER"
+    with_big = type("Big", (), {"query": lambda self, sql: [(2**31,)]})()
+    assert cells_module._seq_type(with_big) == "BIGINT"

@@ -37,12 +37,30 @@ def joined(chunks: Iterable["pd.DataFrame"], columns: Sequence[str]) -> "pd.Data
     dtypes = {column: pd.CategoricalDtype(sorted(set().union(*(part[column].cat.categories
                                                                for part in parts))))
               for column in columns}
-    whole = {}
-    for name in list(parts[0]):
-        pieces = [part.pop(name) for part in parts]
-        whole[name] = pd.concat([piece.astype(dtypes[name]) if name in dtypes else piece
-                                 for piece in pieces], ignore_index=True)
+    whole = {name: _joined_column([part.pop(name) for part in parts], dtypes.get(name))
+             for name in list(parts[0])}
     return pd.DataFrame(whole, copy=False)
+
+
+def _joined_column(pieces: list["pd.Series"], categories: "pd.CategoricalDtype | None") -> "pd.Series":
+    """One column of its ``pieces``: a numeric one copied into one array a piece at a time, each
+    piece let go of once copied (held about once, not in pieces and again whole); any other
+    (categorical, text, or pieces of different types) by pandas' concat."""
+    import numpy as np
+    import pandas as pd
+
+    kinds = {piece.dtype for piece in pieces}
+    kind = kinds.pop() if len(kinds) == 1 else None
+    if categories is not None or not isinstance(kind, np.dtype) or kind.kind not in "biuf":
+        return pd.concat([piece.astype(categories) if categories is not None else piece
+                          for piece in pieces], ignore_index=True)
+    whole, at = np.empty(sum(len(piece) for piece in pieces), kind), 0
+    pieces.reverse()  # popped from the end, in order
+    while pieces:
+        values = pieces.pop().to_numpy()
+        whole[at:at + len(values)] = values
+        at += len(values)
+    return pd.Series(whole, copy=False)
 
 
 def query_frame(frame: "pd.DataFrame", sql: str, params: Sequence[Any] = (), name: str = "c",

@@ -40,16 +40,17 @@ METRICS = {metric: METRIC_DISPLAY[metric] for metric in DEFAULT_METRICS}
 # filtered in every view's scan, before its window, so DuckDB's work is bounded by one range
 # however many cells the store holds; a model the rater labelled nowhere (NULL throughout) is
 # found over the whole frame afterwards (:func:`_unrated_models_cleared`). An item is keyed by
-# its seq (``item_seq``): its id stays in the store.
+# its seq (``item_seq``): its id stays in the store. Both are 4-byte integers where they fit
+# (answer_words is 0 where there is no answer: every reader counts the words of answered cells).
 _CELLS_SQL = """
-WITH grid AS (SELECT i.item_id, i.title, i.subset, i.seq AS item_seq, m.model
+WITH grid AS (SELECT i.item_id, i.title, i.subset, i.seq::{seq_type} AS item_seq, m.model
               FROM (SELECT * FROM latest_items WHERE {range}) i
               CROSS JOIN (SELECT unnest($models) AS model) m),
 raw AS (
     SELECT g.*, a.item_id IS NOT NULL AS has_answer,
            a.item_id IS NOT NULL AND coalesce(trim(a.answer), '') = '' AS empty,
            a.item_id IS NOT NULL AND coalesce(trim(a.answer), '') <> '' AS answered,
-           c.answer_words, coalesce(c.abstained, false) AS abstained, c.bleu2, c.bertscore_f1,{rule_values}
+           coalesce(c.answer_words, 0)::INTEGER AS answer_words, coalesce(c.abstained, false) AS abstained, c.bleu2, c.bertscore_f1,{rule_values}
            coalesce(c.reference_empty, false) AS reference_empty,
            {human_raw} AS human_raw, j.label AS judge_raw
     FROM grid g
@@ -120,7 +121,7 @@ class Cells:
         models = [model for (model,) in self.store.query(_MODELS_SQL)]
         params = {"human": self.raters[0] or "", "judge": self.raters[1] or "", "models": models}
         ranges = item_ranges(self.store, max(1, _RANGE_CELLS // max(1, len(models))), "items")
-        sql = _with_rules(self.sql, _scored_rules(self.store))
+        sql = _with_rules(self.sql, _scored_rules(self.store)).replace("{seq_type}", _seq_type(self.store))
         return joined((self.store.query_df(sql.replace("{range}", where), params | bounds,
                                            _CATEGORIES) for where, bounds in ranges), _CATEGORIES)
 
@@ -163,6 +164,12 @@ def _unrated_models_cleared(frame: pd.DataFrame) -> pd.DataFrame:
 def _scored_rules(store: Store) -> list[str]:
     scored = {metric for (metric,) in store.query(_SCORED_SQL)}
     return [metric for metric in rule_metrics() if metric in scored]
+
+
+def _seq_type(store: Store) -> str:
+    """INTEGER where every item's seq fits in one (4 bytes a cell instead of 8), else BIGINT."""
+    largest = store.query("SELECT max(seq) FROM items")[0][0] or 0
+    return "INTEGER" if largest < 2**31 else "BIGINT"
 
 
 def _with_rules(sql: str, rules: list[str]) -> str:
