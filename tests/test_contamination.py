@@ -84,12 +84,13 @@ def test_empty_sides_drop_out_and_zero_cells_are_notes():
 
 
 def cells(spec):
-    """spec: {model: (doc_right, doc_n, undoc_right, undoc_n)} -> the analysis frame, shared item ids."""
+    """spec: {model: (doc_right, doc_n, undoc_right, undoc_n)} -> the analysis frame, the items
+    (keyed by seq, as in the report's cells frame) shared by the models."""
     rows = []
     for model, (dk, dn, uk, un) in spec.items():
-        rows += [{"item_id": f"d{i}", "model": model, "subset": "doc",
+        rows += [{"item_seq": i, "model": model, "subset": "doc",
                   "human": "right" if i < dk else "wrong"} for i in range(dn)]
-        rows += [{"item_id": f"u{i}", "model": model, "subset": "und",
+        rows += [{"item_seq": 10_000 + i, "model": model, "subset": "und",
                   "human": "right" if i < uk else "wrong"} for i in range(un)]
     return pd.DataFrame(rows)
 

@@ -27,13 +27,14 @@ from tests.studykit import build_study_store
 
 
 def cells(rows) -> pd.DataFrame:
-    """(model, item, exposure, correct) rows as the exposure fits take them."""
-    return pd.DataFrame(rows, columns=["model", "item_id", "exposure", "correct"])
+    """(model, item, exposure, correct) rows as the exposure fits take them (an item keyed by
+    its seq, as in the report's cells frame)."""
+    return pd.DataFrame(rows, columns=["model", "item_seq", "exposure", "correct"])
 
 
 def separated(model: str, shift: float) -> list[tuple]:
     """Right exactly where exposure is above ``shift``: perfect separation for ``model``."""
-    return [(model, f"i{n}", n / 2, int(n / 2 > shift)) for n in range(12)]
+    return [(model, n, n / 2, int(n / 2 > shift)) for n in range(12)]
 
 
 def test_pooled_exposure_fit_with_every_model_separated_is_not_estimable():
@@ -84,10 +85,10 @@ def test_a_cutoff_with_an_empty_side_has_no_p_and_leaves_the_holm_family(tmp_pat
 
 def test_the_gap_logistic_leaves_out_a_model_labelled_on_one_side_only():
     rng = np.random.default_rng(5)
-    rows = [(m, f"i{n}", "doc" if n % 2 else "undoc", "right" if rng.random() < 0.5 + 0.2 * (n % 2) else "wrong")
+    rows = [(m, n, "doc" if n % 2 else "undoc", "right" if rng.random() < 0.5 + 0.2 * (n % 2) else "wrong")
             for m in ("m1", "m2") for n in range(60)]
-    rows += [("m3", f"i{n}", "doc", "right" if n % 3 else "wrong") for n in range(1, 60, 2)]
-    frame = pd.DataFrame(rows, columns=["model", "item_id", "subset", "human"])
+    rows += [("m3", n, "doc", "right" if n % 3 else "wrong") for n in range(1, 60, 2)]
+    frame = pd.DataFrame(rows, columns=["model", "item_seq", "subset", "human"])
     notes: list = []
     fit = logistic.logistic(frame, ("doc", "undoc"), ["m1", "m2", "m3"], notes)
     assert fit is not None and fit["n"] == 120

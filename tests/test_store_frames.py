@@ -50,7 +50,7 @@ def test_an_empty_result_keeps_its_columns(store):
 
 def test_a_frame_too_big_for_the_lowered_memory_limit_is_still_read(store, monkeypatch):
     """DuckDB refuses the frame under its lowered limit (made tiny here): it is read without."""
-    monkeypatch.setattr(store_module, "_FRAME_MEMORY", ("1MB", "2MB"))
+    monkeypatch.setattr(store_module, "READ_MEMORY", ("1MB", "2MB"))
     sql = "SELECT i, 'x' || (i % 5) AS subset FROM range(300000) t(i) ORDER BY i DESC"
     with pytest.raises(duckdb.OutOfMemoryException):  # the limit alone does refuse it (or its SET)
         with store.memory_limit("1MB"):
@@ -58,6 +58,22 @@ def test_a_frame_too_big_for_the_lowered_memory_limit_is_still_read(store, monke
     frame = store.query_df(sql, None, ("subset",))
     assert len(frame) == 300_000 and frame["i"].iloc[0] == 299_999
     assert store.query("SELECT current_setting('memory_limit')")[0][0] != "1.0 MiB"  # put back
+
+
+def test_a_lean_store_reads_under_the_lowest_limit_and_under_more_when_refused(store, monkeypatch):
+    """`contam report`'s store: DuckDB's limit stays at the first between reads (its buffer pool
+    and allocator would otherwise keep what each read took); a read the limit refuses is worked
+    under the next, then under DuckDB's default, and the lowest limit comes back."""
+    monkeypatch.setattr(store_module, "READ_MEMORY", ("8MB", "9MB"))
+    store.lean()
+    lowest = store.query("SELECT current_setting('memory_limit')")[0][0]
+    sql = "SELECT i, 'x' || (i % 5) AS subset FROM range(2000000) t(i) ORDER BY i DESC"
+    assert store.query(sql)[0] == (1_999_999, "x4")
+    assert store.query_dicts(sql)[-1] == {"i": 0, "subset": "x0"}
+    assert len(store.query_df(sql)) == 2_000_000
+    assert store.query("SELECT current_setting('memory_limit')")[0][0] == lowest
+    with pytest.raises(duckdb.OutOfMemoryException):  # the lowest does refuse it
+        store.con.execute(sql).fetchall()
 
 
 def test_every_grouping_in_the_report_keeps_only_the_groups_it_sees():
@@ -79,7 +95,7 @@ def test_every_grouping_in_the_report_keeps_only_the_groups_it_sees():
 
 
 def test_a_frame_refused_under_the_first_limit_is_read_under_the_next(store, monkeypatch):
-    monkeypatch.setattr(store_module, "_FRAME_MEMORY", ("1MB", "1GB"))
+    monkeypatch.setattr(store_module, "READ_MEMORY", ("1MB", "1GB"))
     tried, lowered = [], store.memory_limit
     monkeypatch.setattr(store, "memory_limit", lambda limit: tried.append(limit) or lowered(limit))
     frame = store.query_df("SELECT i, 'x' || (i % 5) AS subset FROM range(300000) t(i) ORDER BY i DESC",

@@ -42,7 +42,7 @@ def report(*, store: str | Path = DEFAULT_STORE, options: ReportOptions | None =
     as keywords: ``out=``, ``format=``, ``correct=`` ...) are the command line's; ``correct``
     overrides the study's ``[study] correct`` (:mod:`contam.metrics.outcome`)."""
     o = options_from(ReportOptions, options, keywords)
-    with reading(store) as opened:  # through the job holding the store, if one does
+    with reading(store, lean=True) as opened:  # through the job holding the store, if one does
         built = build_report(opened, human=o.human, judge=o.judge, by=o.by, correct=o.correct,
                              contrast=None if o.contrast is None else parse_contrast(o.contrast),
                              study=study_inputs(opened, o.config))

@@ -189,11 +189,17 @@ def parse_contrast(text: str) -> tuple[str, str]:
 
 
 def _require_data(store: Store) -> None:
-    if store.count("latest_items") == 0:
+    if not _any_rows(store, "items"):
         raise UserError(f"{store.path}: the store has no items; import items first")
-    if store.count("latest_answers") + store.count("latest_labels") + store.count("probe_scores") == 0:
+    if not any(_any_rows(store, table) for table in ("answers", "labels", "probe_scores")):
         raise UserError(f"{store.path}: the store has no answers or labels (nor probe scores) to "
                         "report on")
+
+
+def _any_rows(store: Store, table: str) -> bool:
+    """Whether ``table`` has a row (its latest_ view has one then): counting a latest_ view would
+    work its window over every row."""
+    return store.query(f"SELECT EXISTS (SELECT 1 FROM {table})")[0][0]
 
 
 def _titled(store: Store) -> bool:
@@ -258,7 +264,7 @@ def _meta(store: Store, frame: pd.DataFrame, raters: tuple[str | None, str | Non
 
 def _facts(store: Store, frame: pd.DataFrame) -> dict[str, Any]:
     return {"store": str(store.path), "generated_at": utc_now().isoformat(timespec="seconds") + "Z",
-            "harness_version": __version__, "items": int(frame["item_id"].nunique()),
+            "harness_version": __version__, "items": int(frame["item_seq"].nunique()),
             "models": int(frame["model"].nunique()), "cells": len(frame)}
 
 

@@ -57,11 +57,12 @@ class Reader(Protocol):
 
 
 @contextmanager
-def reading(path: str | Path) -> Iterator[Reader]:
+def reading(path: str | Path, *, lean: bool = False) -> Iterator[Reader]:
     """A reader of the store for the length of the ``with``: ``query``, ``query_dicts``,
     ``query_df``, ``count`` and `contam sql`'s ``checked_query``. When the job it reads through
-    finishes meanwhile, the next call opens the store itself."""
-    reader = _Following(path)
+    finishes meanwhile, the next call opens the store itself. ``lean``: a store opened here reads
+    under DuckDB's lowered memory limits (:meth:`Store.lean`; a job's host keeps its own)."""
+    reader = _Following(path, lean)
     try:
         yield reader
     finally:
@@ -113,9 +114,9 @@ class _Following:
     """A :class:`Reader` on the store itself or through its holder's host, which moves to the
     store itself (or to the next holder) when the host goes away between two calls."""
 
-    def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
-        self._reader = _reach(path, read_only=True)
+    def __init__(self, path: str | Path, lean: bool = False) -> None:
+        self.path, self.lean = Path(path), lean
+        self._reader = self._reached()
 
     @property
     def through_host(self) -> bool:
@@ -151,8 +152,14 @@ class _Following:
             return getattr(self._reader, name)(*args)
         except HostGone:
             self._reader.close()
-            self._reader = _reach(self.path, read_only=True)
+            self._reader = self._reached()
             return getattr(self._reader, name)(*args)
+
+    def _reached(self) -> "Store | HostReader":
+        reader = _reach(self.path, read_only=True)
+        if self.lean and isinstance(reader, Store):
+            reader.lean()
+        return reader
 
 
 def _reach(path: str | Path, *, read_only: bool) -> "Store | HostReader":

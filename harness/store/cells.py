@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from contam.harness.store.store import Store
 
 __all__ = ["count_unanswered", "unanswered", "item_columns", "unjudged", "answered_cells", "unscored",
-           "DueCells", "DUE_MEMORY", "PENDING_MEMORY", "any_answered",
+           "DueCells", "DUE_MEMORY", "PENDING_MEMORY", "item_ranges", "any_answered",
            "first_items", "unscored_items", "Expected", "missing_samples", "complete_unscored",
            "probe_texts"]
 
@@ -226,7 +226,7 @@ class DueCells:
     def __init__(self, store: Store, metric: str, params_json: str, *,
                  per_range: int | None = None) -> None:
         self.store, self.params = store, {"metric": metric, "params": params_json}
-        self.ranges = _item_ranges(store, per_range or _RANGE_CELLS)
+        self.ranges = item_ranges(store, per_range or _RANGE_CELLS)
         counts = [self._read(where, _RANGE_COUNTS)[0] for where in self.ranges]
         self.answered = sum(answered for answered, _ in counts)  # every cell with an answer
         self.due = [due for _, due in counts]
@@ -251,16 +251,16 @@ class DueCells:
         return _on_own_cursor(self.store, sql, {**self.params, **where[1]})
 
 
-def _item_ranges(store: Store, per_range: int) -> list[tuple[str, dict[str, str]]]:
+def item_ranges(store: Store, per_range: int, table: str = "answers") -> list[tuple[str, dict[str, str]]]:
     """(SQL condition on item_id, its parameters) of each range, in item id order: the bounds are
-    quantiles of a sample of the answers' item ids, so each range holds about ``per_range``
-    answer rows (one range where the store holds no more)."""
-    rows = store.query("SELECT count(*) FROM answers")[0][0]
+    quantiles of a sample of ``table``'s item ids, so each range holds about ``per_range`` of its
+    rows (one range where the table holds no more)."""
+    rows = store.query(f"SELECT count(*) FROM {table}")[0][0]
     count = -(-rows // per_range)
     if count <= 1:
         return [("true", {})]
     sample = sorted(item for (item,) in store.query(
-        f"SELECT item_id FROM answers USING SAMPLE reservoir({count * _SAMPLE_PER_RANGE} ROWS)"))
+        f"SELECT item_id FROM {table} USING SAMPLE reservoir({count * _SAMPLE_PER_RANGE} ROWS)"))
     bounds = sorted({sample[len(sample) * k // count] for k in range(1, count)})
     conditions = [("item_id < $high", {"high": bounds[0]})]
     conditions += [("item_id >= $low AND item_id < $high", {"low": low, "high": high})

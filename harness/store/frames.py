@@ -28,14 +28,39 @@ def with_categories(frame: "pd.DataFrame", columns: Sequence[str]) -> "pd.DataFr
 
 def joined(chunks: Iterable["pd.DataFrame"], columns: Sequence[str]) -> "pd.DataFrame":
     """The chunks (each already :func:`with_categories`) as one frame, each categorical column's
-    categories the sorted union of the chunks' (a chunk where a column is all NULL has none)."""
+    categories the sorted union of the chunks' (a chunk where a column is all NULL has none).
+    Joined a column at a time, each chunk letting go of its piece as it goes: the frame is held
+    about once, not once in chunks and again whole."""
     import pandas as pd
 
-    parts = list(chunks)
+    parts = [{name: chunk[name].copy() for name in chunk.columns} for chunk in chunks]
     dtypes = {column: pd.CategoricalDtype(sorted(set().union(*(part[column].cat.categories
                                                                for part in parts))))
               for column in columns}
-    return pd.concat([part.astype(dtypes) for part in parts], ignore_index=True)
+    whole = {name: _joined_column([part.pop(name) for part in parts], dtypes.get(name))
+             for name in list(parts[0])}
+    return pd.DataFrame(whole, copy=False)
+
+
+def _joined_column(pieces: list["pd.Series"], categories: "pd.CategoricalDtype | None") -> "pd.Series":
+    """One column of its ``pieces``: a numeric one copied into one array a piece at a time, each
+    piece let go of once copied (held about once, not in pieces and again whole); any other
+    (categorical, text, or pieces of different types) by pandas' concat."""
+    import numpy as np
+    import pandas as pd
+
+    kinds = {piece.dtype for piece in pieces}
+    kind = kinds.pop() if len(kinds) == 1 else None
+    if categories is not None or not isinstance(kind, np.dtype) or kind.kind not in "biuf":
+        return pd.concat([piece.astype(categories) if categories is not None else piece
+                          for piece in pieces], ignore_index=True)
+    whole, at = np.empty(sum(len(piece) for piece in pieces), kind), 0
+    pieces.reverse()  # popped from the end, in order
+    while pieces:
+        values = pieces.pop().to_numpy()
+        whole[at:at + len(values)] = values
+        at += len(values)
+    return pd.Series(whole, copy=False)
 
 
 def query_frame(frame: "pd.DataFrame", sql: str, params: Sequence[Any] = (), name: str = "c",

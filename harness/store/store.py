@@ -16,10 +16,10 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import duckdb
 
@@ -69,9 +69,12 @@ def insert_statement(table: str, rows: Sequence[Mapping[str, Any]]) -> tuple[str
 
 
 _FRAME_CHUNK_VECTORS = 10  # DuckDB vectors (2,048 rows each) a chunk of a frame holds
-# DuckDB's memory limits, tried in turn, while it works on such a frame: the report's cells at a
-# million need ~160 MB (its ORDER BY refuses less); a bigger query is tried again under more.
-_FRAME_MEMORY = ("160MB", "512MB")
+# DuckDB's memory limits, tried in turn, for a frame's query and for every read of a lean store
+# (:meth:`Store.lean`): the report's reads at a million cells fit the first (its cells read a
+# range of items at a time); a query that does not is tried again under more, then under DuckDB's
+# default. Without a limit DuckDB's buffer pool and allocator keep what each query took.
+READ_MEMORY = ("64MB", "160MB", "512MB")
+_T = TypeVar("_T")
 
 
 def _frame_chunks(cursor: duckdb.DuckDBPyConnection) -> Iterator["pd.DataFrame"]:
@@ -120,12 +123,14 @@ class Store:
         self.replayed = self.journal_skipped = 0
         self._locked_down = False
         self._one_thread = 0  # holds of single_threaded(True), from the job and its readers
+        self._lean = False  # reads under READ_MEMORY's limits (lean())
         self._threads_lock = threading.Lock()
         if not self.path.exists() and (read_only or not create):
             raise UserError(f"{self.path}: no such store")
         _refuse_odd_file(self.path)
         wait = LOCK_WAIT_S if lock_wait_s is None else lock_wait_s
         self.con = self._connect(wait)
+        self._default_memory = self._memory_setting()  # what "as much as it takes" goes back to
         try:
             if read_only:
                 self._catch_up(wait)
@@ -258,16 +263,32 @@ class Store:
                 (con or self.con).execute("RESET threads")
 
     @contextmanager
-    def memory_limit(self, limit: str) -> Iterator[None]:
+    def memory_limit(self, limit: str, *, if_possible: bool = False) -> Iterator[None]:
         """DuckDB's memory limit lowered to ``limit`` (e.g. "64MB") for a while, then put back.
         Its buffer pool otherwise keeps every block a job reads or writes (up to 80% of RAM), so a
-        pass over a million cells would weigh what the store weighs."""
-        previous = self.query("SELECT current_setting('memory_limit')")[0][0]
-        self.con.execute(f"SET memory_limit = '{limit}'")
+        pass over a million cells would weigh what the store weighs. ``if_possible``: where DuckDB
+        cannot free enough to lower it now (blocks held by a read the job's host is serving), go
+        on under the limit as it is rather than fail."""
+        previous = self._memory_setting()
+        if not self._lower_memory_limit(limit, if_possible):
+            yield
+            return
         try:
             yield
         finally:
             self.con.execute(f"SET memory_limit = '{previous}'")
+
+    def _lower_memory_limit(self, limit: str, if_possible: bool) -> bool:
+        try:
+            self.con.execute(f"SET memory_limit = '{limit}'")
+        except duckdb.OutOfMemoryException:  # DuckDB keeps the limit it had
+            if not if_possible:
+                raise
+            return False
+        return True
+
+    def _memory_setting(self) -> str:
+        return self.con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
 
     def checkpoint(self) -> None:
         """Write what the WAL holds into the file now (DuckDB does it on its own past 16 MB of
@@ -293,27 +314,47 @@ class Store:
 
     def query(self, sql: str, params: Iterable[Any] | Mapping[str, Any] | None = None) -> list[tuple]:
         """Rows as tuples; ``params`` are positional (``$1``) or, as a mapping, named (``$name``)."""
-        return self.con.execute(sql, query_parameters(params)).fetchall()
+        return self._read(lambda: self.con.execute(sql, query_parameters(params)).fetchall())
 
     def query_dicts(self, sql: str,
                     params: Iterable[Any] | Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
-        cursor = self.con.execute(sql, query_parameters(params))
-        names = [d[0] for d in cursor.description]
-        return [dict(zip(names, row)) for row in cursor.fetchall()]
+        def rows() -> list[dict[str, Any]]:
+            cursor = self.con.execute(sql, query_parameters(params))
+            names = [d[0] for d in cursor.description]
+            return [dict(zip(names, row)) for row in cursor.fetchall()]
+        return self._read(rows)
 
     def query_df(self, sql: str, params: Iterable[Any] | Mapping[str, Any] | None = None,
                  categories: Sequence[str] = ()) -> "pd.DataFrame":
         """The result as DuckDB's ``df()`` gives it; with ``categories``, those string columns as
-        categoricals, converted a chunk at a time (:mod:`contam.harness.store.frames`)."""
+        categoricals, converted a chunk at a time (:mod:`contam.harness.store.frames`), under
+        READ_MEMORY's limits (DuckDB's work on a big frame's query spills to disk past them)."""
         if not categories:
-            return self.con.execute(sql, query_parameters(params)).df()
-        for limit in _FRAME_MEMORY:
-            try:  # DuckDB's work on a big frame's query spills to disk past the limit
+            return self._read(lambda: self.con.execute(sql, query_parameters(params)).df())
+        return self._under_read_limits(lambda: self._frame_with_categories(sql, params, categories))
+
+    def lean(self) -> None:
+        """Every read from now on under READ_MEMORY's limits, and DuckDB's buffer pool held to
+        the first between reads: a report's reads at a million cells would otherwise add up to
+        hundreds of MB that DuckDB keeps."""
+        self._lean = True
+        self._lower_memory_limit(READ_MEMORY[0], if_possible=True)  # else each read still lowers it
+
+    def _read(self, work: Callable[[], _T]) -> _T:
+        return self._under_read_limits(work) if self._lean else work()
+
+    def _under_read_limits(self, work: Callable[[], _T]) -> _T:
+        """``work`` under each of READ_MEMORY's limits in turn until one holds it (an operator
+        that cannot spill refuses a lower one), else under DuckDB's default; the limit it had
+        is put back."""
+        for limit in READ_MEMORY:
+            try:
                 with self.memory_limit(limit):
-                    return self._frame_with_categories(sql, params, categories)
-            except duckdb.OutOfMemoryException:  # an operator that cannot spill under it
+                    return work()
+            except duckdb.OutOfMemoryException:
                 continue
-        return self._frame_with_categories(sql, params, categories)  # as much as it takes
+        with self.memory_limit(self._default_memory):
+            return work()  # as much as it takes
 
     def _frame_with_categories(self, sql: str, params: Any, categories: Sequence[str]) -> "pd.DataFrame":
         cursor = self.con.execute(sql, query_parameters(params))

@@ -22,7 +22,8 @@ from contam.harness.config_schema import METRIC_DISPLAY
 from contam.harness.labels import LABELS
 from contam.harness.report.statistics import named_tests as stats
 from contam.harness.store import Store
-from contam.harness.store.frames import query_frame
+from contam.harness.store.cells import item_ranges
+from contam.harness.store.frames import joined, query_frame
 from contam.metrics.metric_registry import DEFAULT_METRICS, rule_metrics
 from contam.metrics.outcome import Outcome
 
@@ -32,41 +33,50 @@ __all__ = ["LABELS", "METRICS", "Cells", "sort_value", "nan_if_none", "nan_if_in
 # The paper's surface metrics, the ones `contam score` computes by default.
 METRICS = {metric: METRIC_DISPLAY[metric] for metric in DEFAULT_METRICS}
 
-# One row per (item, model) with the effective human and judge labels ($1 human rater, $2 judge
-# rater), and last each rule metric's value (NULL where unscored). An empty answer is wrong
-# whatever its label says; an item with neither an answer nor a label is wrong too (unanswered); a
-# non-empty answer without a label stays NULL (unlabelled); a model without one label from the
-# rater stays NULL throughout (an unlabelled model).
+# One row per (item, model) of one range of item ids ({range}) with the effective human and judge
+# labels ($human rater, $judge rater), and last each rule metric's value (NULL where unscored). An
+# empty answer is wrong whatever its label says; an item with neither an answer nor a label is
+# wrong too (unanswered); a non-empty answer without a label stays NULL (unlabelled). The range is
+# filtered in every view's scan, before its window, so DuckDB's work is bounded by one range
+# however many cells the store holds; a model the rater labelled nowhere (NULL throughout) is
+# found over the whole frame afterwards (:func:`_unrated_models_cleared`). An item is keyed by
+# its seq (``item_seq``): its id stays in the store. Both are 4-byte integers where they fit
+# (answer_words is 0 where there is no answer: every reader counts the words of answered cells).
 _CELLS_SQL = """
-WITH models AS (SELECT model FROM latest_answers UNION SELECT model FROM latest_labels),
-grid AS (SELECT i.item_id, i.title, i.subset, i.seq AS item_seq, m.model
-         FROM latest_items i CROSS JOIN models m),
+WITH grid AS (SELECT i.item_id, i.title, i.subset, i.seq::{seq_type} AS item_seq, m.model
+              FROM (SELECT * FROM latest_items WHERE {range}) i
+              CROSS JOIN (SELECT unnest($models) AS model) m),
 raw AS (
     SELECT g.*, a.item_id IS NOT NULL AS has_answer,
            a.item_id IS NOT NULL AND coalesce(trim(a.answer), '') = '' AS empty,
            a.item_id IS NOT NULL AND coalesce(trim(a.answer), '') <> '' AS answered,
-           c.answer_words, coalesce(c.abstained, false) AS abstained, c.bleu2, c.bertscore_f1,
-           {rule_values},
+           coalesce(c.answer_words, 0)::INTEGER AS answer_words, coalesce(c.abstained, false) AS abstained, c.bleu2, c.bertscore_f1,{rule_values}
            coalesce(c.reference_empty, false) AS reference_empty,
            {human_raw} AS human_raw, j.label AS judge_raw
     FROM grid g
-    LEFT JOIN latest_answers a USING (item_id, model)
-    LEFT JOIN cells c USING (item_id, model)
-    LEFT JOIN (SELECT item_id, model, label FROM latest_labels WHERE rater = $1) h USING (item_id, model)
-    LEFT JOIN (SELECT item_id, model, label FROM latest_labels WHERE rater = $2) j USING (item_id, model)),
-rated AS (
-    SELECT *, bool_or(human_raw IS NOT NULL) OVER (PARTITION BY model) AS human_model,
-           bool_or(judge_raw IS NOT NULL) OVER (PARTITION BY model) AS judge_model
-    FROM raw)
-SELECT * EXCLUDE (human_model, judge_model, {rules}),
-    CASE WHEN NOT human_model THEN NULL
-         WHEN empty OR (NOT has_answer AND human_raw IS NULL) THEN 'wrong' ELSE human_raw END AS human,
-    CASE WHEN NOT judge_model THEN NULL
-         WHEN empty OR (NOT has_answer AND judge_raw IS NULL) THEN 'wrong' ELSE judge_raw END AS judge,
+    LEFT JOIN (SELECT * FROM latest_answers WHERE {range}) a USING (item_id, model)
+    LEFT JOIN (SELECT * FROM cells WHERE {range}) c USING (item_id, model)
+    LEFT JOIN (SELECT item_id, model, label FROM latest_labels WHERE rater = $human AND {range}) h
+        USING (item_id, model)
+    LEFT JOIN (SELECT item_id, model, label FROM latest_labels WHERE rater = $judge AND {range}) j
+        USING (item_id, model))
+SELECT * EXCLUDE (item_id{rules}),
+    CASE WHEN empty OR (NOT has_answer AND human_raw IS NULL) THEN 'wrong' ELSE human_raw END AS human,
+    CASE WHEN empty OR (NOT has_answer AND judge_raw IS NULL) THEN 'wrong' ELSE judge_raw END AS judge
     {rules}
-FROM rated
-""".replace("{rule_values}", ", ".join(f"c.{metric}" for metric in rule_metrics())).replace(
-    "{rules}", ", ".join(rule_metrics()))
+FROM raw
+ORDER BY model, item_seq
+"""
+
+# The rule metrics the store has scores of: only their columns are read (a column of NULLs says
+# nothing, and would weigh 8 bytes a cell).
+_SCORED_SQL = "SELECT DISTINCT metric FROM scores"
+
+# Every model with an answer or a label (the latest rows have the same keys as all rows, so the
+# tables answer without the views' windows).
+_MODELS_SQL = "SELECT model FROM answers UNION SELECT model FROM labels ORDER BY model"
+
+_RANGE_CELLS = 100_000  # cells a range of the frame's read holds: DuckDB's work is bounded by it
 
 
 # The frame's columns of few distinct values, held as pandas categoricals (a byte or two a row
@@ -84,7 +94,7 @@ class Cells:
 
     def __init__(self, store: Store, human: str | None, judge: str | None,
                  outcome: Outcome | None = None) -> None:
-        self.store, self.params = store, [human or "", judge or ""]
+        self.store, self.raters = store, (human, judge)
         self.outcome = outcome or Outcome()
         self.sql = _CELLS_SQL.replace("{human_raw}", _human_raw(self.outcome))
         self._frame: pd.DataFrame | None = None
@@ -103,9 +113,17 @@ class Cells:
 
     def _read(self) -> pd.DataFrame:
         if self._frame is None:
-            self._frame = self.store.query_df(f"{self.sql} ORDER BY model, item_seq", self.params,
-                                              _CATEGORIES)
+            self._frame = _unrated_models_cleared(_in_model_order(self._ranges_read()))
         return self._frame
+
+    def _ranges_read(self) -> pd.DataFrame:
+        """The frame read a range of item ids at a time, each range's rows in (model, item) order."""
+        models = [model for (model,) in self.store.query(_MODELS_SQL)]
+        params = {"human": self.raters[0] or "", "judge": self.raters[1] or "", "models": models}
+        ranges = item_ranges(self.store, max(1, _RANGE_CELLS // max(1, len(models))), "items")
+        sql = _with_rules(self.sql, _scored_rules(self.store)).replace("{seq_type}", _seq_type(self.store))
+        return joined((self.store.query_df(sql.replace("{range}", where), params | bounds,
+                                           _CATEGORIES) for where, bounds in ranges), _CATEGORIES)
 
     def labelled(self) -> "Cells":
         """The same cells with the labels as the outcome: agreement, κ and metric validity
@@ -113,8 +131,51 @@ class Cells:
         if self.outcome.labels:
             return self
         if self._labelled is None:
-            self._labelled = Cells(self.store, *self.params)
+            self._labelled = Cells(self.store, *self.raters)
         return self._labelled
+
+
+def _in_model_order(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` (ranges of item ids, each in model and item order) in model and item order
+    overall; as it is where the item ids sort as the items were imported."""
+    keys = (frame["model"].cat.codes.to_numpy(), frame["item_seq"].to_numpy())
+    if len(frame) < 2 or _ascending(*keys):
+        return frame
+    return frame.take(np.lexsort(keys[::-1])).reset_index(drop=True)
+
+
+def _ascending(models: np.ndarray, seqs: np.ndarray) -> bool:
+    """Whether the (model, seq) pairs are in ascending order."""
+    model_step, seq_step = np.diff(models), np.diff(seqs)
+    return bool(np.all((model_step > 0) | ((model_step == 0) & (seq_step > 0))))
+
+
+def _unrated_models_cleared(frame: pd.DataFrame) -> pd.DataFrame:
+    """``human`` and ``judge`` NULL throughout for a model the rater labelled nowhere: such a model
+    is no part of that rater's statistics (an unlabelled model), not one with every blank wrong."""
+    for rater, raw in (("human", "human_raw"), ("judge", "judge_raw")):
+        rated = frame.groupby("model", observed=True)[raw].count()
+        unrated = rated.index[rated == 0]
+        if len(unrated):
+            frame.loc[frame["model"].isin(unrated), rater] = np.nan
+    return frame
+
+
+def _scored_rules(store: Store) -> list[str]:
+    scored = {metric for (metric,) in store.query(_SCORED_SQL)}
+    return [metric for metric in rule_metrics() if metric in scored]
+
+
+def _seq_type(store: Store) -> str:
+    """INTEGER where every item's seq fits in one (4 bytes a cell instead of 8), else BIGINT."""
+    largest = store.query("SELECT max(seq) FROM items")[0][0] or 0
+    return "INTEGER" if largest < 2**31 else "BIGINT"
+
+
+def _with_rules(sql: str, rules: list[str]) -> str:
+    """The cells' SQL with a column for each of ``rules``, last (registry names: identifiers)."""
+    return sql.replace("{rule_values}", "".join(f" c.{m}," for m in rules)).replace(
+        "{rules}", "".join(f", {m}" for m in rules))
 
 
 def _human_raw(outcome: Outcome) -> str:

@@ -22,12 +22,12 @@ if TYPE_CHECKING:
 
 __all__ = ["item_fields", "numeric_column", "date_column"]
 
-_ITEM_FIELDS_SQL = "SELECT item_id, extra, source_file FROM latest_items ORDER BY seq"
+_ITEM_FIELDS_SQL = "SELECT item_id, seq AS item_seq, extra, source_file FROM latest_items ORDER BY seq"
 
 
 def item_fields(store: Reader) -> pd.DataFrame:
-    """One row per item: ``item_id``, ``fields`` (a dict, empty without extra columns) and
-    ``source_file``."""
+    """One row per item: ``item_id``, ``item_seq`` (its key in the cells frame), ``fields`` (a
+    dict, empty without extra columns) and ``source_file``."""
     frame = store.query_df(_ITEM_FIELDS_SQL)
     frame["fields"] = [_as_dict(v) for v in frame.pop("extra")]
     return frame
@@ -40,13 +40,13 @@ def _as_dict(value: Any) -> dict[str, Any]:
 
 
 def numeric_column(items: pd.DataFrame, column: str, key: str) -> pd.Series:
-    """``column`` of every item as a float (NaN where empty), indexed by item_id; ``key`` is the
+    """``column`` of every item as a float (NaN where empty), indexed by item_seq; ``key`` is the
     setting that names it (``[study] exposure``), for the messages."""
     return _parsed(items, column, key, _number, "not a number")
 
 
 def date_column(items: pd.DataFrame, column: str, key: str) -> pd.Series:
-    """``column`` of every item as a ``datetime.date`` (None where empty), indexed by item_id."""
+    """``column`` of every item as a ``datetime.date`` (None where empty), indexed by item_seq."""
     return _parsed(items, column, key, _iso_date, "not an ISO date (YYYY-MM-DD)")
 
 
@@ -54,10 +54,11 @@ def _parsed(items: pd.DataFrame, column: str, key: str, parse: Callable[[Any], A
             what: str) -> pd.Series:
     _require_column(items, column, key)
     values = {}
-    for item_id, fields, source in zip(items["item_id"], items["fields"], items["source_file"]):
+    for item_id, seq, fields, source in zip(items["item_id"], items["item_seq"], items["fields"],
+                                            items["source_file"]):
         raw = fields.get(column)
         try:
-            values[item_id] = None if _empty(raw) else parse(raw)
+            values[seq] = None if _empty(raw) else parse(raw)
         except (TypeError, ValueError):
             raise UserError(f"{source or 'items'}: item {item_id!r}: {key} column {column!r} holds "
                             f"{raw!r}, {what}") from None

@@ -32,15 +32,15 @@ def cutoff(frame: pd.DataFrame, items: pd.DataFrame, column: str, cutoffs: dict[
            order: list[str], notes: list, outcome: Outcome | None = None) -> dict[str, Any]:
     """The section's numbers; raises UserError on a date that does not parse."""
     released = date_column(items, column, KEY)
-    known = frame[frame["item_id"].map(released).notna()]
+    known = frame[frame["item_seq"].map(released).notna()]
     data = correct_cells(known, outcome)
-    data = data.assign(released=data["item_id"].map(released))
+    data = data.assign(released=data["item_seq"].map(released))
     _note_left_out(released, column, order, cutoffs, set(data["model"]), notes)
     rows = [_model_row(m, cutoffs[m], data[data["model"] == m]) for m in order
             if m in cutoffs and m in set(data["model"])]
     _add_holm(rows)
     return {"column": column, "correct": source_counts(data, known, outcome),
-            "items": int(data["item_id"].nunique()), "items_without_date": int(released.isna().sum()),
+            "items": int(data["item_seq"].nunique()), "items_without_date": int(released.isna().sum()),
             "per_model": rows}
 
 

@@ -47,15 +47,15 @@ def exposure(frame: pd.DataFrame, items: pd.DataFrame, column: str, order: list[
     if values.isna().all():
         notes.append({"section": "exposure", "reason": f"every item's {column!r} value is blank: no exposure fit"})
         return None
-    known = frame[frame["item_id"].map(values).notna()]
+    known = frame[frame["item_seq"].map(values).notna()]
     data = correct_cells(known, outcome)
-    data = data.assign(exposure=data["item_id"].map(values).astype(float))
+    data = data.assign(exposure=data["item_seq"].map(values).astype(float))
     without = int(values.isna().sum())
     if without:
         notes.append({"section": "exposure", "reason": f"{without} item(s) have no {column!r} value and "
                       "are left out of the exposure fits"})
     models = [m for m in order if m in set(data["model"])]
-    return {"column": column, "correct": source_counts(data, known, outcome), "items": int(data["item_id"].nunique()),
+    return {"column": column, "correct": source_counts(data, known, outcome), "items": int(data["item_seq"].nunique()),
             "items_without_value": without,
             "per_model": [model_fit(model, data[data["model"] == model]) for model in models],
             "pooled": pooled_fit(data, models, notes) if models else None, "quintiles": quintiles(data, models)}
@@ -66,7 +66,7 @@ def exposure(frame: pd.DataFrame, items: pd.DataFrame, column: str, order: list[
 def model_fit(model: str, data: pd.DataFrame) -> dict[str, Any]:
     """``correct ~ exposure`` for one model's cells (columns ``correct``, ``exposure``)."""
     x, y = data["exposure"].to_numpy(float), data["correct"].to_numpy(int)
-    row = {"model": model, "n": len(y), "right": int(y.sum()), "items": int(data["item_id"].nunique()),
+    row = {"model": model, "n": len(y), "right": int(y.sum()), "items": int(data["item_seq"].nunique()),
            "exposure_min": float(x.min()) if len(x) else NAN, "exposure_max": float(x.max()) if len(x) else NAN}
     reason = unfit_reason(x, y)
     if reason:
@@ -130,7 +130,7 @@ def pooled_fit(data: pd.DataFrame, models: list[str], notes: list) -> dict[str, 
 def _pooled_unfit_reason(cells: pd.DataFrame) -> str | None:
     if cells.empty:
         return "no model has both right and not-right answers"
-    if cells["item_id"].nunique() < 3:
+    if cells["item_seq"].nunique() < 3:
         return "fewer than three items: clustered standard errors need more"
     return unfit_reason(cells["exposure"].to_numpy(float), cells["correct"].to_numpy(int))
 
@@ -153,7 +153,7 @@ def _pooled_row(cells: pd.DataFrame, models: list[str]) -> dict[str, Any]:
     """What every pooled row says of its fit, estimable or not."""
     return {"formula": "correct ~ exposure + model" if len(models) > 1 else "correct ~ exposure",
             "models": models, "reference_model": models[0], "n": len(cells),
-            "items": int(cells["item_id"].nunique()), "covariance": "item-clustered",
+            "items": int(cells["item_seq"].nunique()), "covariance": "item-clustered",
             "cluster_correction": CLUSTER_CORRECTION}
 
 
@@ -169,7 +169,7 @@ def design(cells: pd.DataFrame, models: list[str]) -> np.ndarray:
 
 
 def _pooled_result(cells: pd.DataFrame, models: list[str]) -> dict[str, Any] | None:
-    groups = pd.factorize(cells["item_id"])[0]
+    groups = pd.factorize(cells["item_seq"])[0]
     result = _quietly(sm.Logit(cells["correct"].to_numpy(int), design(cells, models)),
                       cov_type="cluster", cov_kwds={"groups": groups, "use_correction": True})
     if not result.mle_retvals.get("converged", True):
@@ -186,7 +186,7 @@ def _pooled_result(cells: pd.DataFrame, models: list[str]) -> dict[str, Any] | N
 def quintiles(data: pd.DataFrame, models: list[str]) -> list[dict[str, Any]]:
     """Per model and exposure quintile of the items (fewer bins where values tie): n, right,
     accuracy with its Wilson interval, the bin's edges and the mean exposure of its cells."""
-    per_item = data.drop_duplicates("item_id")["exposure"]
+    per_item = data.drop_duplicates("item_seq")["exposure"]
     if per_item.nunique() < 2:
         return []
     edges = np.unique(np.quantile(per_item, np.linspace(0, 1, 6)))

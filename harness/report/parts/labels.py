@@ -132,7 +132,7 @@ def agreement(cells: Cells, order: list[str]) -> dict[str, Any]:
 def mcnemar(frame: pd.DataFrame, contrast, order: list[str]) -> list[dict[str, Any]]:
     """Exact McNemar for every pair of human-labelled models, on all items and within each contrast
     subset, over the items both models have labels for (a scope with none is left out)."""
-    labels = frame[frame["human"].notna()].pivot(index=["item_id", "subset"], columns="model",
+    labels = frame[frame["human"].notna()].pivot(index=["item_seq", "subset"], columns="model",
                                                  values="human")
     rows = []
     for a, b in combinations([m for m in order if m in labels.columns], 2):

@@ -49,7 +49,7 @@ class RuleCells:
 def rule_cells(store: Store, cells: Cells, by: str | None) -> RuleCells:
     """The cells this module counts over; a ``--by`` naming no item column is refused here."""
     frame = _frame(store, cells, by)
-    return RuleCells(frame, [m for m in RULE_METRICS if frame[m].notna().any()])
+    return RuleCells(frame, [m for m in RULE_METRICS if m in frame and frame[m].notna().any()])
 
 
 def build(rules: RuleCells, by: str | None, regimes: list[str], order: list[str]) -> dict[str, Any]:
@@ -85,10 +85,10 @@ def regimes(outcome: str | None, human: str | None, judge: str | None, rules: Ru
 def _frame(store: Store, cells: Cells, by: str | None) -> pd.DataFrame:
     frame = cells.labelled().frame()  # each rule metric's values among its columns
     if not cells.outcome.labels:  # the outcome's call, beside the labels
-        calls = cells.frame()[["item_id", "model", "human"]].rename(columns={"human": "outcome"})
-        frame = frame.merge(calls, on=["item_id", "model"], how="left")
+        calls = cells.frame()[["item_seq", "model", "human"]].rename(columns={"human": "outcome"})
+        frame = frame.merge(calls, on=["item_seq", "model"], how="left")
     if by:
-        frame = frame.merge(_column_values(store, by), on="item_id", how="left")
+        frame = frame.merge(_column_values(store, by), on="item_seq", how="left")
     return frame
 
 
@@ -106,7 +106,7 @@ def _column_values(store: Store, column: str) -> pd.DataFrame:
                         f"(columns present: {', '.join(known)})")
     value = column if column in CORE_COLUMNS else "json_extract_string(extra, ?)"
     params = [] if column in CORE_COLUMNS else [f'$."{column}"']
-    return store.query_df(f"SELECT item_id, {value} AS by_value FROM latest_items", params)
+    return store.query_df(f"SELECT seq AS item_seq, {value} AS by_value FROM latest_items", params)
 
 
 # -- accuracy -----------------------------------------------------------------------------------
@@ -143,7 +143,7 @@ def _by_column(frame: pd.DataFrame, column: str, regimes: list[str],
         missing = pd.isna(value)
         group = frame[frame["by_value"].isna() if missing else frame["by_value"] == value]
         rows += [{"value": None if missing else value, "model": model, "regime": regime,
-                  "items": int(group["item_id"].nunique()),
+                  "items": int(group["item_seq"].nunique()),
                   **_accuracy(group[group["model"] == model], regime)}
                  for model in models for regime in regimes]
     return {"column": column, "regimes": regimes, "rows": rows}

@@ -158,7 +158,7 @@ def _positive_ratio(documented: float, undocumented: float) -> float:
 def _surface_per_title(frame: pd.DataFrame, order: list[str], contrast) -> list[dict[str, Any]]:
     answered = frame[frame["answered"]]
     grouped = answered.groupby(["model", "title", "subset"], sort=False, observed=True).agg(
-        first_seq=("item_seq", "min"), n=("item_id", "size"),
+        first_seq=("item_seq", "min"), n=("item_seq", "size"),
         bleu2_n=("bleu2", "count"), bleu2=("bleu2", "mean"),
         bertscore_f1_n=("bertscore_f1", "count"), bertscore_f1=("bertscore_f1", "mean"),
         mean_words=("answer_words", "mean")).reset_index()

@@ -61,7 +61,7 @@ def _design(frame: pd.DataFrame, contrast: tuple[str, str], order: list[str]) ->
     data = pd.DataFrame({"right": (cells["human"] == "right").astype(int).to_numpy(),
                          "documented": (cells["subset"] == contrast[0]).astype(int).to_numpy(),
                          "model": pd.Categorical(cells["model"].map(codes), categories=list(labels)),
-                         "item": cells["item_id"].to_numpy()})
+                         "item": cells["item_seq"].to_numpy()})
     return data, labels
 
 
