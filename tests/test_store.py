@@ -78,7 +78,8 @@ def test_abstentions_are_flagged(store_path):
     assert flags == {"a": True, "b": True, "c": False, "d": False}
 
 
-_MUTATION = re.compile(r"\b(UPDATE\s+\w+\s+SET|DELETE\s+FROM|TRUNCATE|DROP\s+TABLE|"
+# A connection's own temporary table (``temp.NAME``, never the store's) may be dropped.
+_MUTATION = re.compile(r"\b(UPDATE\s+\w+\s+SET|DELETE\s+FROM|TRUNCATE|DROP\s+TABLE(?!\s+temp\.)|"
                        r"INSERT\s+OR\s+REPLACE|ON\s+CONFLICT)\b", re.IGNORECASE)
 
 

@@ -102,14 +102,14 @@ def append_new_rows(store: Store, kind: str) -> int:
     table is dropped then: kept, it weighed on the rest of the command (`contam run` imports its
     config's items first; a million of them stayed in DuckDB's memory all the run)."""
     store.con.execute(f"CREATE OR REPLACE TEMP TABLE fresh AS {_NEW_ROWS_SQL[kind]}")
-    store.con.execute("DROP TABLE staged")
+    store.con.execute("DROP TABLE temp.staged")
     try:
         if not store.count("fresh"):
             return 0
         with store.memory_limit(_APPEND_MEMORY_LIMIT):
             return store.append_query(kind, "SELECT * FROM fresh")
     finally:
-        store.con.execute("DROP TABLE fresh")
+        store.con.execute("DROP TABLE temp.fresh")
 
 
 def _chunks(rows: Iterable[dict[str, Any]], size: int) -> Iterator[list[dict[str, Any]]]:
