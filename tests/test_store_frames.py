@@ -50,7 +50,7 @@ def test_an_empty_result_keeps_its_columns(store):
 
 def test_a_frame_too_big_for_the_lowered_memory_limit_is_still_read(store, monkeypatch):
     """DuckDB refuses the frame under its lowered limit (made tiny here): it is read without."""
-    monkeypatch.setattr(store_module, "READ_MEMORY", ("1MB", "2MB", None))
+    monkeypatch.setattr(store_module, "READ_MEMORY", ("1MB", "2MB"))
     sql = "SELECT i, 'x' || (i % 5) AS subset FROM range(300000) t(i) ORDER BY i DESC"
     with pytest.raises(duckdb.OutOfMemoryException):  # the limit alone does refuse it (or its SET)
         with store.memory_limit("1MB"):
@@ -61,35 +61,19 @@ def test_a_frame_too_big_for_the_lowered_memory_limit_is_still_read(store, monke
 
 
 def test_a_lean_store_reads_under_the_lowest_limit_and_under_more_when_refused(store, monkeypatch):
-    """`contam report`'s store: each read runs under the first limit (DuckDB's buffer pool and
-    allocator would otherwise keep what each read took); a read the limit refuses is worked
-    under the next, then under DuckDB's default, and DuckDB's limit is put back after it."""
-    monkeypatch.setattr(store_module, "READ_MEMORY", ("8MB", "9MB", None))
-    limits = _limits_read_under(store, monkeypatch)
+    """`contam report`'s store: DuckDB's limit stays at the first between reads (its buffer pool
+    and allocator would otherwise keep what each read took); a read the limit refuses is worked
+    under the next, then under DuckDB's default, and the lowest limit comes back."""
+    monkeypatch.setattr(store_module, "READ_MEMORY", ("8MB", "9MB"))
     store.lean()
-    default = store.con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
+    lowest = store.query("SELECT current_setting('memory_limit')")[0][0]
     sql = "SELECT i, 'x' || (i % 5) AS subset FROM range(2000000) t(i) ORDER BY i DESC"
-    assert store.query("SELECT 1") == [(1,)] and limits == ["7.6 MiB"]  # a small read: the first
-    assert store.query(sql)[0] == (1_999_999, "x4") and limits[-1] == default  # refused twice
+    assert store.query(sql)[0] == (1_999_999, "x4")
     assert store.query_dicts(sql)[-1] == {"i": 0, "subset": "x0"}
     assert len(store.query_df(sql)) == 2_000_000
-    assert store.con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0] == default
-
-
-def _limits_read_under(store, monkeypatch) -> list[str]:
-    """DuckDB's memory limit at each try of a read (the connection's execute, watched)."""
-    limits, con = [], store.con
-
-    class Watched:
-        def __getattr__(self, name):
-            return getattr(con, name)
-
-        def execute(self, sql, *args):
-            if not sql.startswith(("SET", "RESET", "ROLLBACK", "SELECT current_setting")):
-                limits.append(con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0])
-            return con.execute(sql, *args)
-    monkeypatch.setattr(store, "con", Watched())
-    return limits
+    assert store.query("SELECT current_setting('memory_limit')")[0][0] == lowest
+    with pytest.raises(duckdb.OutOfMemoryException):  # the lowest does refuse it
+        store.con.execute(sql).fetchall()
 
 
 def test_every_grouping_in_the_report_keeps_only_the_groups_it_sees():
@@ -111,12 +95,12 @@ def test_every_grouping_in_the_report_keeps_only_the_groups_it_sees():
 
 
 def test_a_frame_refused_under_the_first_limit_is_read_under_the_next(store, monkeypatch):
-    monkeypatch.setattr(store_module, "READ_MEMORY", ("8MB", "1GB", None))
-    limits = _limits_read_under(store, monkeypatch)
-    frame = store.query_df("SELECT i, 'x' || (i % 5) AS subset FROM range(2000000) t(i) ORDER BY i DESC",
+    monkeypatch.setattr(store_module, "READ_MEMORY", ("1MB", "1GB"))
+    tried, lowered = [], store.memory_limit
+    monkeypatch.setattr(store, "memory_limit", lambda limit: tried.append(limit) or lowered(limit))
+    frame = store.query_df("SELECT i, 'x' || (i % 5) AS subset FROM range(300000) t(i) ORDER BY i DESC",
                            None, ("subset",))
-    assert limits == ["7.6 MiB", "953.6 MiB"]
-    assert len(frame) == 2_000_000 and frame["i"].iloc[0] == 1_999_999
+    assert tried == ["1MB", "1GB"] and len(frame) == 300_000 and frame["i"].iloc[0] == 299_999
 
 
 def test_a_frame_read_once_answers_a_grouped_query_as_the_store_does(store):

@@ -27,7 +27,6 @@ from contam.harness.errors import UserError, first_line
 from contam.harness.store import DEFAULT_STORE
 from contam.harness.store.frames import joined, with_categories
 from contam.harness.store.journal import journal_path, replay
-from contam.harness.store.memory import within_bounds
 from contam.harness.store.schema import MIGRATIONS, TABLE_COLUMNS
 from contam.harness.store.views import cells_view_current, cells_view_sql
 from contam.harness.store.wanted import ask_for, withdraw_ask
@@ -70,12 +69,11 @@ def insert_statement(table: str, rows: Sequence[Mapping[str, Any]]) -> tuple[str
 
 
 _FRAME_CHUNK_VECTORS = 10  # DuckDB vectors (2,048 rows each) a chunk of a frame holds
-# DuckDB's memory limits (None: its own), tried in turn by store/memory.py's within_bounds, for
-# a frame's query and for every read of a lean store (:meth:`Store.lean`): the report's reads at a
-# million cells fit the first (its cells read a range of items at a time); a query that does not
-# is tried again under the next. Without a limit DuckDB's buffer pool and allocator keep what
-# each query took.
-READ_MEMORY = ("64MB", "160MB", "512MB", None)
+# DuckDB's memory limits, tried in turn, for a frame's query and for every read of a lean store
+# (:meth:`Store.lean`): the report's reads at a million cells fit the first (its cells read a
+# range of items at a time); a query that does not is tried again under more, then under DuckDB's
+# default. Without a limit DuckDB's buffer pool and allocator keep what each query took.
+READ_MEMORY = ("64MB", "160MB", "512MB")
 _T = TypeVar("_T")
 
 
@@ -132,6 +130,7 @@ class Store:
         _refuse_odd_file(self.path)
         wait = LOCK_WAIT_S if lock_wait_s is None else lock_wait_s
         self.con = self._connect(wait)
+        self._default_memory = self._memory_setting()  # what "as much as it takes" goes back to
         try:
             if read_only:
                 self._catch_up(wait)
@@ -335,15 +334,27 @@ class Store:
         return self._under_read_limits(lambda: self._frame_with_categories(sql, params, categories))
 
     def lean(self) -> None:
-        """Every read from now on under READ_MEMORY's limits (:func:`within_bounds`): a report's
-        reads at a million cells would otherwise add up to hundreds of MB that DuckDB keeps."""
+        """Every read from now on under READ_MEMORY's limits, and DuckDB's buffer pool held to
+        the first between reads: a report's reads at a million cells would otherwise add up to
+        hundreds of MB that DuckDB keeps."""
         self._lean = True
+        self._lower_memory_limit(READ_MEMORY[0], if_possible=True)  # else each read still lowers it
 
     def _read(self, work: Callable[[], _T]) -> _T:
         return self._under_read_limits(work) if self._lean else work()
 
     def _under_read_limits(self, work: Callable[[], _T]) -> _T:
-        return within_bounds(self, READ_MEMORY, work)
+        """``work`` under each of READ_MEMORY's limits in turn until one holds it (an operator
+        that cannot spill refuses a lower one), else under DuckDB's default; the limit it had
+        is put back."""
+        for limit in READ_MEMORY:
+            try:
+                with self.memory_limit(limit):
+                    return work()
+            except duckdb.OutOfMemoryException:
+                continue
+        with self.memory_limit(self._default_memory):
+            return work()  # as much as it takes
 
     def _frame_with_categories(self, sql: str, params: Any, categories: Sequence[str]) -> "pd.DataFrame":
         cursor = self.con.execute(sql, query_parameters(params))
