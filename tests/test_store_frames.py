@@ -112,3 +112,15 @@ def test_a_frame_read_once_answers_a_grouped_query_as_the_store_does(store):
     expected = store.query_dicts(f"WITH c AS ({_SQL}) {select}", ["official"])
     assert query_frame(frame, select, ["official"]) == expected
     assert len(expected) == 8 and {r["model"] for r in expected} == {"m0", "m1", "m2", None}
+
+
+def test_duckdbs_own_limit_comes_back_exactly_after_any_number_of_lowerings(store):
+    """Set again by its rounded words ("18.8 GiB" reads back lower), DuckDB's default would wear
+    down a little at every pass; it is put back by RESET."""
+    default = store.con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
+    for _ in range(5):
+        with store.memory_limit("64MB"):
+            pass
+        with store.memory_limit(None):
+            pass
+    assert store.con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0] == default

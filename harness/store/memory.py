@@ -22,7 +22,7 @@ from contam.harness.errors import first_line
 if TYPE_CHECKING:
     from contam.harness.store.store import Store
 
-__all__ = ["bounded_memory", "within_bounds", "serving_read"]
+__all__ = ["bounded_memory", "within_bounds", "serving_read", "put_back_limit"]
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -78,7 +78,7 @@ def bounded_memory(store: Store, limit: str | None) -> Iterator[None]:
             yield
         finally:
             if previous is not None:
-                _put_back(store, previous)
+                put_back_limit(store, previous)
     finally:
         store.single_threaded(False)
 
@@ -98,7 +98,7 @@ def _lowered(store: Store, limit: str | None) -> str | None:
     return previous
 
 
-def _put_back(store: Store, previous: str) -> None:
+def put_back_limit(store: Store, previous: str) -> None:
     """The limit as it was. DuckDB's words for a limit round down (set again, "18.8 GiB" reads
     "18.7 GiB"): set by them at every commit, its default wore down commit after commit. The
     default comes back exactly by RESET; only a limit a caller had set is set again by its words

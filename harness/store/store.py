@@ -27,6 +27,7 @@ from contam.harness.errors import UserError, first_line
 from contam.harness.store import DEFAULT_STORE
 from contam.harness.store.frames import joined, with_categories
 from contam.harness.store.journal import journal_path, replay
+from contam.harness.store.memory import put_back_limit
 from contam.harness.store.schema import MIGRATIONS, TABLE_COLUMNS
 from contam.harness.store.views import cells_view_current, cells_view_sql
 from contam.harness.store.wanted import ask_for, withdraw_ask
@@ -130,7 +131,6 @@ class Store:
         _refuse_odd_file(self.path)
         wait = LOCK_WAIT_S if lock_wait_s is None else lock_wait_s
         self.con = self._connect(wait)
-        self._default_memory = self._memory_setting()  # what "as much as it takes" goes back to
         try:
             if read_only:
                 self._catch_up(wait)
@@ -263,20 +263,22 @@ class Store:
                 (con or self.con).execute("RESET threads")
 
     @contextmanager
-    def memory_limit(self, limit: str, *, if_possible: bool = False) -> Iterator[None]:
-        """DuckDB's memory limit lowered to ``limit`` (e.g. "64MB") for a while, then put back.
-        Its buffer pool otherwise keeps every block a job reads or writes (up to 80% of RAM), so a
-        pass over a million cells would weigh what the store weighs. ``if_possible``: where DuckDB
-        cannot free enough to lower it now (blocks held by a read the job's host is serving), go
-        on under the limit as it is rather than fail."""
+    def memory_limit(self, limit: str | None, *, if_possible: bool = False) -> Iterator[None]:
+        """DuckDB's memory limit set to ``limit`` (e.g. "64MB"; None: DuckDB's own) for a while,
+        then put back (:func:`put_back_limit`). Its buffer pool otherwise keeps every block a job
+        reads or writes (up to 80% of RAM), so a pass over a million cells would weigh what the
+        store weighs. ``if_possible``: where DuckDB cannot free enough to lower it now (blocks held
+        by a read the job's host is serving), go on under the limit as it is rather than fail."""
         previous = self._memory_setting()
-        if not self._lower_memory_limit(limit, if_possible):
+        if limit is None:
+            self.con.execute("RESET memory_limit")
+        elif not self._lower_memory_limit(limit, if_possible):
             yield
             return
         try:
             yield
         finally:
-            self.con.execute(f"SET memory_limit = '{previous}'")
+            put_back_limit(self, previous)
 
     def _lower_memory_limit(self, limit: str, if_possible: bool) -> bool:
         try:
@@ -353,7 +355,7 @@ class Store:
                     return work()
             except duckdb.OutOfMemoryException:
                 continue
-        with self.memory_limit(self._default_memory):
+        with self.memory_limit(None):
             return work()  # as much as it takes
 
     def _frame_with_categories(self, sql: str, params: Any, categories: Sequence[str]) -> "pd.DataFrame":
