@@ -17,12 +17,14 @@ from typing import TYPE_CHECKING, TypeVar
 
 import duckdb
 
+from contam.harness.store.limits import current_limit, put_back_limit
+
 from contam.harness.errors import first_line
 
 if TYPE_CHECKING:
     from contam.harness.store.store import Store
 
-__all__ = ["bounded_memory", "within_bounds", "serving_read", "put_back_limit"]
+__all__ = ["bounded_memory", "within_bounds", "serving_read"]
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -78,7 +80,7 @@ def bounded_memory(store: Store, limit: str | None) -> Iterator[None]:
             yield
         finally:
             if previous is not None:
-                put_back_limit(store, previous)
+                put_back_limit(store.con, previous)
     finally:
         store.single_threaded(False)
 
@@ -88,7 +90,7 @@ def _lowered(store: Store, limit: str | None) -> str | None:
     being served, or a limit already as low: a caller's own bound is never raised)."""
     if limit is None or id(store) in _reads:
         return None
-    previous = _limit(store)
+    previous = current_limit(store.con)
     if _bytes(previous) <= _bytes(limit):
         return None
     try:
@@ -96,16 +98,6 @@ def _lowered(store: Store, limit: str | None) -> str | None:
     except duckdb.OutOfMemoryException:
         return None
     return previous
-
-
-def put_back_limit(store: Store, previous: str) -> None:
-    """The limit as it was. DuckDB's words for a limit round down (set again, "18.8 GiB" reads
-    "18.7 GiB"): set by them at every commit, its default wore down commit after commit. The
-    default comes back exactly by RESET; only a limit a caller had set is set again by its words
-    (which settle within a few rounds, a few tenths of their unit lower)."""
-    store.con.execute("RESET memory_limit")
-    if _limit(store) != previous:
-        store.con.execute(f"SET memory_limit = '{previous}'")
 
 
 _UNITS = {"B": 1, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12,
@@ -117,7 +109,3 @@ def _bytes(words: str) -> float:
     limit) are infinite."""
     found = re.fullmatch(r"\s*([\d.]+)\s*([KMGT]?i?B)\s*", words, re.IGNORECASE)
     return float(found[1]) * _UNITS[found[2].upper()] if found else float("inf")
-
-
-def _limit(store: Store) -> str:
-    return store.con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]

@@ -27,7 +27,7 @@ from contam.harness.errors import UserError, first_line
 from contam.harness.store import DEFAULT_STORE
 from contam.harness.store.frames import joined, with_categories
 from contam.harness.store.journal import journal_path, replay
-from contam.harness.store.memory import put_back_limit
+from contam.harness.store.limits import current_limit, put_back_limit
 from contam.harness.store.schema import MIGRATIONS, TABLE_COLUMNS
 from contam.harness.store.views import cells_view_current, cells_view_sql
 from contam.harness.store.wanted import ask_for, withdraw_ask
@@ -269,7 +269,7 @@ class Store:
         reads or writes (up to 80% of RAM), so a pass over a million cells would weigh what the
         store weighs. ``if_possible``: where DuckDB cannot free enough to lower it now (blocks held
         by a read the job's host is serving), go on under the limit as it is rather than fail."""
-        previous = self._memory_setting()
+        previous = current_limit(self.con)
         if limit is None:
             self.con.execute("RESET memory_limit")
         elif not self._lower_memory_limit(limit, if_possible):
@@ -278,7 +278,7 @@ class Store:
         try:
             yield
         finally:
-            put_back_limit(self, previous)
+            put_back_limit(self.con, previous)
 
     def _lower_memory_limit(self, limit: str, if_possible: bool) -> bool:
         try:
@@ -288,9 +288,6 @@ class Store:
                 raise
             return False
         return True
-
-    def _memory_setting(self) -> str:
-        return self.con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
 
     def checkpoint(self) -> None:
         """Write what the WAL holds into the file now (DuckDB does it on its own past 16 MB of
