@@ -22,8 +22,7 @@ Python callers (the demo): :func:`score_store` does the whole pass and returns t
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -53,6 +52,9 @@ _WRITE_BATCH = 5000
 # grow with the table (by ~30 MB from 200,000 to 1,000,000 cells). Lowering the limit also lets go
 # of what the range read left in the pool.
 _WRITE_MEMORY = "16MB"
+# A surface pass runs DuckDB on one thread (Store.one_thread): its queries are one range's, too
+# small to gain from more, and each thread DuckDB works on keeps memory of its own (with 16
+# threads the pass's peak grew by ~10% from 200,000 to 1,000,000 cells, with one by ~4%).
 
 
 @dataclass
@@ -219,13 +221,13 @@ class _SurfacePass:
     def __init__(self, metric: str, scorer: tuple, store: Store) -> None:
         self.metric = metric
         self.score_many, self.params = scorer
-        with _one_thread(store), store.memory_limit(DUE_MEMORY):
+        with store.one_thread(), store.memory_limit(DUE_MEMORY):
             self.todo = DueCells(store, self.metric, _params_json(self.params))  # counted now
         self.summary = MetricSummary(self.metric, skipped=self.todo.answered - len(self.todo),
                                      params=self.params)
 
     def __call__(self, store: Store, reporter: BatchProgress) -> MetricSummary:
-        with (_one_thread(store), store.memory_limit(DUE_MEMORY),
+        with (store.one_thread(), store.memory_limit(DUE_MEMORY),
               reporter.task(self.metric, len(self.todo)) as advance):
             for rows in self.todo.chunks(_WRITE_BATCH):
                 self._score_batch(store, [_Cell(*row) for row in rows])
@@ -244,18 +246,6 @@ class _SurfacePass:
 
     def close(self) -> None:
         pass
-
-
-@contextmanager
-def _one_thread(store: Store) -> Iterator[None]:
-    """DuckDB on one thread for a surface pass: its queries are one range's, too small to gain
-    from more, and each thread DuckDB works on keeps memory of its own (with 16 threads the pass's
-    peak grew by ~10% from 200,000 to 1,000,000 cells, with one by ~4%)."""
-    store.single_threaded(True)
-    try:
-        yield
-    finally:
-        store.single_threaded(False)
 
 
 def _surface_scorer(spec: MetricSpec, study: StudySettings):

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["with_categories", "joined", "query_frame"]
+__all__ = ["with_categories", "joined", "query_frame", "dict_rows"]
 
 
 def with_categories(frame: "pd.DataFrame", columns: Sequence[str]) -> "pd.DataFrame":
@@ -72,6 +72,10 @@ def query_frame(frame: "pd.DataFrame", sql: str, params: Sequence[Any] = (), nam
 
     with duckdb.connect() as con:
         con.register(name, frame)
-        cursor = con.execute(sql, list(params))
-        names = [d[0] for d in cursor.description]
-        return [dict(zip(names, row)) for row in cursor.fetchall()]
+        return dict_rows(con.execute(sql, list(params)))
+
+
+def dict_rows(cursor: Any) -> list[dict[str, Any]]:
+    """An executed query's rows as dicts keyed by its column names."""
+    names = [d[0] for d in cursor.description]
+    return [dict(zip(names, row)) for row in cursor.fetchall()]

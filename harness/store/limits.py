@@ -6,12 +6,24 @@ from __future__ import annotations
 
 import duckdb
 
-__all__ = ["current_limit", "put_back_limit"]
+__all__ = ["current_limit", "lower_limit", "put_back_limit"]
 
 
 def current_limit(con: duckdb.DuckDBPyConnection) -> str:
     """The limit in DuckDB's words ("18.8 GiB", "61.0 MiB")."""
     return con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
+
+
+def lower_limit(con: duckdb.DuckDBPyConnection, limit: str, *, if_possible: bool = False) -> bool:
+    """Set the limit to ``limit``; where DuckDB cannot free enough to have it now (blocks another
+    thread's read holds), it keeps the one it had: then False with ``if_possible``, else raised."""
+    try:
+        con.execute(f"SET memory_limit = '{limit}'")
+    except duckdb.OutOfMemoryException:
+        if not if_possible:
+            raise
+        return False
+    return True
 
 
 def put_back_limit(con: duckdb.DuckDBPyConnection, previous: str) -> None:

@@ -17,9 +17,8 @@ from typing import TYPE_CHECKING, TypeVar
 
 import duckdb
 
-from contam.harness.store.limits import current_limit, put_back_limit
-
 from contam.harness.errors import first_line
+from contam.harness.store.limits import current_limit, lower_limit, put_back_limit
 
 if TYPE_CHECKING:
     from contam.harness.store.store import Store
@@ -73,16 +72,13 @@ def bounded_memory(store: Store, limit: str | None) -> Iterator[None]:
     """DuckDB on one thread with its memory limit at ``limit`` (e.g. "32MB"; None: as it is) for
     the block; both put back after it. While the job's host serves a read, or where DuckDB cannot free enough to
     lower the limit now, the work goes on under the limit it has rather than fail."""
-    store.single_threaded(True)
-    try:
+    with store.one_thread():
         previous = _lowered(store, limit)
         try:
             yield
         finally:
             if previous is not None:
                 put_back_limit(store.con, previous)
-    finally:
-        store.single_threaded(False)
 
 
 def _lowered(store: Store, limit: str | None) -> str | None:
@@ -93,11 +89,7 @@ def _lowered(store: Store, limit: str | None) -> str | None:
     previous = current_limit(store.con)
     if _bytes(previous) <= _bytes(limit):
         return None
-    try:
-        store.con.execute(f"SET memory_limit = '{limit}'")
-    except duckdb.OutOfMemoryException:
-        return None
-    return previous
+    return previous if lower_limit(store.con, limit, if_possible=True) else None
 
 
 _UNITS = {"B": 1, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12,

@@ -25,9 +25,9 @@ import duckdb
 
 from contam.harness.errors import UserError, first_line
 from contam.harness.store import DEFAULT_STORE
-from contam.harness.store.frames import joined, with_categories
+from contam.harness.store.frames import dict_rows, joined, with_categories
 from contam.harness.store.journal import journal_path, replay
-from contam.harness.store.limits import current_limit, put_back_limit
+from contam.harness.store.limits import current_limit, lower_limit, put_back_limit
 from contam.harness.store.schema import MIGRATIONS, TABLE_COLUMNS
 from contam.harness.store.views import cells_view_current, cells_view_sql
 from contam.harness.store.wanted import ask_for, withdraw_ask
@@ -272,7 +272,7 @@ class Store:
         previous = current_limit(self.con)
         if limit is None:
             self.con.execute("RESET memory_limit")
-        elif not self._lower_memory_limit(limit, if_possible):
+        elif not lower_limit(self.con, limit, if_possible=if_possible):
             yield
             return
         try:
@@ -280,14 +280,14 @@ class Store:
         finally:
             put_back_limit(self.con, previous)
 
-    def _lower_memory_limit(self, limit: str, if_possible: bool) -> bool:
+    @contextmanager
+    def one_thread(self) -> Iterator[None]:
+        """DuckDB on one thread for the block (:meth:`single_threaded`)."""
+        self.single_threaded(True)
         try:
-            self.con.execute(f"SET memory_limit = '{limit}'")
-        except duckdb.OutOfMemoryException:  # DuckDB keeps the limit it had
-            if not if_possible:
-                raise
-            return False
-        return True
+            yield
+        finally:
+            self.single_threaded(False)
 
     def checkpoint(self) -> None:
         """Write what the WAL holds into the file now (DuckDB does it on its own past 16 MB of
@@ -317,11 +317,7 @@ class Store:
 
     def query_dicts(self, sql: str,
                     params: Iterable[Any] | Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
-        def rows() -> list[dict[str, Any]]:
-            cursor = self.con.execute(sql, query_parameters(params))
-            names = [d[0] for d in cursor.description]
-            return [dict(zip(names, row)) for row in cursor.fetchall()]
-        return self._read(rows)
+        return self._read(lambda: dict_rows(self.con.execute(sql, query_parameters(params))))
 
     def query_df(self, sql: str, params: Iterable[Any] | Mapping[str, Any] | None = None,
                  categories: Sequence[str] = ()) -> "pd.DataFrame":
@@ -337,7 +333,7 @@ class Store:
         the first between reads: a report's reads at a million cells would otherwise add up to
         hundreds of MB that DuckDB keeps."""
         self._lean = True
-        self._lower_memory_limit(READ_MEMORY[0], if_possible=True)  # else each read still lowers it
+        lower_limit(self.con, READ_MEMORY[0], if_possible=True)  # else each read still lowers it
 
     def _read(self, work: Callable[[], _T]) -> _T:
         return self._under_read_limits(work) if self._lean else work()
